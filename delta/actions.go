@@ -1,0 +1,280 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Protocol is the protocol action: the reader and writer versions (and, at
+// 3/7, the table features) a client must support.
+type Protocol struct {
+	MinReaderVersion int32    `json:"minReaderVersion"`
+	MinWriterVersion int32    `json:"minWriterVersion"`
+	ReaderFeatures   []string `json:"readerFeatures,omitempty"`
+	WriterFeatures   []string `json:"writerFeatures,omitempty"`
+}
+
+// Format names the data file format of a table; always parquet.
+type Format struct {
+	Provider string            `json:"provider"`
+	Options  map[string]string `json:"options"`
+}
+
+// Metadata is the metaData action. SchemaString holds the table schema as
+// written in the log; Schema parses it.
+type Metadata struct {
+	ID               string            `json:"id"`
+	Name             *string           `json:"name,omitempty"`
+	Description      *string           `json:"description,omitempty"`
+	Format           Format            `json:"format"`
+	SchemaString     string            `json:"schemaString"`
+	PartitionColumns []string          `json:"partitionColumns"`
+	Configuration    map[string]string `json:"configuration"`
+	CreatedTime      *int64            `json:"createdTime,omitempty"`
+}
+
+// MarshalJSON writes the required maps and lists as {} and [] when empty:
+// readers such as delta-kernel reject null there.
+func (m Metadata) MarshalJSON() ([]byte, error) {
+	type plain Metadata
+	if m.Format.Options == nil {
+		m.Format.Options = map[string]string{}
+	}
+	if m.PartitionColumns == nil {
+		m.PartitionColumns = []string{}
+	}
+	if m.Configuration == nil {
+		m.Configuration = map[string]string{}
+	}
+	return marshalNoEscape(plain(m))
+}
+
+// Schema parses SchemaString.
+func (m *Metadata) Schema() (*StructType, error) {
+	return ParseSchema(m.SchemaString)
+}
+
+// DeletionVector describes a deletion vector attached to a file. This library
+// never writes one, but keeps it through replay so checkpoints stay faithful.
+type DeletionVector struct {
+	StorageType    string `json:"storageType"`
+	PathOrInlineDv string `json:"pathOrInlineDv"`
+	Offset         *int32 `json:"offset,omitempty"`
+	SizeInBytes    int32  `json:"sizeInBytes"`
+	Cardinality    int64  `json:"cardinality"`
+	MaxRowIndex    *int64 `json:"maxRowIndex,omitempty"`
+}
+
+// UniqueID identifies the deletion vector, as part of a file's replay key.
+func (dv *DeletionVector) UniqueID() string {
+	if dv == nil {
+		return ""
+	}
+	if dv.Offset != nil {
+		return fmt.Sprintf("%s%s@%d", dv.StorageType, dv.PathOrInlineDv, *dv.Offset)
+	}
+	return dv.StorageType + dv.PathOrInlineDv
+}
+
+// Add is the add action: a data file that became part of the table. Path is a
+// relative URI, exactly as written in the log (see PartitionPath). A nil value
+// in PartitionValues is a null partition value.
+type Add struct {
+	Path                    string             `json:"path"`
+	PartitionValues         map[string]*string `json:"partitionValues"`
+	Size                    int64              `json:"size"`
+	ModificationTime        int64              `json:"modificationTime"`
+	DataChange              bool               `json:"dataChange"`
+	Stats                   string             `json:"stats,omitempty"`
+	Tags                    map[string]string  `json:"tags,omitempty"`
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
+	ClusteringProvider      *string            `json:"clusteringProvider,omitempty"`
+}
+
+// MarshalJSON always writes partitionValues, as {} when there are none.
+func (a Add) MarshalJSON() ([]byte, error) {
+	type plain Add
+	if a.PartitionValues == nil {
+		a.PartitionValues = map[string]*string{}
+	}
+	return marshalNoEscape(plain(a))
+}
+
+// Remove is the remove action: a tombstone for a file that left the table.
+// Path must be byte-identical to the add's path.
+type Remove struct {
+	Path                    string             `json:"path"`
+	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`
+	DataChange              bool               `json:"dataChange"`
+	ExtendedFileMetadata    *bool              `json:"extendedFileMetadata,omitempty"`
+	PartitionValues         map[string]*string `json:"partitionValues,omitempty"`
+	Size                    *int64             `json:"size,omitempty"`
+	Stats                   string             `json:"stats,omitempty"`
+	Tags                    map[string]string  `json:"tags,omitempty"`
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
+}
+
+// DeletionTime is the tombstone's deletion timestamp in ms; Spark reads a
+// missing one as 0, so such a tombstone expires at once.
+func (r *Remove) DeletionTime() int64 {
+	if r.DeletionTimestamp == nil {
+		return 0
+	}
+	return *r.DeletionTimestamp
+}
+
+// Txn is the txn (SetTransaction) action: the latest version an application
+// committed, used for idempotent writes. deltaflow writes one per Kafka
+// partition with the last committed offset as Version.
+type Txn struct {
+	AppID       string `json:"appId"`
+	Version     int64  `json:"version"`
+	LastUpdated *int64 `json:"lastUpdated,omitempty"`
+}
+
+// CommitInfo is the commitInfo action: provenance of one commit. Fields that
+// other writers add and this library does not know are dropped on read.
+type CommitInfo struct {
+	Timestamp           int64          `json:"timestamp"`
+	Operation           string         `json:"operation,omitempty"`
+	OperationParameters map[string]any `json:"operationParameters,omitempty"`
+	ReadVersion         *int64         `json:"readVersion,omitempty"`
+	IsolationLevel      string         `json:"isolationLevel,omitempty"`
+	IsBlindAppend       *bool          `json:"isBlindAppend,omitempty"`
+	OperationMetrics    map[string]any `json:"operationMetrics,omitempty"`
+	EngineInfo          string         `json:"engineInfo,omitempty"`
+	ClientVersion       string         `json:"clientVersion,omitempty"`
+	UserMetadata        string         `json:"userMetadata,omitempty"`
+	TxnID               string         `json:"txnId,omitempty"`
+}
+
+// DomainMetadata is the domainMetadata action; the latest per domain wins and
+// Removed marks a tombstone.
+type DomainMetadata struct {
+	Domain        string `json:"domain"`
+	Configuration string `json:"configuration"`
+	Removed       bool   `json:"removed"`
+}
+
+// Action is one line of a commit file: exactly one field is set. A line whose
+// action this library does not know (cdc, sidecar, checkpointMetadata, ...) is
+// kept verbatim in Unknown and ignored by replay.
+type Action struct {
+	CommitInfo     *CommitInfo     `json:"commitInfo,omitempty"`
+	Protocol       *Protocol       `json:"protocol,omitempty"`
+	MetaData       *Metadata       `json:"metaData,omitempty"`
+	Txn            *Txn            `json:"txn,omitempty"`
+	Add            *Add            `json:"add,omitempty"`
+	Remove         *Remove         `json:"remove,omitempty"`
+	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"`
+	Unknown        json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes a known action, or the unknown line verbatim.
+func (a Action) MarshalJSON() ([]byte, error) {
+	if a.Unknown != nil {
+		return a.Unknown, nil
+	}
+	type plain Action
+	return marshalNoEscape(plain(a))
+}
+
+// CorruptLogError reports a commit or checkpoint file that cannot be parsed.
+type CorruptLogError struct {
+	File string // key of the file, e.g. _delta_log/00000000000000000003.json
+	Line int    // 1-based line number, 0 when not line-based
+	Err  error
+}
+
+func (e *CorruptLogError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("delta: corrupt log file %s line %d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("delta: corrupt log file %s: %v", e.File, e.Err)
+}
+
+func (e *CorruptLogError) Unwrap() error { return e.Err }
+
+// ParseActions parses a commit file (newline-delimited JSON). file names the
+// source in errors. Blank lines are skipped.
+func ParseActions(file string, data []byte) ([]Action, error) {
+	actions := make([]Action, 0, bytes.Count(data, []byte{'\n'})+1)
+	line := 0
+	for len(data) > 0 {
+		line++
+		var raw []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			raw, data = data[:i], data[i+1:]
+		} else {
+			raw, data = data, nil
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			continue
+		}
+		a, err := parseAction(raw)
+		if err != nil {
+			return nil, &CorruptLogError{File: file, Line: line, Err: err}
+		}
+		actions = append(actions, a)
+	}
+	return actions, nil
+}
+
+func parseAction(raw []byte) (Action, error) {
+	var a Action
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return Action{}, err
+	}
+	if a.isEmpty() {
+		// Unknown kinds are kept, but a line must still be a JSON object.
+		if raw[0] != '{' {
+			return Action{}, fmt.Errorf("action is not a JSON object")
+		}
+		a.Unknown = bytes.Clone(raw)
+	}
+	if a.Add != nil && a.Add.Path == "" || a.Remove != nil && a.Remove.Path == "" {
+		return Action{}, fmt.Errorf("file action without path")
+	}
+	if a.Txn != nil && a.Txn.AppID == "" {
+		return Action{}, fmt.Errorf("txn action without appId")
+	}
+	return a, nil
+}
+
+func (a *Action) isEmpty() bool {
+	return a.CommitInfo == nil && a.Protocol == nil && a.MetaData == nil && a.Txn == nil &&
+		a.Add == nil && a.Remove == nil && a.DomainMetadata == nil
+}
+
+// EncodeActions writes actions as a commit file: one JSON object a line,
+// HTML characters unescaped, newline-terminated.
+func EncodeActions(actions []Action) ([]byte, error) {
+	var buf bytes.Buffer
+	for i := range actions {
+		b, err := actions[i].MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encode action %d: %w", i, err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes(), nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping: Spark writes '<', '>'
+// and '&' raw, and paths or values holding them must round-trip byte for byte.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}

@@ -1,0 +1,13 @@
+// Package delta implements the Delta Lake transaction log protocol: actions,
+// schemas, partition paths, Parquet data files with statistics, snapshots
+// (log replay from checkpoints and JSON commits), commits with optimistic
+// concurrency, checkpoints, OPTIMIZE, VACUUM and log cleanup.
+//
+// Start with Table (a log on a storage.Store), Snapshot (the table state at one
+// version) and Action (one line of a commit file).
+//
+// The package is pure: it knows nothing of actors, Kafka or NATS, and reaches
+// storage only through storage.Store. The rules it follows, with their sources,
+// are in DELTA-NOTES.md; every table it writes must read identically in Spark,
+// delta-rs and DuckDB.
+package delta

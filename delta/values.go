@@ -1,0 +1,169 @@
+package delta
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Row is one table row as Go values, aligned with the schema's fields. The Go
+// type of each value follows its column's Delta type:
+//
+//	string → string        long → int64        integer → int32
+//	short → int16          byte → int8         float → float32
+//	double → float64       boolean → bool      binary → []byte
+//	date → time.Time (midnight UTC)            timestamp → time.Time (UTC)
+//	timestamp_ntz → time.Time (UTC wall clock) decimal → string ("12.30")
+//
+// nil is null. Nested types are read as map[string]any, []any and
+// map[string]any (maps with string-rendered keys).
+type Row []any
+
+// FormatPartitionValue serializes a partition value as Delta stores it in
+// partitionValues; nil (and "") give nil, a JSON null.
+func FormatPartitionValue(t DataType, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var s string
+	switch t := t.(type) {
+	case PrimitiveType:
+		switch t {
+		case String:
+			str, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not a string", v, v)
+			}
+			if str == "" {
+				return nil, nil
+			}
+			s = str
+		case Long, Integer, Short, Byte:
+			n, ok := asInt64(v)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not an integer", v, v)
+			}
+			s = strconv.FormatInt(n, 10)
+		case Boolean:
+			b, ok := v.(bool)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not a boolean", v, v)
+			}
+			s = strconv.FormatBool(b)
+		case Date:
+			tm, ok := v.(time.Time)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not a date", v, v)
+			}
+			s = tm.UTC().Format(time.DateOnly)
+		case Timestamp:
+			tm, ok := v.(time.Time)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not a timestamp", v, v)
+			}
+			s = tm.UTC().Format("2006-01-02T15:04:05.000000Z")
+		case TimestampNTZ:
+			tm, ok := v.(time.Time)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not a timestamp", v, v)
+			}
+			s = tm.UTC().Format("2006-01-02 15:04:05.999999")
+		case Float, Double:
+			f, ok := asFloat64(v)
+			if !ok {
+				return nil, fmt.Errorf("partition value %v (%T) is not a number", v, v)
+			}
+			s = strconv.FormatFloat(f, 'g', -1, 64)
+		default:
+			return nil, fmt.Errorf("type %s cannot be a partition column", t)
+		}
+	case DecimalType:
+		str, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("partition value %v (%T) is not a decimal string", v, v)
+		}
+		s = str
+	default:
+		return nil, fmt.Errorf("type %s cannot be a partition column", t)
+	}
+	return &s, nil
+}
+
+// ParsePartitionValue parses a partitionValues entry into the Go value for
+// its column type (see Row). nil and "" are null.
+func ParsePartitionValue(t DataType, s *string) (any, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	v := *s
+	switch t {
+	case String:
+		return v, nil
+	case Long:
+		return strconv.ParseInt(v, 10, 64)
+	case Integer:
+		n, err := strconv.ParseInt(v, 10, 32)
+		return int32(n), err
+	case Short:
+		n, err := strconv.ParseInt(v, 10, 16)
+		return int16(n), err
+	case Byte:
+		n, err := strconv.ParseInt(v, 10, 8)
+		return int8(n), err
+	case Boolean:
+		return strconv.ParseBool(v)
+	case Float:
+		f, err := strconv.ParseFloat(v, 32)
+		return float32(f), err
+	case Double:
+		return strconv.ParseFloat(v, 64)
+	case Date:
+		return time.Parse(time.DateOnly, v)
+	case Timestamp, TimestampNTZ:
+		return parsePartitionTimestamp(v)
+	case Binary:
+		return []byte(v), nil
+	}
+	if _, ok := t.(DecimalType); ok {
+		return v, nil
+	}
+	return nil, fmt.Errorf("type %s cannot be a partition column", t)
+}
+
+// parsePartitionTimestamp accepts both forms the protocol allows: ISO 8601
+// with a zone ("2024-06-15T19:30:45.000000Z") and "YYYY-MM-DD HH:MM:SS[.f]"
+// (read as UTC).
+func parsePartitionTimestamp(v string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"} {
+		if tm, err := time.Parse(layout, v); err == nil {
+			return tm.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("bad timestamp partition value %q", v)
+}
+
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int32:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int8:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+func asFloat64(v any) (float64, bool) {
+	switch f := v.(type) {
+	case float64:
+		return f, true
+	case float32:
+		return float64(f), true
+	}
+	return 0, false
+}
