@@ -1,0 +1,275 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// EngineInfo is written as commitInfo.engineInfo.
+var EngineInfo = "deltaflow"
+
+// Operation describes a commit for its commitInfo: Name as Spark names
+// operations ("STREAMING UPDATE", "WRITE", "OPTIMIZE", "CREATE TABLE"...),
+// with its parameters and metrics (Spark writes metric values as strings).
+type Operation struct {
+	Name       string
+	Parameters map[string]any
+	Metrics    map[string]any
+}
+
+// DefaultMaxCommitAttempts bounds how often Commit retries at a later version
+// after losing races to concurrent blind appends.
+const DefaultMaxCommitAttempts = 100
+
+// Create writes version 0 of a new table: protocol, metaData and commitInfo.
+// ErrTableExists if version 0 is already there.
+func (t *Table) Create(ctx context.Context, schema *StructType, partitionColumns []string, configuration map[string]string) (*Snapshot, error) {
+	for _, c := range partitionColumns {
+		if schema.Field(c) == nil {
+			return nil, fmt.Errorf("create table: partition column %q is not in the schema", c)
+		}
+	}
+	proto := &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	if usesType(schema, TimestampNTZ) {
+		proto = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}
+	}
+	created := t.now().UnixMilli()
+	meta := &Metadata{
+		ID:               uuid.NewString(),
+		Format:           Format{Provider: "parquet", Options: map[string]string{}},
+		SchemaString:     schema.SchemaString(),
+		PartitionColumns: append([]string{}, partitionColumns...),
+		Configuration:    configuration,
+		CreatedTime:      &created,
+	}
+	partitionBy, _ := marshalNoEscape(meta.PartitionColumns)
+	props, _ := marshalNoEscape(meta.Configuration)
+	op := Operation{Name: "CREATE TABLE", Parameters: map[string]any{
+		"isManaged": "false", "description": nil, "partitionBy": string(partitionBy), "properties": string(props),
+	}}
+	s := newSnapshot()
+	actions := []Action{{Protocol: proto}, {MetaData: meta}}
+	if _, err := t.commit(ctx, s, actions, op, 1); err != nil {
+		if IsConflict(err) {
+			return nil, ErrTableExists
+		}
+		return nil, fmt.Errorf("create table: %w", err)
+	}
+	return s, nil
+}
+
+func usesType(t DataType, want PrimitiveType) bool {
+	switch t := t.(type) {
+	case PrimitiveType:
+		return t == want
+	case *StructType:
+		for _, f := range t.Fields {
+			if usesType(f.Type, want) {
+				return true
+			}
+		}
+	case *ArrayType:
+		return usesType(t.ElementType, want)
+	case *MapType:
+		return usesType(t.KeyType, want) || usesType(t.ValueType, want)
+	}
+	return false
+}
+
+// Commit writes actions as the next version after s, with optimistic
+// concurrency: the commit file is created with put-if-absent, and when
+// another writer took the version, the commits in between are checked.
+// A metaData or protocol change, a txn for one of our appIds, or a removal of
+// a file we remove aborts with a *ConflictError; anything else (concurrent
+// blind appends, compactions of other files) is reconciled by retrying at the
+// next version. A write whose outcome is unknown is resolved by reading the
+// log, never by blind retry.
+//
+// On success s has advanced to the new version (including the concurrent
+// commits it absorbed) and the version is returned. On a conflict s has
+// advanced to the winning commit; re-read what the commit depends on.
+func (t *Table) Commit(ctx context.Context, s *Snapshot, actions []Action, op Operation) (int64, error) {
+	if s == nil || s.version < 0 {
+		return 0, fmt.Errorf("commit %s: %w (create it first)", op.Name, ErrTableNotFound)
+	}
+	if err := s.CheckWrite(); err != nil {
+		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+	}
+	return t.commit(ctx, s, actions, op, DefaultMaxCommitAttempts)
+}
+
+// commitPlan is what conflict checking needs to know about our commit.
+type commitPlan struct {
+	appIDs  map[string]bool
+	removes map[string]bool
+}
+
+func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Operation, attempts int) (int64, error) {
+	plan, blind, err := checkActions(s, actions)
+	if err != nil {
+		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+	}
+	info := t.commitInfo(s, actions, op, blind)
+	data, err := EncodeActions(append([]Action{{CommitInfo: info}}, actions...))
+	if err != nil {
+		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+	}
+	for attempt := 0; attempt < attempts; attempt++ {
+		v := s.version + 1
+		ours, err := t.tryCommit(ctx, v, data)
+		if err != nil {
+			return 0, fmt.Errorf("commit version %d: %w", v, err)
+		}
+		if ours {
+			if err := s.applyCommit(actions); err != nil {
+				return 0, err
+			}
+			s.version, s.timestamp = v, info.Timestamp
+			return v, nil
+		}
+		// Another writer won version v: replay it and look for a conflict.
+		winner, err := t.readCommits(ctx, []string{CommitKey(v)})
+		if err != nil {
+			return 0, fmt.Errorf("commit: read winning version %d: %w", v, err)
+		}
+		conflict := plan.conflict(v, winner[0])
+		if err := s.applyCommit(winner[0]); err != nil {
+			return 0, err
+		}
+		s.version = v
+		if conflict != nil {
+			return 0, conflict
+		}
+	}
+	return 0, &ConflictError{Kind: ConflictRetries, Version: s.version}
+}
+
+// tryCommit creates the commit file for version v. ours is false when another
+// writer's commit holds the version. An error means the outcome could not be
+// determined even by reading the log.
+func (t *Table) tryCommit(ctx context.Context, v int64, data []byte) (ours bool, err error) {
+	key := CommitKey(v)
+	const unknownRetries = 3
+	for i := 0; ; i++ {
+		err := t.store.PutIfAbsent(ctx, key, data)
+		if err == nil {
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("outcome unknown: %w", err)
+		}
+		// Taken — or our own write whose response was lost and was retried
+		// (an earlier attempt may have landed). The log decides.
+		got, gerr := t.store.Get(ctx, key)
+		switch {
+		case gerr == nil:
+			return bytes.Equal(got, data), nil
+		case errors.Is(gerr, storage.ErrNotExist) && !errors.Is(err, storage.ErrExist) && i < unknownRetries:
+			time.Sleep(time.Duration(i+1) * 100 * time.Millisecond)
+			continue // nothing landed: the put-if-absent is safe to repeat
+		case errors.Is(gerr, storage.ErrNotExist):
+			return false, fmt.Errorf("put %s: %w", key, err)
+		default:
+			return false, fmt.Errorf("outcome unknown: put: %w; read back: %w", err, gerr)
+		}
+	}
+}
+
+// conflict checks one winning commit against our plan (DELTA-NOTES §8).
+func (p *commitPlan) conflict(v int64, winner []Action) *ConflictError {
+	for _, a := range winner {
+		switch {
+		case a.MetaData != nil || a.Protocol != nil:
+			return &ConflictError{Kind: ConflictMetadata, Version: v}
+		case a.Txn != nil && p.appIDs[a.Txn.AppID]:
+			return &ConflictError{Kind: ConflictTxn, Version: v, AppID: a.Txn.AppID}
+		case a.Remove != nil && p.removes[a.Remove.Path]:
+			return &ConflictError{Kind: ConflictDelete, Version: v, Path: a.Remove.Path}
+		}
+	}
+	return nil
+}
+
+// checkActions enforces the per-commit rules (≤1 metaData, ≤1 protocol, ≤1
+// txn per appId, no path added or removed twice, append-only tables) and
+// reports whether the commit is a blind append.
+func checkActions(s *Snapshot, actions []Action) (*commitPlan, bool, error) {
+	plan := &commitPlan{appIDs: map[string]bool{}, removes: map[string]bool{}}
+	added := map[string]bool{}
+	var metas, protos int
+	blind := true
+	for _, a := range actions {
+		switch {
+		case a.CommitInfo != nil:
+			return nil, false, errors.New("commitInfo is written by Commit")
+		case a.MetaData != nil:
+			metas++
+			blind = false
+		case a.Protocol != nil:
+			protos++
+			blind = false
+		case a.Txn != nil:
+			if plan.appIDs[a.Txn.AppID] {
+				return nil, false, fmt.Errorf("two txn actions for app id %q", a.Txn.AppID)
+			}
+			plan.appIDs[a.Txn.AppID] = true
+		case a.Add != nil:
+			if added[a.Add.Path] {
+				return nil, false, fmt.Errorf("file %q added twice", a.Add.Path)
+			}
+			added[a.Add.Path] = true
+			blind = blind && a.Add.DataChange
+		case a.Remove != nil:
+			if plan.removes[a.Remove.Path] {
+				return nil, false, fmt.Errorf("file %q removed twice", a.Remove.Path)
+			}
+			plan.removes[a.Remove.Path] = true
+			blind = false
+			if a.Remove.DataChange && s.metadata != nil && s.AppendOnly() {
+				return nil, false, fmt.Errorf("table is append-only (delta.appendOnly): cannot remove %q", a.Remove.Path)
+			}
+		default:
+			blind = false
+		}
+	}
+	if metas > 1 || protos > 1 {
+		return nil, false, errors.New("more than one metaData or protocol action")
+	}
+	return plan, blind, nil
+}
+
+func (t *Table) commitInfo(s *Snapshot, actions []Action, op Operation, blind bool) *CommitInfo {
+	info := &CommitInfo{
+		Timestamp:           t.now().UnixMilli(),
+		Operation:           op.Name,
+		OperationParameters: op.Parameters,
+		OperationMetrics:    op.Metrics,
+		IsolationLevel:      "Serializable",
+		IsBlindAppend:       &blind,
+		EngineInfo:          EngineInfo,
+		TxnID:               uuid.NewString(),
+	}
+	if s.version >= 0 {
+		rv := s.version
+		info.ReadVersion = &rv
+	}
+	// A commit that only rearranges data (OPTIMIZE) runs at snapshot isolation.
+	rearrangeOnly := true
+	for _, a := range actions {
+		if a.Add != nil && a.Add.DataChange || a.Remove != nil && a.Remove.DataChange || a.Add == nil && a.Remove == nil {
+			rearrangeOnly = false
+		}
+	}
+	if rearrangeOnly {
+		info.IsolationLevel = "SnapshotIsolation"
+	}
+	return info
+}

@@ -1,0 +1,344 @@
+package delta
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Snapshot is the state of a table at one version: protocol, metadata, the
+// live files, unexpired tombstones, the latest txn version per application,
+// and domain metadata. It is built by Table.Snapshot and advanced in place by
+// Table.Update and Table.Commit, so it is not safe for concurrent use; it
+// must not be changed otherwise.
+type Snapshot struct {
+	version   int64
+	timestamp int64 // ms; commit file modification time of version
+	protocol  *Protocol
+	metadata  *Metadata
+	schema    *StructType
+	files     map[string]*Add
+	removes   map[string]*Remove
+	txns      map[string]Txn
+	domains   map[string]DomainMetadata
+	// checkpointVersion is the newest checkpoint the snapshot knows of, -1 if none.
+	checkpointVersion int64
+}
+
+func newSnapshot() *Snapshot {
+	return &Snapshot{
+		version:           -1,
+		files:             map[string]*Add{},
+		removes:           map[string]*Remove{},
+		txns:              map[string]Txn{},
+		domains:           map[string]DomainMetadata{},
+		checkpointVersion: -1,
+	}
+}
+
+// fileKey is the replay key of a file action: its path as written, plus the
+// deletion vector's id. Paths are compared byte for byte, like delta-kernel.
+func fileKey(path string, dv *DeletionVector) string {
+	if dv == nil {
+		return path
+	}
+	return path + "\x00" + dv.UniqueID()
+}
+
+// apply replays one action onto the state. Later actions win.
+func (s *Snapshot) apply(a *Action) {
+	switch {
+	case a.Add != nil:
+		k := fileKey(a.Add.Path, a.Add.DeletionVector)
+		s.files[k] = a.Add
+		delete(s.removes, k)
+	case a.Remove != nil:
+		k := fileKey(a.Remove.Path, a.Remove.DeletionVector)
+		delete(s.files, k)
+		s.removes[k] = a.Remove
+	case a.Txn != nil:
+		s.txns[a.Txn.AppID] = *a.Txn
+	case a.MetaData != nil:
+		s.metadata = a.MetaData
+		s.schema = nil
+	case a.Protocol != nil:
+		s.protocol = a.Protocol
+	case a.DomainMetadata != nil:
+		if a.DomainMetadata.Removed {
+			delete(s.domains, a.DomainMetadata.Domain)
+		} else {
+			s.domains[a.DomainMetadata.Domain] = *a.DomainMetadata
+		}
+	}
+}
+
+// Version is the snapshot's table version.
+func (s *Snapshot) Version() int64 { return s.version }
+
+// Timestamp is when the snapshot's version was committed (the commit file's
+// modification time, as Spark and delta-rs use for time travel).
+func (s *Snapshot) Timestamp() time.Time { return time.UnixMilli(s.timestamp).UTC() }
+
+// Protocol is the table's protocol action.
+func (s *Snapshot) Protocol() Protocol { return *s.protocol }
+
+// Metadata is the table's metaData action.
+func (s *Snapshot) Metadata() Metadata { return *s.metadata }
+
+// Schema is the parsed table schema.
+func (s *Snapshot) Schema() (*StructType, error) {
+	if s.schema == nil {
+		st, err := s.metadata.Schema()
+		if err != nil {
+			return nil, err
+		}
+		s.schema = st
+	}
+	return s.schema, nil
+}
+
+// PartitionColumns are the table's partition columns, in order.
+func (s *Snapshot) PartitionColumns() []string { return s.metadata.PartitionColumns }
+
+// NumFiles is the number of live data files.
+func (s *Snapshot) NumFiles() int { return len(s.files) }
+
+// Files returns the live files sorted by path.
+func (s *Snapshot) Files() []*Add {
+	out := make([]*Add, 0, len(s.files))
+	for _, a := range s.files {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *Add) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// File returns the live file with the path (and no deletion vector), or nil.
+func (s *Snapshot) File(path string) *Add { return s.files[path] }
+
+// Tombstones returns the remove actions the snapshot still remembers, sorted
+// by path. Expired ones are dropped when a checkpoint is written.
+func (s *Snapshot) Tombstones() []*Remove {
+	out := make([]*Remove, 0, len(s.removes))
+	for _, r := range s.removes {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *Remove) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// TxnVersion returns the latest version committed by the application, and
+// whether it committed any. Expired txns (delta.setTransactionRetentionDuration)
+// count as absent.
+func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
+	t, ok := s.txns[appID]
+	if !ok || s.txnExpired(t, time.Now()) {
+		return 0, false
+	}
+	return t.Version, true
+}
+
+// Txns returns appId → latest version for every unexpired txn.
+func (s *Snapshot) Txns() map[string]int64 {
+	now := time.Now()
+	out := make(map[string]int64, len(s.txns))
+	for id, t := range s.txns {
+		if !s.txnExpired(t, now) {
+			out[id] = t.Version
+		}
+	}
+	return out
+}
+
+func (s *Snapshot) txnExpired(t Txn, now time.Time) bool {
+	ret, ok := s.duration("delta.setTransactionRetentionDuration", 0)
+	return ok && t.LastUpdated != nil && *t.LastUpdated < now.Add(-ret).UnixMilli()
+}
+
+// DomainMetadata returns the live domain metadata, sorted by domain.
+func (s *Snapshot) DomainMetadata() []DomainMetadata {
+	out := make([]DomainMetadata, 0, len(s.domains))
+	for _, d := range s.domains {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b DomainMetadata) int { return strings.Compare(a.Domain, b.Domain) })
+	return out
+}
+
+// CheckpointInterval is delta.checkpointInterval (default 10).
+func (s *Snapshot) CheckpointInterval() int64 {
+	if v, err := strconv.ParseInt(s.metadata.Configuration["delta.checkpointInterval"], 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return 10
+}
+
+// CheckpointDue reports whether a checkpoint should be written at this
+// version, as Spark decides: every CheckpointInterval versions.
+func (s *Snapshot) CheckpointDue() bool {
+	return s.version > 0 && s.version%s.CheckpointInterval() == 0
+}
+
+// DeletedFileRetention is delta.deletedFileRetentionDuration (default 1 week).
+func (s *Snapshot) DeletedFileRetention() time.Duration {
+	d, _ := s.duration("delta.deletedFileRetentionDuration", 7*24*time.Hour)
+	return d
+}
+
+// LogRetention is delta.logRetentionDuration (default 30 days).
+func (s *Snapshot) LogRetention() time.Duration {
+	d, _ := s.duration("delta.logRetentionDuration", 30*24*time.Hour)
+	return d
+}
+
+// duration reads a table property in Spark's "interval N unit" form (or a Go
+// duration); ok is false when it is absent or unparsable.
+func (s *Snapshot) duration(key string, def time.Duration) (time.Duration, bool) {
+	v, present := s.metadata.Configuration[key]
+	if !present {
+		return def, false
+	}
+	d, err := ParseInterval(v)
+	if err != nil {
+		return def, false
+	}
+	return d, true
+}
+
+// ParseInterval parses a Delta duration property such as "interval 7 days",
+// "30 days" or "168h".
+func ParseInterval(v string) (time.Duration, error) {
+	v = strings.TrimSpace(strings.ToLower(v))
+	v = strings.TrimSpace(strings.TrimPrefix(v, "interval"))
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	num, unit, ok := strings.Cut(v, " ")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil {
+		return 0, &strconv.NumError{Func: "ParseInterval", Num: v, Err: strconv.ErrSyntax}
+	}
+	units := map[string]time.Duration{
+		"nanosecond": time.Nanosecond, "microsecond": time.Microsecond, "millisecond": time.Millisecond,
+		"second": time.Second, "minute": time.Minute, "hour": time.Hour,
+		"day": 24 * time.Hour, "week": 7 * 24 * time.Hour,
+	}
+	d, ok := units[strings.TrimSuffix(strings.TrimSpace(unit), "s")]
+	if !ok {
+		return 0, &strconv.NumError{Func: "ParseInterval", Num: v, Err: strconv.ErrSyntax}
+	}
+	return time.Duration(n) * d, nil
+}
+
+// CheckpointActions returns what a checkpoint at this version holds: protocol,
+// metaData, unexpired txns, live domain metadata, every live add (with
+// dataChange=false, as Spark writes them) and the removes not yet expired at
+// now.
+func (s *Snapshot) CheckpointActions(now time.Time) []Action {
+	out := make([]Action, 0, 2+len(s.txns)+len(s.domains)+len(s.files)+len(s.removes))
+	p, m := *s.protocol, *s.metadata
+	out = append(out, Action{Protocol: &p}, Action{MetaData: &m})
+	ids := make([]string, 0, len(s.txns))
+	for id, t := range s.txns {
+		if !s.txnExpired(t, now) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		t := s.txns[id]
+		out = append(out, Action{Txn: &t})
+	}
+	for _, d := range s.DomainMetadata() {
+		out = append(out, Action{DomainMetadata: &d})
+	}
+	for _, a := range s.Files() {
+		c := *a
+		c.DataChange = false
+		out = append(out, Action{Add: &c})
+	}
+	cutoff := now.Add(-s.DeletedFileRetention()).UnixMilli()
+	for _, r := range s.Tombstones() {
+		if r.DeletionTime() > cutoff {
+			c := *r
+			c.DataChange = false
+			out = append(out, Action{Remove: &c})
+		}
+	}
+	return out
+}
+
+// readFeatures lists the reader features this library implements.
+var readFeatures = map[string]bool{"timestampNtz": true, "vacuumProtocolCheck": true}
+
+// writeFeatures lists the writer features this library honours when writing.
+var writeFeatures = map[string]bool{
+	"appendOnly": true, "invariants": true, "timestampNtz": true, "vacuumProtocolCheck": true,
+}
+
+// CheckRead refuses a table whose reader protocol this library does not
+// implement.
+func (s *Snapshot) CheckRead() error {
+	p := s.protocol
+	switch {
+	case p.MinReaderVersion <= 1:
+		return nil
+	case p.MinReaderVersion == 2:
+		if mode := s.metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
+			return &UnsupportedError{Version: 2, Features: []string{"columnMapping"}}
+		}
+		return nil
+	case p.MinReaderVersion == 3:
+		var bad []string
+		for _, f := range p.ReaderFeatures {
+			if !readFeatures[f] {
+				bad = append(bad, f)
+			}
+		}
+		if len(bad) > 0 {
+			return &UnsupportedError{Version: 3, Features: bad}
+		}
+		return nil
+	}
+	return &UnsupportedError{Version: p.MinReaderVersion}
+}
+
+// CheckWrite refuses a table this library cannot write without breaking a
+// writer requirement (constraints, generated columns, CDF, column mapping...).
+func (s *Snapshot) CheckWrite() error {
+	if err := s.CheckRead(); err != nil {
+		return err
+	}
+	p := s.protocol
+	switch {
+	case p.MinWriterVersion <= 2:
+	case p.MinWriterVersion == 7:
+		var bad []string
+		for _, f := range p.WriterFeatures {
+			if !writeFeatures[f] {
+				bad = append(bad, f)
+			}
+		}
+		if len(bad) > 0 {
+			return &UnsupportedError{Write: true, Version: 7, Features: bad}
+		}
+	default:
+		return &UnsupportedError{Write: true, Version: p.MinWriterVersion}
+	}
+	st, err := s.Schema()
+	if err != nil {
+		return err
+	}
+	for _, f := range st.Fields {
+		if strings.Contains(string(f.Metadata), "delta.invariants") {
+			return &UnsupportedError{Write: true, Features: []string{"invariants"}}
+		}
+	}
+	return nil
+}
+
+// AppendOnly reports delta.appendOnly: data may be added, never changed.
+func (s *Snapshot) AppendOnly() bool {
+	return strings.EqualFold(s.metadata.Configuration["delta.appendOnly"], "true")
+}

@@ -1,0 +1,333 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// Table is a Delta table: its log and data files in one storage.Store rooted
+// at the table directory. It holds no state of its own; snapshots do.
+type Table struct {
+	store storage.Store
+	now   func() time.Time
+}
+
+// NewTable returns the table rooted at store.
+func NewTable(store storage.Store) *Table {
+	return &Table{store: store, now: time.Now}
+}
+
+// Store is the table's object store.
+func (t *Table) Store() storage.Store { return t.store }
+
+// logListing is what one listing of _delta_log found.
+type logListing struct {
+	commits     map[int64]storage.ObjectInfo
+	checkpoints map[int64]map[int][]string // version → parts count → keys (1: single file)
+	maxVersion  int64                      // highest commit or checkpoint version, -1 if none
+}
+
+func (t *Table) listLog(ctx context.Context, startAfter string) (*logListing, error) {
+	objs, err := t.store.List(ctx, LogDir, startAfter)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", LogDir, err)
+	}
+	l := &logListing{commits: map[int64]storage.ObjectInfo{}, checkpoints: map[int64]map[int][]string{}, maxVersion: -1}
+	for _, o := range objs {
+		v, kind, _, parts, ok := ParseLogFileName(o.Key)
+		if !ok {
+			continue
+		}
+		switch kind {
+		case LogFileCommit:
+			l.commits[v] = o
+		case LogFileCheckpoint, LogFileMultiPartCheckpoint:
+			if l.checkpoints[v] == nil {
+				l.checkpoints[v] = map[int][]string{}
+			}
+			l.checkpoints[v][parts] = append(l.checkpoints[v][parts], o.Key)
+		default:
+			continue
+		}
+		l.maxVersion = max(l.maxVersion, v)
+	}
+	return l, nil
+}
+
+// checkpoint returns the keys of the newest complete checkpoint at or below
+// target and not in skip, or -1.
+func (l *logListing) checkpoint(target int64, skip map[int64]bool) (int64, []string) {
+	best, keys := int64(-1), []string(nil)
+	for v, byParts := range l.checkpoints {
+		if v > target || v <= best || skip[v] {
+			continue
+		}
+		for parts, ks := range byParts {
+			if len(ks) == parts { // every part present (names are unique)
+				slices.Sort(ks)
+				best, keys = v, ks
+				break
+			}
+		}
+	}
+	return best, keys
+}
+
+// Snapshot loads the latest version of the table.
+func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
+	return t.snapshot(ctx, -1)
+}
+
+// SnapshotAt loads the table as of version (time travel). ErrVersionNotFound
+// if the log cannot reconstruct it.
+func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error) {
+	if version < 0 {
+		return nil, fmt.Errorf("%w: negative version %d", ErrVersionNotFound, version)
+	}
+	return t.snapshot(ctx, version)
+}
+
+func (t *Table) snapshot(ctx context.Context, target int64) (*Snapshot, error) {
+	// _last_checkpoint lets us list only its version onwards; missing,
+	// corrupt or pointing past the target, we list the whole log.
+	startAfter := ""
+	if lc, err := ReadLastCheckpoint(ctx, t.store); err == nil && lc.Version >= 0 && (target < 0 || lc.Version <= target) {
+		startAfter = fmt.Sprintf("%s%020d", LogDir, lc.Version)
+	} else if err != nil && !errors.Is(err, storage.ErrNotExist) && !isCorrupt(err) {
+		return nil, fmt.Errorf("read _last_checkpoint: %w", err)
+	}
+	l, err := t.listLog(ctx, startAfter)
+	if err != nil {
+		return nil, err
+	}
+	if startAfter != "" {
+		if cp, _ := l.checkpoint(maxIfLatest(target, l.maxVersion), nil); cp < 0 {
+			// The hint named a checkpoint that is missing or incomplete.
+			if l, err = t.listLog(ctx, ""); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if l.maxVersion < 0 {
+		return nil, ErrTableNotFound
+	}
+	if target < 0 {
+		target = l.maxVersion
+	} else if target > l.maxVersion {
+		return nil, fmt.Errorf("%w: version %d is past the latest version %d", ErrVersionNotFound, target, l.maxVersion)
+	}
+	// Like Spark, a corrupt checkpoint falls back to an older one (or to the
+	// JSON commits) when the log still allows it.
+	skip := map[int64]bool{}
+	var corrupt error
+	for {
+		cp, cpKeys, err := l.plan(target, skip)
+		if err != nil {
+			if corrupt != nil {
+				return nil, corrupt
+			}
+			return nil, err
+		}
+		s, err := t.load(ctx, l, target, cp, cpKeys)
+		if isCorrupt(err) && cp >= 0 && errors.Is(err, errCheckpoint) {
+			skip[cp], corrupt = true, err
+			continue
+		}
+		return s, err
+	}
+}
+
+func maxIfLatest(target, latest int64) int64 {
+	if target < 0 {
+		return latest
+	}
+	return target
+}
+
+func isCorrupt(err error) bool {
+	var ce *CorruptLogError
+	return errors.As(err, &ce)
+}
+
+// errCheckpoint marks errors from reading the checkpoint, as opposed to
+// reading commits.
+var errCheckpoint = errors.New("checkpoint")
+
+// plan picks the newest usable checkpoint at or below target (not in skip)
+// and checks that the commits from there to target are all present.
+func (l *logListing) plan(target int64, skip map[int64]bool) (int64, []string, error) {
+	cp, cpKeys := l.checkpoint(target, skip)
+	for v := cp + 1; v <= target; v++ {
+		if _, ok := l.commits[v]; !ok {
+			if v == cp+1 && cp < 0 {
+				return 0, nil, fmt.Errorf("%w: commit %d is gone and no checkpoint covers version %d", ErrVersionNotFound, v, target)
+			}
+			return 0, nil, fmt.Errorf("%w: %s is missing", ErrVersionGap, CommitKey(v))
+		}
+	}
+	return cp, cpKeys, nil
+}
+
+// load builds the snapshot at target from checkpoint cp (if >= 0) and the
+// commits after it.
+func (t *Table) load(ctx context.Context, l *logListing, target, cp int64, cpKeys []string) (*Snapshot, error) {
+	s := newSnapshot()
+	if cp >= 0 {
+		err := ReadCheckpoint(ctx, t.store, cpKeys, func(a *Action) error {
+			s.apply(a)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read %w %d: %w", errCheckpoint, cp, err)
+		}
+		s.checkpointVersion = cp
+	}
+	keys := make([]string, 0, target-cp)
+	for v := cp + 1; v <= target; v++ {
+		keys = append(keys, l.commits[v].Key)
+	}
+	commits, err := t.readCommits(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, actions := range commits {
+		for j := range actions {
+			s.apply(&actions[j])
+		}
+	}
+	s.version = target
+	if o, ok := l.commits[target]; ok {
+		s.timestamp = o.ModTime.UnixMilli()
+	} else if info, err := t.store.Stat(ctx, cpKeys[0]); err == nil {
+		s.timestamp = info.ModTime.UnixMilli()
+	}
+	if s.protocol == nil || s.metadata == nil {
+		return nil, &CorruptLogError{File: CommitKey(target), Err: errors.New("the log has no protocol or no metaData action")}
+	}
+	if err := s.CheckRead(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readCommits fetches and parses commit files, a few at a time (object stores
+// reward parallel GETs), keeping their order.
+func (t *Table) readCommits(ctx context.Context, keys []string) ([][]Action, error) {
+	out := make([][]Action, len(keys))
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			data, err := t.store.Get(ctx, k)
+			if err != nil {
+				errs[i] = fmt.Errorf("read %s: %w", k, err)
+				return
+			}
+			out[i], errs[i] = ParseActions(k, data)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// Update advances s in place to the latest version, replaying the commits
+// that landed since s was read.
+func (t *Table) Update(ctx context.Context, s *Snapshot) error {
+	l, err := t.listLog(ctx, CommitKey(s.version))
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for v := s.version + 1; ; v++ {
+		o, ok := l.commits[v]
+		if !ok {
+			if v <= l.maxVersion && len(l.checkpoints[v]) == 0 {
+				return fmt.Errorf("%w: %s is missing", ErrVersionGap, CommitKey(v))
+			}
+			break
+		}
+		keys = append(keys, o.Key)
+	}
+	commits, err := t.readCommits(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for _, actions := range commits {
+		if err := s.applyCommit(actions); err != nil {
+			return err
+		}
+		s.version++
+		s.timestamp = l.commits[s.version].ModTime.UnixMilli()
+	}
+	for v := range l.checkpoints {
+		if v <= s.version {
+			s.checkpointVersion = max(s.checkpointVersion, v)
+		}
+	}
+	return nil
+}
+
+// applyCommit replays one commit and rechecks the protocol it may change.
+func (s *Snapshot) applyCommit(actions []Action) error {
+	for i := range actions {
+		s.apply(&actions[i])
+	}
+	return s.CheckRead()
+}
+
+// SnapshotAtTime loads the latest version committed at or before ts, using
+// commit file modification times made strictly increasing as Spark does.
+// ErrVersionNotFound if ts is before the oldest reconstructable version.
+func (t *Table) SnapshotAtTime(ctx context.Context, ts time.Time) (*Snapshot, error) {
+	l, err := t.listLog(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(l.commits) == 0 {
+		return nil, ErrTableNotFound
+	}
+	versions := make([]int64, 0, len(l.commits))
+	for v := range l.commits {
+		versions = append(versions, v)
+	}
+	slices.Sort(versions)
+	found, prev := int64(-1), int64(-1)
+	for _, v := range versions {
+		ms := l.commits[v].ModTime.UnixMilli()
+		if ms <= prev {
+			ms = prev + 1
+		}
+		prev = ms
+		if ms > ts.UnixMilli() {
+			break
+		}
+		found = v
+	}
+	if found < 0 {
+		return nil, fmt.Errorf("%w: no commit at or before %s", ErrVersionNotFound, ts.UTC().Format(time.RFC3339))
+	}
+	return t.SnapshotAt(ctx, found)
+}
+
+// Checkpoint writes a checkpoint of s (at s.Version) and then _last_checkpoint.
+func (t *Table) Checkpoint(ctx context.Context, s *Snapshot) error {
+	if _, err := WriteCheckpoint(ctx, t.store, s.version, s.CheckpointActions(t.now())); err != nil {
+		return fmt.Errorf("checkpoint version %d: %w", s.version, err)
+	}
+	s.checkpointVersion = s.version
+	return nil
+}
+
+// CheckpointVersion is the newest checkpoint at or below the snapshot's
+// version that the snapshot knows of, or -1.
+func (s *Snapshot) CheckpointVersion() int64 { return s.checkpointVersion }
