@@ -140,19 +140,20 @@ func (s *S3) name(op, key string) (string, error) {
 	return s.prefix + key, nil
 }
 
-// s3Error maps S3 error responses to the package sentinels.
+// s3Error maps S3 error responses to the package sentinels, keeping the
+// response (errors.As finds the minio.ErrorResponse) for logs and tests.
 func s3Error(op, key string, err error) error {
 	var resp minio.ErrorResponse
 	if errors.As(err, &resp) {
 		switch {
 		case resp.Code == "NoSuchKey":
-			return fmt.Errorf("%s %s: %w", op, key, ErrNotExist)
+			return fmt.Errorf("%s %s: %w (%w)", op, key, ErrNotExist, err)
 		// If-None-Match: * on an existing key: S3 and MinIO answer 412
 		// PreconditionFailed; S3 answers 409 ConditionalRequestConflict when
 		// a concurrent conditional write to the key is still in flight.
 		case resp.StatusCode == http.StatusPreconditionFailed, resp.Code == "PreconditionFailed",
 			resp.Code == "ConditionalRequestConflict":
-			return fmt.Errorf("%s %s: %w", op, key, ErrExist)
+			return fmt.Errorf("%s %s: %w (%w)", op, key, ErrExist, err)
 		}
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
