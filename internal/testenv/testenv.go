@@ -1,0 +1,113 @@
+// Package testenv finds the external servers that integration tests need.
+//
+// scripts/test.sh (`make test`) starts them and exports their addresses.
+// Run bare, `go test` skips tests that need them, with a message naming that
+// command; with DELTAFLOW_TEST_REQUIRE_SERVERS=1 (set by scripts/test.sh, so
+// in CI) a missing server fails the test instead, so CI can never go green by
+// skipping.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// Environment variables read here (written by scripts/servers.sh).
+const (
+	EnvMinIOEndpoint  = "DELTAFLOW_TEST_MINIO_ENDPOINT"
+	EnvMinIOAccessKey = "DELTAFLOW_TEST_MINIO_ACCESS_KEY"
+	EnvMinIOSecretKey = "DELTAFLOW_TEST_MINIO_SECRET_KEY"
+	EnvPython         = "DELTAFLOW_TEST_PYTHON"
+	EnvRequire        = "DELTAFLOW_TEST_REQUIRE_SERVERS"
+)
+
+const howTo = "run `make test` (scripts/test.sh) to start it"
+
+// missing skips the test, or fails it when servers are required.
+func missing(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("%s not configured but %s=1; %s", what, EnvRequire, howTo)
+	}
+	t.Skipf("%s not configured; %s", what, howTo)
+}
+
+// MinIO returns the config of a fresh, empty bucket on the test MinIO server,
+// named after the test, and removes the bucket and its objects when the test
+// ends. Prefix is empty.
+func MinIO(t testing.TB) storage.S3Config {
+	t.Helper()
+	cfg := storage.S3Config{
+		Endpoint:  os.Getenv(EnvMinIOEndpoint),
+		AccessKey: os.Getenv(EnvMinIOAccessKey),
+		SecretKey: os.Getenv(EnvMinIOSecretKey),
+		Bucket:    BucketName(t.Name()),
+	}
+	if cfg.Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
+		missing(t, "MinIO")
+	}
+	s, err := storage.NewS3(cfg)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	client := s.Client()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("testenv: make bucket %s at %s: %v", cfg.Bucket, cfg.Endpoint, err)
+	}
+	t.Cleanup(func() {
+		// t.Context() is already done here.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		objs := client.ListObjects(ctx, cfg.Bucket, minio.ListObjectsOptions{Recursive: true})
+		for e := range client.RemoveObjects(ctx, cfg.Bucket, objs, minio.RemoveObjectsOptions{}) {
+			t.Errorf("testenv: clean bucket %s: %s: %v", cfg.Bucket, e.ObjectName, e.Err)
+		}
+		if err := client.RemoveBucket(ctx, cfg.Bucket); err != nil {
+			t.Errorf("testenv: remove bucket %s: %v", cfg.Bucket, err)
+		}
+	})
+	return cfg
+}
+
+var notBucketChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// BucketName turns a test name into a valid, unique S3 bucket name: 3–63
+// characters of [a-z0-9-], starting with a letter, ending with a digit or
+// letter, with a random suffix so reruns and parallel tests never collide.
+func BucketName(testName string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	suffix := "-" + hex.EncodeToString(b[:])
+	base := strings.Trim(notBucketChars.ReplaceAllString(strings.ToLower(testName), "-"), "-")
+	base = "t-" + base
+	if limit := 63 - len(suffix); len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-")
+	}
+	return base + suffix
+}
+
+// Python returns the path of a Python interpreter that has the deltalake
+// package, the reference reader tables are checked against.
+func Python(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv(EnvPython)
+	if py == "" {
+		missing(t, "Python with deltalake")
+	}
+	if _, err := os.Stat(py); err != nil {
+		t.Fatalf("testenv: %s=%s: %v", EnvPython, py, err)
+	}
+	return py
+}
