@@ -1,0 +1,175 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrRetentionTooShort is returned by Vacuum when the retention is shorter
+// than the table's delta.deletedFileRetentionDuration and Force is not set:
+// a concurrent reader or writer may still need those files.
+var ErrRetentionTooShort = errors.New("delta: vacuum retention is shorter than the table's deleted file retention")
+
+// VacuumOptions configures Vacuum.
+type VacuumOptions struct {
+	// Retention keeps files removed (or written) less than this long ago;
+	// 0 means the table's delta.deletedFileRetentionDuration (default 7 days).
+	Retention time.Duration
+	// Force allows a retention shorter than the table's (Spark's
+	// retentionDurationCheck.enabled=false).
+	Force bool
+	// DryRun lists the files without deleting them or committing.
+	DryRun bool
+}
+
+// VacuumResult lists what Vacuum deleted (or would delete).
+type VacuumResult struct {
+	Files  []string // storage keys, sorted
+	Bytes  int64
+	DryRun bool
+}
+
+// Vacuum deletes data files that no version within the retention period
+// references: files that are neither live in s nor tombstoned after the
+// cutoff, including orphans no commit ever referenced, when they are older
+// than the cutoff. _delta_log and hidden files are never touched; empty
+// directories go with their last file. Like Spark it records VACUUM START and
+// VACUUM END commits.
+func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*VacuumResult, error) {
+	retention := opts.Retention
+	if retention == 0 {
+		retention = s.DeletedFileRetention()
+	}
+	if retention < s.DeletedFileRetention() && !opts.Force {
+		return nil, fmt.Errorf("%w: %s < %s (force to override)", ErrRetentionTooShort, retention, s.DeletedFileRetention())
+	}
+	now := t.now()
+	cutoff := now.Add(-retention)
+	keep := map[string]bool{}
+	for _, a := range s.files {
+		if k, err := DecodePath(a.Path); err == nil {
+			keep[k] = true
+		}
+	}
+	for _, r := range s.removes {
+		if r.DeletionTime() > cutoff.UnixMilli() {
+			if k, err := DecodePath(r.Path); err == nil {
+				keep[k] = true
+			}
+		}
+	}
+	objs, err := t.store.List(ctx, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("vacuum: list table: %w", err)
+	}
+	res := &VacuumResult{DryRun: opts.DryRun}
+	for _, o := range objs {
+		if keep[o.Key] || hiddenKey(o.Key, s.PartitionColumns()) || !o.ModTime.Before(cutoff) {
+			continue
+		}
+		res.Files = append(res.Files, o.Key)
+		res.Bytes += o.Size
+	}
+	if opts.DryRun {
+		return res, nil
+	}
+	params := map[string]any{"retentionCheckEnabled": !opts.Force, "defaultRetentionMillis": s.DeletedFileRetention().Milliseconds(),
+		"specifiedRetentionMillis": retention.Milliseconds()}
+	if _, err := t.Commit(ctx, s, nil, Operation{Name: "VACUUM START", Parameters: params,
+		Metrics: map[string]any{"numFilesToDelete": fmt.Sprint(len(res.Files)), "sizeOfDataToDelete": fmt.Sprint(res.Bytes)}}); err != nil {
+		return nil, fmt.Errorf("vacuum: %w", err)
+	}
+	const batch = 1000
+	for i := 0; i < len(res.Files); i += batch {
+		if err := t.store.Delete(ctx, res.Files[i:min(i+batch, len(res.Files))]...); err != nil {
+			return nil, fmt.Errorf("vacuum: delete: %w", err)
+		}
+	}
+	if _, err := t.Commit(ctx, s, nil, Operation{Name: "VACUUM END", Parameters: map[string]any{"status": "COMPLETED"},
+		Metrics: map[string]any{"numDeletedFiles": fmt.Sprint(len(res.Files)), "numVacuumedDirectories": "0"}}); err != nil {
+		return nil, fmt.Errorf("vacuum: %w", err)
+	}
+	return res, nil
+}
+
+// hiddenKey reports whether VACUUM must leave the key alone: the log, and
+// anything under a name starting with '_' or '.', except partition
+// directories ("_col=value" for a partition column _col).
+func hiddenKey(key string, partitionColumns []string) bool {
+	if strings.HasPrefix(key, LogDir) {
+		return true
+	}
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		if !strings.HasPrefix(seg, "_") && !strings.HasPrefix(seg, ".") {
+			continue
+		}
+		if i < len(segs)-1 && isPartitionDir(seg, partitionColumns) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+func isPartitionDir(seg string, partitionColumns []string) bool {
+	name, _, ok := strings.Cut(seg, "=")
+	if !ok {
+		return false
+	}
+	for _, c := range partitionColumns {
+		if EscapePartitionName(c) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// CleanupLog deletes expired log files, as Spark's metadata cleanup does:
+// the cutoff is now minus delta.logRetentionDuration, truncated to midnight
+// UTC; the newest checkpoint at or before the last commit older than the
+// cutoff is kept with everything after it, and older commits, checkpoints and
+// .crc files go. It returns the deleted keys. Tables with
+// delta.enableExpiredLogCleanup=false are left alone.
+func (t *Table) CleanupLog(ctx context.Context, s *Snapshot) ([]string, error) {
+	if strings.EqualFold(s.metadata.Configuration["delta.enableExpiredLogCleanup"], "false") {
+		return nil, nil
+	}
+	cutoff := t.now().Add(-s.LogRetention()).UTC().Truncate(24 * time.Hour)
+	l, err := t.listLog(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("cleanup log: %w", err)
+	}
+	lastExpired := int64(-1)
+	for v, o := range l.commits {
+		if o.ModTime.Before(cutoff) && v > lastExpired && v <= s.version {
+			lastExpired = v
+		}
+	}
+	keepFrom, _ := l.checkpoint(lastExpired, nil)
+	if keepFrom <= 0 {
+		return nil, nil
+	}
+	objs, err := t.store.List(ctx, LogDir, "")
+	if err != nil {
+		return nil, fmt.Errorf("cleanup log: %w", err)
+	}
+	var doomed []string
+	for _, o := range objs {
+		v, kind, _, _, ok := ParseLogFileName(o.Key)
+		if !ok || v >= keepFrom {
+			continue
+		}
+		switch kind {
+		case LogFileCommit, LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileCRC:
+			doomed = append(doomed, o.Key)
+		}
+	}
+	if err := t.store.Delete(ctx, doomed...); err != nil {
+		return nil, fmt.Errorf("cleanup log: %w", err)
+	}
+	return doomed, nil
+}

@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+const inspectUsage = "snapshot|files|history|schema|partitions --table URI [--version N] [--json]"
+
+func inspectCommand() *Command {
+	return &Command{
+		Name:    "inspect",
+		Usage:   inspectUsage,
+		Summary: "show a table's snapshot, files, history, schema or partitions",
+		Run:     runInspect,
+	}
+}
+
+// snapshotJSON is `inspect snapshot --json`.
+type snapshotJSON struct {
+	Version          int64             `json:"version"`
+	Timestamp        string            `json:"timestamp"`
+	NumFiles         int               `json:"numFiles"`
+	NumRecords       int64             `json:"numRecords"`
+	SizeBytes        int64             `json:"sizeBytes"`
+	PartitionColumns []string          `json:"partitionColumns"`
+	Schema           json.RawMessage   `json:"schema"`
+	Txn              map[string]int64  `json:"txn"`
+	Protocol         delta.Protocol    `json:"protocol"`
+	Configuration    map[string]string `json:"configuration"`
+}
+
+// fileJSON is one element of `inspect files --json`; Path is exactly as in
+// the log.
+type fileJSON struct {
+	Path            string             `json:"path"`
+	Size            int64              `json:"size"`
+	PartitionValues map[string]*string `json:"partitionValues"`
+	NumRecords      *int64             `json:"numRecords"`
+}
+
+// historyJSON is one element of `inspect history --json`.
+type historyJSON struct {
+	Version   int64  `json:"version"`
+	Timestamp string `json:"timestamp"`
+	Operation string `json:"operation"`
+}
+
+// partitionJSON is one element of `inspect partitions --json`.
+type partitionJSON struct {
+	PartitionValues map[string]*string `json:"partitionValues"`
+	NumFiles        int                `json:"numFiles"`
+	NumRecords      int64              `json:"numRecords"`
+	SizeBytes       int64              `json:"sizeBytes"`
+}
+
+func runInspect(ctx context.Context, out IO, args []string) error {
+	fs := newFlagSet("inspect", inspectUsage, out.Stderr)
+	var tf tableFlags
+	tf.register(fs, true)
+	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
+	limit := fs.Int("limit", 0, "history: show at most this many commits (0: all)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one of snapshot, files, history, schema, partitions")
+	}
+	what := pos[0]
+	if what == "history" {
+		tbl, err := tf.open(ctx)
+		if err != nil {
+			return err
+		}
+		return inspectHistory(ctx, out.Stdout, tbl, tf.version, *limit, *asJSON)
+	}
+	_, s, err := tf.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	switch what {
+	case "snapshot":
+		return inspectSnapshot(out.Stdout, s, *asJSON)
+	case "files":
+		return inspectFiles(out.Stdout, s, *asJSON)
+	case "schema":
+		return inspectSchema(out.Stdout, s, *asJSON)
+	case "partitions":
+		return inspectPartitions(out.Stdout, s, *asJSON)
+	}
+	return usagef("unknown inspect target %q", what)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// numRecords reads numRecords from a file's stats; nil when absent.
+func numRecords(a *delta.Add) *int64 {
+	if a.Stats == "" {
+		return nil
+	}
+	st, err := delta.ParseStats(a.Stats)
+	if err != nil {
+		return nil
+	}
+	n := st.NumRecords
+	return &n
+}
+
+func totals(files []*delta.Add) (records, bytes int64) {
+	for _, a := range files {
+		if n := numRecords(a); n != nil {
+			records += *n
+		}
+		bytes += a.Size
+	}
+	return records, bytes
+}
+
+func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
+	files := s.Files()
+	records, bytes := totals(files)
+	m := s.Metadata()
+	js := snapshotJSON{
+		Version: s.Version(), Timestamp: formatTime(s.Timestamp()), NumFiles: len(files), NumRecords: records,
+		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: json.RawMessage(m.SchemaString),
+		Txn: s.Txns(), Protocol: s.Protocol(), Configuration: m.Configuration,
+	}
+	if js.PartitionColumns == nil {
+		js.PartitionColumns = []string{}
+	}
+	if asJSON {
+		return writeJSON(w, js)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "version\t%d\n", js.Version)
+	fmt.Fprintf(tw, "committed\t%s\n", js.Timestamp)
+	fmt.Fprintf(tw, "files\t%d\n", js.NumFiles)
+	fmt.Fprintf(tw, "records\t%d\n", js.NumRecords)
+	fmt.Fprintf(tw, "size\t%s\n", humanBytes(js.SizeBytes))
+	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(js.PartitionColumns, ", "))
+	fmt.Fprintf(tw, "protocol\treader %d, writer %d\n", js.Protocol.MinReaderVersion, js.Protocol.MinWriterVersion)
+	for _, id := range slices.Sorted(maps.Keys(js.Txn)) {
+		fmt.Fprintf(tw, "txn %s\t%d\n", id, js.Txn[id])
+	}
+	return tw.Flush()
+}
+
+func inspectFiles(w io.Writer, s *delta.Snapshot, asJSON bool) error {
+	files := s.Files()
+	if asJSON {
+		out := make([]fileJSON, len(files))
+		for i, a := range files {
+			out[i] = fileJSON{Path: a.Path, Size: a.Size, PartitionValues: a.PartitionValues, NumRecords: numRecords(a)}
+			if out[i].PartitionValues == nil {
+				out[i].PartitionValues = map[string]*string{}
+			}
+		}
+		return writeJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "records\tsize\t path\t")
+	for _, a := range files {
+		n := "?"
+		if r := numRecords(a); r != nil {
+			n = fmt.Sprint(*r)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t %s\t\n", n, humanBytes(a.Size), a.Path)
+	}
+	return tw.Flush()
+}
+
+func inspectHistory(ctx context.Context, w io.Writer, tbl *delta.Table, upTo int64, limit int, asJSON bool) error {
+	hist, err := tbl.History(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	if upTo >= 0 {
+		hist = slices.DeleteFunc(hist, func(h delta.HistoryEntry) bool { return h.Version > upTo })
+	}
+	if limit > 0 && len(hist) > limit {
+		hist = hist[:limit]
+	}
+	if asJSON {
+		out := make([]historyJSON, len(hist))
+		for i, h := range hist {
+			out[i] = historyJSON{Version: h.Version, Timestamp: formatTime(h.Timestamp), Operation: h.Operation}
+		}
+		return writeJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tOPERATION\tMETRICS")
+	for _, h := range hist {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", h.Version, formatTime(h.Timestamp), h.Operation, formatMetrics(h.OperationMetrics))
+	}
+	return tw.Flush()
+}
+
+func formatMetrics(m map[string]any) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func inspectSchema(w io.Writer, s *delta.Snapshot, asJSON bool) error {
+	st, err := s.Schema()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(w, json.RawMessage(st.SchemaString()))
+	}
+	parts := s.PartitionColumns()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COLUMN\tTYPE\tNULLABLE\tPARTITION")
+	for _, f := range st.Fields {
+		typ := f.Type.String()
+		if _, ok := f.Type.(delta.PrimitiveType); !ok {
+			b, _ := json.Marshal(json.RawMessage(mustTypeJSON(f)))
+			typ = string(b)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%t\n", f.Name, typ, f.Nullable, slices.Contains(parts, f.Name))
+	}
+	return tw.Flush()
+}
+
+// mustTypeJSON renders a complex field type as its schema JSON.
+func mustTypeJSON(f delta.StructField) string {
+	st := &delta.StructType{Fields: []delta.StructField{f}}
+	var probe struct {
+		Fields []struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"fields"`
+	}
+	_ = json.Unmarshal([]byte(st.SchemaString()), &probe)
+	return string(probe.Fields[0].Type)
+}
+
+func inspectPartitions(w io.Writer, s *delta.Snapshot, asJSON bool) error {
+	cols := s.PartitionColumns()
+	byDir := map[string]*partitionJSON{}
+	for _, a := range s.Files() {
+		dir := delta.PartitionDir(cols, a.PartitionValues)
+		p := byDir[dir]
+		if p == nil {
+			p = &partitionJSON{PartitionValues: a.PartitionValues}
+			byDir[dir] = p
+		}
+		p.NumFiles++
+		p.SizeBytes += a.Size
+		if n := numRecords(a); n != nil {
+			p.NumRecords += *n
+		}
+	}
+	dirs := slices.Sorted(maps.Keys(byDir))
+	if asJSON {
+		out := make([]*partitionJSON, len(dirs))
+		for i, d := range dirs {
+			out[i] = byDir[d]
+		}
+		return writeJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tFILES\tRECORDS\tSIZE")
+	for _, d := range dirs {
+		p := byDir[d]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", d, p.NumFiles, p.NumRecords, humanBytes(p.SizeBytes))
+	}
+	return tw.Flush()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
