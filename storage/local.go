@@ -236,7 +236,7 @@ func (l *Local) writeTemp(write func(io.Writer) error) (name string, err error) 
 func (l *Local) install(p string, place func() error) error {
 	dir := filepath.Dir(p)
 	var err error
-	for range 5 {
+	for range 20 {
 		if err = l.mkdirs(dir); err != nil {
 			return err
 		}

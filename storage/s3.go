@@ -119,8 +119,11 @@ func splitEndpoint(ep string) (host string, secure *bool, err error) {
 	return u.Host, &s, nil
 }
 
-// URI implements Store: s3://bucket/prefix.
+// URI implements Store: s3://bucket/prefix, or s3://bucket for the whole bucket.
 func (s *S3) URI() string {
+	if s.prefix == "" {
+		return "s3://" + s.bucket
+	}
 	return "s3://" + s.bucket + "/" + strings.TrimSuffix(s.prefix, "/")
 }
 
