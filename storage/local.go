@@ -292,7 +292,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]ObjectIn
 	var out []ObjectInfo
 	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				return nil // no such directory, or deleted while walking
 			}
 			return err
