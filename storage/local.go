@@ -236,7 +236,7 @@ func (l *Local) writeTemp(write func(io.Writer) error) (name string, err error) 
 func (l *Local) install(p string, place func() error) error {
 	dir := filepath.Dir(p)
 	var err error
-	for range 5 {
+	for range 20 {
 		if err = l.mkdirs(dir); err != nil {
 			return err
 		}
@@ -292,7 +292,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]ObjectIn
 	var out []ObjectInfo
 	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				return nil // no such directory, or deleted while walking
 			}
 			return err

@@ -119,8 +119,11 @@ func splitEndpoint(ep string) (host string, secure *bool, err error) {
 	return u.Host, &s, nil
 }
 
-// URI implements Store: s3://bucket/prefix.
+// URI implements Store: s3://bucket/prefix, or s3://bucket for the whole bucket.
 func (s *S3) URI() string {
+	if s.prefix == "" {
+		return "s3://" + s.bucket
+	}
 	return "s3://" + s.bucket + "/" + strings.TrimSuffix(s.prefix, "/")
 }
 
@@ -187,8 +190,9 @@ func (r *s3Reader) ReadAt(p []byte, off int64) (int, error) { return r.obj.ReadA
 func (r *s3Reader) Close() error                            { return r.obj.Close() }
 func (r *s3Reader) Size() int64                             { return r.size }
 
-// Open implements Store. Reads see the object as it was at Open: minio-go
-// pins the ETag from the first response.
+// Open implements Store with one HEAD request; each ReadAt is a ranged GET.
+// If the object is replaced after Open, reads fail rather than mix two
+// versions (minio-go sends If-Match with the ETag it saw first).
 func (s *S3) Open(ctx context.Context, key string) (Reader, error) {
 	name, err := s.name("open", key)
 	if err != nil {

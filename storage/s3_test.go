@@ -135,3 +135,27 @@ func TestS3NoSecretInOutput(t *testing.T) {
 		t.Errorf("wrong secret: err = %v", err)
 	}
 }
+
+// Reads of an object replaced after Open fail instead of mixing versions.
+func TestS3OpenReplaced(t *testing.T) {
+	s := newS3(t, testenv.MinIO(t))
+	ctx := t.Context()
+	if err := s.Put(ctx, "f", []byte("version one")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Open(ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p := make([]byte, 7)
+	if _, err := r.ReadAt(p, 0); err != nil || string(p) != "version" {
+		t.Fatalf("ReadAt = %q, %v", p, err)
+	}
+	if err := s.Put(ctx, "f", []byte("VERSION TWO")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.ReadAt(p, 4); err == nil {
+		t.Errorf("ReadAt after replace = %q, nil; want an error", p[:n])
+	}
+}

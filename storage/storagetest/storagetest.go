@@ -218,6 +218,7 @@ func testList(t *testing.T, s storage.Store) {
 		{"a/c", ""},                     // a directory without '/'
 		{"device_type=smart_plug/", ""}, // partition directory
 		{"nothing/", ""},                // missing directory: empty
+		{"a.txt/x/", ""},                // below an object: empty
 		{"", "zzz"},                     // past the end
 		{"_delta_log/", "_"},            // startAfter before prefix
 	} {

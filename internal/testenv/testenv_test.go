@@ -1,0 +1,65 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/minio/minio-go/v7/pkg/s3utils"
+)
+
+func TestBucketName(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
+	for _, name := range []string{
+		"TestX",
+		"TestS3Conformance/PutIfAbsentRace",
+		"Test_Under_Score/#01",
+		"T",
+		strings.Repeat("TestVeryLongName/", 10),
+		"Test--/--x",
+	} {
+		a, b := BucketName(name), BucketName(name)
+		if !valid.MatchString(a) || strings.Contains(a, "--") {
+			t.Errorf("BucketName(%q) = %q: not a valid bucket name", name, a)
+		}
+		if err := s3utils.CheckValidBucketNameStrict(a); err != nil {
+			t.Errorf("BucketName(%q) = %q: %v", name, a, err)
+		}
+		if a == b {
+			t.Errorf("BucketName(%q) twice gave %q: want a random suffix", name, a)
+		}
+	}
+}
+
+// Without servers configured, tests skip, or fail when servers are required.
+// Only the skip is checked here: a fatal would fail this test itself.
+func TestMissingSkips(t *testing.T) {
+	t.Setenv(EnvMinIOEndpoint, "")
+	t.Setenv(EnvRequire, "")
+	ran := false
+	t.Run("inner", func(t *testing.T) {
+		defer func() { ran = t.Skipped() }()
+		MinIO(t)
+		t.Error("MinIO returned without a server")
+	})
+	if !ran {
+		t.Error("MinIO did not skip")
+	}
+}
+
+// With DELTAFLOW_TEST_REQUIRE_SERVERS=1 a missing server fails the test: run
+// this test again in a child process and check that it fails.
+func TestMissingFailsWhenRequired(t *testing.T) {
+	if os.Getenv("TESTENV_CHILD") == "1" {
+		MinIO(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingFailsWhenRequired$", "-test.v")
+	cmd.Env = append(os.Environ(), "TESTENV_CHILD=1", EnvRequire+"=1", EnvMinIOEndpoint+"=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--- FAIL") || !strings.Contains(string(out), "make test") {
+		t.Errorf("child: err = %v, output:\n%s", err, out)
+	}
+}

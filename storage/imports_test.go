@@ -1,0 +1,36 @@
+package storage_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// storage sits below everything else: it must never depend on the actor
+// system, the NATS bridge or Kafka (DESIGN.md, "Layout").
+func TestForbiddenImports(t *testing.T) {
+	forbidden := []string{
+		"github.com/deltaflow/deltaflow/actors",
+		"github.com/deltaflow/deltaflow/bridge",
+		"github.com/deltaflow/deltaflow/runtime",
+		"github.com/deltaflow/deltaflow/delta",
+		"github.com/asynkron/protoactor-go",
+		"github.com/twmb/franz-go",
+		"github.com/nats-io/",
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found")
+	}
+	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/deltaflow/deltaflow/storage").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for dep := range strings.FieldsSeq(string(out)) {
+		for _, f := range forbidden {
+			if strings.HasPrefix(dep, f) {
+				t.Errorf("storage depends on %s", dep)
+			}
+		}
+	}
+}
