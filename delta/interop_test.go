@@ -1,0 +1,368 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// deltaRSView is what scripts/deltars.py prints: the table as delta-rs sees it.
+type deltaRSView struct {
+	Version          int64                      `json:"version"`
+	PartitionColumns []string                   `json:"partitionColumns"`
+	Schema           json.RawMessage            `json:"schema"`
+	Files            []deltaRSFile              `json:"files"`
+	Txn              map[string]*int64          `json:"txn"`
+	Rows             []map[string]any           `json:"rows"`
+	RowsError        string                     `json:"rowsError"`
+	extra            map[string]json.RawMessage `json:"-"`
+}
+
+type deltaRSFile struct {
+	Path            string         `json:"path"`
+	Size            int64          `json:"size"`
+	PartitionValues map[string]any `json:"partitionValues"`
+	NumRecords      *int64         `json:"numRecords"`
+}
+
+// deltaRS runs the delta-rs oracle on a table URI.
+func deltaRS(t *testing.T, uri string, args ...string) *deltaRSView {
+	t.Helper()
+	py := testenv.Python(t)
+	cmd := exec.CommandContext(t.Context(), py, append([]string{"../scripts/deltars.py", "read", uri}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("delta-rs read %s: %v\n%s", uri, err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	var v deltaRSView
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("delta-rs output: %v\n%s", err, out)
+	}
+	return &v
+}
+
+// canon renders a value of a column type the same way for both readers:
+// ours (Go values, see Row) and delta-rs's JSON (json.Number, strings).
+func canon(typ DataType, v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		if typ == Float || typ == Double {
+			f, _ := strconv.ParseFloat(string(v), 64)
+			return canonFloat(f)
+		}
+		return string(v)
+	case float64:
+		return canonFloat(v)
+	case float32:
+		return canonFloat(float64(v))
+	case int64, int32, int16, int8, int:
+		return fmt.Sprint(v)
+	case time.Time:
+		if typ == Date {
+			return v.UTC().Format(time.DateOnly)
+		}
+		return v.UTC().Format("2006-01-02T15:04:05.000000")
+	case []byte:
+		return "b64:" + base64.StdEncoding.EncodeToString(v)
+	case string:
+		if _, ok := typ.(DecimalType); ok {
+			if r, ok := new(big.Rat).SetString(v); ok {
+				return r.RatString()
+			}
+		}
+		return v
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func canonFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "+Inf"
+	case math.IsInf(f, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func canonRow(schema *StructType, get func(i int, name string) any) string {
+	parts := make([]string, len(schema.Fields))
+	for i, f := range schema.Fields {
+		parts[i] = f.Name + "=" + canon(f.Type, get(i, f.Name))
+	}
+	return strings.Join(parts, " ")
+}
+
+// compareWithDeltaRS checks that delta-rs and this library see the same
+// version, partition columns, file list (paths as in the log, sizes,
+// partition values, record counts), txn versions and, unless rows is false,
+// the same rows.
+func compareWithDeltaRS(t *testing.T, tbl *Table, uri string, rows bool, apps ...string) {
+	t.Helper()
+	args := []string{}
+	if rows {
+		args = append(args, "--rows")
+	}
+	if len(apps) > 0 {
+		args = append(append(args, "--txn"), apps...)
+	}
+	want := deltaRS(t, uri, args...)
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("our snapshot: %v", err)
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version() != want.Version {
+		t.Errorf("version %d, delta-rs %d", s.Version(), want.Version)
+	}
+	if !slices.Equal(s.PartitionColumns(), want.PartitionColumns) {
+		t.Errorf("partition columns %v, delta-rs %v", s.PartitionColumns(), want.PartitionColumns)
+	}
+	var ours, theirs []string
+	for _, a := range s.Files() {
+		var pv []string
+		for _, c := range s.PartitionColumns() {
+			typ := schema.Field(c).Type
+			val, err := ParsePartitionValue(typ, a.PartitionValues[c])
+			if err != nil {
+				t.Fatalf("%s: partition value %s: %v", a.Path, c, err)
+			}
+			pv = append(pv, c+"="+canon(typ, val))
+		}
+		n := "?"
+		if st, err := ParseStats(a.Stats); err == nil && a.Stats != "" {
+			n = fmt.Sprint(st.NumRecords)
+		}
+		ours = append(ours, fmt.Sprintf("%s size=%d %v n=%s", a.Path, a.Size, pv, n))
+	}
+	for _, f := range want.Files {
+		var pv []string
+		for _, c := range want.PartitionColumns {
+			pv = append(pv, c+"="+canon(schema.Field(c).Type, f.PartitionValues[c]))
+		}
+		n := "?"
+		if f.NumRecords != nil {
+			n = fmt.Sprint(*f.NumRecords)
+		}
+		theirs = append(theirs, fmt.Sprintf("%s size=%d %v n=%s", f.Path, f.Size, pv, n))
+	}
+	if !slices.Equal(ours, theirs) {
+		t.Errorf("files differ:\nours:    %s\ndelta-rs: %s", strings.Join(ours, "\n          "), strings.Join(theirs, "\n          "))
+	}
+	for _, app := range apps {
+		v, ok := s.TxnVersion(app)
+		w := want.Txn[app]
+		if ok != (w != nil) || ok && v != *w {
+			t.Errorf("txn %s: ours %d (%v), delta-rs %v", app, v, ok, w)
+		}
+	}
+	if !rows || want.RowsError != "" {
+		return
+	}
+	var gotRows, wantRows []string
+	for _, a := range s.Files() {
+		rs, err := ReadDataFile(t.Context(), tbl.Store(), schema, s.PartitionColumns(), a)
+		if err != nil {
+			t.Fatalf("read %s: %v", a.Path, err)
+		}
+		for _, r := range rs {
+			gotRows = append(gotRows, canonRow(schema, func(i int, _ string) any { return r[i] }))
+		}
+	}
+	for _, r := range want.Rows {
+		wantRows = append(wantRows, canonRow(schema, func(_ int, name string) any { return r[name] }))
+	}
+	slices.Sort(gotRows)
+	slices.Sort(wantRows)
+	if !slices.Equal(gotRows, wantRows) {
+		t.Errorf("rows differ (%d ours, %d delta-rs):\nours:     %s\ndelta-rs: %s", len(gotRows), len(wantRows),
+			strings.Join(head(gotRows), "\n          "), strings.Join(head(wantRows), "\n          "))
+	}
+}
+
+func head(s []string) []string { return s[:min(len(s), 8)] }
+
+// TestGoldenTablesMatchDeltaRS: every reference table reads as delta-rs
+// reads it.
+func TestGoldenTablesMatchDeltaRS(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(goldenDir, "*"))
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "_delta_log")); err != nil {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			abs, _ := filepath.Abs(dir)
+			store, err := storage.NewLocal(abs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var apps []string
+			s, err := NewTable(store).Snapshot(t.Context())
+			if err != nil {
+				t.Fatalf("snapshot: %v", err)
+			}
+			for app := range s.Txns() {
+				apps = append(apps, app)
+			}
+			compareWithDeltaRS(t, NewTable(store), abs, true, apps...)
+		})
+	}
+}
+
+// interopSchema is the schema of tables this library writes for delta-rs.
+func interopSchema() *StructType {
+	return &StructType{Fields: []StructField{
+		{Name: "id", Type: Long, Nullable: false},
+		{Name: "part", Type: String, Nullable: true},
+		{Name: "day", Type: Date, Nullable: true},
+		{Name: "value", Type: Double, Nullable: true},
+		{Name: "ts", Type: Timestamp, Nullable: true},
+		{Name: "small", Type: Integer, Nullable: true},
+		{Name: "flag", Type: Boolean, Nullable: true},
+		{Name: "note", Type: String, Nullable: true},
+	}}
+}
+
+// writeInteropTable writes 26 commits of partitioned appends with txns and
+// checkpoints, then compacts and vacuums; it returns the number of rows.
+func writeInteropTable(t *testing.T, store storage.Store) (*Table, int) {
+	ctx := t.Context()
+	tbl := NewTable(store)
+	s, err := tbl.Create(ctx, interopSchema(), []string{"part", "day"}, map[string]string{"delta.checkpointInterval": "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []*string{str("a/b"), str("c:d"), str("e=f"), str("g%h"), str("sp ace"), str("ünï 🔌"), nil, str("../../etc")}
+	base := time.Date(2026, 6, 22, 9, 15, 30, 123456000, time.UTC)
+	id := 0
+	for commit := range 26 {
+		var actions []Action
+		for p := range 2 {
+			part := parts[(commit*2+p)%len(parts)]
+			day := base.AddDate(0, 0, commit%3).Truncate(24 * time.Hour)
+			dayStr := day.Format(time.DateOnly)
+			pv := map[string]*string{"part": part, "day": &dayStr}
+			var rows []Row
+			for range 5 {
+				var value any = float64(id) * 1.5
+				if id%7 == 0 {
+					value = 0.0 // zeros must stay zeros
+				}
+				var note any = fmt.Sprintf("row %d <&> \x00 ü", id)
+				if id%4 == 0 {
+					note = nil
+				}
+				rows = append(rows, Row{int64(id), nil, nil, value, base.Add(time.Duration(id) * time.Second), int32(id % 3), id%2 == 0, note})
+				id++
+			}
+			add, err := WriteDataFile(ctx, store, interopSchema(), []string{"part", "day"}, pv, rows, WriterOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			actions = append(actions, Action{Add: add})
+		}
+		actions = append(actions, Action{Txn: &Txn{AppID: "interop-0", Version: int64(commit * 100)}})
+		if _, err := tbl.Commit(ctx, s, actions, Operation{Name: "STREAMING UPDATE"}); err != nil {
+			t.Fatal(err)
+		}
+		if s.CheckpointDue() {
+			if err := tbl.Checkpoint(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if s.CheckpointVersion() != 20 {
+		t.Fatalf("checkpoint version %d, want 20", s.CheckpointVersion())
+	}
+	before := s.NumFiles()
+	res, err := tbl.Optimize(ctx, s, OptimizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved == 0 || s.NumFiles() >= before {
+		t.Fatalf("optimize removed %d files; %d → %d live", res.FilesRemoved, before, s.NumFiles())
+	}
+	time.Sleep(20 * time.Millisecond)
+	vac, err := tbl.Vacuum(ctx, s, VacuumOptions{Retention: time.Millisecond, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vac.Files) != res.FilesRemoved {
+		t.Fatalf("vacuum deleted %d files, optimize removed %d", len(vac.Files), res.FilesRemoved)
+	}
+	return tbl, id
+}
+
+// TestDeltaRSReadsOurTables: delta-rs reads what this library writes, with
+// the same rows, files, version and txn versions, on disk and on MinIO.
+func TestDeltaRSReadsOurTables(t *testing.T) {
+	t.Run("local", func(t *testing.T) {
+		dir := t.TempDir()
+		store, err := storage.NewLocal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, n := writeInteropTable(t, store)
+		compareWithDeltaRS(t, tbl, dir, true, "interop-0")
+		if got := len(deltaRS(t, dir, "--rows").Rows); got != n {
+			t.Errorf("delta-rs read %d rows, wrote %d", got, n)
+		}
+	})
+	t.Run("minio", func(t *testing.T) {
+		cfg := testenv.MinIO(t)
+		cfg.Prefix = "tables/interop"
+		store, err := storage.NewS3(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, _ := writeInteropTable(t, store)
+		compareWithDeltaRS(t, tbl, "s3://"+cfg.Bucket+"/"+cfg.Prefix, true, "interop-0")
+	})
+}
+
+// TestWeReadDeltaRSTables: a table delta-rs wrote (partitioned appends, its
+// checkpoint, optimize and vacuum) reads identically here.
+func TestWeReadDeltaRSTables(t *testing.T) {
+	py := testenv.Python(t)
+	dir := t.TempDir()
+	out, err := exec.CommandContext(t.Context(), py, "../scripts/deltars.py", "write-fixture", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("delta-rs write: %v\n%s", err, out)
+	}
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareWithDeltaRS(t, NewTable(store), dir, true)
+}
+
+var _ = context.Background

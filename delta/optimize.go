@@ -1,0 +1,211 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// DefaultTargetFileSize is OPTIMIZE's default target file size.
+const DefaultTargetFileSize = 128 << 20
+
+// OptimizeOptions configures Optimize.
+type OptimizeOptions struct {
+	// TargetSize is the size compacted files aim for; files at or above it
+	// are left alone. 0 means DefaultTargetFileSize.
+	TargetSize int64
+	// Filter, if set, limits compaction to partitions it accepts.
+	Filter func(partitionValues map[string]*string) bool
+	// Predicate describes Filter for the commitInfo (e.g. "device_type = 'x'").
+	Predicate string
+	// Writer configures the new files; the table's stats settings apply.
+	Writer WriterOptions
+	// DryRun plans without writing or committing.
+	DryRun bool
+	// Progress, if set, is called after each bin is written.
+	Progress func(done, total int, bytesDone, bytesTotal int64)
+}
+
+// OptimizeBin is a group of small files of one partition compacted into one.
+type OptimizeBin struct {
+	PartitionValues map[string]*string
+	Files           []*Add
+	Bytes           int64
+}
+
+// OptimizeResult reports what Optimize did (or would do).
+type OptimizeResult struct {
+	Version      int64 // committed version; -1 when nothing was committed
+	Bins         []OptimizeBin
+	FilesAdded   int
+	FilesRemoved int
+	BytesAdded   int64
+	BytesRemoved int64
+}
+
+// PlanOptimize bin-packs the small files of each partition (sorted by size)
+// into bins of at most TargetSize bytes; only bins of two or more files are
+// worth rewriting. Files with deletion vectors are left alone.
+func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
+	target := opts.TargetSize
+	if target <= 0 {
+		target = DefaultTargetFileSize
+	}
+	byPartition := map[string][]*Add{}
+	for _, a := range s.files {
+		if a.DeletionVector != nil || a.Size >= target || opts.Filter != nil && !opts.Filter(a.PartitionValues) {
+			continue
+		}
+		dir := PartitionDir(s.PartitionColumns(), a.PartitionValues)
+		byPartition[dir] = append(byPartition[dir], a)
+	}
+	var bins []OptimizeBin
+	for _, dir := range slices.Sorted(maps.Keys(byPartition)) {
+		files := byPartition[dir]
+		slices.SortFunc(files, func(a, b *Add) int {
+			if a.Size != b.Size {
+				return int(a.Size - b.Size)
+			}
+			return compareStrings(a.Path, b.Path)
+		})
+		var cur OptimizeBin
+		flush := func() {
+			if len(cur.Files) > 1 {
+				bins = append(bins, cur)
+			}
+			cur = OptimizeBin{}
+		}
+		for _, f := range files {
+			if len(cur.Files) > 0 && cur.Bytes+f.Size > target {
+				flush()
+			}
+			cur.PartitionValues = f.PartitionValues
+			cur.Files = append(cur.Files, f)
+			cur.Bytes += f.Size
+		}
+		flush()
+	}
+	return bins
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Optimize compacts small files (see PlanOptimize) and commits the rewrite
+// as one OPTIMIZE commit: removes and adds with dataChange=false, so
+// concurrent appends never conflict with it. If a concurrent commit removed
+// one of the compacted files, the commit aborts with a ConflictDelete error;
+// the files written for it are then orphans that VACUUM removes.
+func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions) (*OptimizeResult, error) {
+	if err := s.CheckWrite(); err != nil {
+		return nil, fmt.Errorf("optimize: %w", err)
+	}
+	bins := PlanOptimize(s, opts)
+	res := &OptimizeResult{Version: -1, Bins: bins}
+	var total int64
+	for _, b := range bins {
+		total += b.Bytes
+	}
+	if opts.DryRun || len(bins) == 0 {
+		return res, nil
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		return nil, err
+	}
+	wopts := opts.Writer
+	if err := wopts.ApplyTableConfig(s.metadata.Configuration); err != nil {
+		return nil, fmt.Errorf("optimize: %w", err)
+	}
+	now := t.now().UnixMilli()
+	var actions []Action
+	var sizes []int64
+	var done int64
+	for i, b := range bins {
+		add, err := t.compact(ctx, schema, s.PartitionColumns(), b, wopts)
+		if err != nil {
+			return nil, fmt.Errorf("optimize: %w", err)
+		}
+		add.DataChange = false
+		actions = append(actions, Action{Add: add})
+		sizes = append(sizes, add.Size)
+		res.FilesAdded++
+		res.BytesAdded += add.Size
+		for _, f := range b.Files {
+			size, ext := f.Size, true
+			actions = append(actions, Action{Remove: &Remove{
+				Path: f.Path, DeletionTimestamp: &now, DataChange: false, ExtendedFileMetadata: &ext,
+				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags,
+			}})
+			res.FilesRemoved++
+			res.BytesRemoved += f.Size
+		}
+		done += b.Bytes
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(bins), done, total)
+		}
+	}
+	predicate := "[]"
+	if opts.Predicate != "" {
+		p, _ := json.Marshal([]string{opts.Predicate})
+		predicate = string(p)
+	}
+	slices.Sort(sizes)
+	v, err := t.Commit(ctx, s, actions, Operation{
+		Name: "OPTIMIZE",
+		Parameters: map[string]any{"predicate": predicate, "zOrderBy": "[]", "clusterBy": "[]", "auto": false},
+		Metrics: map[string]any{
+			"numAddedFiles": itoa(int64(res.FilesAdded)), "numRemovedFiles": itoa(int64(res.FilesRemoved)),
+			"numAddedBytes": itoa(res.BytesAdded), "numRemovedBytes": itoa(res.BytesRemoved),
+			"minFileSize": itoa(sizes[0]), "p50FileSize": itoa(sizes[len(sizes)/2]), "maxFileSize": itoa(sizes[len(sizes)-1]),
+			"numDeletionVectorsRemoved": "0",
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("optimize: %w", err)
+	}
+	res.Version = v
+	return res, nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// compact streams the rows of a bin's files into one new data file.
+func (t *Table) compact(ctx context.Context, schema *StructType, partitionColumns []string, b OptimizeBin, opts WriterOptions) (*Add, error) {
+	dataSchema := DataSchema(schema, partitionColumns)
+	dataIdx := make([]int, 0, len(dataSchema.Fields))
+	for _, f := range dataSchema.Fields {
+		dataIdx = append(dataIdx, schema.Index(f.Name))
+	}
+	key := NewDataFileKey(partitionColumns, b.PartitionValues, opts.Compression)
+	w, err := CreateDataFile(ctx, t.store, key, dataSchema, b.PartitionValues, opts)
+	if err != nil {
+		return nil, err
+	}
+	dataRow := make(Row, len(dataIdx))
+	for _, f := range b.Files {
+		for row, err := range DataFileRows(ctx, t.store, schema, partitionColumns, f) {
+			if err == nil {
+				for i, j := range dataIdx {
+					dataRow[i] = row[j]
+				}
+				err = w.Write(dataRow)
+			}
+			if err != nil {
+				w.Abort(err)
+				return nil, fmt.Errorf("compact %s: %w", f.Path, err)
+			}
+		}
+	}
+	return w.Close()
+}
