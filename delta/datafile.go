@@ -596,9 +596,7 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 				chunk = chunk[:i]
 				break
 			}
-		}
-		for _, r := range chunk {
-			w.stats.add(r)
+			w.stats.add(r) // while the row is in cache
 		}
 		n, err := w.pw.WriteRows(chunk)
 		written += n
