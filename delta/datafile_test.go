@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/storage"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -56,7 +58,7 @@ func allTypesRows() []Row {
 
 func TestRoundTripAllTypes(t *testing.T) {
 	ctx := context.Background()
-	store := dirStore{t.TempDir()}
+	store := localStore(t, t.TempDir())
 	schema := allTypesSchema()
 	rows := allTypesRows()
 	add, err := WriteDataFile(ctx, store, schema, nil, nil, rows, WriterOptions{})
@@ -121,13 +123,13 @@ func TestRoundTripAllTypes(t *testing.T) {
 	}
 }
 
-func openParquet(t *testing.T, store dirStore, add *Add) *parquet.File {
+func openParquet(t *testing.T, store storage.Store, add *Add) *parquet.File {
 	t.Helper()
 	key, err := DecodePath(add.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(store.path(key))
+	b, err := store.Get(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func openParquet(t *testing.T, store dirStore, add *Add) *parquet.File {
 
 func TestDataPageV1(t *testing.T) {
 	ctx := context.Background()
-	store := dirStore{t.TempDir()}
+	store := localStore(t, t.TempDir())
 	add, err := WriteDataFile(ctx, store, allTypesSchema(), nil, nil, allTypesRows(), WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +162,7 @@ func TestDataPageV1(t *testing.T) {
 
 func TestPartitionedWriteAndRead(t *testing.T) {
 	ctx := context.Background()
-	store := dirStore{t.TempDir()}
+	store := localStore(t, t.TempDir())
 	schema := &StructType{Fields: []StructField{
 		{Name: "device_id", Type: String, Nullable: true},
 		{Name: "device_type", Type: String, Nullable: true},
@@ -219,7 +221,7 @@ func TestPartitionedWriteAndRead(t *testing.T) {
 
 func TestRowGroupsBounded(t *testing.T) {
 	ctx := context.Background()
-	store := dirStore{t.TempDir()}
+	store := localStore(t, t.TempDir())
 	schema := &StructType{Fields: []StructField{{Name: "id", Type: Long, Nullable: false}, {Name: "s", Type: String, Nullable: true}}}
 	var rows []Row
 	for i := range 3500 {
@@ -255,7 +257,7 @@ func TestCompressionCodecs(t *testing.T) {
 	}
 	sizes := map[Compression]int64{}
 	for _, c := range []Compression{Snappy, Zstd, Uncompressed} {
-		store := dirStore{t.TempDir()}
+		store := localStore(t, t.TempDir())
 		add, err := WriteDataFile(ctx, store, schema, nil, nil, rows, WriterOptions{Compression: c})
 		if err != nil {
 			t.Fatal(c, err)
@@ -313,7 +315,7 @@ func TestWriteRowsRejectsBadRows(t *testing.T) {
 
 func TestAbortLeavesNoFile(t *testing.T) {
 	ctx := context.Background()
-	store := dirStore{t.TempDir()}
+	store := localStore(t, t.TempDir())
 	schema := &StructType{Fields: []StructField{{Name: "a", Type: Long, Nullable: true}}}
 	w, err := CreateDataFile(ctx, store, "x/part-0.parquet", schema, nil, WriterOptions{})
 	if err != nil {
@@ -330,7 +332,7 @@ func TestAbortLeavesNoFile(t *testing.T) {
 
 // goldenAdds returns the table's schema, partition columns and adds from its
 // first commit (snapshot replay lives elsewhere).
-func goldenAdds(t *testing.T, table string) (dirStore, *StructType, []string, []*Add) {
+func goldenAdds(t *testing.T, table string) (storage.Store, *StructType, []string, []*Add) {
 	t.Helper()
 	dir := filepath.Join("/work/shared/testdata/delta-golden", table)
 	if _, err := os.Stat(dir); err != nil {
@@ -358,7 +360,7 @@ func goldenAdds(t *testing.T, table string) (dirStore, *StructType, []string, []
 			adds = append(adds, a.Add)
 		}
 	}
-	return dirStore{dir}, schema, parts, adds
+	return localStore(t, dir), schema, parts, adds
 }
 
 // readGolden reads every add of the table, keyed by the add's path.
@@ -501,7 +503,7 @@ func TestWriteInteropTable(t *testing.T) {
 		t.Skip("set DELTAFLOW_INTEROP_DIR to write the table")
 	}
 	ctx := context.Background()
-	store := dirStore{dir}
+	store := localStore(t, dir)
 	schema := allTypesSchema()
 	schema.Fields = append(schema.Fields, StructField{Name: "part", Type: String, Nullable: true})
 	parts := []string{"part"}

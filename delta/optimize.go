@@ -162,7 +162,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 	}
 	slices.Sort(sizes)
 	v, err := t.Commit(ctx, s, actions, Operation{
-		Name: "OPTIMIZE",
+		Name:       "OPTIMIZE",
 		Parameters: map[string]any{"predicate": predicate, "zOrderBy": "[]", "clusterBy": "[]", "auto": false},
 		Metrics: map[string]any{
 			"numAddedFiles": itoa(int64(res.FilesAdded)), "numRemovedFiles": itoa(int64(res.FilesRemoved)),

@@ -304,3 +304,13 @@ func TestParseInterval(t *testing.T) {
 		t.Error("ParseInterval(soon) should fail")
 	}
 }
+
+// localStore opens a local store at dir for a test.
+func localStore(t testing.TB, dir string) *storage.Local {
+	t.Helper()
+	s, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
