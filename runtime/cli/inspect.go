@@ -76,6 +76,9 @@ func runInspect(ctx context.Context, out IO, args []string) error {
 		return usagef("want one of snapshot, files, history, schema, partitions")
 	}
 	what := pos[0]
+	if !slices.Contains([]string{"snapshot", "files", "history", "schema", "partitions"}, what) {
+		return usagef("unknown inspect target %q", what)
+	}
 	if what == "history" {
 		tbl, err := tf.open(ctx)
 		if err != nil {
@@ -94,10 +97,9 @@ func runInspect(ctx context.Context, out IO, args []string) error {
 		return inspectFiles(out.Stdout, s, *asJSON)
 	case "schema":
 		return inspectSchema(out.Stdout, s, *asJSON)
-	case "partitions":
+	default:
 		return inspectPartitions(out.Stdout, s, *asJSON)
 	}
-	return usagef("unknown inspect target %q", what)
 }
 
 func writeJSON(w io.Writer, v any) error {
