@@ -103,7 +103,7 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
 		}
 	}
 	if missing > 0 {
-		if errors.Is(errors.Join(errs...), nats.ErrNoResponders) {
+		if all := errors.Join(errs...); errors.Is(all, nats.ErrNoResponders) || errors.Is(all, jetstream.ErrNoStreamResponse) {
 			// No stream listens: someone deleted it. Recreate it so the
 			// caller's retry succeeds.
 			if err := b.ensureDLQ(context.WithoutCancel(ctx)); err != nil {

@@ -44,7 +44,7 @@ func (b *Bridge) PutOffset(ctx context.Context, topic string, partition int32, r
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	_, err = b.kvHandle().Put(ctx, key, val)
-	if errors.Is(err, nats.ErrNoResponders) {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
 		// No stream behind the bucket's subjects: the bucket was deleted
 		// (or the server lost its store). Recreate it so the mirror heals;
 		// if JetStream is just restarting this fails the same way.
@@ -116,5 +116,6 @@ func isMissing(err error) bool {
 		errors.Is(err, jetstream.ErrNoKeysFound) ||
 		errors.Is(err, jetstream.ErrBucketNotFound) ||
 		errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, nats.ErrStreamNotFound) || // KV watchers still use the legacy API
 		errors.Is(err, jetstream.ErrKeyDeleted)
 }
