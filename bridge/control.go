@@ -40,7 +40,7 @@ type okReply struct {
 // StartControl registers the micro service "deltaflow" with the endpoints
 // status, flush, pause and resume in the group deltaflow.<table>.control,
 // so `nats micro ls`, `nats micro info deltaflow` and
-// `nats req deltaflow.<table>.control.status ''` work. Controller errors are
+// `nats req deltaflow.<table>.control.status ”` work. Controller errors are
 // answered as micro errors (code 500; 504 on timeout).
 //
 // The endpoints use no queue group: with several instances writing one

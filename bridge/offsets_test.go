@@ -6,7 +6,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
 )
 
 func TestOffsetsRoundTrip(t *testing.T) {
@@ -96,7 +95,9 @@ func TestMirrorCatchesUpAfterOutage(t *testing.T) {
 	b := newTestBridge(t, Config{URL: ns.ClientURL(), PublishTimeout: 500 * time.Millisecond},
 		fastReconnect, withRetry(10*time.Millisecond, 100*time.Millisecond))
 	m := b.Mirror()
-	rec := func(off int64) OffsetRecord { return OffsetRecord{Offset: off, Version: off / 10, Time: time.Unix(off, 0).UTC()} }
+	rec := func(off int64) OffsetRecord {
+		return OffsetRecord{Offset: off, Version: off / 10, Time: time.Unix(off, 0).UTC()}
+	}
 
 	m.Update("topic", 0, rec(10))
 	flush(t, m, 5*time.Second)
