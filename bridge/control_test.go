@@ -133,4 +133,10 @@ func TestControlHonoursAuthorization(t *testing.T) {
 	if ctrl.calls.Load() != 0 || ctrl.paused.Load() {
 		t.Fatal("controller called for an unauthorized request")
 	}
+	// A user with permission can.
+	admin := connect(t, ns.ClientURL(), nats.UserInfo("deltaflow", "pw"))
+	request(t, admin, "deltaflow.sensor_events.control.pause")
+	if !ctrl.paused.Load() {
+		t.Fatal("authorized pause not applied")
+	}
 }
