@@ -75,7 +75,8 @@ const (
 // rather than failing the epoch forever. The Kafka record itself stays
 // readable until Kafka's retention removes it.
 //
-// After the acks, one DLQEvent per letter is published.
+// After the acks, one DLQEvent per newly stored letter is published
+// (duplicates of letters stored by an earlier attempt get none).
 func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
 	if len(letters) == 0 {
 		return nil
@@ -117,6 +118,9 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
 			ErrDLQIncomplete, missing, len(letters), b.dlq, errors.Join(errs...))
 	}
 	for i, d := range letters {
+		if acks[i].Duplicate {
+			continue
+		}
 		ev := &DLQEvent{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Reason: d.Reason, Stream: acks[i].Stream, Sequence: acks[i].Sequence}
 		if err := b.Publish(ev); err != nil {
 			b.logger.Warn("dlq event not published", "err", err)

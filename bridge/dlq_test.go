@@ -73,8 +73,8 @@ func TestDLQDedupAndHeaders(t *testing.T) {
 	if m3.Header.Get(HeaderKeyEncoding) != "base64" || m3.Header.Get(HeaderKey) != base64.StdEncoding.EncodeToString(letters[2].Key) {
 		t.Errorf("binary key headers = %v", m3.Header)
 	}
-	// One DLQEvent per letter per successful call.
-	for i := range 6 {
+	// One DLQEvent per stored letter; the duplicates get none.
+	for i := range 3 {
 		msg, err := events.NextMsg(5 * time.Second)
 		if err != nil {
 			t.Fatalf("dlq event %d: %v", i, err)
@@ -84,6 +84,9 @@ func TestDLQDedupAndHeaders(t *testing.T) {
 		if ev.Type != KindDLQ.Type() || ev.Topic != "sensor.events" || ev.Stream != "DELTAFLOW_DLQ_SENSOR_EVENTS" || ev.Sequence == 0 {
 			t.Errorf("event = %s", msg.Data)
 		}
+	}
+	if msg, err := events.NextMsg(200 * time.Millisecond); err == nil {
+		t.Errorf("event for a duplicate: %s", msg.Data)
 	}
 }
 
