@@ -1,0 +1,325 @@
+package bridge
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// ErrInvalidOption is wrapped by New when the options conflict or miss a
+// required value.
+var ErrInvalidOption = errors.New("bridge: invalid option")
+
+// Reconnect policy: retry forever, so a NATS outage heals by itself; the
+// jitter keeps several deltaflow instances from reconnecting in lockstep.
+const (
+	reconnectWait   = 2 * time.Second
+	reconnectJitter = 500 * time.Millisecond
+)
+
+// Opt sets how a Bridge is built (as opposed to Config, which is what users
+// write).
+type Opt interface{ apply(*buildCfg) }
+
+type optFunc func(*buildCfg)
+
+func (f optFunc) apply(c *buildCfg) { f(c) }
+
+type buildCfg struct {
+	table      string
+	version    string
+	natsOpts   []nats.Option
+	retryBase  time.Duration
+	retryLimit time.Duration
+}
+
+// WithTable names the Delta table this bridge serves; it appears in every
+// subject, KV key and the default DLQ stream name. Required.
+func WithTable(name string) Opt { return optFunc(func(c *buildCfg) { c.table = name }) }
+
+// WithVersion sets the semantic version the control service reports,
+// overriding the default "0.0.0".
+func WithVersion(v string) Opt { return optFunc(func(c *buildCfg) { c.version = v }) }
+
+// withNATSOptions appends raw nats.go options (tests shorten reconnect waits).
+func withNATSOptions(o ...nats.Option) Opt {
+	return optFunc(func(c *buildCfg) { c.natsOpts = append(c.natsOpts, o...) })
+}
+
+// withRetry sets the offsets mirror's retry delays (tests shorten them).
+func withRetry(base, limit time.Duration) Opt {
+	return optFunc(func(c *buildCfg) { c.retryBase, c.retryLimit = base, limit })
+}
+
+// Bridge is the process's link to NATS: it owns the connection (and, with no
+// URL configured, the embedded server), the KV offsets mirror, the event
+// publisher, the DLQ publisher and the control service. All methods are safe
+// for concurrent use.
+type Bridge struct {
+	cfg    Config
+	build  buildCfg
+	logger *slog.Logger
+
+	ns  *server.Server // nil when connected to an external server
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	kv  jetstream.KeyValue
+	dlq string // DLQ stream name
+
+	mirror *OffsetMirror
+
+	mu      sync.Mutex
+	control micro.Service
+	closed  bool
+}
+
+// New connects to NATS (starting the embedded server when cfg.URL is empty),
+// then creates or updates the KV bucket and DLQ stream. Zero fields of cfg
+// take their defaults. ctx bounds the setup only.
+func New(ctx context.Context, cfg Config, logger *slog.Logger, opts ...Opt) (*Bridge, error) {
+	build := buildCfg{version: "0.0.0", retryBase: 100 * time.Millisecond, retryLimit: 5 * time.Second}
+	for _, o := range opts {
+		o.apply(&build)
+	}
+	if build.table == "" {
+		return nil, fmt.Errorf("%w: WithTable is required", ErrInvalidOption)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.DLQStream == "" {
+		cfg.DLQStream = DefaultDLQStream(build.table)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Bridge{cfg: cfg, build: build, logger: logger.With("component", "bridge"), dlq: cfg.DLQStream}
+
+	if cfg.embedded() {
+		ns, err := startEmbedded(cfg)
+		if err != nil {
+			return nil, err
+		}
+		b.ns = ns
+		b.logger.Info("embedded nats-server started", "listen", ns.ClientURL(), "store_dir", cfg.StoreDir)
+	}
+	if err := b.connect(); err != nil {
+		b.shutdownServer()
+		return nil, err
+	}
+	if err := b.setup(ctx); err != nil {
+		b.nc.Close()
+		b.shutdownServer()
+		return nil, err
+	}
+	b.mirror = newOffsetMirror(b.PutOffset, b.logger, build.retryBase, build.retryLimit)
+	return b, nil
+}
+
+// connect dials NATS with the reconnect policy and authentication of b.cfg.
+func (b *Bridge) connect() error {
+	cfg := b.cfg
+	log := b.logger
+	opts := []nats.Option{
+		nats.Name("deltaflow " + b.build.table),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(reconnectWait),
+		nats.ReconnectJitter(reconnectJitter, reconnectJitter),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected; reconnecting", "err", err)
+			} else {
+				log.Info("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			log.Warn("nats async error", "subject", subj, "err", err)
+		}),
+	}
+	switch {
+	case cfg.Token != "":
+		opts = append(opts, nats.Token(string(cfg.Token)))
+	case cfg.User != "":
+		opts = append(opts, nats.UserInfo(cfg.User, string(cfg.Password)))
+	case cfg.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if t := cfg.TLS; t.enabled() {
+		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify}))
+		if t.CAFile != "" {
+			opts = append(opts, nats.RootCAs(t.CAFile))
+		}
+		if t.CertFile != "" {
+			opts = append(opts, nats.ClientCert(t.CertFile, t.KeyFile))
+		}
+	}
+	url := cfg.URL
+	if b.ns != nil {
+		// In-process: no TCP hop, and the connection lives exactly as long
+		// as the server it belongs to.
+		opts = append(opts, nats.InProcessServer(b.ns))
+		url = b.ns.ClientURL()
+	}
+	opts = append(opts, b.build.natsOpts...)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fmt.Errorf("connect nats %s: %w", redactURL(url), err)
+	}
+	b.nc = nc
+	b.logger.Info("nats connected", "server", nc.ConnectedUrlRedacted(), "max_payload", nc.MaxPayload())
+	return nil
+}
+
+// setup creates or updates the JetStream assets; running it again (another
+// instance, a restart) changes nothing.
+func (b *Bridge) setup(ctx context.Context) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	js, err := jetstream.New(b.nc,
+		jetstream.WithDefaultTimeout(b.cfg.PublishTimeout),
+		// Unanswered async publishes fail and free their slot instead of
+		// lingering after PublishDLQ gave up on them.
+		jetstream.WithPublishAsyncTimeout(b.cfg.PublishTimeout),
+	)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	b.js = js
+	if err := b.ensureKV(ctx); err != nil {
+		return err
+	}
+	return b.ensureDLQ(ctx)
+}
+
+// ensureKV creates or updates the offsets bucket. One revision per key is
+// enough: the mirror is latest-wins and the Delta log keeps the history.
+func (b *Bridge) ensureKV(ctx context.Context) error {
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      b.cfg.KVBucket,
+		Description: "deltaflow recovery offsets mirror (a hint; the Delta log is the authority)",
+		History:     1,
+		Replicas:    b.cfg.KVReplicas,
+	})
+	if err != nil {
+		return fmt.Errorf("create kv bucket %s: %w", b.cfg.KVBucket, err)
+	}
+	b.mu.Lock()
+	b.kv = kv
+	b.mu.Unlock()
+	return nil
+}
+
+// dlqDuplicateWindow is how long JetStream remembers a DLQ message id: a
+// redelivered epoch (after a crash before commit) republishes the same
+// letters, which must be stored once.
+const dlqDuplicateWindow = 24 * time.Hour
+
+// ensureDLQ creates or updates the DLQ stream.
+func (b *Bridge) ensureDLQ(ctx context.Context) error {
+	maxAge := b.cfg.DLQMaxAge
+	if maxAge < 0 {
+		maxAge = 0 // JetStream: 0 keeps messages forever
+	}
+	dup := dlqDuplicateWindow
+	if maxAge > 0 && maxAge < dup {
+		dup = maxAge // JetStream requires duplicates <= max age
+	}
+	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.dlq,
+		Description: "deltaflow dead letters of table " + b.build.table,
+		Subjects:    []string{DLQStreamSubject(b.build.table)},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      maxAge,
+		Duplicates:  dup,
+		MaxMsgSize:  -1, // the server's max_payload is the limit
+		Replicas:    b.cfg.KVReplicas,
+	})
+	if err != nil {
+		return fmt.Errorf("create dlq stream %s: %w", b.dlq, err)
+	}
+	return nil
+}
+
+// bound returns ctx limited by PublishTimeout unless it has an earlier
+// deadline, so no NATS call waits forever.
+func (b *Bridge) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.cfg.PublishTimeout)
+}
+
+// Table returns the table this bridge serves.
+func (b *Bridge) Table() string { return b.build.table }
+
+// ClientURL returns the URL clients such as the nats CLI use to reach the
+// server this bridge is connected to (the embedded one, if any), without
+// credentials.
+func (b *Bridge) ClientURL() string {
+	if b.ns != nil {
+		return b.ns.ClientURL()
+	}
+	return b.nc.ConnectedUrlRedacted()
+}
+
+// Healthy reports whether the NATS connection is up, for /readyz. While it
+// is down, events are buffered and KV/DLQ calls fail with transient errors.
+func (b *Bridge) Healthy() bool { return b.nc.IsConnected() }
+
+// Mirror returns the bridge's offsets mirror.
+func (b *Bridge) Mirror() *OffsetMirror { return b.mirror }
+
+// Close stops the control service and the offsets mirror (pending mirror
+// writes are dropped: the Delta log is the authority), flushes buffered
+// events, closes the connection and shuts the embedded server down. Safe to
+// call more than once.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	svc := b.control
+	b.mu.Unlock()
+
+	var errs []error
+	if svc != nil {
+		if err := svc.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop control service: %w", err))
+		}
+	}
+	b.mirror.close()
+	if b.nc.IsConnected() {
+		// Best effort: events are observations, and a server going away
+		// at the same moment is no reason to fail Close.
+		if err := b.nc.FlushTimeout(time.Second); err != nil {
+			b.logger.Warn("events not flushed on close", "err", err)
+		}
+	}
+	b.nc.Close()
+	b.shutdownServer()
+	return errors.Join(errs...)
+}
+
+func (b *Bridge) shutdownServer() {
+	if b.ns != nil {
+		stopEmbedded(b.ns)
+		b.logger.Info("embedded nats-server stopped")
+	}
+}

@@ -1,0 +1,215 @@
+package bridge
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrDLQIncomplete is wrapped by PublishDLQ when some letters were not
+// acknowledged; the causes are joined to it (see IsTransient).
+var ErrDLQIncomplete = errors.New("bridge: dlq publish incomplete")
+
+// DLQ message headers. The body is the record's original value.
+const (
+	HeaderError     = "Deltaflow-Error"     // why the record was rejected
+	HeaderTopic     = "Deltaflow-Topic"     // Kafka topic
+	HeaderPartition = "Deltaflow-Partition" // Kafka partition
+	HeaderOffset    = "Deltaflow-Offset"    // Kafka offset
+	HeaderKey       = "Deltaflow-Key"       // Kafka key, as is if printable UTF-8
+	// HeaderKeyEncoding is "base64" when the key was not printable UTF-8
+	// (headers cannot carry control bytes) and HeaderKey holds its base64.
+	HeaderKeyEncoding = "Deltaflow-Key-Encoding"
+	HeaderTimestamp   = "Deltaflow-Timestamp" // Kafka timestamp, RFC 3339 with nanoseconds
+	// HeaderTruncated is set, to the original length in bytes, when the
+	// value did not fit the server's max_payload and the body holds only
+	// its first bytes.
+	HeaderTruncated = "Deltaflow-Truncated"
+)
+
+// DeadLetter is a Kafka record that could not be turned into a row.
+type DeadLetter struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+	Reason    string
+}
+
+// MsgID is the JetStream message id of the letter, "topic/partition/offset":
+// republishing the same record (an epoch replayed after a crash) within the
+// stream's duplicate window (24h) stores it once.
+func (d DeadLetter) MsgID() string {
+	return d.Topic + "/" + strconv.FormatInt(int64(d.Partition), 10) + "/" + strconv.FormatInt(d.Offset, 10)
+}
+
+// Batches of async publishes are bounded so that a backlog of 10 MB hostile
+// records never holds more than dlqWindowBytes in the client at once.
+const (
+	dlqWindowMsgs  = 256
+	dlqWindowBytes = 32 << 20
+	// headerSlack covers the NATS/1.0 header framing, Nats-Msg-Id and the
+	// subject beyond the header values we count.
+	headerSlack = 1024
+)
+
+// PublishDLQ stores letters in the DLQ stream and waits until JetStream has
+// acknowledged every one of them, or ctx (bounded by publish_timeout) ends.
+// It returns nil only if all are stored: the engine commits an epoch only
+// then, so a bad record is never silently dropped. On error it is safe to
+// call again with the same letters (deduplicated by MsgID).
+//
+// A value larger than the server's max_payload cannot be stored whole; its
+// body is truncated to fit and HeaderTruncated records the original length,
+// rather than failing the epoch forever. The Kafka record itself stays
+// readable until Kafka's retention removes it.
+//
+// After the acks, one DLQEvent per newly stored letter is published
+// (duplicates of letters stored by an earlier attempt get none).
+func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
+	if len(letters) == 0 {
+		return nil
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	acks := make([]*jetstream.PubAck, len(letters))
+	var errs []error
+	for start := 0; start < len(letters); {
+		end, size := start, 0
+		for end < len(letters) && end-start < dlqWindowMsgs && (end == start || size+len(letters[end].Value) <= dlqWindowBytes) {
+			size += len(letters[end].Value)
+			end++
+		}
+		errs = append(errs, b.publishWindow(ctx, letters[start:end], acks[start:end])...)
+		start = end
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	missing := 0
+	for _, a := range acks {
+		if a == nil {
+			missing++
+		}
+	}
+	if missing > 0 {
+		if all := errors.Join(errs...); errors.Is(all, nats.ErrNoResponders) || errors.Is(all, jetstream.ErrNoStreamResponse) {
+			// No stream listens: someone deleted it. Recreate it so the
+			// caller's retry succeeds.
+			if err := b.ensureDLQ(context.WithoutCancel(ctx)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 {
+			errs = append(errs, ctx.Err())
+		}
+		return fmt.Errorf("%w: %d of %d letters not acknowledged by stream %s: %w",
+			ErrDLQIncomplete, missing, len(letters), b.dlq, errors.Join(errs...))
+	}
+	for i, d := range letters {
+		if acks[i].Duplicate {
+			continue
+		}
+		ev := &DLQEvent{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Reason: d.Reason, Stream: acks[i].Stream, Sequence: acks[i].Sequence}
+		if err := b.Publish(ev); err != nil {
+			b.logger.Warn("dlq event not published", "err", err)
+		}
+	}
+	return nil
+}
+
+// publishWindow publishes letters asynchronously and waits for their acks,
+// filling acks[i] for each one stored. It returns the errors met.
+func (b *Bridge) publishWindow(ctx context.Context, letters []DeadLetter, acks []*jetstream.PubAck) []error {
+	futures := make([]jetstream.PubAckFuture, len(letters))
+	var errs []error
+	for i, d := range letters {
+		msg := b.dlqMsg(d)
+		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(d.MsgID()), jetstream.WithExpectStream(b.dlq))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("publish dlq %s: %w", d.MsgID(), err))
+			continue
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case a := <-f.Ok():
+			acks[i] = a
+		case err := <-f.Err():
+			errs = append(errs, fmt.Errorf("ack dlq %s: %w", letters[i].MsgID(), err))
+		case <-ctx.Done():
+			return append(errs, fmt.Errorf("ack dlq %s: %w", letters[i].MsgID(), ctx.Err()))
+		}
+	}
+	return errs
+}
+
+// dlqMsg builds the stream message of d, truncating the body to fit the
+// server's max_payload.
+func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
+	msg := nats.NewMsg(DLQLetterSubject(b.build.table, d.Topic, d.Partition))
+	msg.Header.Set(HeaderError, oneLine(d.Reason))
+	msg.Header.Set(HeaderTopic, d.Topic)
+	msg.Header.Set(HeaderPartition, strconv.FormatInt(int64(d.Partition), 10))
+	msg.Header.Set(HeaderOffset, strconv.FormatInt(d.Offset, 10))
+	if d.Key != nil {
+		if headerSafe(d.Key) {
+			msg.Header.Set(HeaderKey, string(d.Key))
+		} else {
+			msg.Header.Set(HeaderKey, base64.StdEncoding.EncodeToString(d.Key))
+			msg.Header.Set(HeaderKeyEncoding, "base64")
+		}
+	}
+	if !d.Timestamp.IsZero() {
+		msg.Header.Set(HeaderTimestamp, d.Timestamp.UTC().Format(time.RFC3339Nano))
+	}
+	msg.Data = d.Value
+	hdrLen := len(msg.Subject) + len(d.MsgID()) + headerSlack
+	for k, vs := range msg.Header {
+		for _, v := range vs {
+			hdrLen += len(k) + len(v) + 4
+		}
+	}
+	if limit := int(b.nc.MaxPayload()); hdrLen+len(d.Value) > limit {
+		keep := max(0, limit-hdrLen-64) // 64: the truncation header itself
+		msg.Header.Set(HeaderTruncated, strconv.Itoa(len(d.Value)))
+		msg.Data = d.Value[:keep]
+		b.logger.Warn("dlq letter truncated to fit max_payload", "id", d.MsgID(), "bytes", len(d.Value), "kept", keep)
+	}
+	return msg
+}
+
+// headerSafe reports whether b can be a header value unchanged: printable
+// UTF-8, no control bytes (CR/LF would end the header).
+func headerSafe(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine makes s usable as a header value (also a micro error
+// description): line breaks become spaces.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s)
+}

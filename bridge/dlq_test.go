@@ -1,0 +1,171 @@
+package bridge
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func testLetters(n int) []DeadLetter {
+	ts := time.Date(2026, 6, 22, 9, 15, 30, 123456000, time.UTC)
+	var out []DeadLetter
+	for i := range n {
+		out = append(out, DeadLetter{
+			Topic: "sensor.events", Partition: 2, Offset: int64(100 + i),
+			Key: []byte("smart-plug-01"), Value: []byte(`{"device_id":` + strconv.Itoa(i)),
+			Timestamp: ts, Reason: "invalid JSON:\nunexpected end",
+		})
+	}
+	return out
+}
+
+func TestDLQDedupAndHeaders(t *testing.T) {
+	b, ns := externalBridge(t)
+	ctx := t.Context()
+	nc := connect(t, ns.ClientURL())
+	events, err := nc.SubscribeSync(EventSubject(testTable, KindDLQ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+
+	letters := testLetters(3)
+	letters[2].Key = []byte{0xff, '\n', 0}
+	if err := b.PublishDLQ(ctx, letters); err != nil {
+		t.Fatal(err)
+	}
+	// An epoch replayed after a crash republishes the same letters.
+	if err := b.PublishDLQ(ctx, letters); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.js.Stream(ctx, "DELTAFLOW_DLQ_SENSOR_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.Info(ctx)
+	if info.State.Msgs != 3 {
+		t.Fatalf("stream holds %d messages, want 3 (deduplicated)", info.State.Msgs)
+	}
+	m, err := s.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != "deltaflow.sensor_events.dlq.sensor=2Eevents.2" || string(m.Data) != string(letters[0].Value) {
+		t.Errorf("msg = %s %q", m.Subject, m.Data)
+	}
+	for k, want := range map[string]string{
+		HeaderError: "invalid JSON: unexpected end", HeaderTopic: "sensor.events", HeaderPartition: "2",
+		HeaderOffset: "100", HeaderKey: "smart-plug-01", HeaderTimestamp: "2026-06-22T09:15:30.123456Z",
+		"Nats-Msg-Id": "sensor.events/2/100",
+	} {
+		if got := m.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	m3, _ := s.GetMsg(ctx, 3)
+	if m3.Header.Get(HeaderKeyEncoding) != "base64" || m3.Header.Get(HeaderKey) != base64.StdEncoding.EncodeToString(letters[2].Key) {
+		t.Errorf("binary key headers = %v", m3.Header)
+	}
+	// One DLQEvent per stored letter; the duplicates get none.
+	for i := range 3 {
+		msg, err := events.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("dlq event %d: %v", i, err)
+		}
+		var ev DLQEvent
+		_ = json.Unmarshal(msg.Data, &ev)
+		if ev.Type != KindDLQ.Type() || ev.Topic != "sensor.events" || ev.Stream != "DELTAFLOW_DLQ_SENSOR_EVENTS" || ev.Sequence == 0 {
+			t.Errorf("event = %s", msg.Data)
+		}
+	}
+	if msg, err := events.NextMsg(200 * time.Millisecond); err == nil {
+		t.Errorf("event for a duplicate: %s", msg.Data)
+	}
+}
+
+func TestDLQTruncatesOversizedValues(t *testing.T) {
+	opts := testServerOpts(t)
+	opts.MaxPayload = 64 << 10
+	ns := runServer(t, opts)
+	b := newTestBridge(t, Config{URL: ns.ClientURL()})
+	letter := testLetters(1)[0]
+	letter.Value = []byte(strings.Repeat("x", 100<<10))
+	if err := b.PublishDLQ(t.Context(), []DeadLetter{letter}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := b.js.Stream(t.Context(), b.dlq)
+	m, err := s.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get(HeaderTruncated) != strconv.Itoa(100<<10) || len(m.Data) == 0 || len(m.Data) >= 64<<10 {
+		t.Errorf("truncated header %q, body %d bytes", m.Header.Get(HeaderTruncated), len(m.Data))
+	}
+}
+
+func TestDLQLargeValueEmbedded(t *testing.T) {
+	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	letter := testLetters(1)[0]
+	letter.Value = make([]byte, 10<<20) // a hostile 10 MB record fits whole
+	if err := b.PublishDLQ(t.Context(), []DeadLetter{letter}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := b.js.Stream(t.Context(), b.dlq)
+	m, err := s.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Data) != 10<<20 || m.Header.Get(HeaderTruncated) != "" {
+		t.Errorf("stored %d bytes, truncated=%q", len(m.Data), m.Header.Get(HeaderTruncated))
+	}
+}
+
+func TestDLQFailsWhenStreamMissing(t *testing.T) {
+	b, _ := externalBridge(t)
+	ctx := t.Context()
+	if err := b.js.DeleteStream(ctx, b.dlq); err != nil {
+		t.Fatal(err)
+	}
+	err := b.PublishDLQ(ctx, testLetters(2))
+	if !errors.Is(err, ErrDLQIncomplete) || !strings.Contains(err.Error(), "2 of 2") {
+		t.Fatalf("err = %v, want ErrDLQIncomplete for 2 of 2", err)
+	}
+	if !IsTransient(err) {
+		t.Errorf("missing stream should be transient (it is recreated): %v", err)
+	}
+	// The failed call recreated the stream, so the retry succeeds.
+	if err := b.PublishDLQ(ctx, testLetters(2)); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+}
+
+func TestDLQFailsWhenServerUnreachable(t *testing.T) {
+	b, ns := externalBridge(t, fastReconnect)
+	stopEmbedded(ns)
+	waitFor(t, "disconnect", func() bool { return !b.Healthy() })
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	err := b.PublishDLQ(ctx, testLetters(3))
+	if !errors.Is(err, ErrDLQIncomplete) || !IsTransient(err) {
+		t.Fatalf("err = %v, want a transient ErrDLQIncomplete", err)
+	}
+}
+
+func TestDLQStreamIsBoundToItsStream(t *testing.T) {
+	b, _ := externalBridge(t)
+	// Another stream capturing the same subjects must not count as ours.
+	_ = b.js.DeleteStream(t.Context(), b.dlq)
+	if _, err := b.js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"deltaflow.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishDLQ(t.Context(), testLetters(1)); err == nil {
+		t.Fatal("letters stored in a foreign stream counted as acknowledged")
+	}
+}

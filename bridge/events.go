@@ -1,0 +1,206 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nuid"
+)
+
+// Kind names an event; it is the last token of the event's subject and the
+// suffix of its type.
+type Kind string
+
+// The event kinds, one per event type.
+const (
+	KindCommit     Kind = "commit"
+	KindFlush      Kind = "flush"
+	KindCheckpoint Kind = "checkpoint"
+	KindActor      Kind = "actor"
+	KindDLQ        Kind = "dlq"
+	KindLag        Kind = "lag"
+	KindOptimize   Kind = "optimize"
+	KindVacuum     Kind = "vacuum"
+)
+
+// EventTypePrefix starts every event's type; a breaking change to a body
+// bumps the version (io.deltaflow.v2.…) instead of changing v1 in place.
+const EventTypePrefix = "io.deltaflow.v1."
+
+// Type returns the versioned event type of k, e.g. "io.deltaflow.v1.commit".
+func (k Kind) Type() string { return EventTypePrefix + string(k) }
+
+// Header is embedded in every event: JSON bodies start with type, id, time
+// and table. Publish fills it in.
+type Header struct {
+	Type  string    `json:"type" doc:"versioned event type, io.deltaflow.v1.{kind}"`
+	ID    string    `json:"id" doc:"unique id of this event (NUID)"`
+	Time  time.Time `json:"time" doc:"when the event was published (RFC 3339, UTC)"`
+	Table string    `json:"table" doc:"the Delta table"`
+}
+
+func (h *Header) header() *Header { return h }
+
+// Event is one of the typed events below, passed by pointer: *CommitEvent,
+// *FlushEvent, *CheckpointEvent, *ActorEvent, *DLQEvent, *LagEvent,
+// *OptimizeEvent, *VacuumEvent.
+type Event interface {
+	Kind() Kind
+	header() *Header
+}
+
+// CommitEvent is published after a Delta commit of one epoch landed.
+type CommitEvent struct {
+	Header
+	Version    int64           `json:"version" doc:"Delta version written"`
+	Epoch      uint64          `json:"epoch" doc:"epoch (micro-batch) id"`
+	Files      int             `json:"files" doc:"data files added"`
+	Rows       int64           `json:"rows" doc:"rows added"`
+	Bytes      int64           `json:"bytes" doc:"bytes of data files added"`
+	Topic      string          `json:"topic" doc:"Kafka topic"`
+	Partitions map[int32]int64 `json:"partitions" doc:"Kafka partition -> last offset committed by this version"`
+	DurationMS int64           `json:"duration_ms" doc:"from sealing the epoch to the commit landing"`
+}
+
+// FlushEvent is published when the buffers flushed an epoch's rows to data
+// files (before the commit).
+type FlushEvent struct {
+	Header
+	Epoch      uint64 `json:"epoch" doc:"epoch (micro-batch) id"`
+	Reason     string `json:"reason" doc:"timer, max_bytes, shutdown or request"`
+	Files      int    `json:"files" doc:"data files written"`
+	Rows       int64  `json:"rows" doc:"rows written"`
+	Bytes      int64  `json:"bytes" doc:"bytes written"`
+	DurationMS int64  `json:"duration_ms" doc:"time to encode and upload"`
+}
+
+// CheckpointEvent is published after a Delta checkpoint was written.
+type CheckpointEvent struct {
+	Header
+	Version int64 `json:"version" doc:"Delta version the checkpoint covers"`
+}
+
+// ActorAction is what happened to an actor.
+type ActorAction string
+
+// The actor lifecycle actions.
+const (
+	ActorStarted   ActorAction = "started"
+	ActorRestarted ActorAction = "restarted"
+	ActorStopped   ActorAction = "stopped"
+	ActorFailed    ActorAction = "failed"
+)
+
+// ActorEvent is published when an actor starts, restarts, stops or fails.
+type ActorEvent struct {
+	Header
+	Actor    string      `json:"actor" doc:"actor path, e.g. committer/pipeline/reader/sensor-events/0"`
+	Action   ActorAction `json:"action" doc:"started, restarted, stopped or failed"`
+	Reason   string      `json:"reason,omitempty" doc:"why (the error, for restarted and failed)"`
+	Restarts int         `json:"restarts" doc:"restarts so far"`
+}
+
+// DLQEvent is published for each record stored in the DLQ stream.
+type DLQEvent struct {
+	Header
+	Topic     string `json:"topic" doc:"Kafka topic"`
+	Partition int32  `json:"partition" doc:"Kafka partition"`
+	Offset    int64  `json:"offset" doc:"Kafka offset"`
+	Reason    string `json:"reason" doc:"why the record was rejected"`
+	Stream    string `json:"stream" doc:"DLQ stream holding the record"`
+	Sequence  uint64 `json:"sequence" doc:"its sequence in that stream"`
+}
+
+// LagEvent reports how far the table is behind the topic.
+type LagEvent struct {
+	Header
+	Topic      string          `json:"topic" doc:"Kafka topic"`
+	Partitions map[int32]int64 `json:"partitions" doc:"Kafka partition -> records not yet committed"`
+	Total      int64           `json:"total" doc:"sum over partitions"`
+}
+
+// OptimizeEvent is published after an OPTIMIZE (compaction) commit.
+type OptimizeEvent struct {
+	Header
+	Version      int64 `json:"version" doc:"Delta version written"`
+	FilesAdded   int   `json:"files_added" doc:"compacted files written"`
+	FilesRemoved int   `json:"files_removed" doc:"small files removed from the table"`
+	BytesAdded   int64 `json:"bytes_added" doc:"bytes written"`
+	BytesRemoved int64 `json:"bytes_removed" doc:"bytes removed from the table"`
+	DurationMS   int64 `json:"duration_ms" doc:"time taken"`
+}
+
+// VacuumEvent is published after a VACUUM.
+type VacuumEvent struct {
+	Header
+	FilesDeleted int   `json:"files_deleted" doc:"files deleted from storage"`
+	BytesDeleted int64 `json:"bytes_deleted" doc:"bytes deleted"`
+	DryRun       bool  `json:"dry_run" doc:"true if nothing was deleted"`
+	DurationMS   int64 `json:"duration_ms" doc:"time taken"`
+}
+
+// Kind implements Event.
+func (*CommitEvent) Kind() Kind { return KindCommit }
+
+// Kind implements Event.
+func (*FlushEvent) Kind() Kind { return KindFlush }
+
+// Kind implements Event.
+func (*CheckpointEvent) Kind() Kind { return KindCheckpoint }
+
+// Kind implements Event.
+func (*ActorEvent) Kind() Kind { return KindActor }
+
+// Kind implements Event.
+func (*DLQEvent) Kind() Kind { return KindDLQ }
+
+// Kind implements Event.
+func (*LagEvent) Kind() Kind { return KindLag }
+
+// Kind implements Event.
+func (*OptimizeEvent) Kind() Kind { return KindOptimize }
+
+// Kind implements Event.
+func (*VacuumEvent) Kind() Kind { return KindVacuum }
+
+// eventCatalogue lists every event, in documentation order, with what
+// publishes it.
+var eventCatalogue = []struct {
+	ev   Event
+	when string
+}{
+	{&CommitEvent{}, "after each Delta commit of an epoch"},
+	{&FlushEvent{}, "after the buffers wrote an epoch's data files"},
+	{&CheckpointEvent{}, "after a Delta checkpoint"},
+	{&ActorEvent{}, "when an actor starts, restarts, stops or fails"},
+	{&DLQEvent{}, "for each record stored in the DLQ"},
+	{&LagEvent{}, "periodically, with the consumer lag"},
+	{&OptimizeEvent{}, "after an OPTIMIZE commit"},
+	{&VacuumEvent{}, "after a VACUUM"},
+}
+
+// Publish sends ev on deltaflow.<table>.events.<kind>, filling its header
+// (type, a new id, time if zero, table). It is a core NATS publish:
+// fire-and-forget, it never waits for the server, and while disconnected
+// nats.go buffers events (up to its reconnect buffer, 8 MB) and sends them on
+// reconnect. Events are observations, not part of exactly-once: callers
+// should log an error, never retry or fail an epoch on it.
+func (b *Bridge) Publish(ev Event) error {
+	h := ev.header()
+	h.Type = ev.Kind().Type()
+	h.ID = nuid.Next()
+	if h.Time.IsZero() {
+		h.Time = time.Now().UTC()
+	}
+	h.Table = b.build.table
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("publish %s event: %w", ev.Kind(), err)
+	}
+	subj := EventSubject(b.build.table, ev.Kind())
+	if err := b.nc.Publish(subj, body); err != nil {
+		return fmt.Errorf("publish %s: %w", subj, err)
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package bridge
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// embeddedMaxPayload is the embedded server's max_payload. Kafka records up
+// to 10 MB (a hostile producer) must fit in one DLQ message with headers;
+// nats-server warns above 8 MB but accepts up to 64 MB.
+const embeddedMaxPayload = 16 << 20
+
+// serverReadyTimeout bounds how long New waits for the embedded server.
+const serverReadyTimeout = 10 * time.Second
+
+// startEmbedded starts an in-process nats-server with JetStream for cfg (see
+// Config.Listen and Config.StoreDir) and waits until it accepts clients.
+func startEmbedded(cfg Config) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: listen %q: %w", cfg.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: listen %q: %w", cfg.Listen, err)
+	}
+	storeDir, err := filepath.Abs(cfg.StoreDir)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: store dir: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: "deltaflow",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		MaxPayload: embeddedMaxPayload,
+		// The process owns signal handling and logging.
+		NoSigs: true,
+		NoLog:  true,
+	}
+	// With credentials configured, the embedded server requires them, so a
+	// Listen on a public interface is not an open door.
+	switch {
+	case cfg.Token != "":
+		opts.Authorization = string(cfg.Token)
+	case cfg.User != "":
+		opts.Username, opts.Password = cfg.User, string(cfg.Password)
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(serverReadyTimeout) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("embedded nats: not ready for connections on %s after %s", cfg.Listen, serverReadyTimeout)
+	}
+	return ns, nil
+}
+
+// stopEmbedded shuts ns down and waits until it has released its port and
+// store.
+func stopEmbedded(ns *server.Server) {
+	ns.Shutdown()
+	ns.WaitForShutdown()
+}
