@@ -303,83 +303,86 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 // optional value}) and lists are LIST(repeated list{optional element}).
 // parquet.Group sorts fields by name, so groups are built with orderedGroup.
 var (
-	ckString = parquet.Optional(parquet.String())
-	ckInt32  = parquet.Optional(parquet.Leaf(plainInt{parquet.Int32Type}))
-	ckInt64  = parquet.Optional(parquet.Leaf(plainInt{parquet.Int64Type}))
-	ckBool   = parquet.Optional(parquet.Leaf(parquet.BooleanType))
-	ckMap    = parquet.Optional(mapOf(parquet.String(), ckString))
-	ckList   = parquet.Optional(listOf(ckString))
-	ckDV     = parquet.Optional(group(
-		field("storageType", ckString),
-		field("pathOrInlineDv", ckString),
-		field("offset", ckInt32),
-		field("sizeInBytes", ckInt32),
-		field("cardinality", ckInt64),
-		field("maxRowIndex", ckInt64),
+	pqString = parquet.Optional(parquet.String())
+	pqInt32  = parquet.Optional(parquet.Leaf(plainType{parquet.Int32Type}))
+	pqInt64  = parquet.Optional(parquet.Leaf(plainType{parquet.Int64Type}))
+	pqBool   = parquet.Optional(parquet.Leaf(plainType{parquet.BooleanType}))
+	pqMap    = parquet.Optional(mapOf(parquet.String(), pqString))
+	pqList   = parquet.Optional(listOf(pqString))
+	pqDV     = parquet.Optional(group(
+		field("storageType", pqString),
+		field("pathOrInlineDv", pqString),
+		field("offset", pqInt32),
+		field("sizeInBytes", pqInt32),
+		field("cardinality", pqInt64),
+		field("maxRowIndex", pqInt64),
 	))
 
 	checkpointSchema = parquet.NewSchema("spark_schema", group(
 		field("txn", parquet.Optional(group(
-			field("appId", ckString),
-			field("version", ckInt64),
-			field("lastUpdated", ckInt64),
+			field("appId", pqString),
+			field("version", pqInt64),
+			field("lastUpdated", pqInt64),
 		))),
 		field("add", parquet.Optional(group(
-			field("path", ckString),
-			field("partitionValues", ckMap),
-			field("size", ckInt64),
-			field("modificationTime", ckInt64),
-			field("dataChange", ckBool),
-			field("tags", ckMap),
-			field("deletionVector", ckDV),
-			field("baseRowId", ckInt64),
-			field("defaultRowCommitVersion", ckInt64),
-			field("stats", ckString),
+			field("path", pqString),
+			field("partitionValues", pqMap),
+			field("size", pqInt64),
+			field("modificationTime", pqInt64),
+			field("dataChange", pqBool),
+			field("tags", pqMap),
+			field("deletionVector", pqDV),
+			field("baseRowId", pqInt64),
+			field("defaultRowCommitVersion", pqInt64),
+			field("stats", pqString),
 		))),
 		field("remove", parquet.Optional(group(
-			field("path", ckString),
-			field("deletionTimestamp", ckInt64),
-			field("dataChange", ckBool),
-			field("extendedFileMetadata", ckBool),
-			field("partitionValues", ckMap),
-			field("size", ckInt64),
-			field("deletionVector", ckDV),
-			field("baseRowId", ckInt64),
-			field("defaultRowCommitVersion", ckInt64),
+			field("path", pqString),
+			field("deletionTimestamp", pqInt64),
+			field("dataChange", pqBool),
+			field("extendedFileMetadata", pqBool),
+			field("partitionValues", pqMap),
+			field("size", pqInt64),
+			field("deletionVector", pqDV),
+			field("baseRowId", pqInt64),
+			field("defaultRowCommitVersion", pqInt64),
 		))),
 		field("metaData", parquet.Optional(group(
-			field("id", ckString),
-			field("name", ckString),
-			field("description", ckString),
+			field("id", pqString),
+			field("name", pqString),
+			field("description", pqString),
 			field("format", parquet.Optional(group(
-				field("provider", ckString),
-				field("options", ckMap),
+				field("provider", pqString),
+				field("options", pqMap),
 			))),
-			field("schemaString", ckString),
-			field("partitionColumns", ckList),
-			field("configuration", ckMap),
-			field("createdTime", ckInt64),
+			field("schemaString", pqString),
+			field("partitionColumns", pqList),
+			field("configuration", pqMap),
+			field("createdTime", pqInt64),
 		))),
 		field("protocol", parquet.Optional(group(
-			field("minReaderVersion", ckInt32),
-			field("minWriterVersion", ckInt32),
-			field("readerFeatures", ckList),
-			field("writerFeatures", ckList),
+			field("minReaderVersion", pqInt32),
+			field("minWriterVersion", pqInt32),
+			field("readerFeatures", pqList),
+			field("writerFeatures", pqList),
 		))),
 		field("domainMetadata", parquet.Optional(group(
-			field("domain", ckString),
-			field("configuration", ckString),
-			field("removed", ckBool),
+			field("domain", pqString),
+			field("configuration", pqString),
+			field("removed", pqBool),
 		))),
 	))
 	checkpointColumns = len(checkpointSchema.Columns())
 )
 
-// plainInt is an INT32 or INT64 type without the INT(bits, signed) logical
-// type parquet-go adds to its integer types; Spark writes none.
-type plainInt struct{ parquet.Type }
+// plainType is an INT32, INT64 or BOOLEAN type as Spark writes it: without
+// the INT(bits, signed) logical type parquet-go adds to its integer types,
+// and without a type_length (parquet-go writes the bit width; the format
+// defines it for FIXED_LEN_BYTE_ARRAY only, and parquet-go reads it only there).
+type plainType struct{ parquet.Type }
 
-func (plainInt) LogicalType() *format.LogicalType { return nil }
+func (plainType) LogicalType() *format.LogicalType { return nil }
+func (plainType) Length() int                      { return 0 }
 
 // orderedGroup is a group node that keeps its fields in declared order, with
 // an optional logical type (MAP or LIST).
