@@ -216,7 +216,8 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 }
 
 // WriteCheckpoint writes the classic single-file checkpoint of version and
-// then _last_checkpoint. actions is the snapshot state in the order to write:
+// then _last_checkpoint; call it only once the commit of version exists.
+// actions is the snapshot state in the order to write:
 // protocol, metaData, live adds (dataChange=false), unexpired removes, txns,
 // domainMetadata; commitInfo and unknown actions are dropped. The file has
 // exactly the schema Spark 3.5 writes, so remove.stats/tags and
@@ -228,6 +229,21 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // complete, since readers (kernel) fail when the hint names a missing file.
 func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, actions []Action) (*LastCheckpoint, error) {
 	key := CheckpointKey(version)
+	// A checkpoint replaces the commits before it, which log cleanup then
+	// deletes: one without exactly one protocol and metaData would leave
+	// the table unreadable.
+	var protocols, metadatas int
+	for i := range actions {
+		if actions[i].Protocol != nil {
+			protocols++
+		}
+		if actions[i].MetaData != nil {
+			metadatas++
+		}
+	}
+	if protocols != 1 || metadatas != 1 {
+		return nil, fmt.Errorf("write checkpoint %s: need one protocol and one metaData, got %d and %d", key, protocols, metadatas)
+	}
 	data, rows, adds, err := encodeCheckpoint(actions)
 	if err != nil {
 		return nil, fmt.Errorf("write checkpoint %s: %w", key, err)
@@ -249,6 +265,7 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, ac
 // encodeCheckpoint returns the Parquet file of actions, its row count and
 // its number of adds.
 func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err error) {
+
 	var buf bytes.Buffer
 	w := parquet.NewWriter(&buf, checkpointSchema,
 		parquet.Compression(&parquet.Snappy),

@@ -99,7 +99,7 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := decodeRowGroup(rg, b.used, rowValues, cols, fn)
+		n, err := decodeRowGroup(rg, &b, rowValues, cols, fn)
 		total += n
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
@@ -111,11 +111,12 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 	return nil
 }
 
-func decodeRowGroup(rg parquet.RowGroup, used []int, rv [][]parquet.Value, cols *ckColumns, fn func(*Action) error) (int64, error) {
-	chunks := rg.ColumnChunks()
+func decodeRowGroup(rg parquet.RowGroup, b *binder, rv [][]parquet.Value, cols *ckColumns, fn func(*Action) error) (int64, error) {
+	chunks, used := rg.ColumnChunks(), b.used
 	cursors := make([]*columnCursor, len(used))
 	for i, idx := range used {
-		cursors[i] = &columnCursor{pages: chunks[idx].Pages(), buf: make([]parquet.Value, 0, 256)}
+		cursors[i] = &columnCursor{pages: chunks[idx].Pages(), buf: make([]parquet.Value, 0, 256),
+			repeated: b.repeated[i]}
 		defer cursors[i].pages.Close()
 	}
 	numRows := rg.NumRows()
@@ -146,16 +147,31 @@ func decodeRowGroup(rg parquet.RowGroup, used []int, rv [][]parquet.Value, cols 
 // keep pointing into page buffers, which stay valid because pages are never
 // released back to parquet-go's pools.
 type columnCursor struct {
-	pages  parquet.Pages
-	values parquet.ValueReader // of the current page; nil before the next one
-	buf    []parquet.Value
-	pos    int
-	row    []parquet.Value
+	pages    parquet.Pages
+	values   parquet.ValueReader // of the current page; nil before the next one
+	buf      []parquet.Value
+	pos      int
+	row      []parquet.Value
+	repeated bool // values of one row may span batches
 }
 
 // next returns the values of the next row: one value, or for a repeated
-// column every value up to the next repetition level 0.
+// column every value up to the next repetition level 0. The slice is valid
+// until the next call.
 func (c *columnCursor) next() ([]parquet.Value, error) {
+	// Fast path: the whole row is in buf (always, for a non-repeated column
+	// once buf is filled), so return a window of it without copying.
+	if start := c.pos; start < len(c.buf) {
+		end := start + 1
+		for end < len(c.buf) && c.buf[end].RepetitionLevel() != 0 {
+			end++
+		}
+		if end < len(c.buf) || !c.repeated {
+			c.pos = end
+			return c.buf[start:end:end], nil
+		}
+	}
+	// The row may continue in the next page or batch: collect it in row.
 	c.row = c.row[:0]
 	for {
 		for ; c.pos < len(c.buf); c.pos++ {
@@ -268,9 +284,10 @@ type (
 
 // binder looks columns up in a file schema and records which leaves are used.
 type binder struct {
-	used []int
-	seen map[int]bool
-	err  error
+	used     []int  // leaf column indexes
+	repeated []bool // of each used column
+	seen     map[int]bool
+	err      error
 }
 
 func (b *binder) use(c *parquet.Column) int {
@@ -281,6 +298,7 @@ func (b *binder) use(c *parquet.Column) int {
 	if !b.seen[idx] {
 		b.seen[idx] = true
 		b.used = append(b.used, idx)
+		b.repeated = append(b.repeated, c.MaxRepetitionLevel() > 0)
 	}
 	return idx
 }

@@ -331,6 +331,11 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("ReadLastCheckpoint = %+v, %v", got, err)
 	}
+	// A state without its protocol is refused, and nothing is written.
+	empty := newCkStore()
+	if _, err := WriteCheckpoint(ctx, empty, 8, actions[1:]); err == nil || len(empty.objs) != 0 {
+		t.Errorf("checkpoint without protocol: err %v, wrote %d objects", err, len(empty.objs))
+	}
 
 	back := readAll(t, store, CheckpointKey(7))
 	if len(back) != len(actions) {
@@ -743,8 +748,8 @@ func TestReadDeltaRSKernelCheckpoint(t *testing.T) {
 func benchActions(n int) []Action {
 	actions := []Action{
 		{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
-		{MetaData: &Metadata{ID: "bench", Format: Format{Provider: "parquet"}, SchemaString: "{}",
-			PartitionColumns: []string{"topic", "date"}}},
+		{MetaData: &Metadata{ID: "bench", Format: Format{Provider: "parquet", Options: map[string]string{}},
+			SchemaString: "{}", PartitionColumns: []string{"topic", "date"}, Configuration: map[string]string{}}},
 	}
 	topics := []string{"sensors", "events", "audit", "metrics"}
 	for i := range n {
@@ -800,4 +805,116 @@ func BenchmarkReadCheckpoint(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(lc.SizeInBytes)/1e6, "file-MB")
+}
+
+// TestCheckpointRoundTripLarge spans many pages per column, with maps of
+// varying size, so rows cross page and batch boundaries.
+func TestCheckpointRoundTripLarge(t *testing.T) {
+	actions := benchActions(20_000)
+	for i := range actions {
+		if a := actions[i].Add; a != nil {
+			switch i % 4 {
+			case 0:
+				a.PartitionValues = map[string]*string{}
+			case 1:
+				a.PartitionValues["extra"] = nil
+				a.Tags = map[string]string{"a": strings.Repeat("x", i%50), "b": ""}
+			}
+		}
+	}
+	store := newCkStore()
+	if _, err := WriteCheckpoint(context.Background(), store, 9, actions); err != nil {
+		t.Fatal(err)
+	}
+	back := readAll(t, store, CheckpointKey(9))
+	if len(back) != len(actions) {
+		t.Fatalf("read %d actions, want %d", len(back), len(actions))
+	}
+	for i := range actions {
+		if !reflect.DeepEqual(back[i], actions[i]) {
+			t.Fatalf("action %d differs:\n got %+v\nwant %+v", i, back[i].Add, actions[i].Add)
+		}
+	}
+}
+
+// Other writers' shapes: INT64 where Spark has INT32 and the reverse,
+// required fields, a commitInfo column, no txn/remove/metaData columns.
+type (
+	altProtocol struct {
+		MinReaderVersion int64    `parquet:"minReaderVersion"`
+		MinWriterVersion int64    `parquet:"minWriterVersion"`
+		ReaderFeatures   []string `parquet:"readerFeatures,list"`
+	}
+	altDV struct {
+		StorageType    string `parquet:"storageType"`
+		PathOrInlineDv string `parquet:"pathOrInlineDv"`
+		Offset         *int64 `parquet:"offset"`
+		SizeInBytes    int64  `parquet:"sizeInBytes"`
+		Cardinality    int32  `parquet:"cardinality"`
+	}
+	altAdd struct {
+		Path            string             `parquet:"path"`
+		Size            *int32             `parquet:"size"`
+		PartitionValues map[string]*string `parquet:"partitionValues"`
+		DeletionVector  *altDV             `parquet:"deletionVector"`
+	}
+	altCommitInfo struct {
+		Timestamp int64 `parquet:"timestamp"`
+	}
+	altRow struct {
+		CommitInfo *altCommitInfo `parquet:"commitInfo"`
+		Protocol   *altProtocol   `parquet:"protocol"`
+		Add        *altAdd        `parquet:"add"`
+	}
+	badRow struct {
+		Add *struct {
+			Path int64 `parquet:"path"`
+		} `parquet:"add"`
+	}
+)
+
+func writeParquet[T any](t *testing.T, rows []T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[T](&buf)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestReadCheckpointOtherShapes(t *testing.T) {
+	ctx := context.Background()
+	store := newCkStore()
+	red := "red"
+	store.Put(ctx, CheckpointKey(1), writeParquet(t, []altRow{
+		{CommitInfo: &altCommitInfo{Timestamp: 5}},
+		{Protocol: &altProtocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}}},
+		{Add: &altAdd{Path: "a", Size: ptr(int32(12)), PartitionValues: map[string]*string{"c": &red, "d": nil},
+			DeletionVector: &altDV{StorageType: "u", PathOrInlineDv: "x", Offset: ptr(int64(1)), SizeInBytes: 2, Cardinality: 3}}},
+		{Add: &altAdd{Path: "b"}},
+	}))
+	got := readAll(t, store, CheckpointKey(1))
+	want := []Action{
+		{Protocol: &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}}},
+		{Add: &Add{Path: "a", Size: 12, PartitionValues: map[string]*string{"c": &red, "d": nil},
+			DeletionVector: &DeletionVector{StorageType: "u", PathOrInlineDv: "x", Offset: ptr(int32(1)), SizeInBytes: 2, Cardinality: 3}}},
+		{Add: &Add{Path: "b", PartitionValues: map[string]*string{}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Errorf("got  %s\nwant %s", g, w)
+	}
+
+	// A known field of the wrong type is corruption, not a silent null.
+	store.Put(ctx, CheckpointKey(2), writeParquet(t, []badRow{{}}))
+	err := ReadCheckpoint(ctx, store, []string{CheckpointKey(2)}, func(*Action) error { return nil })
+	var ce *CorruptLogError
+	if !errors.As(err, &ce) || ce.File != CheckpointKey(2) {
+		t.Errorf("wrong type: got %v", err)
+	}
 }
