@@ -194,8 +194,8 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", LastCheckpointKey, err)
 	}
-	// Spark may leave the file empty or half-written on some stores; kernel
-	// ignores bad JSON and Spark eventually lists, so report it as corrupt.
+	// A bad hint must not make the table unreadable: kernel ignores it and
+	// Spark lists after retries, so report it as corrupt for the caller.
 	var lc LastCheckpoint
 	if err := json.Unmarshal(data, &lc); err != nil {
 		return nil, &CorruptLogError{File: LastCheckpointKey, Err: err}
@@ -223,9 +223,9 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // exactly the schema Spark 3.5 writes, so remove.stats/tags and
 // add.clusteringProvider are not kept.
 //
-// The whole file is built in memory and stored with one Put: a checkpoint is
-// derived from a snapshot, so when two writers race the last one wins and both
-// files are equal. _last_checkpoint is written only after the checkpoint is
+// The whole file is built in memory and stored with one Put, so no reader
+// sees a partial file; two writers racing on the same version write the same
+// state, and the last one wins. _last_checkpoint is written only after the checkpoint is
 // complete, since readers (kernel) fail when the hint names a missing file.
 func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, actions []Action) (*LastCheckpoint, error) {
 	key := CheckpointKey(version)
@@ -265,7 +265,6 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, ac
 // encodeCheckpoint returns the Parquet file of actions, its row count and
 // its number of adds.
 func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err error) {
-
 	var buf bytes.Buffer
 	w := parquet.NewWriter(&buf, checkpointSchema,
 		parquet.Compression(&parquet.Snappy),
@@ -273,7 +272,6 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 		// parquet-go defaults to DELTA_LENGTH_BYTE_ARRAY; PLAIN is what every
 		// reader handles.
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
-		parquet.CreatedBy("deltaflow", "", ""),
 	)
 	const batchSize = 512
 	batch := make([]parquet.Row, 0, batchSize)

@@ -24,7 +24,8 @@ import (
 // streamed page by page, never decoded whole.
 //
 // A missing file gives an error wrapping storage.ErrNotExist; a file that
-// cannot be decoded gives *CorruptLogError, never fewer actions.
+// cannot be decoded gives *CorruptLogError, never fewer actions (fn may have
+// seen some actions before the error). An error from fn is returned as is.
 func ReadCheckpoint(ctx context.Context, store storage.Store, keys []string, fn func(*Action) error) error {
 	for _, key := range keys {
 		if err := readCheckpointFile(ctx, store, key, fn); err != nil {
