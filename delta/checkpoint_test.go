@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,32 +21,20 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// goldenDir holds the reference tables (DELTA-NOTES (a)); tests that need
-// them skip when it is absent.
-var goldenDir = func() string {
-	if d := os.Getenv("DELTAFLOW_GOLDEN"); d != "" {
-		return d
-	}
-	return "/work/shared/testdata/delta-golden"
-}()
-
-// ckStore is a minimal in-memory storage.Store for these tests.
+// ckStore is an in-memory store that records the order of Puts.
 type ckStore struct {
+	*storage.Mem
 	mu   sync.Mutex
-	objs map[string][]byte
 	puts []string // keys in Put order
 }
 
-func newCkStore() *ckStore { return &ckStore{objs: map[string][]byte{}} }
+func newCkStore() *ckStore { return &ckStore{Mem: storage.NewMem()} }
 
-// loadCkStore copies a table directory into a new store.
+// loadCkStore copies a directory tree into a new ckStore.
 func loadCkStore(t testing.TB, dir string) *ckStore {
 	t.Helper()
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("golden table not available: %v", err)
-	}
 	s := newCkStore()
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -55,8 +43,7 @@ func loadCkStore(t testing.TB, dir string) *ckStore {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		s.objs[filepath.ToSlash(rel)] = data
-		return nil
+		return s.Mem.Put(context.Background(), filepath.ToSlash(rel), data)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,87 +51,24 @@ func loadCkStore(t testing.TB, dir string) *ckStore {
 	return s
 }
 
-type ckReader struct{ *bytes.Reader }
-
-func (ckReader) Close() error { return nil }
-
-func (s *ckStore) Get(_ context.Context, key string) ([]byte, error) {
+func (s *ckStore) Put(ctx context.Context, key string, data []byte) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.objs[key]
-	if !ok {
-		return nil, fmt.Errorf("get %s: %w", key, storage.ErrNotExist)
-	}
-	return bytes.Clone(d), nil
-}
-
-func (s *ckStore) Open(ctx context.Context, key string) (storage.Reader, error) {
-	d, err := s.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return ckReader{bytes.NewReader(d)}, nil
-}
-
-func (s *ckStore) Put(_ context.Context, key string, data []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.objs[key] = bytes.Clone(data)
 	s.puts = append(s.puts, key)
-	return nil
-}
-
-func (s *ckStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	s.mu.Lock()
-	_, ok := s.objs[key]
 	s.mu.Unlock()
-	if ok {
-		return fmt.Errorf("put %s: %w", key, storage.ErrExist)
-	}
-	return s.Put(ctx, key, data)
+	return s.Mem.Put(ctx, key, data)
 }
 
-func (s *ckStore) PutStream(ctx context.Context, key string, r io.Reader, _ int64) error {
-	d, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	return s.Put(ctx, key, d)
+// object returns a stored object's bytes, nil when absent.
+func (s *ckStore) object(key string) []byte {
+	b, _ := s.Mem.Get(context.Background(), key)
+	return b
 }
 
-func (s *ckStore) List(_ context.Context, prefix, startAfter string) ([]storage.ObjectInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []storage.ObjectInfo
-	for k, d := range s.objs {
-		if strings.HasPrefix(k, prefix) && k > startAfter {
-			out = append(out, storage.ObjectInfo{Key: k, Size: int64(len(d))})
-		}
-	}
-	slices.SortFunc(out, func(a, b storage.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+// count is the number of stored objects.
+func (s *ckStore) count() int {
+	objs, _ := s.Mem.List(context.Background(), "", "")
+	return len(objs)
 }
-
-func (s *ckStore) Stat(_ context.Context, key string) (storage.ObjectInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.objs[key]
-	if !ok {
-		return storage.ObjectInfo{}, fmt.Errorf("stat %s: %w", key, storage.ErrNotExist)
-	}
-	return storage.ObjectInfo{Key: key, Size: int64(len(d))}, nil
-}
-
-func (s *ckStore) Delete(_ context.Context, keys ...string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range keys {
-		delete(s.objs, k)
-	}
-	return nil
-}
-
-func (s *ckStore) URI() string { return "mem://checkpoint-test" }
 
 func readAll(t testing.TB, store storage.Store, keys ...string) []Action {
 	t.Helper()
@@ -314,7 +238,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := store.objs[CheckpointKey(7)]
+	data := store.object(CheckpointKey(7))
 	want := &LastCheckpoint{Version: 7, Size: int64(len(actions)), SizeInBytes: int64(len(data)), NumOfAddFiles: 3}
 	if !reflect.DeepEqual(lc, want) {
 		t.Errorf("LastCheckpoint = %+v, want %+v", lc, want)
@@ -323,7 +247,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if !slices.Equal(store.puts, []string{CheckpointKey(7), LastCheckpointKey}) {
 		t.Errorf("puts = %v", store.puts)
 	}
-	hint := string(store.objs[LastCheckpointKey])
+	hint := string(store.object(LastCheckpointKey))
 	if wantHint := fmt.Sprintf(`{"version":7,"size":11,"sizeInBytes":%d,"numOfAddFiles":3}`, len(data)); hint != wantHint {
 		t.Errorf("_last_checkpoint = %s, want %s", hint, wantHint)
 	}
@@ -333,8 +257,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 	// A state without its protocol is refused, and nothing is written.
 	empty := newCkStore()
-	if _, err := WriteCheckpoint(ctx, empty, 8, actions[1:]); err == nil || len(empty.objs) != 0 {
-		t.Errorf("checkpoint without protocol: err %v, wrote %d objects", err, len(empty.objs))
+	if _, err := WriteCheckpoint(ctx, empty, 8, actions[1:]); err == nil || empty.count() != 0 {
+		t.Errorf("checkpoint without protocol: err %v, wrote %d objects", err, empty.count())
 	}
 
 	back := readAll(t, store, CheckpointKey(7))
@@ -618,18 +542,13 @@ func TestReadCheckpointCorrupt(t *testing.T) {
 	}
 }
 
-// TestWriteTableForDeltaRS writes a table whose log starts at a checkpoint,
-// for checking by hand that other readers accept our files:
-//
-//	DELTAFLOW_CHECKPOINT_TABLE=/tmp/t go test ./delta -run TestWriteTableForDeltaRS
-//	python3 -c 'import deltalake; t = deltalake.DeltaTable("/tmp/t"); print(t.version(), t.files())'
-func TestWriteTableForDeltaRS(t *testing.T) {
-	dir := os.Getenv("DELTAFLOW_CHECKPOINT_TABLE")
-	if dir == "" {
-		t.Skip("DELTAFLOW_CHECKPOINT_TABLE not set")
-	}
+// TestDeltaRSReadsOurCheckpoint: a table whose log starts at our
+// checkpoint (the JSON before it deleted) reads in delta-rs with the same
+// version, files, null partition value and txn.
+func TestDeltaRSReadsOurCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	store := newCkStore()
+	dir := t.TempDir()
+	store := localStore(t, dir)
 	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"color","type":"string","nullable":true,"metadata":{}}]}`
 	state := []Action{
 		{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
@@ -690,16 +609,7 @@ func TestWriteTableForDeltaRS(t *testing.T) {
 	for v := int64(0); v < n; v++ {
 		store.Delete(ctx, CommitKey(v))
 	}
-	for key, data := range store.objs {
-		path := filepath.Join(dir, filepath.FromSlash(key))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("table at %s: version %d, files %v", dir, n, paths)
+	compareWithDeltaRS(t, NewTable(store), dir, false, "deltaflow-0")
 }
 
 // TestReadDeltaRSKernelCheckpoint reads a checkpoint written by deltalake

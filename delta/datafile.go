@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
-	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -173,7 +171,7 @@ type ParquetSchema struct {
 // Only primitive types can be written; nested and decimal columns are refused.
 func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 	ps := &ParquetSchema{fields: dataSchema.Fields}
-	root := make(orderedGroup, 0, len(dataSchema.Fields))
+	root := make([]parquet.Field, 0, len(dataSchema.Fields))
 	seen := make(map[string]bool, len(dataSchema.Fields))
 	for _, f := range dataSchema.Fields {
 		if seen[f.Name] {
@@ -191,11 +189,11 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 		} else {
 			node = parquet.Required(node)
 		}
-		root = append(root, &namedField{Node: node, name: f.Name})
+		root = append(root, field(f.Name, node))
 		ps.def = append(ps.def, def)
 		ps.kinds = append(ps.kinds, node.Type().Kind())
 	}
-	ps.schema = parquet.NewSchema("spark_schema", root)
+	ps.schema = parquet.NewSchema("spark_schema", group(root...))
 	return ps, nil
 }
 
@@ -431,65 +429,6 @@ func (s *ParquetSchema) checkRow(row parquet.Row) error {
 		}
 	}
 	return nil
-}
-
-// orderedGroup is a Parquet group whose fields keep the order given:
-// parquet.Group sorts its fields by name, and Delta readers expect the file's
-// columns in the schema's order (Spark matches by name, but humans and some
-// tools do not).
-type orderedGroup []parquet.Field
-
-func (g orderedGroup) ID() int                               { return 0 }
-func (g orderedGroup) Type() parquet.Type                    { return parquet.Group{}.Type() }
-func (g orderedGroup) Optional() bool                        { return false }
-func (g orderedGroup) Repeated() bool                        { return false }
-func (g orderedGroup) Required() bool                        { return true }
-func (g orderedGroup) Leaf() bool                            { return false }
-func (g orderedGroup) Fields() []parquet.Field               { return g }
-func (g orderedGroup) Encoding() encoding.Encoding           { return nil }
-func (g orderedGroup) Compression() compress.Codec           { return nil }
-func (g orderedGroup) String() string                        { return parquet.NewSchema("", g).String() }
-func (g orderedGroup) GoType() reflect.Type                  { return goStructOf(g) }
-func (f *namedField) Name() string                           { return f.name }
-func (f *namedField) Value(base reflect.Value) reflect.Value { return fieldValue(base, f.name) }
-
-type namedField struct {
-	parquet.Node
-	name string
-}
-
-// goStructOf is the Go struct parquet-go's reflection paths expect for a
-// group; deltaflow writes parquet.Rows, so this only serves completeness.
-func goStructOf(g orderedGroup) reflect.Type {
-	fields := make([]reflect.StructField, len(g))
-	for i, f := range g {
-		fields[i] = reflect.StructField{
-			Name: "F" + strconv.Itoa(i),
-			Type: f.GoType(),
-			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(f.Name())),
-		}
-	}
-	return reflect.StructOf(fields)
-}
-
-func fieldValue(base reflect.Value, name string) reflect.Value {
-	for base.Kind() == reflect.Interface || base.Kind() == reflect.Pointer {
-		if base.IsNil() {
-			return reflect.Value{}
-		}
-		base = base.Elem()
-	}
-	switch base.Kind() {
-	case reflect.Map:
-		return base.MapIndex(reflect.ValueOf(name))
-	case reflect.Struct:
-		for i := 0; i < base.NumField(); i++ {
-			if tag, _, _ := strings.Cut(base.Type().Field(i).Tag.Get("parquet"), ","); tag == name {
-				return base.Field(i)
-			}
-		}
-	}
-	return reflect.Value{}
 }
 
 // FileStats is what a finished data file reports for its add action.

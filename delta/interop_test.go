@@ -44,11 +44,21 @@ type deltaRSFile struct {
 func deltaRS(t *testing.T, uri string, args ...string) *deltaRSView {
 	t.Helper()
 	py := testenv.Python(t)
-	cmd := exec.CommandContext(t.Context(), py, append([]string{"../scripts/deltars.py", "read", uri}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
+	var out []byte
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(t.Context(), py, append([]string{"../scripts/deltars.py", "read", uri}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		var err error
+		if out, err = cmd.Output(); err == nil {
+			break
+		}
+		// deltalake 1.6.6 sometimes segfaults reading the edge-timestamp
+		// golden tables; a crash of the oracle is not a verdict.
+		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() && attempt < 4 {
+			t.Logf("delta-rs read %s crashed (%v); retrying", uri, err)
+			continue
+		}
 		t.Fatalf("delta-rs read %s: %v\n%s", uri, err, stderr.String())
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
