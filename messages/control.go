@@ -1,0 +1,36 @@
+package messages
+
+// FlushNow asks the committer to start an epoch now (a control request, the
+// memory budget, or shutdown). Reply, if set, receives nil once that epoch
+// (and every earlier one) is committed, or the error that stopped it.
+type FlushNow struct {
+	Reason string
+	Reply  chan error
+}
+
+// Assign is sent by the fetch loop to the committer when Kafka assigns
+// partitions. The committer spawns their readers and answers, on Reply, the
+// next offset to read for each partition (from the Delta log; -1: none).
+type Assign struct {
+	Topic      string
+	Partitions []int32
+	Reply      chan map[int32]int64
+}
+
+// Revoke is sent by the fetch loop to the committer before Kafka takes
+// partitions away. Their uncommitted rows are dropped: the in-flight epoch
+// is aborted and the partitions kept re-read from their committed offsets.
+// Reply is closed when the readers are gone.
+type Revoke struct {
+	Topic      string
+	Partitions []int32
+	Reply      chan struct{}
+}
+
+// PipelineFailed is sent by the pipeline to the committer when a reader or
+// buffer failed: every in-flight epoch is aborted and the pipeline rebuilt.
+type PipelineFailed struct {
+	Gen    uint64
+	Actor  string
+	Reason string
+}

@@ -1,0 +1,28 @@
+package messages
+
+import (
+	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Fetch is sent by the fetch loop to the reader of a partition with the
+// records of one poll. The reader calls Done once it has routed them all, so
+// the fetch loop can bound what is in flight.
+type Fetch struct {
+	Gen       uint64
+	Partition int32
+	Records   []*kgo.Record
+	Done      func()
+}
+
+// RowBatch is sent by a reader to a buffer: rows of one epoch, ready for
+// Parquet (data columns only, with column index and definition level set).
+// The rows' byte values live in memory the batch owns; the buffer calls
+// Release once it has written them, so the reader can reuse that memory.
+type RowBatch struct {
+	Gen     uint64
+	Epoch   uint64
+	Rows    []parquet.Row
+	Bytes   int64
+	Release func()
+}
