@@ -1,0 +1,101 @@
+package actors
+
+import (
+	"context"
+	"sync"
+)
+
+// Budget bounds what the pipeline holds in memory: bytes buffered in rows
+// not yet uploaded, and epochs started but not committed. The fetch loop
+// pauses Kafka while the budget is exhausted. Safe for concurrent use.
+type Budget struct {
+	limit     int64
+	maxEpochs int
+
+	mu      sync.Mutex
+	bytes   int64
+	epochs  int
+	changed chan struct{} // closed and replaced whenever usage drops
+}
+
+// NewBudget returns a budget of limit bytes and maxEpochs unfinished epochs.
+func NewBudget(limit int64, maxEpochs int) *Budget {
+	return &Budget{limit: limit, maxEpochs: maxEpochs, changed: make(chan struct{})}
+}
+
+// Add accounts n more buffered bytes.
+func (b *Budget) Add(n int64) {
+	b.mu.Lock()
+	b.bytes += n
+	b.mu.Unlock()
+}
+
+// Release gives back n bytes.
+func (b *Budget) Release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.bytes -= n
+	b.notifyLocked()
+	b.mu.Unlock()
+}
+
+// EpochStarted counts an epoch sealed and not yet committed or dropped.
+func (b *Budget) EpochStarted() {
+	b.mu.Lock()
+	b.epochs++
+	b.mu.Unlock()
+}
+
+// EpochDone ends an epoch counted by EpochStarted.
+func (b *Budget) EpochDone() {
+	b.mu.Lock()
+	b.epochs--
+	b.notifyLocked()
+	b.mu.Unlock()
+}
+
+func (b *Budget) notifyLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// Bytes is the number of buffered bytes.
+func (b *Budget) Bytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bytes
+}
+
+// Exhausted reports whether reading must pause.
+func (b *Budget) Exhausted() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.exhaustedLocked()
+}
+
+func (b *Budget) exhaustedLocked() bool {
+	return b.bytes >= b.limit || b.epochs > b.maxEpochs
+}
+
+// Wait blocks until the budget is no longer exhausted, ctx ends or stop is
+// closed (then it returns early with nil).
+func (b *Budget) Wait(ctx context.Context, stop <-chan struct{}) error {
+	for {
+		b.mu.Lock()
+		if !b.exhaustedLocked() {
+			b.mu.Unlock()
+			return nil
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-stop:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// bufferConfig is what a buffer needs; shared by the buffers of a pipeline
+// except for the partition.
+type bufferConfig struct {
+	store            storage.Store
+	dataSchema       *delta.StructType
+	partitionColumns []string
+	writer           delta.WriterOptions
+	committer        *actor.PID
+	budget           *Budget
+	health           *Health
+	backoff          Backoff
+	maxRetry         time.Duration // how long an upload is retried before the epoch fails
+	logger           *slog.Logger
+}
+
+// epochFile is the Parquet file a buffer is writing for one epoch. It is
+// encoded into memory as rows arrive (row groups are compressed as they
+// fill), and uploaded whole on Flush.
+type epochFile struct {
+	epoch  uint64
+	out    bytes.Buffer
+	w      *delta.FileWriter
+	budget int64 // bytes accounted in the Budget
+}
+
+// buffer holds the rows of one partition value (e.g.
+// device_type=smart_plug/event_date=2026-06-22) until Flush.
+type buffer struct {
+	cfg    *bufferConfig
+	gen    uint64
+	id     string // unique per spawn; names the buffer in Flushed
+	key    string // partition directory
+	values map[string]*string
+	files  []*epochFile // ascending epoch
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newBuffer(cfg *bufferConfig, gen uint64, id, key string, values map[string]*string) actor.Producer {
+	return func() actor.Actor {
+		return &buffer{cfg: cfg, gen: gen, id: id, key: key, values: values}
+	}
+}
+
+func (b *buffer) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		b.ctx, b.cancel = context.WithCancel(context.Background())
+	case *messages.RowBatch:
+		b.handleRows(m)
+	case *messages.Flush:
+		b.handleFlush(c, m)
+	case *actor.Stopping:
+		// Dropped rows (an aborted pipeline, or an idle buffer with none)
+		// give their memory back; uploads in flight are cancelled.
+		b.cancel()
+		for _, f := range b.files {
+			b.cfg.budget.Release(f.budget)
+		}
+		b.files = nil
+	}
+}
+
+func (b *buffer) handleRows(m *messages.RowBatch) {
+	defer m.Release()
+	if m.Gen != b.gen {
+		return
+	}
+	f := b.file(m.Epoch)
+	if _, err := f.w.WriteRows(m.Rows); err != nil {
+		// The mapper built a row the schema does not accept: a bug, which
+		// the supervisor turns into a pipeline rebuild.
+		panic(fmt.Errorf("buffer %s: write rows of epoch %d: %w", b.key, m.Epoch, err))
+	}
+	f.budget += m.Bytes
+	b.cfg.budget.Add(m.Bytes)
+}
+
+// file returns the open file of epoch, creating it.
+func (b *buffer) file(epoch uint64) *epochFile {
+	if n := len(b.files); n > 0 && b.files[n-1].epoch == epoch {
+		return b.files[n-1]
+	}
+	f := &epochFile{epoch: epoch}
+	w, err := delta.NewFileWriter(&f.out, b.cfg.dataSchema, b.cfg.writer)
+	if err != nil {
+		panic(fmt.Errorf("buffer %s: %w", b.key, err))
+	}
+	f.w = w
+	b.files = append(b.files, f)
+	return f
+}
+
+// handleFlush finishes the files of epochs up to m.Epoch and uploads them in
+// the background; the buffer goes on taking rows of later epochs meanwhile.
+func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
+	if m.Gen != b.gen {
+		return
+	}
+	var done []*epochFile
+	for len(b.files) > 0 && b.files[0].epoch <= m.Epoch {
+		done = append(done, b.files[0])
+		b.files = b.files[1:]
+	}
+	reply := &messages.Flushed{Gen: b.gen, Epoch: m.Epoch, Key: b.id}
+	if len(done) == 0 {
+		reply.Idle = true
+		c.Send(b.cfg.committer, reply)
+		return
+	}
+	type encoded struct {
+		data  []byte
+		stats delta.FileStats
+	}
+	var files []encoded
+	var accounted int64
+	for _, f := range done {
+		st, err := f.w.Close()
+		if err != nil {
+			panic(fmt.Errorf("buffer %s: finish file of epoch %d: %w", b.key, f.epoch, err))
+		}
+		files = append(files, encoded{f.out.Bytes(), st})
+		accounted += f.budget
+	}
+	ctx, system, committer := b.ctx, c.ActorSystem(), b.cfg.committer
+	go func() {
+		defer b.cfg.budget.Release(accounted)
+		for _, f := range files {
+			df, err := b.upload(ctx, f.data, f.stats)
+			if err != nil {
+				reply.Err = err
+				break
+			}
+			reply.Files = append(reply.Files, df)
+		}
+		system.Root.Send(committer, reply)
+	}()
+}
+
+// upload writes one finished file, retrying transient failures with backoff;
+// the file stays invisible until the committer commits its add.
+func (b *buffer) upload(ctx context.Context, data []byte, st delta.FileStats) (messages.DataFile, error) {
+	key := delta.NewDataFileKey(b.cfg.partitionColumns, b.values, b.cfg.writer.Compression)
+	err := retry(ctx, b.cfg.backoff, b.cfg.maxRetry, func() error {
+		return b.cfg.store.PutStream(ctx, key, bytes.NewReader(data), int64(len(data)))
+	}, func(attempt int, err error) {
+		b.cfg.health.Degrade("storage", err.Error())
+		b.cfg.logger.Warn("upload failed; retrying", "file", key, "attempt", attempt+1, "err", err)
+	})
+	if err != nil {
+		return messages.DataFile{}, fmt.Errorf("upload %s: %w", key, err)
+	}
+	b.cfg.health.Recover("storage")
+	return messages.DataFile{
+		Path: delta.EncodePath(key), Size: int64(len(data)), PartitionValues: b.values,
+		ModificationTime: time.Now().UnixMilli(), Stats: st.Stats, Rows: st.NumRecords,
+	}, nil
+}

@@ -1,0 +1,434 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// committerConfig is the committer's wiring.
+type committerConfig struct {
+	app           string
+	topic         string
+	table         *delta.Table
+	flushInterval time.Duration
+	roundTimeout  time.Duration // a round not committed by then is aborted
+	idleRounds    int           // idle rounds after which a buffer is stopped
+	backoff       Backoff       // pipeline rebuilds after failures
+	maxRetry      time.Duration // storage/DLQ retries before giving up on an epoch
+	pipeline      *pipelineConfig
+	outbox        Outbox
+	offsets       OffsetCommitter
+	fetch         *fetcher
+	budget        *Budget
+	health        *Health
+	metrics       *Metrics
+	logger        *slog.Logger
+}
+
+// Committer-internal messages.
+type (
+	tick         struct{}
+	rebuild      struct{ gen uint64 }
+	roundExpired struct {
+		gen   uint64
+		epoch uint64
+	}
+)
+
+// committer owns the table: the snapshot, the epochs, the commits. It is the
+// only actor that writes the Delta log.
+type committer struct {
+	cfg      *committerConfig
+	ctx      context.Context
+	cancel   context.CancelFunc
+	snap     *delta.Snapshot
+	gen      uint64
+	pipeline *actor.PID
+	assigned map[int32]bool
+	epoch    uint64 // the epoch readers are filling
+	cur      *round
+	waiters  []chan error // FlushNow replies for the current round
+	queued   []chan error // FlushNow replies for the next round
+	idle     map[string]int
+	retiring []*actor.PID
+	failures int
+	lastFail time.Time
+	ticker   *time.Ticker
+}
+
+// newCommitter returns a producer that always yields the same committer:
+// protoactor re-incarnates an actor on restart, and the assigned partitions,
+// generation and epoch counters must survive that (start resets the rest).
+func newCommitter(cfg *committerConfig) actor.Producer {
+	c := &committer{cfg: cfg}
+	return func() actor.Actor { return c }
+}
+
+func (c *committer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.start(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		c.stopTimers()
+	case *tick:
+		if c.cur == nil && c.pipeline != nil {
+			c.startRound(ctx, "timer")
+		}
+	case *messages.FlushNow:
+		c.handleFlushNow(ctx, m)
+	case *messages.Assign:
+		c.handleAssign(ctx, m)
+	case *messages.Revoke:
+		for _, p := range m.Partitions {
+			delete(c.assigned, p)
+		}
+		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
+		close(m.Reply)
+	case *messages.Sealed:
+		if m.Gen == c.gen && c.cur != nil && c.cur.onSealed(m) && len(c.cur.waitFlush) == 0 {
+			c.flushRound(ctx)
+		}
+	case *messages.Flushed:
+		if m.Gen == c.gen && c.cur != nil && c.cur.allSealed() && c.cur.onFlushed(m) {
+			c.commitRound(ctx)
+		}
+	case *messages.PipelineFailed:
+		if m.Gen == c.gen {
+			c.abort(ctx, fmt.Sprintf("%s failed: %s", m.Actor, m.Reason), true)
+		}
+	case *roundExpired:
+		if m.gen == c.gen && c.cur != nil && c.cur.epoch == m.epoch {
+			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.roundTimeout), true)
+		}
+	case *rebuild:
+		if m.gen == c.gen {
+			c.spawnPipeline(ctx)
+		}
+	}
+}
+
+// start loads the table and builds the first pipeline; after a restart it
+// does the same from what the log says.
+func (c *committer) start(ctx actor.Context) {
+	// After a restart the same instance runs start again: whatever was in
+	// flight belongs to a dead generation.
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.idle, c.retiring, c.pipeline = map[string]int{}, nil, nil
+	if c.cur != nil {
+		c.cfg.budget.EpochDone()
+		c.cur = nil
+	}
+	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	if c.assigned == nil {
+		c.assigned = map[int32]bool{}
+	}
+	var snap *delta.Snapshot
+	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() (err error) {
+		snap, err = c.cfg.table.Snapshot(c.ctx)
+		return err
+	}, c.storageRetrying("load table"))
+	if err != nil {
+		panic(fmt.Errorf("committer: load table: %w", err)) // restarted with backoff
+	}
+	c.cfg.health.Recover("storage")
+	c.snap = snap
+	c.cfg.metrics.TableVersion.Set(float64(snap.Version()))
+	c.gen++
+	c.cfg.pipeline.committer = ctx.Self()
+	c.cfg.pipeline.reg.reset(c.gen)
+	c.cfg.fetch.reset(c.gen, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+	c.spawnPipeline(ctx)
+	c.ticker = time.NewTicker(c.cfg.flushInterval)
+	system, self, ticks, done := ctx.ActorSystem(), ctx.Self(), c.ticker.C, c.ctx.Done()
+	go func() {
+		for {
+			select {
+			case <-ticks:
+				system.Root.Send(self, &tick{})
+			case <-done:
+				return
+			}
+		}
+	}()
+}
+
+func (c *committer) stopTimers() {
+	if c.ticker != nil {
+		c.ticker.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+func (c *committer) storageRetrying(what string) func(int, error) {
+	return func(attempt int, err error) {
+		c.cfg.health.Degrade("storage", err.Error())
+		c.cfg.logger.Warn(what+" failed; retrying", "attempt", attempt+1, "err", err)
+	}
+}
+
+func (c *committer) partitions() []int32 { return slices.Sorted(maps.Keys(c.assigned)) }
+
+// spawnPipeline builds this generation's pipeline and readers.
+func (c *committer) spawnPipeline(ctx actor.Context) {
+	pid, err := ctx.SpawnNamed(newPipelineProps(c.cfg.pipeline, c.gen), fmt.Sprintf("pipeline-%d", c.gen))
+	if err != nil {
+		panic(fmt.Errorf("committer: spawn pipeline: %w", err))
+	}
+	c.pipeline = pid
+	if len(c.assigned) > 0 {
+		c.spawnReaders(ctx, c.partitions())
+	}
+	if len(c.queued) > 0 && c.cur == nil {
+		c.startRound(ctx, "request")
+	}
+}
+
+func (c *committer) spawnReaders(ctx actor.Context, partitions []int32) {
+	_, err := ctx.RequestFuture(c.pipeline, &spawnReaders{partitions: partitions, epoch: c.epoch}, 30*time.Second).Result()
+	if err != nil {
+		panic(fmt.Errorf("committer: spawn readers: %w", err))
+	}
+}
+
+func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
+	var fresh []int32
+	for _, p := range m.Partitions {
+		if !c.assigned[p] {
+			c.assigned[p] = true
+			fresh = append(fresh, p)
+		}
+	}
+	if c.pipeline != nil && len(fresh) > 0 {
+		c.spawnReaders(ctx, fresh)
+	}
+	m.Reply <- CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions)
+}
+
+func (c *committer) handleFlushNow(ctx actor.Context, m *messages.FlushNow) {
+	if m.Reply != nil {
+		c.queued = append(c.queued, m.Reply)
+	}
+	if c.cur == nil && c.pipeline != nil {
+		c.startRound(ctx, m.Reason)
+	}
+}
+
+// startRound seals epoch c.epoch: readers tag later rows with the next one.
+func (c *committer) startRound(ctx actor.Context, reason string) {
+	partitions, pids := c.cfg.pipeline.reg.readerList()
+	c.waiters, c.queued = append(c.waiters, c.queued...), nil
+	if len(partitions) == 0 {
+		c.finishRound(nil)
+		return
+	}
+	e := c.epoch
+	c.epoch++
+	c.cur = newRound(e, c.cfg.topic, partitions, time.Now())
+	c.cfg.budget.EpochStarted()
+	// Buffers idle for long stop with this round: forgotten by the registry
+	// now and by the readers at Seal, flushed once more, then stopped.
+	var retire []string
+	for key, pid := range c.cfg.pipeline.reg.bufferList() {
+		if c.idle[pid.Id] >= c.cfg.idleRounds {
+			c.cfg.pipeline.reg.removeBuffer(key, pid)
+			c.retiring = append(c.retiring, pid)
+			retire = append(retire, key)
+			delete(c.idle, pid.Id)
+		}
+	}
+	for _, pid := range pids {
+		ctx.Send(pid, &messages.Seal{Gen: c.gen, Epoch: e, Retire: retire})
+	}
+	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(pids))
+	gen, self := c.gen, ctx.Self()
+	time.AfterFunc(c.cfg.roundTimeout, func() { ctx.ActorSystem().Root.Send(self, &roundExpired{gen: gen, epoch: e}) })
+}
+
+// flushRound asks every live (and retiring) buffer to flush the epoch.
+func (c *committer) flushRound(ctx actor.Context) {
+	buffers := c.cfg.pipeline.reg.bufferList()
+	targets := append(slices.Collect(maps.Values(buffers)), c.retiring...)
+	ids := make([]string, len(targets))
+	for i, pid := range targets {
+		ids[i] = pid.Id
+	}
+	c.cur.expectFlushes(ids)
+	if len(targets) == 0 {
+		c.commitRound(ctx)
+		return
+	}
+	for _, pid := range targets {
+		ctx.Send(pid, &messages.Flush{Gen: c.gen, Epoch: c.cur.epoch})
+	}
+}
+
+// commitRound makes the epoch durable: DLQ acknowledged, then one commit.
+func (c *committer) commitRound(ctx actor.Context) {
+	r := c.cur
+	if r.err != nil {
+		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, r.err), true)
+		return
+	}
+	for _, pid := range c.retiring {
+		ctx.Send(c.pipeline, &stopBuffers{pids: []*actor.PID{pid}})
+	}
+	c.retiring = nil
+	for _, id := range r.active {
+		delete(c.idle, id)
+	}
+	for _, id := range r.idle {
+		c.idle[id]++
+	}
+	if letters := r.deadLetters(); len(letters) > 0 {
+		err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
+			return c.cfg.outbox.PublishDLQ(c.ctx, letters)
+		}, func(attempt int, err error) {
+			c.cfg.health.Degrade("nats", err.Error())
+			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters), "attempt", attempt+1, "err", err)
+		})
+		if err != nil {
+			c.abort(ctx, fmt.Sprintf("epoch %d: DLQ not acknowledged: %v", r.epoch, err), true)
+			return
+		}
+		c.cfg.health.Recover("nats")
+	}
+	if r.empty() {
+		c.finishRound(nil)
+		return
+	}
+	actions, rows, bytes := r.commitActions(c.cfg.app, time.Now())
+	op := delta.Operation{
+		Name:       "STREAMING UPDATE",
+		Parameters: map[string]any{"outputMode": "Append", "queryId": c.cfg.app, "epochId": fmt.Sprint(r.epoch)},
+		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
+			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
+	}
+	start := time.Now()
+	var version int64
+	var conflict error
+	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
+		v, err := c.cfg.table.Commit(c.ctx, c.snap, actions, op)
+		if delta.IsConflict(err) {
+			conflict = err // another writer owns a partition of ours, or changed the table: never retried
+			return nil
+		}
+		version = v
+		return err
+	}, c.storageRetrying("commit"))
+	if conflict != nil {
+		c.cfg.metrics.Conflicts.Inc()
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", r.epoch, conflict), true)
+		return
+	}
+	if err != nil {
+		c.abort(ctx, fmt.Sprintf("epoch %d: commit: %v", r.epoch, err), true)
+		return
+	}
+	c.cfg.health.Recover("storage")
+	c.afterCommit(r, version, rows, bytes, time.Since(start))
+	c.finishRound(nil)
+}
+
+// afterCommit does what follows a commit: checkpoint, KV mirror, Kafka
+// group offsets, event and metrics. None of it affects correctness.
+func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.Duration) {
+	m := c.cfg.metrics
+	m.Commits.Inc()
+	m.Rows.Add(float64(rows))
+	m.Files.Add(float64(len(r.files)))
+	m.Bytes.Add(float64(bytes))
+	m.CommitLatency.Observe(took.Seconds())
+	m.EpochDuration.Observe(time.Since(r.started).Seconds())
+	m.TableVersion.Set(float64(version))
+	if c.snap.CheckpointDue() {
+		if err := c.cfg.table.Checkpoint(c.ctx, c.snap); err != nil {
+			c.cfg.logger.Warn("checkpoint failed; the next one will cover it", "version", version, "err", err)
+		} else {
+			c.cfg.outbox.Publish(&bridge.CheckpointEvent{Version: version})
+		}
+	}
+	offsets := r.offsets()
+	next := make(map[int32]int64, len(offsets))
+	for p, off := range offsets {
+		c.cfg.outbox.MirrorOffset(c.cfg.topic, p, off, version)
+		next[p] = off + 1
+	}
+	if c.cfg.offsets != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.cfg.offsets.CommitOffsets(ctx, next); err != nil {
+				c.cfg.logger.Debug("kafka group offsets not committed (lag tools only)", "err", err)
+			}
+		}()
+	}
+	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: r.epoch, Files: len(r.files), Rows: rows, Bytes: bytes,
+		DurationMS: time.Since(r.started).Milliseconds() - took.Milliseconds()})
+	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: r.epoch, Files: len(r.files), Rows: rows,
+		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(r.started).Milliseconds()})
+	c.cfg.logger.Info("committed", "version", version, "epoch", r.epoch, "files", len(r.files), "rows", rows,
+		"records", r.records(), "dlq", len(r.deadLetters()), "took", took.Round(time.Millisecond))
+}
+
+// finishRound ends the current round and answers its FlushNow waiters;
+// requests that arrived meanwhile start the next round.
+func (c *committer) finishRound(err error) {
+	if c.cur != nil {
+		c.cfg.budget.EpochDone()
+		c.cur = nil
+	}
+	for _, w := range c.waiters {
+		w <- err
+	}
+	c.waiters = nil
+}
+
+// abort drops every uncommitted epoch: the pipeline is thrown away, the
+// snapshot re-read, Kafka re-seeked to the committed offsets and a new
+// generation built (after a backoff when a failure caused it).
+func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
+	c.cfg.logger.Warn("aborting in-flight epochs", "reason", reason, "generation", c.gen)
+	if c.pipeline != nil {
+		ctx.Stop(c.pipeline)
+		c.pipeline = nil
+	}
+	if c.cur != nil {
+		c.cfg.budget.EpochDone()
+		c.cur = nil
+	}
+	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	c.retiring, c.idle = nil, map[string]int{}
+	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
+		// The next start of the committer reloads from scratch.
+		panic(fmt.Errorf("committer: re-read table after abort: %w", err))
+	}
+	c.gen++
+	c.cfg.pipeline.reg.reset(c.gen)
+	c.cfg.fetch.reset(c.gen, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+	delay := time.Duration(0)
+	if failure {
+		if time.Since(c.lastFail) > time.Minute {
+			c.failures = 0
+		}
+		c.lastFail = time.Now()
+		delay = c.cfg.backoff.Delay(c.failures)
+		c.failures++
+		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
+		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
+			Reason: reason, Restarts: c.failures})
+	}
+	gen, self, system := c.gen, ctx.Self(), ctx.ActorSystem()
+	time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })
+}

@@ -1,0 +1,190 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// Consumer is what the fetch loop needs of Kafka (a *kafka.Consumer).
+type Consumer interface {
+	Poll(ctx context.Context) ([]kafka.Batch, error)
+	Pause(partitions ...int32)
+	Resume(partitions ...int32)
+	Seek(offsets map[int32]int64)
+	Owned() []int32
+}
+
+type resetRequest struct {
+	gen     uint64
+	offsets map[int32]int64
+}
+
+// fetcher is the poll loop: it hands each partition's records to the
+// current generation's reader and waits until they are routed before it
+// polls again, so at most one poll of records is in flight. It pauses Kafka
+// while the memory budget is exhausted, and re-seeks when the committer
+// rebuilds the pipeline.
+type fetcher struct {
+	cons    Consumer
+	reg     *registry
+	budget  *Budget
+	system  *actor.ActorSystem
+	metrics *Metrics
+	logger  *slog.Logger
+	// committer is asked for an early epoch when the budget runs out.
+	committer *actor.PID
+
+	mu      sync.Mutex
+	pending *resetRequest
+	wake    chan struct{}
+
+	// Owned by the loop goroutine.
+	gen       uint64
+	positions map[int32]int64 // next offset to read, once known
+	first     chan struct{}   // closed after the first successful poll
+	firstOnce sync.Once
+
+	posMu   sync.Mutex
+	posCopy map[int32]int64
+
+	userPaused atomic.Bool // the control service's pause
+}
+
+func newFetcher(cons Consumer, reg *registry, budget *Budget, metrics *Metrics, logger *slog.Logger) *fetcher {
+	return &fetcher{cons: cons, reg: reg, budget: budget, metrics: metrics, logger: logger,
+		wake: make(chan struct{}, 1), positions: map[int32]int64{}, first: make(chan struct{})}
+}
+
+// reset makes the loop drop what it has in flight and continue at offsets
+// (-1: where the partition started) with generation gen. Safe from any
+// goroutine; the latest request wins.
+func (f *fetcher) reset(gen uint64, offsets map[int32]int64) {
+	f.mu.Lock()
+	f.pending = &resetRequest{gen: gen, offsets: offsets}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) applyReset() {
+	f.mu.Lock()
+	r := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	if r == nil {
+		return
+	}
+	f.gen = r.gen
+	f.cons.Seek(r.offsets)
+	for p, off := range r.offsets {
+		if off >= 0 {
+			f.positions[p] = off
+		} else {
+			delete(f.positions, p)
+		}
+	}
+	f.publishPositions()
+}
+
+// run polls until ctx ends.
+func (f *fetcher) run(ctx context.Context) error {
+	paused := false
+	for ctx.Err() == nil {
+		f.applyReset()
+		if f.budget.Exhausted() || f.userPaused.Load() {
+			if !paused {
+				f.cons.Pause(f.cons.Owned()...)
+				paused = true
+				if !f.userPaused.Load() {
+					f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
+				}
+			}
+		} else if paused {
+			f.cons.Resume(f.cons.Owned()...)
+			paused = false
+		}
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if paused {
+			// Keep polling (the group needs it) but come back soon.
+			pollCtx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+		}
+		batches, err := f.cons.Poll(pollCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			f.logger.Warn("kafka poll", "err", err)
+			if len(batches) == 0 {
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		f.dispatch(ctx, batches)
+		f.firstOnce.Do(func() { close(f.first) })
+	}
+	return ctx.Err()
+}
+
+// dispatch hands batches to readers and waits until they are routed, the
+// pipeline is rebuilt, or ctx ends.
+func (f *fetcher) dispatch(ctx context.Context, batches []kafka.Batch) {
+	var wg sync.WaitGroup
+	for _, b := range batches {
+		if len(b.Records) == 0 {
+			continue
+		}
+		pid := f.reg.reader(f.gen, b.Partition)
+		if pid == nil {
+			continue // revoked, or the pipeline is being rebuilt: re-read after the seek
+		}
+		wg.Add(1)
+		f.system.Root.Send(pid, &messages.Fetch{Gen: f.gen, Partition: b.Partition, Records: b.Records, Done: wg.Done})
+		last := b.Records[len(b.Records)-1].Offset
+		f.positions[b.Partition] = last + 1
+		f.metrics.Lag.WithLabelValues(partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-f.wake:
+		// A rebuild: the old readers may never answer. Re-signal so the
+		// loop applies the reset first thing.
+		f.rearm()
+	case <-ctx.Done():
+	}
+	f.publishPositions()
+}
+
+// rearm re-arms the wake signal consumed while waiting.
+func (f *fetcher) rearm() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// position returns the next offset to read of each partition read so far.
+func (f *fetcher) position() map[int32]int64 {
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	return maps.Clone(f.posCopy)
+}
+
+func (f *fetcher) publishPositions() {
+	f.posMu.Lock()
+	f.posCopy = make(map[int32]int64, len(f.positions))
+	for p, o := range f.positions {
+		f.posCopy[p] = o
+	}
+	f.posMu.Unlock()
+}

@@ -1,0 +1,123 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// pipelineConfig is what the pipeline of every generation shares.
+type pipelineConfig struct {
+	topic     string
+	mapper    *mapping.Mapper // cloned for each reader
+	buffer    *bufferConfig
+	committer *actor.PID
+	reg       *registry
+	metrics   *Metrics
+	logger    *slog.Logger
+}
+
+// Requests to the pipeline, answered with ctx.Respond.
+type (
+	// spawnReaders starts readers for partitions, tagging rows with epoch.
+	spawnReaders struct {
+		partitions []int32
+		epoch      uint64
+	}
+	// stopBuffers stops retired buffers (by PID).
+	stopBuffers struct{ pids []*actor.PID }
+	// getBuffer returns the buffer of a partition directory, spawning it.
+	getBuffer struct {
+		key    string
+		values map[string]*string
+	}
+)
+
+// pipeline is the parent of one generation's readers and buffers. Any
+// failure among them stops them all and reports to the committer, which
+// throws the generation away and builds the next one.
+type pipeline struct {
+	cfg    *pipelineConfig
+	gen    uint64
+	nextID int
+}
+
+func newPipelineProps(cfg *pipelineConfig, gen uint64) *actor.Props {
+	strategy := &stopAllStrategy{report: func(system *actor.ActorSystem, child *actor.PID, reason any) {
+		system.Root.Send(cfg.committer, &messages.PipelineFailed{Gen: gen, Actor: child.Id, Reason: fmt.Sprint(reason)})
+	}}
+	return actor.PropsFromProducer(func() actor.Actor { return &pipeline{cfg: cfg, gen: gen} },
+		actor.WithSupervisor(strategy))
+}
+
+func (p *pipeline) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *spawnReaders:
+		for _, part := range m.partitions {
+			props := actor.PropsFromProducer(newReader(p.cfg, p.gen, part, m.epoch, c.Self()))
+			pid, err := c.SpawnNamed(props, fmt.Sprintf("reader-%s-%d", p.cfg.topic, part))
+			if err != nil {
+				panic(fmt.Errorf("spawn reader %d: %w", part, err))
+			}
+			p.cfg.reg.setReader(p.gen, part, pid)
+		}
+		c.Respond(true)
+	case *getBuffer:
+		pid := p.cfg.reg.buffer(m.key)
+		if pid == nil {
+			p.nextID++
+			id := fmt.Sprintf("buffer-%d", p.nextID)
+			props := actor.PropsFromProducer(newBuffer(p.cfg.buffer, p.gen, id, m.key, m.values))
+			var err error
+			if pid, err = c.SpawnNamed(props, id); err != nil {
+				panic(fmt.Errorf("spawn buffer %s: %w", m.key, err))
+			}
+			p.cfg.reg.setBuffer(p.gen, m.key, pid)
+		}
+		c.Respond(pid)
+	case *stopBuffers:
+		for _, pid := range m.pids {
+			c.Stop(pid)
+		}
+	}
+}
+
+// stopAllStrategy handles a failed child of the pipeline: every child is
+// stopped (their epochs are void) and the failure reported once.
+type stopAllStrategy struct {
+	report func(system *actor.ActorSystem, child *actor.PID, reason any)
+}
+
+func (s *stopAllStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	system.Logger().Error("pipeline actor failed; stopping the generation", slog.String("actor", child.Id), slog.Any("reason", reason))
+	sup.StopChildren(sup.Children()...)
+	s.report(system, child, reason)
+}
+
+// restartStrategy restarts a failed top-level actor after a capped
+// exponential backoff, counting restarts; the streak resets after a minute
+// without failure.
+type restartStrategy struct {
+	backoff   Backoff
+	onRestart func(child *actor.PID, reason any, n int, delay time.Duration)
+	failures  int
+	last      time.Time
+}
+
+func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	if time.Since(s.last) > time.Minute {
+		s.failures = 0
+	}
+	s.last = time.Now()
+	delay := s.backoff.Delay(s.failures)
+	s.failures++
+	if s.onRestart != nil {
+		s.onRestart(child, reason, s.failures, delay)
+	}
+	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
+}

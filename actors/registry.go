@@ -1,0 +1,105 @@
+package actors
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// registry maps the current generation's partitions to reader PIDs and
+// partition directories to buffer PIDs. The pipeline writes it; the
+// committer and the fetch loop read it. Safe for concurrent use.
+type registry struct {
+	mu      sync.Mutex
+	gen     uint64
+	readers map[int32]*actor.PID
+	buffers map[string]*actor.PID // by partition directory (routing key)
+}
+
+func newRegistry() *registry {
+	return &registry{readers: map[int32]*actor.PID{}, buffers: map[string]*actor.PID{}}
+}
+
+// reset empties the registry for a new generation.
+func (r *registry) reset(gen uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen = gen
+	r.readers = map[int32]*actor.PID{}
+	r.buffers = map[string]*actor.PID{}
+}
+
+func (r *registry) setReader(gen uint64, p int32, pid *actor.PID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == r.gen {
+		r.readers[p] = pid
+	}
+}
+
+func (r *registry) removeReader(p int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.readers, p)
+}
+
+// reader returns the PID of the partition's reader in generation gen.
+func (r *registry) reader(gen uint64, p int32) *actor.PID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen {
+		return nil
+	}
+	return r.readers[p]
+}
+
+// readerList returns the partitions with a reader, sorted, and their PIDs.
+func (r *registry) readerList() ([]int32, []*actor.PID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := make([]int32, 0, len(r.readers))
+	for p := range r.readers {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	pids := make([]*actor.PID, len(ps))
+	for i, p := range ps {
+		pids[i] = r.readers[p]
+	}
+	return ps, pids
+}
+
+func (r *registry) buffer(key string) *actor.PID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buffers[key]
+}
+
+func (r *registry) setBuffer(gen uint64, key string, pid *actor.PID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == r.gen {
+		r.buffers[key] = pid
+	}
+}
+
+// removeBuffer forgets key's buffer if it is still pid.
+func (r *registry) removeBuffer(key string, pid *actor.PID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur := r.buffers[key]; cur != nil && cur.Equal(pid) {
+		delete(r.buffers, key)
+	}
+}
+
+// bufferList returns every live buffer, by routing key.
+func (r *registry) bufferList() map[string]*actor.PID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]*actor.PID, len(r.buffers))
+	for k, v := range r.buffers {
+		out[k] = v
+	}
+	return out
+}

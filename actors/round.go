@@ -1,0 +1,126 @@
+package actors
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// round is the bookkeeping of one epoch, from Seal to commit: which readers
+// and buffers must still answer, and what they answered. It is plain data,
+// driven by the committer.
+type round struct {
+	epoch   uint64
+	started time.Time
+	topic   string
+
+	waitSeal  map[int32]bool
+	sealed    map[int32]*messages.Sealed
+	waitFlush map[string]bool
+	files     []messages.DataFile
+	idle      []string // buffers (by id) that had no rows for the epoch
+	active    []string // buffers that had
+	err       error    // first buffer failure
+}
+
+func newRound(epoch uint64, topic string, readers []int32, now time.Time) *round {
+	r := &round{epoch: epoch, started: now, topic: topic, waitSeal: map[int32]bool{}, sealed: map[int32]*messages.Sealed{}, waitFlush: map[string]bool{}}
+	for _, p := range readers {
+		r.waitSeal[p] = true
+	}
+	return r
+}
+
+// onSealed records a reader's answer; it reports whether every reader has
+// sealed.
+func (r *round) onSealed(m *messages.Sealed) bool {
+	if m.Epoch == r.epoch && r.waitSeal[m.Partition] {
+		delete(r.waitSeal, m.Partition)
+		r.sealed[m.Partition] = m
+	}
+	return r.allSealed()
+}
+
+func (r *round) allSealed() bool { return len(r.waitSeal) == 0 }
+
+// expectFlushes names the buffers that must answer Flush.
+func (r *round) expectFlushes(keys []string) {
+	for _, k := range keys {
+		r.waitFlush[k] = true
+	}
+}
+
+// onFlushed records a buffer's answer; it reports whether every buffer has
+// answered.
+func (r *round) onFlushed(m *messages.Flushed) bool {
+	if m.Epoch == r.epoch && r.waitFlush[m.Key] {
+		delete(r.waitFlush, m.Key)
+		switch {
+		case m.Err != nil && r.err == nil:
+			r.err = m.Err
+		case m.Idle:
+			r.idle = append(r.idle, m.Key)
+		default:
+			r.active = append(r.active, m.Key)
+		}
+		r.files = append(r.files, m.Files...)
+	}
+	return r.allFlushed()
+}
+
+func (r *round) allFlushed() bool { return len(r.waitFlush) == 0 }
+
+// deadLetters are the epoch's records bound for the DLQ.
+func (r *round) deadLetters() []messages.DeadLetter {
+	var out []messages.DeadLetter
+	for _, s := range r.sealed {
+		out = append(out, s.DeadLetters...)
+	}
+	return out
+}
+
+// offsets are the last offsets consumed in the epoch, for the partitions
+// that advanced.
+func (r *round) offsets() map[int32]int64 {
+	out := map[int32]int64{}
+	for p, s := range r.sealed {
+		if s.LastOffset >= 0 {
+			out[p] = s.LastOffset
+		}
+	}
+	return out
+}
+
+// empty reports an epoch with nothing to commit: no rows and no offsets.
+func (r *round) empty() bool { return len(r.files) == 0 && len(r.offsets()) == 0 }
+
+// records is the number of Kafka records the epoch consumed.
+func (r *round) records() int64 {
+	var n int64
+	for _, s := range r.sealed {
+		n += s.Records
+	}
+	return n
+}
+
+// commitActions are the epoch's commit: an add per data file and a txn per
+// partition that advanced (version = last offset consumed).
+func (r *round) commitActions(app string, now time.Time) (actions []delta.Action, rows, bytes int64) {
+	for _, f := range r.files {
+		actions = append(actions, delta.Action{Add: &delta.Add{
+			Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
+			ModificationTime: f.ModificationTime, DataChange: true, Stats: f.Stats,
+		}})
+		rows += f.Rows
+		bytes += f.Size
+	}
+	ms := now.UnixMilli()
+	offsets := r.offsets()
+	for _, p := range slices.Sorted(maps.Keys(offsets)) {
+		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: TxnAppID(app, r.topic, p), Version: offsets[p], LastUpdated: &ms}})
+	}
+	return actions, rows, bytes
+}
