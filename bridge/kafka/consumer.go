@@ -446,8 +446,8 @@ func (c *Consumer) Owned() []int32 {
 	return slices.Sorted(maps.Keys(c.owned))
 }
 
-// Close leaves the group (revoking every partition through the handler) and
-// closes the client. A Poll in progress returns [ErrClosed]. Call it from
+// Close closes the client; in group mode it first leaves the group, which
+// revokes every partition through Handler.Revoked. A Poll in progress returns [ErrClosed]. Call it from
 // the poll loop or after the loop has stopped, never from a Handler method.
 func (c *Consumer) Close() {
 	c.closeOnce.Do(func() {

@@ -16,8 +16,9 @@
 //     franz-go drops buffered fetches when offsets are set.
 //   - In group mode auto-commit is off and a rebalance waits for the poll
 //     loop (BlockRebalanceOnPoll): it runs only inside Poll, never between a
-//     Poll and the next, and [Handler.Revoked] returns before franz-go hands
-//     the partitions to another member.
+//     Poll and the next. On a revocation (unlike a loss, e.g. after a session
+//     timeout) [Handler.Revoked] returns before the partitions can be
+//     assigned to another member.
 //   - The client is never closed from a rebalance callback (it would
 //     deadlock); only [Consumer.Close] closes it.
 package kafka
