@@ -1,0 +1,352 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Modes of [Config.Mode].
+const (
+	// ModeGroup joins the consumer group [Config.Group]; Kafka assigns the
+	// partitions, so several deltaflow processes can share a topic.
+	ModeGroup = "group"
+	// ModePartitions reads the fixed [Config.Partitions] without a group.
+	ModePartitions = "partitions"
+)
+
+// Start positions of [Config.StartOffset].
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// SASL mechanisms of [SASL.Mechanism].
+const (
+	MechPlain       = "PLAIN"
+	MechSCRAMSHA256 = "SCRAM-SHA-256"
+	MechSCRAMSHA512 = "SCRAM-SHA-512"
+)
+
+// ErrInvalidConfig is matched (errors.Is) by every error [Config.Validate]
+// returns.
+var ErrInvalidConfig = errors.New("kafka: invalid config")
+
+// ConfigError reports one invalid configuration key. Its message names the
+// key as it is written in the YAML file, under the top-level "kafka" section:
+// `kafka.sasl.mechanism: unknown "FOO"`.
+type ConfigError struct {
+	Key string // dotted YAML path, e.g. "kafka.sasl.mechanism"
+	Msg string
+}
+
+func (e *ConfigError) Error() string { return e.Key + ": " + e.Msg }
+
+// Is makes every ConfigError match [ErrInvalidConfig].
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Config is the "kafka" section of deltaflow.yaml. A zero field takes the
+// default given in its comment; [DefaultConfig] returns them all.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Default ["127.0.0.1:9092"].
+	Brokers []string `yaml:"brokers"`
+	// Topic is the topic to read. Default "sensor-events".
+	Topic string `yaml:"topic"`
+	// Group is the consumer group (mode group), also used to commit offsets
+	// for lag tools in mode partitions. Default "deltaflow".
+	Group string `yaml:"group"`
+	// Mode is "group" (Kafka assigns partitions) or "partitions" (read the
+	// fixed Partitions, no group membership). Default "group".
+	Mode string `yaml:"mode"`
+	// Partitions are the partitions to read in mode "partitions"; required
+	// there and invalid in mode "group".
+	Partitions []int32 `yaml:"partitions"`
+	// StartOffset is where to start a partition for which the Delta table has
+	// no offset yet: "earliest" or "latest". It also applies when a stored
+	// offset has fallen out of the log. Default "earliest".
+	StartOffset string `yaml:"start_offset"`
+	// ClientID identifies the client to the brokers. Default "deltaflow".
+	ClientID string `yaml:"client_id"`
+	// FetchMaxWait bounds how long a broker holds a fetch with no new data.
+	// Paused and resumed partitions take effect only once the fetch in flight
+	// returns, so this is short. Default 100ms.
+	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
+	// FetchMaxBytes bounds one fetch response, so it bounds memory.
+	// Default 16 MiB.
+	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
+	// MaxPollRecords bounds the records one Poll returns. Default 10000.
+	MaxPollRecords int `yaml:"max_poll_records"`
+	// SASL authenticates to the brokers; off when Mechanism is empty.
+	SASL SASL `yaml:"sasl"`
+	// TLS encrypts the connections to the brokers; off unless Enabled.
+	TLS TLS `yaml:"tls"`
+}
+
+// SASL is the "kafka.sasl" section.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (any case); empty
+	// disables SASL.
+	Mechanism string `yaml:"mechanism"`
+	User      string `yaml:"user"`
+	// Password is never printed or logged; see [Secret].
+	Password Secret `yaml:"password"`
+}
+
+// TLS is the "kafka.tls" section.
+type TLS struct {
+	Enabled bool `yaml:"enabled"`
+	// CAFile is a PEM bundle of CAs to trust instead of the system pool.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and key for mutual
+	// TLS; both or neither.
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// Secret is a string that does not print itself: fmt, slog, JSON and YAML
+// encoding all show "REDACTED" (or "" when empty), so a config dump or a log
+// line can never leak it. Convert with string(s) where the value is needed.
+type Secret string
+
+const redacted = "REDACTED"
+
+func (s Secret) show() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+func (s Secret) String() string               { return s.show() }
+func (s Secret) Format(f fmt.State, _ rune)   { fmt.Fprint(f, s.show()) } // every verb: %q, %x and %#v too
+func (s Secret) LogValue() slog.Value         { return slog.StringValue(s.show()) }
+func (s Secret) MarshalJSON() ([]byte, error) { return fmt.Appendf(nil, "%q", s.show()), nil }
+func (s Secret) MarshalYAML() (any, error)    { return s.show(), nil }
+
+// DefaultConfig returns the configuration with every default filled in.
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
+// withDefaults fills the zero fields with their defaults; the one place
+// defaults are set.
+func (c Config) withDefaults() Config {
+	if len(c.Brokers) == 0 {
+		c.Brokers = []string{"127.0.0.1:9092"}
+	}
+	if c.Topic == "" {
+		c.Topic = "sensor-events"
+	}
+	if c.Group == "" {
+		c.Group = "deltaflow"
+	}
+	if c.Mode == "" {
+		c.Mode = ModeGroup
+	}
+	if c.StartOffset == "" {
+		c.StartOffset = StartEarliest
+	}
+	if c.ClientID == "" {
+		c.ClientID = "deltaflow"
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = 100 * time.Millisecond
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = 16 << 20
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = 10000
+	}
+	return c
+}
+
+// Validate checks the configuration (zero fields count as their defaults) and
+// returns every problem found, each a [*ConfigError] naming its key.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &ConfigError{Key: "kafka." + key, Msg: fmt.Sprintf(format, args...)})
+	}
+	for i, b := range c.Brokers {
+		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+			bad(fmt.Sprintf("brokers[%d]", i), "%q is not host:port", b)
+		}
+	}
+	switch c.Mode {
+	case ModeGroup:
+		if len(c.Partitions) > 0 {
+			bad("partitions", "only valid with mode %q", ModePartitions)
+		}
+	case ModePartitions:
+		if len(c.Partitions) == 0 {
+			bad("partitions", "required with mode %q", ModePartitions)
+		}
+		seen := make(map[int32]bool, len(c.Partitions))
+		for _, p := range c.Partitions {
+			if p < 0 {
+				bad("partitions", "negative partition %d", p)
+			} else if seen[p] {
+				bad("partitions", "partition %d listed twice", p)
+			}
+			seen[p] = true
+		}
+	default:
+		bad("mode", "unknown %q (want %q or %q)", c.Mode, ModeGroup, ModePartitions)
+	}
+	if c.StartOffset != StartEarliest && c.StartOffset != StartLatest {
+		bad("start_offset", "unknown %q (want %q or %q)", c.StartOffset, StartEarliest, StartLatest)
+	}
+	if c.FetchMaxWait < 0 {
+		bad("fetch_max_wait", "must be > 0, got %s", c.FetchMaxWait)
+	}
+	if c.FetchMaxBytes < 0 {
+		bad("fetch_max_bytes", "must be > 0, got %d", c.FetchMaxBytes)
+	}
+	if c.MaxPollRecords < 0 {
+		bad("max_poll_records", "must be > 0, got %d", c.MaxPollRecords)
+	}
+	if m := c.SASL.Mechanism; m == "" {
+		if c.SASL.User != "" || c.SASL.Password != "" {
+			bad("sasl.mechanism", "required when sasl.user or sasl.password is set")
+		}
+	} else {
+		if !slices.ContainsFunc([]string{MechPlain, MechSCRAMSHA256, MechSCRAMSHA512},
+			func(k string) bool { return strings.EqualFold(k, m) }) {
+			bad("sasl.mechanism", "unknown %q (want %s, %s or %s)", m, MechPlain, MechSCRAMSHA256, MechSCRAMSHA512)
+		}
+		if c.SASL.User == "" {
+			bad("sasl.user", "required with sasl.mechanism")
+		}
+	}
+	t := c.TLS
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
+		// Refuse rather than silently connecting in plaintext.
+		bad("tls.enabled", "must be true when other tls keys are set")
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		bad("tls.cert_file", "cert_file and key_file must be set together")
+	}
+	return errors.Join(errs...)
+}
+
+// String describes the configuration on one line, without the SASL password.
+func (c Config) String() string {
+	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s client_id=%s "+
+		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d sasl=%s user=%s password=%s tls=%t}",
+		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.ClientID,
+		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
+}
+
+// GoString keeps %#v from printing the password.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs the configuration as a group, without the SASL password.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Any("brokers", c.Brokers),
+		slog.String("topic", c.Topic),
+		slog.String("group", c.Group),
+		slog.String("mode", c.Mode),
+		slog.Any("partitions", c.Partitions),
+		slog.String("start_offset", c.StartOffset),
+		slog.String("client_id", c.ClientID),
+		slog.Duration("fetch_max_wait", c.FetchMaxWait),
+		slog.Int("fetch_max_bytes", int(c.FetchMaxBytes)),
+		slog.Int("max_poll_records", c.MaxPollRecords),
+		slog.Group("sasl", "mechanism", c.SASL.Mechanism, "user", c.SASL.User, "password", c.SASL.Password),
+		slog.Bool("tls", c.TLS.Enabled),
+	)
+}
+
+// clientOpts are the kgo options every client of ours shares: brokers,
+// identity, SASL, TLS and logging. c has its defaults.
+func (c Config) clientOpts(logger *slog.Logger) ([]kgo.Opt, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID(c.ClientID),
+		kgo.WithLogger(kgoLogger{logger}),
+	}
+	switch strings.ToUpper(c.SASL.Mechanism) {
+	case "":
+	case MechPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: c.SASL.User, Pass: string(c.SASL.Password)}.AsMechanism()))
+	case MechSCRAMSHA256:
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.User, Pass: string(c.SASL.Password)}.AsSha256Mechanism()))
+	case MechSCRAMSHA512:
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.User, Pass: string(c.SASL.Password)}.AsSha512Mechanism()))
+	}
+	if c.TLS.Enabled {
+		tc, err := c.TLS.config()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	return opts, nil
+}
+
+func (t TLS) config() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by config
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka.tls.ca_file %s: no PEM certificates", t.CAFile)
+		}
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.cert_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// kgoLogger sends franz-go's logs to slog.
+type kgoLogger struct{ l *slog.Logger }
+
+func (k kgoLogger) Level() kgo.LogLevel {
+	// Ask the handler the cheapest question first: most of franz-go's
+	// volume is debug.
+	switch {
+	case k.l.Enabled(context.Background(), slog.LevelDebug):
+		return kgo.LogLevelDebug
+	case k.l.Enabled(context.Background(), slog.LevelInfo):
+		return kgo.LogLevelInfo
+	case k.l.Enabled(context.Background(), slog.LevelWarn):
+		return kgo.LogLevelWarn
+	default:
+		return kgo.LogLevelError
+	}
+}
+
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	l := slog.LevelDebug
+	switch level {
+	case kgo.LogLevelError:
+		l = slog.LevelError
+	case kgo.LogLevelWarn:
+		l = slog.LevelWarn
+	case kgo.LogLevelInfo:
+		l = slog.LevelInfo
+	}
+	k.l.Log(context.Background(), l, "kgo: "+msg, keyvals...)
+}

@@ -1,0 +1,457 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrClosed is returned by Poll once the consumer is closed.
+var ErrClosed = errors.New("kafka: consumer closed")
+
+// Handler is implemented by the engine: it tells the consumer where each
+// partition starts and hears when one is taken away. Both methods are called
+// from franz-go's group goroutine (in mode "partitions", Assigned is called
+// from the first Poll), possibly while Poll runs; they must not wait for the
+// goroutine that calls Poll.
+type Handler interface {
+	// Assigned is called when partitions are assigned (group mode) or at
+	// start (fixed mode); it returns the next offset to read for each
+	// partition (from the Delta log's txn versions: version+1), or -1 for
+	// "no offset: use start_offset". A partition missing from the map counts
+	// as -1. An error fails the assignment: the member rejoins the group and
+	// Poll reports the error.
+	Assigned(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
+	// Revoked is called before partitions are taken away (or lost): the
+	// engine drops their uncommitted epoch. Once it returns, Poll returns no
+	// more records of these partitions. Close revokes every partition.
+	Revoked(ctx context.Context, topic string, partitions []int32)
+}
+
+// Batch is the records one Poll returns for one partition, in offset order.
+type Batch struct {
+	Topic     string
+	Partition int32
+	Records   []*kgo.Record
+	// HighWatermark is the partition's end offset when the records were
+	// fetched: the offset the next produced record will get.
+	HighWatermark int64
+}
+
+// PartitionError is a fetch error for one partition, returned by Poll.
+// franz-go stops fetching a partition after a fatal error (data loss, not
+// authorized), so the engine should treat it as the partition's end.
+type PartitionError struct {
+	Topic     string
+	Partition int32 // -1 when the error is not about one partition
+	Err       error
+}
+
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("kafka: fetch %s[%d]: %v", e.Topic, e.Partition, e.Err)
+}
+
+func (e *PartitionError) Unwrap() error { return e.Err }
+
+// Consumer reads one topic for the engine, starting each partition at the
+// offset the Delta log holds for it (see [Handler]); the Kafka group's
+// committed offsets are never used as a start position.
+//
+// Goroutines: Poll, Seek and Close belong to one goroutine, the poll loop.
+// In group mode a rebalance is held from the moment Poll returns until the
+// next Poll (or Close), so Seek between two polls never races a revocation;
+// the poll loop must therefore keep calling Poll, or the member is evicted
+// after the group's rebalance timeout. Pause, Resume, CommitOffsets,
+// HighWatermarks and Lag are safe from any goroutine.
+type Consumer struct {
+	cfg Config
+	h   Handler
+	log *slog.Logger
+	cl  *kgo.Client
+	adm *kadm.Client
+
+	started   bool          // mode partitions: Assigned was called; poll goroutine only
+	ready     chan struct{} // closed once cl and adm are set: the group can assign before NewClient returns
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	owned     map[int32]*position // partitions we read, by partition
+	assignErr error               // the last failed assignment, for Poll to report
+}
+
+// position tracks where a partition started and where reading has got to.
+type position struct {
+	origin int64 // the offset the partition started at on assignment
+	next   int64 // the next offset Poll will return
+}
+
+// NewConsumer creates a consumer for cfg.Topic. In group mode it joins the
+// group at once; Handler.Assigned is called when the group assigns
+// partitions. In mode partitions, Handler.Assigned is called by the first Poll
+// (with Poll's context). A nil logger discards logs.
+func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Consumer{cfg: cfg, h: h, log: logger, owned: make(map[int32]*position), ready: make(chan struct{})}
+	opts, err := cfg.clientOpts(logger)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
+		kgo.FetchMaxBytes(cfg.FetchMaxBytes),
+		// Never ingest records of aborted transactions.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Start positions are always explicit (see assign). This is what
+		// happens to an offset that has fallen out of the log: resume at
+		// the log start, losing only what retention deleted.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if cfg.Mode == ModeGroup {
+		opts = append(opts,
+			kgo.ConsumerGroup(cfg.Group),
+			kgo.ConsumeTopics(cfg.Topic),
+			kgo.DisableAutoCommit(),
+			kgo.BlockRebalanceOnPoll(),
+			// Runs after the group's committed offsets are fetched:
+			// we replace them all with the Delta log's.
+			kgo.AdjustFetchOffsetsFn(c.adjustOffsets),
+			kgo.OnPartitionsRevoked(c.revoked),
+			kgo.OnPartitionsLost(c.revoked),
+		)
+	}
+	// Without a group and without ConsumePartitions, the client is a direct
+	// consumer with nothing assigned: the first Poll adds the partitions
+	// once the handler has said where they start.
+	if c.cl, err = kgo.NewClient(opts...); err != nil {
+		return nil, fmt.Errorf("kafka: new consumer: %w", err)
+	}
+	c.adm = kadm.NewClient(c.cl)
+	close(c.ready)
+	return c, nil
+}
+
+// adjustOffsets is franz-go's AdjustFetchOffsetsFn: it replaces the group's
+// committed offsets of newly assigned partitions with the handler's.
+func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	ps := slices.Sorted(maps.Keys(offsets[c.cfg.Topic]))
+	if len(ps) == 0 {
+		return offsets, nil
+	}
+	start, err := c.assign(ctx, ps)
+	if err != nil {
+		c.log.Error("kafka: assignment failed; rejoining the group", "topic", c.cfg.Topic, "partitions", ps, "err", err)
+		c.mu.Lock()
+		c.assignErr = err
+		c.mu.Unlock()
+		return nil, err
+	}
+	offsets[c.cfg.Topic] = kgoOffsets(start)
+	return offsets, nil
+}
+
+// assign asks the handler where partitions ps start, resolves "no offset" to
+// a concrete offset (so Seek can return there later) and records ps as owned.
+func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, error) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	next, err := c.h.Assigned(ctx, c.cfg.Topic, ps)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: assign %s%v: %w", c.cfg.Topic, ps, err)
+	}
+	start := make(map[int32]int64, len(ps))
+	var unset bool
+	for _, p := range ps {
+		o, ok := next[p]
+		if !ok || o < 0 {
+			o, unset = -1, true
+		}
+		start[p] = o
+	}
+	if unset {
+		list := c.adm.ListStartOffsets
+		if c.cfg.StartOffset == StartLatest {
+			list = c.adm.ListEndOffsets
+		}
+		listed, err := list(ctx, c.cfg.Topic)
+		if err == nil {
+			err = listed.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kafka: assign %s%v: list %s offsets: %w", c.cfg.Topic, ps, c.cfg.StartOffset, err)
+		}
+		for p, o := range start {
+			if o >= 0 {
+				continue
+			}
+			lo, ok := listed.Lookup(c.cfg.Topic, p)
+			if !ok {
+				return nil, fmt.Errorf("kafka: assign %s[%d]: no %s offset listed", c.cfg.Topic, p, c.cfg.StartOffset)
+			}
+			start[p] = lo.Offset
+		}
+	}
+	c.mu.Lock()
+	for p, o := range start {
+		c.owned[p] = &position{origin: o, next: o}
+	}
+	c.mu.Unlock()
+	c.log.Info("kafka: partitions assigned", "topic", c.cfg.Topic, "start", start)
+	return start, nil
+}
+
+func kgoOffsets(start map[int32]int64) map[int32]kgo.Offset {
+	out := make(map[int32]kgo.Offset, len(start))
+	for p, o := range start {
+		// No leader epoch: these offsets come from the Delta log, not
+		// from a fetch, so there is nothing to validate against.
+		out[p] = kgo.NewOffset().At(o).WithEpoch(-1)
+	}
+	return out
+}
+
+// revoked is franz-go's OnPartitionsRevoked and OnPartitionsLost.
+func (c *Consumer) revoked(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	ps := lost[c.cfg.Topic]
+	if len(ps) == 0 {
+		return // franz-go calls this at the end of every group session
+	}
+	slices.Sort(ps)
+	c.log.Info("kafka: partitions revoked", "topic", c.cfg.Topic, "partitions", ps)
+	c.h.Revoked(ctx, c.cfg.Topic, ps)
+	c.mu.Lock()
+	for _, p := range ps {
+		delete(c.owned, p)
+	}
+	c.mu.Unlock()
+}
+
+// Poll waits for records and returns them grouped by partition; it returns
+// nil and ctx.Err() when ctx ends first, [ErrClosed] after Close. It can
+// return batches and an error together: the batches are good, the error
+// joins [*PartitionError]s and failed assignments.
+//
+// Call Poll from the poll loop only. In group mode, calling Poll releases the
+// rebalance held since the previous Poll returned.
+func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
+	if c.cfg.Mode == ModePartitions && !c.started {
+		start, err := c.assign(ctx, c.cfg.Partitions)
+		if err != nil {
+			return nil, err
+		}
+		c.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.cfg.Topic: kgoOffsets(start)})
+		c.started = true
+	}
+	c.cl.AllowRebalance()
+	fs := c.cl.PollRecords(ctx, c.cfg.MaxPollRecords)
+	if fs.IsClientClosed() {
+		return nil, ErrClosed
+	}
+
+	var errs []error
+	fs.EachError(func(t string, p int32, err error) {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return
+		}
+		errs = append(errs, &PartitionError{Topic: t, Partition: p, Err: err})
+	})
+	var batches []Batch
+	at := make(map[int32]int) // index in batches: a partition can come in several fetches
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		i, ok := at[fp.Partition]
+		if !ok {
+			i = len(batches)
+			at[fp.Partition] = i
+			batches = append(batches, Batch{Topic: fp.Topic, Partition: fp.Partition})
+		}
+		b := &batches[i]
+		b.Records = append(b.Records, fp.Records...)
+		b.HighWatermark = max(b.HighWatermark, fp.HighWatermark)
+	})
+
+	c.mu.Lock()
+	for _, b := range batches {
+		if pos := c.owned[b.Partition]; pos != nil {
+			pos.next = b.Records[len(b.Records)-1].Offset + 1
+		}
+	}
+	if c.assignErr != nil {
+		errs = append(errs, c.assignErr)
+		c.assignErr = nil
+	}
+	c.mu.Unlock()
+
+	if len(batches) == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return batches, errors.Join(errs...)
+}
+
+// Pause stops fetching partitions (backpressure) until Resume; records
+// already buffered for them are held back too. Safe from any goroutine.
+func (c *Consumer) Pause(partitions ...int32) {
+	c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
+}
+
+// Resume undoes Pause. The partitions are fetched again once the fetch in
+// flight returns (within fetch_max_wait). Safe from any goroutine.
+func (c *Consumer) Resume(partitions ...int32) {
+	c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
+}
+
+// Seek makes the partitions continue at the given offsets, typically the
+// committed ones after an aborted epoch. Everything already fetched and not
+// yet returned is discarded, so the next record Poll returns for a partition
+// is the one at its new offset. An offset of -1 returns to where the
+// partition started on assignment. Partitions not owned are ignored. Call
+// from the poll loop, between two Polls.
+func (c *Consumer) Seek(offsets map[int32]int64) {
+	set := make(map[int32]kgo.EpochOffset, len(offsets))
+	c.mu.Lock()
+	for p, o := range offsets {
+		pos := c.owned[p]
+		if pos == nil {
+			c.log.Warn("kafka: seek on a partition not owned; ignored", "topic", c.cfg.Topic, "partition", p, "offset", o)
+			continue
+		}
+		if o < 0 {
+			o = pos.origin
+		}
+		pos.next = o
+		set[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+	}
+	c.mu.Unlock()
+	if len(set) > 0 {
+		c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: set})
+	}
+}
+
+// CommitOffsets commits, for lag tools only, the next offset to read of each
+// partition (the last ingested offset + 1) to the group. Safe from any
+// goroutine. In group mode a commit racing a rebalance can fail with a group
+// error; that is harmless since these offsets are never read back.
+func (c *Consumer) CommitOffsets(ctx context.Context, next map[int32]int64) error {
+	if len(next) == 0 {
+		return nil
+	}
+	if c.cfg.Mode == ModeGroup {
+		eo := make(map[int32]kgo.EpochOffset, len(next))
+		for p, o := range next {
+			eo[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		}
+		var errs []error
+		c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: eo},
+			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+							errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, err))
+						}
+					}
+				}
+			})
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("kafka: commit group %s offsets: %w", c.cfg.Group, err)
+		}
+		return nil
+	}
+	// Mode partitions has no group membership: commit as an admin, which
+	// Kafka accepts for a group without active members.
+	var os kadm.Offsets
+	for p, o := range next {
+		os.Add(kadm.Offset{Topic: c.cfg.Topic, Partition: p, At: o, LeaderEpoch: -1})
+	}
+	resp, err := c.adm.CommitOffsets(ctx, c.cfg.Group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("kafka: commit group %s offsets: %w", c.cfg.Group, err)
+	}
+	return nil
+}
+
+// HighWatermarks returns every partition's end offset (the offset of the next
+// record produced). Safe from any goroutine.
+func (c *Consumer) HighWatermarks(ctx context.Context) (map[int32]int64, error) {
+	return highWatermarks(ctx, c.adm, c.cfg.Topic)
+}
+
+func highWatermarks(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
+	listed, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list end offsets of %s: %w", topic, err)
+	}
+	out := make(map[int32]int64)
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Topic == topic && o.Partition >= 0 {
+			out[o.Partition] = o.Offset
+		}
+	})
+	return out, nil
+}
+
+// Lag returns, for each partition this consumer owns, how many offsets lie
+// between the next one Poll will return and the high watermark. Transaction
+// markers occupy offsets too, so a caught-up partition of a transactional
+// producer shows a small lag. Safe from any goroutine.
+func (c *Consumer) Lag(ctx context.Context) (map[int32]int64, error) {
+	hw, err := c.HighWatermarks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lag := make(map[int32]int64, len(c.owned))
+	for p, pos := range c.owned {
+		if h, ok := hw[p]; ok {
+			lag[p] = max(h-pos.next, 0)
+		}
+	}
+	return lag, nil
+}
+
+// Owned returns the partitions this consumer currently reads, sorted.
+// Safe from any goroutine.
+func (c *Consumer) Owned() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.owned))
+}
+
+// Close closes the client; in group mode it first leaves the group, which
+// revokes every partition through Handler.Revoked. A Poll in progress returns [ErrClosed]. Call it from
+// the poll loop or after the loop has stopped, never from a Handler method.
+func (c *Consumer) Close() {
+	c.closeOnce.Do(func() {
+		c.cl.AllowRebalance() // the leave's revocation waits for it
+		c.cl.Close()
+	})
+}

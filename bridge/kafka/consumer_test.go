@@ -1,0 +1,423 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const topic = "sensor-events"
+
+// newCluster starts a one-broker kfake cluster with a 3-partition topic.
+func newCluster(t *testing.T) Config {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return Config{Brokers: c.ListenAddrs(), Group: "g-" + t.Name()}
+}
+
+// seed produces counts[p] records to partition p; values are "p/offset".
+func seed(t *testing.T, cfg Config, counts map[int32]int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for p, n := range counts {
+		for range n {
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "p%d", p)})
+		}
+	}
+	if err := cl.ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// handler is a Handler that returns fixed start offsets and records calls.
+type handler struct {
+	start map[int32]int64
+
+	mu       sync.Mutex
+	assigned []int32
+	revoked  []int32
+	err      error // returned once by Assigned
+}
+
+func (h *handler) Assigned(_ context.Context, _ string, ps []int32) (map[int32]int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.err; err != nil {
+		h.err = nil
+		return nil, err
+	}
+	h.assigned = append(h.assigned, ps...)
+	out := make(map[int32]int64)
+	for _, p := range ps {
+		if o, ok := h.start[p]; ok {
+			out[p] = o
+		}
+	}
+	return out, nil
+}
+
+func (h *handler) Revoked(_ context.Context, _ string, ps []int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.revoked = append(h.revoked, ps...)
+}
+
+func (h *handler) calls() (assigned, revoked []int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.assigned), slices.Clone(h.revoked)
+}
+
+func newConsumer(t *testing.T, cfg Config, h Handler) *Consumer {
+	t.Helper()
+	c, err := NewConsumer(cfg, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// offsets collects, per partition, the offsets of the records polled.
+type offsets map[int32][]int64
+
+func (o offsets) add(bs []Batch) {
+	for _, b := range bs {
+		for _, r := range b.Records {
+			if r.Partition != b.Partition || r.Topic != b.Topic {
+				panic("record in the wrong batch")
+			}
+			o[b.Partition] = append(o[b.Partition], r.Offset)
+		}
+	}
+}
+
+func (o offsets) total() (n int) {
+	for _, os := range o {
+		n += len(os)
+	}
+	return n
+}
+
+// pollUntil polls c until done(got) or the timeout; Poll errors fail the test.
+func pollUntil(t *testing.T, c *Consumer, timeout time.Duration, done func(offsets) bool) offsets {
+	t.Helper()
+	got := offsets{}
+	deadline := time.Now().Add(timeout)
+	for !done(got) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out; polled %v", got)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		bs, err := c.Poll(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Poll: %v", err)
+		}
+		got.add(bs)
+	}
+	return got
+}
+
+func seq(from, to int64) []int64 {
+	var s []int64
+	for o := from; o < to; o++ {
+		s = append(s, o)
+	}
+	return s
+}
+
+func TestGroupStartsAtHandlerOffsets(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 10, 1: 10, 2: 10})
+	// The group's committed offsets must be ignored: the Delta log rules.
+	adm := kadm.NewClient(mustClient(t, cfg))
+	var committed kadm.Offsets
+	for p := range int32(3) {
+		committed.Add(kadm.Offset{Topic: topic, Partition: p, At: 8, LeaderEpoch: -1})
+	}
+	if _, err := adm.CommitOffsets(t.Context(), cfg.Group, committed); err != nil {
+		t.Fatal(err)
+	}
+
+	h := &handler{start: map[int32]int64{0: 5, 1: -1}} // 2: absent, also "no offset"
+	c := newConsumer(t, cfg, h)
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 5+10+10 })
+	want := offsets{0: seq(5, 10), 1: seq(0, 10), 2: seq(0, 10)}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("polled %v, want %v", got, want)
+	}
+	if a, _ := h.calls(); !slices.Equal(a, []int32{0, 1, 2}) {
+		t.Errorf("Assigned(%v), want [0 1 2]", a)
+	}
+}
+
+func TestStartLatest(t *testing.T) {
+	cfg := newCluster(t)
+	cfg.StartOffset = StartLatest
+	seed(t, cfg, map[int32]int{0: 10, 1: 10})
+	h := &handler{start: map[int32]int64{1: 4}}
+	c := newConsumer(t, cfg, h)
+	// Poll until assigned: latest is resolved at assignment.
+	got := pollUntil(t, c, 10*time.Second, func(offsets) bool { return len(c.Owned()) == 3 })
+	seed(t, cfg, map[int32]int{0: 2})
+	more := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return got.total()+o.total() == 2+6 })
+	for p, os := range more {
+		got[p] = append(got[p], os...)
+	}
+	want := offsets{0: seq(10, 12), 1: seq(4, 10)}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("polled %v, want %v", got, want)
+	}
+}
+
+func TestAssignErrorIsReportedAndRetried(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 3})
+	errBoom := errors.New("delta log unreadable")
+	h := &handler{err: errBoom}
+	c := newConsumer(t, cfg, h)
+	var sawErr bool
+	got := offsets{}
+	deadline := time.Now().Add(15 * time.Second)
+	for got.total() < 3 && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		bs, err := c.Poll(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, errBoom) {
+				t.Fatalf("Poll: %v, want %v", err, errBoom)
+			}
+			sawErr = true
+		}
+		got.add(bs)
+	}
+	if !sawErr {
+		t.Error("Poll never reported the failed assignment")
+	}
+	if got.total() != 3 {
+		t.Errorf("after the rejoin polled %v, want 3 records of partition 0", got)
+	}
+}
+
+func TestRevokedWhenSecondMemberJoins(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 1, 1: 1, 2: 1})
+	h1, h2 := &handler{}, &handler{}
+	c1 := newConsumer(t, cfg, h1)
+	pollUntil(t, c1, 10*time.Second, func(offsets) bool { return len(c1.Owned()) == 3 })
+
+	c2 := newConsumer(t, cfg, h2)
+	// Rebalances run only inside Poll: both members keep polling.
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			_, _ = c2.Poll(ctx)
+		}
+	})
+	pollUntil(t, c1, 20*time.Second, func(offsets) bool {
+		return len(c1.Owned()) > 0 && len(c2.Owned()) > 0 && len(c1.Owned())+len(c2.Owned()) == 3
+	})
+	cancel()
+	wg.Wait()
+
+	_, r1 := h1.calls()
+	a2, _ := h2.calls()
+	if len(r1) == 0 {
+		t.Fatal("Revoked not called on the first member")
+	}
+	// Whatever moved to the second member was revoked from the first first.
+	for _, p := range a2 {
+		if !slices.Contains(r1, p) {
+			t.Errorf("partition %d assigned to member 2 but never revoked from member 1 (revoked %v)", p, r1)
+		}
+	}
+	if o1, o2 := c1.Owned(), c2.Owned(); len(slices.Concat(o1, o2)) != 3 {
+		t.Errorf("owned %v and %v, want a split of [0 1 2]", o1, o2)
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
+	c := newConsumer(t, cfg, &handler{})
+	c.Pause(1)
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 5 })
+	// A few more polls: partition 1 stays silent while paused.
+	more := pollUntil(t, c, 10*time.Second, func() func(offsets) bool {
+		n := 0
+		return func(offsets) bool { n++; return n > 3 }
+	}())
+	if len(got[1])+len(more[1]) != 0 {
+		t.Fatalf("paused partition 1 returned %v %v", got[1], more[1])
+	}
+	seed(t, cfg, map[int32]int{0: 1})
+	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 1 })
+	if len(got[1]) != 0 {
+		t.Fatalf("paused partition 1 returned %v", got[1])
+	}
+	c.Resume(1)
+	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[1]) == 5 })
+	if !slices.Equal(got[1], seq(0, 5)) {
+		t.Errorf("after Resume polled %v of partition 1, want 0..4", got[1])
+	}
+}
+
+func TestSeekDiscardsBufferedFetches(t *testing.T) {
+	cfg := newCluster(t)
+	cfg.MaxPollRecords = 1 // keep almost everything buffered in the client
+	seed(t, cfg, map[int32]int{0: 100, 1: 100, 2: 100})
+	c := newConsumer(t, cfg, &handler{start: map[int32]int64{2: 20}})
+	first := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 1 })
+	// Wait until fetches for all partitions are buffered past the seek
+	// targets, then jump forward on 0 and 1 and back on 2.
+	for deadline := time.Now().Add(5 * time.Second); c.cl.BufferedFetchRecords() < 250; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records buffered", c.cl.BufferedFetchRecords())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Seek(map[int32]int64{0: 50, 1: 60, 2: 7})
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 50+40+93 })
+	want := offsets{0: seq(50, 100), 1: seq(60, 100), 2: seq(7, 100)}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("after Seek polled %v, want %v (first poll %v)", got, want, first)
+	}
+
+	// -1 returns to where the partition started on assignment.
+	c.Seek(map[int32]int64{2: -1})
+	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 80 })
+	if !slices.Equal(got[2], seq(20, 100)) {
+		t.Errorf("after Seek(-1) polled %v", got)
+	}
+}
+
+func TestFixedPartitions(t *testing.T) {
+	cfg := newCluster(t)
+	cfg.Mode, cfg.Partitions = ModePartitions, []int32{0, 2}
+	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
+	h := &handler{start: map[int32]int64{0: 3}}
+	c := newConsumer(t, cfg, h)
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 2+5 })
+	want := offsets{0: seq(3, 5), 2: seq(0, 5)}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("polled %v, want %v", got, want)
+	}
+	if a, _ := h.calls(); !slices.Equal(a, []int32{0, 2}) {
+		t.Errorf("Assigned(%v), want [0 2]", a)
+	}
+	c.Seek(map[int32]int64{0: 1})
+	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 4 })
+	if !slices.Equal(got[0], seq(1, 5)) {
+		t.Errorf("after Seek polled %v", got)
+	}
+}
+
+func TestHighWatermarksAndLag(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 7, 2: 3})
+	c := newConsumer(t, cfg, &handler{start: map[int32]int64{0: 2}})
+	hw, err := c.HighWatermarks(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]int64{0: 7, 1: 0, 2: 3}; !maps.Equal(hw, want) {
+		t.Errorf("HighWatermarks = %v, want %v", hw, want)
+	}
+	pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(c.Owned()) == 3 })
+	// MaxPollRecords would stop part-way; read everything then check lag.
+	pollUntil(t, c, 10*time.Second, func(o offsets) bool {
+		lag, err := c.Lag(t.Context())
+		return err == nil && maps.Equal(lag, map[int32]int64{0: 0, 1: 0, 2: 0})
+	})
+	seed(t, cfg, map[int32]int{1: 4})
+	lag, err := c.Lag(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]int64{0: 0, 1: 4, 2: 0}; !maps.Equal(lag, want) {
+		t.Errorf("Lag = %v, want %v", lag, want)
+	}
+}
+
+func TestCommitOffsetsVisibleToKadm(t *testing.T) {
+	for _, mode := range []string{ModeGroup, ModePartitions} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := newCluster(t)
+			cfg.Mode = mode
+			if mode == ModePartitions {
+				cfg.Partitions = []int32{0, 1, 2}
+			}
+			seed(t, cfg, map[int32]int{0: 5, 1: 5})
+			c := newConsumer(t, cfg, &handler{})
+			pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 10 })
+			if err := c.CommitOffsets(t.Context(), map[int32]int64{0: 5, 1: 3}); err != nil {
+				t.Fatal(err)
+			}
+			fetched, err := kadm.NewClient(mustClient(t, cfg)).FetchOffsets(t.Context(), cfg.Group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, want := range map[int32]int64{0: 5, 1: 3} {
+				if o, ok := fetched.Lookup(topic, p); !ok || o.At != want || o.Err != nil {
+					t.Errorf("partition %d: committed %+v, want %d", p, o, want)
+				}
+			}
+		})
+	}
+}
+
+func mustClient(t *testing.T, cfg Config) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func TestCloseRevokesAndEndsPoll(t *testing.T) {
+	cfg := newCluster(t)
+	h := &handler{}
+	c := newConsumer(t, cfg, h)
+	pollUntil(t, c, 10*time.Second, func(offsets) bool { return len(c.Owned()) == 3 })
+	done := make(chan error)
+	go func() {
+		_, err := c.Poll(t.Context())
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	c.Close()
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("Poll during Close: %v, want ErrClosed", err)
+	}
+	if _, r := h.calls(); !slices.Equal(r, []int32{0, 1, 2}) {
+		t.Errorf("Close revoked %v, want [0 1 2]", r)
+	}
+	if _, err := c.Poll(t.Context()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Poll after Close: %v, want ErrClosed", err)
+	}
+}
