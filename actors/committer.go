@@ -43,6 +43,9 @@ type (
 		gen   uint64
 		epoch uint64
 	}
+	// committedOffsets asks for the next offset of each assigned partition
+	// per the snapshot (answered with map[int32]int64).
+	committedOffsets struct{}
 )
 
 // committer owns the table: the snapshot, the epochs, the commits. It is the
@@ -110,6 +113,8 @@ func (c *committer) Receive(ctx actor.Context) {
 		if m.gen == c.gen && c.cur != nil && c.cur.epoch == m.epoch {
 			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.roundTimeout), true)
 		}
+	case *committedOffsets:
+		ctx.Respond(CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 	case *rebuild:
 		if m.gen == c.gen {
 			c.spawnPipeline(ctx)

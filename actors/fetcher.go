@@ -22,6 +22,7 @@ type Consumer interface {
 	Resume(partitions ...int32)
 	Seek(offsets map[int32]int64)
 	Owned() []int32
+	Close()
 }
 
 type resetRequest struct {

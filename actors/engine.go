@@ -1,0 +1,269 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// Config tunes the engine. Zero fields take the defaults noted.
+type Config struct {
+	// App prefixes the txn appIds ("<app>-<topic>-<partition>"); default
+	// "deltaflow". Two deployments writing one table need different apps.
+	App string
+	// Topic is the Kafka topic; required.
+	Topic string
+	// FlushInterval is how often an epoch is committed; default 60s.
+	FlushInterval time.Duration
+	// FlushMaxBytes starts an epoch early once this many bytes are buffered;
+	// default 32 MiB.
+	FlushMaxBytes int64
+	// MemoryBudget pauses Kafka while buffers hold this many bytes; default
+	// 48 MiB.
+	MemoryBudget int64
+	// MaxUnfinishedEpochs pauses Kafka while more epochs are in flight;
+	// default 2.
+	MaxUnfinishedEpochs int
+	// Writer configures the data files (compression, row groups).
+	Writer delta.WriterOptions
+	// Backoff paces pipeline rebuilds and retries; default 200ms doubling to 30s.
+	Backoff Backoff
+	// MaxRetry is how long storage and DLQ operations are retried before
+	// the epoch is given up (and re-read); default 10m.
+	MaxRetry time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.App == "" {
+		c.App = "deltaflow"
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = time.Minute
+	}
+	if c.FlushMaxBytes <= 0 {
+		c.FlushMaxBytes = 32 << 20
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 48 << 20
+	}
+	if c.MaxUnfinishedEpochs <= 0 {
+		c.MaxUnfinishedEpochs = 2
+	}
+	if c.Backoff.Initial <= 0 {
+		c.Backoff = Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second}
+	}
+	if c.MaxRetry <= 0 {
+		c.MaxRetry = 10 * time.Minute
+	}
+	if c.Writer.RowGroupRows == 0 {
+		c.Writer.RowGroupRows = 16 << 10 // bounds each buffer's encoder memory
+	}
+}
+
+// Deps are the engine's connections to the outside.
+type Deps struct {
+	Table   *delta.Table
+	Mapper  *mapping.Mapper
+	Outbox  Outbox
+	Metrics *Metrics
+	Health  *Health
+	Logger  *slog.Logger
+}
+
+// Engine runs the actors. Create it, create the Kafka consumer with the
+// engine as its Handler, then Start.
+type Engine struct {
+	cfg    Config
+	deps   Deps
+	system *actor.ActorSystem
+	reg    *registry
+	budget *Budget
+	fetch  *fetcher
+	ready  chan struct{} // closed once the committer is spawned
+
+	committer *actor.PID
+	cons      Consumer
+	cancel    context.CancelFunc
+	loopDone  chan error
+	stopping  atomic.Bool
+}
+
+// NewEngine checks the configuration and prepares an engine.
+func NewEngine(cfg Config, deps Deps) (*Engine, error) {
+	cfg.setDefaults()
+	if cfg.Topic == "" {
+		return nil, errors.New("engine: no topic")
+	}
+	if deps.Table == nil || deps.Mapper == nil || deps.Outbox == nil {
+		return nil, errors.New("engine: table, mapper and outbox are required")
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = NewMetrics(nil)
+	}
+	if deps.Health == nil {
+		deps.Health = NewHealth()
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{cfg: cfg, deps: deps, reg: newRegistry(), budget: NewBudget(cfg.MemoryBudget, cfg.MaxUnfinishedEpochs),
+		ready: make(chan struct{}), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return deps.Logger.With("component", "actors")
+		}))}, nil
+}
+
+// Assigned implements kafka.Handler: the committer spawns readers for the
+// partitions and answers where the Delta log says each continues.
+func (e *Engine) Assigned(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	reply := make(chan map[int32]int64, 1)
+	e.system.Root.Send(e.committer, &messages.Assign{Topic: topic, Partitions: partitions, Reply: reply})
+	select {
+	case offsets := <-reply:
+		e.deps.Logger.Info("partitions assigned", "partitions", partitions, "offsets", offsets)
+		return offsets, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Revoked implements kafka.Handler: the in-flight epoch is dropped.
+func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) {
+	select {
+	case <-e.ready:
+	default:
+		return
+	}
+	if e.stopping.Load() {
+		return // the final epoch is committed; nothing in flight to drop
+	}
+	reply := make(chan struct{})
+	e.system.Root.Send(e.committer, &messages.Revoke{Topic: topic, Partitions: partitions, Reply: reply})
+	select {
+	case <-reply:
+	case <-ctx.Done():
+	}
+	e.deps.Logger.Info("partitions revoked", "partitions", partitions)
+}
+
+// Start spawns the committer (which loads the table) and the fetch loop.
+func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Store, partitionColumns []string) error {
+	e.cons = cons
+	e.fetch = newFetcher(cons, e.reg, e.budget, e.deps.Metrics, e.deps.Logger)
+	e.fetch.system = e.system
+	bcfg := &bufferConfig{
+		store: store, dataSchema: e.deps.Mapper.DataSchema(), partitionColumns: partitionColumns,
+		writer: e.cfg.Writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.Backoff,
+		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger,
+	}
+	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,
+		metrics: e.deps.Metrics, logger: e.deps.Logger}
+	ccfg := &committerConfig{
+		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
+		roundTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleRounds: 3,
+		backoff: e.cfg.Backoff, maxRetry: e.cfg.MaxRetry, pipeline: pcfg, outbox: e.deps.Outbox,
+		offsets: offsets, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
+		logger: e.deps.Logger,
+	}
+	guardian := &restartStrategy{backoff: e.cfg.Backoff, onRestart: func(child *actor.PID, reason any, n int, delay time.Duration) {
+		e.deps.Logger.Error("committer failed; restarting", "reason", reason, "restarts", n, "delay", delay)
+		e.deps.Metrics.Restarts.WithLabelValues("committer").Inc()
+		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorRestarted, Reason: fmt.Sprint(reason), Restarts: n})
+	}}
+	props := actor.PropsFromProducer(newCommitter(ccfg), actor.WithGuardian(guardian))
+	pid, err := e.system.Root.SpawnNamed(props, "committer")
+	if err != nil {
+		return fmt.Errorf("engine: spawn committer: %w", err)
+	}
+	e.committer = pid
+	bcfg.committer = pid
+	e.fetch.committer = pid
+	close(e.ready)
+	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStarted})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.loopDone = make(chan error, 1)
+	go func() { e.loopDone <- e.fetch.run(ctx) }()
+	go e.watchBudget(ctx)
+	return nil
+}
+
+// watchBudget starts an epoch early when buffers pass FlushMaxBytes.
+func (e *Engine) watchBudget(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b := e.budget.Bytes()
+			e.deps.Metrics.BufferedBytes.Set(float64(b))
+			if b >= e.cfg.FlushMaxBytes {
+				e.system.Root.Send(e.committer, &messages.FlushNow{Reason: "max_bytes"})
+			}
+		}
+	}
+}
+
+// Flush commits everything read so far and waits for it.
+func (e *Engine) Flush(ctx context.Context) error {
+	reply := make(chan error, 1)
+	e.system.Root.Send(e.committer, &messages.FlushNow{Reason: "request", Reply: reply})
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Pause stops reading Kafka until Resume (the control service).
+func (e *Engine) Pause() { e.fetch.userPaused.Store(true) }
+
+// Resume undoes Pause.
+func (e *Engine) Resume() { e.fetch.userPaused.Store(false) }
+
+// Committed returns the next offset to read of each assigned partition
+// according to the committer's snapshot.
+func (e *Engine) Committed(ctx context.Context) (map[int32]int64, error) {
+	res, err := e.system.Root.RequestFuture(e.committer, &committedOffsets{}, 10*time.Second).Result()
+	if err != nil {
+		return nil, err
+	}
+	return res.(map[int32]int64), nil
+}
+
+// Position returns the next offset the fetch loop will read, per partition.
+func (e *Engine) Position() map[int32]int64 { return e.fetch.position() }
+
+// Stop stops reading, commits what was read (within ctx), closes the Kafka
+// consumer and stops the actors. The returned error is the final commit's.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.cancel()
+	<-e.loopDone
+	err := e.Flush(ctx)
+	e.stopping.Store(true)
+	e.cons.Close()
+	if perr := e.system.Root.PoisonFuture(e.committer).Wait(); perr != nil && err == nil {
+		err = perr
+	}
+	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStopped})
+	return err
+}
