@@ -132,7 +132,7 @@ type parsedSource struct {
 
 // Validate checks the configuration; errors name the offending key, e.g.
 // `table.columns[3].type: unknown type "varchar"`.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
 	_, err := c.compileColumns()
 	return err
 }
@@ -143,7 +143,7 @@ type compiledColumn struct {
 	src parsedSource
 }
 
-func (c *Config) compileColumns() ([]compiledColumn, error) {
+func (c Config) compileColumns() ([]compiledColumn, error) {
 	switch c.Mode {
 	case "", Strict, Permissive:
 	default:
