@@ -40,12 +40,34 @@ type plan struct {
 
 type planColumn struct {
 	compiledColumn
+	kind     kind // typ as a small integer: switching on the type string is slow
 	nullable bool
 	required bool // required, or not nullable: a null sends the record to the DLQ
 	node     int  // srcPath: the node holding the value
 	dataIdx  int  // index in Row.Values, or -1 for a partition column
 	partIdx  int  // index in Row.PartitionValues, or -1
 	def      int  // definition level of a present value
+	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
+	nullValue parquet.Value
+}
+
+// kind is a column type on the hot path.
+type kind uint8
+
+const (
+	kString kind = iota
+	kBoolean
+	kInteger
+	kLong
+	kFloat
+	kDouble
+	kTimestamp
+	kDate
+)
+
+var kinds = map[delta.PrimitiveType]kind{
+	delta.String: kString, delta.Boolean: kBoolean, delta.Integer: kInteger, delta.Long: kLong,
+	delta.Float: kFloat, delta.Double: kDouble, delta.Timestamp: kTimestamp, delta.Date: kDate,
 }
 
 // node is one JSON path prefix: "payload" in "payload.power". A node with
@@ -70,6 +92,7 @@ type Mapper struct {
 	valid   []bool
 	num     []byte // scratch for number text
 	visitAt int    // container being visited
+	missing int    // children of visitAt not found yet
 	visitFn func(k []byte, v *fastjson.Value)
 	now     func() time.Time
 }
@@ -101,7 +124,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		p.partKeys = append(p.partKeys, []byte(delta.EscapePartitionName(name)+"="))
 	}
 	for i, c := range cols {
-		pc := planColumn{compiledColumn: c, nullable: c.IsNullable(), dataIdx: -1, partIdx: -1}
+		pc := planColumn{compiledColumn: c, kind: kinds[c.typ], nullable: c.IsNullable(), dataIdx: -1, partIdx: -1}
 		pc.required = c.Required || !pc.nullable
 		if pc.nullable {
 			pc.def = 1
@@ -118,6 +141,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		}
 		if pc.partIdx < 0 {
 			pc.dataIdx = len(p.data.Fields)
+			pc.nullValue = parquet.Value{}.Level(0, 0, pc.dataIdx)
 			p.data.Fields = append(p.data.Fields, field)
 		}
 		p.cols = append(p.cols, pc)
@@ -273,7 +297,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		var detail []byte
 		switch c.src.kind {
 		case srcPath:
-			v, f, detail = m.fromJSON(c, m.vals[c.node], out.Arena)
+			f, detail = m.fromJSON(c, m.vals[c.node], out.Arena, &v)
 		case srcNow:
 			if !haveNow {
 				nowMicros, haveNow = m.now().UnixMicro(), true
@@ -305,7 +329,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		case srcKafkaTopic:
 			v.b = out.Arena.CopyString(rec.Topic)
 		}
-		if c.typ == delta.Date && !v.null && c.src.kind != srcPath {
+		if c.kind == kDate && !v.null && c.src.kind != srcPath {
 			v.i = floorDiv(v.i, microsDay) // now(), date(), kafka.timestamp hold µs
 		}
 		if f != ok {
@@ -319,7 +343,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		if v.null && c.required {
 			return m.fail(c, failMissing, nil, nil)
 		}
-		if c.typ == delta.Timestamp {
+		if c.kind == kTimestamp {
 			m.micros[i], m.valid[i] = v.i, !v.null
 		}
 		if c.dataIdx >= 0 {
@@ -335,21 +359,21 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 
 func (c *planColumn) parquetValue(v cell) parquet.Value {
 	if v.null {
-		return parquet.Value{}.Level(0, 0, c.dataIdx)
+		return c.nullValue
 	}
 	var pv parquet.Value
-	switch c.typ {
-	case delta.String:
+	switch c.kind {
+	case kString:
 		pv = parquet.ByteArrayValue(v.b)
-	case delta.Boolean:
+	case kBoolean:
 		pv = parquet.BooleanValue(v.i != 0)
-	case delta.Integer, delta.Date:
+	case kInteger, kDate:
 		pv = parquet.Int32Value(int32(v.i))
-	case delta.Long, delta.Timestamp:
+	case kLong, kTimestamp:
 		pv = parquet.Int64Value(v.i)
-	case delta.Float:
+	case kFloat:
 		pv = parquet.FloatValue(float32(v.f))
-	case delta.Double:
+	case kDouble:
 		pv = parquet.DoubleValue(v.f)
 	}
 	return pv.Level(0, c.def, c.dataIdx)
@@ -362,12 +386,12 @@ func (m *Mapper) partitionValue(c *planColumn, v cell, out *Row) *string {
 		return nil
 	}
 	var b []byte
-	switch c.typ {
-	case delta.String:
+	switch c.kind {
+	case kString:
 		b = v.b
-	case delta.Boolean:
+	case kBoolean:
 		b = strconv.AppendBool(m.num[:0], v.i != 0)
-	case delta.Date:
+	case kDate:
 		b = appendDate(m.num[:0], v.i)
 	default: // integer, long
 		b = strconv.AppendInt(m.num[:0], v.i, 10)
@@ -375,7 +399,7 @@ func (m *Mapper) partitionValue(c *planColumn, v cell, out *Row) *string {
 	if len(b) == 0 {
 		return nil
 	}
-	if c.typ != delta.String {
+	if c.kind != kString {
 		m.num = b[:0]
 		b = out.Arena.Copy(b)
 	}
@@ -432,7 +456,7 @@ func (m *Mapper) resolve(value []byte) error {
 			}
 		}
 		if m.objs[i] != nil {
-			m.visitAt = i
+			m.visitAt, m.missing = i, len(n.children)
 			m.objs[i].Visit(m.visitFn)
 		}
 	}
@@ -444,9 +468,14 @@ func (m *Mapper) resolve(value []byte) error {
 // occurrence wins (fastjson's Get also returns the first, but only compares
 // unescaped keys in its slow path).
 func (m *Mapper) visit(k []byte, v *fastjson.Value) {
+	if m.missing == 0 {
+		return // the rest are members no column uses, or duplicates
+	}
 	for _, c := range m.p.nodes[m.visitAt].children {
 		if m.vals[c] == nil && string(k) == m.p.nodes[c].key {
 			m.vals[c] = v
+			m.missing--
+			return
 		}
 	}
 }
@@ -513,74 +542,81 @@ func parseFailure(b []byte, reason string) string {
 	return reason
 }
 
-// fromJSON converts the JSON value v (nil: absent) for column c. detail is
-// the offending text for error messages.
-func (m *Mapper) fromJSON(c *planColumn, v *fastjson.Value, a *Arena) (cell, failure, []byte) {
+// fromJSON converts the JSON value v (nil: absent) for column c into out
+// (zero on entry). detail is the offending text for error messages.
+func (m *Mapper) fromJSON(c *planColumn, v *fastjson.Value, a *Arena, out *cell) (failure, []byte) {
 	if v == nil {
-		return cell{null: true}, ok, nil
+		out.null = true
+		return ok, nil
 	}
 	t := v.Type()
 	if t == fastjson.TypeNull {
-		return cell{null: true}, ok, nil
+		out.null = true
+		return ok, nil
 	}
-	switch c.typ {
-	case delta.String:
+	switch c.kind {
+	case kString:
 		if t != fastjson.TypeString {
-			return cell{}, failType, nil
+			return failType, nil
 		}
 		s, _ := v.StringBytes()
 		if !utf8.Valid(s) {
-			return cell{}, failUTF8, nil
+			return failUTF8, nil
 		}
-		return cell{b: a.Copy(s)}, ok, nil
-	case delta.Boolean:
+		out.b = a.Copy(s)
+		return ok, nil
+	case kBoolean:
 		switch t {
 		case fastjson.TypeTrue:
-			return cell{i: 1}, ok, nil
+			out.i = 1
+			return ok, nil
 		case fastjson.TypeFalse:
-			return cell{i: 0}, ok, nil
+			return ok, nil
 		}
-	case delta.Integer, delta.Long:
+	case kInteger, kLong:
 		if t == fastjson.TypeNumber {
 			m.num = v.MarshalTo(m.num[:0])
-			n, f := parseInteger(m.num, c.typ == delta.Integer)
-			return cell{i: n}, f, m.num
+			n, f := parseInteger(m.num, c.kind == kInteger)
+			out.i = n
+			return f, m.num
 		}
-	case delta.Float, delta.Double:
+	case kFloat, kDouble:
 		if t == fastjson.TypeNumber {
 			m.num = v.MarshalTo(m.num[:0])
 			x, err := fastfloat.Parse(unsafe.String(unsafe.SliceData(m.num), len(m.num)))
 			switch {
 			case err != nil:
-				return cell{}, failCast, m.num
+				return failCast, m.num
 			case math.IsNaN(x) || math.IsInf(x, 0):
-				return cell{}, failNotFinite, m.num
-			case c.typ == delta.Float && math.IsInf(float64(float32(x)), 0):
-				return cell{}, failOverflow, m.num
+				return failNotFinite, m.num
+			case c.kind == kFloat && math.IsInf(float64(float32(x)), 0):
+				return failOverflow, m.num
 			}
-			return cell{f: x}, ok, nil
+			out.f = x
+			return ok, nil
 		}
-	case delta.Timestamp, delta.Date:
+	case kTimestamp, kDate:
 		if t == fastjson.TypeString {
 			s, _ := v.StringBytes()
 			us, good := parseTimestamp(s)
 			if !good {
-				return cell{}, failTimestamp, s
+				return failTimestamp, s
 			}
 			if !inRange(us) {
-				return cell{}, failRange, s
+				return failRange, s
 			}
-			if c.typ == delta.Date {
+			if c.kind == kDate {
 				us = floorDiv(us, microsDay)
 			}
-			return cell{i: us}, ok, nil
+			out.i = us
+			return ok, nil
 		}
 	}
 	if t == fastjson.TypeString { // a string where a number or boolean belongs
 		s, _ := v.StringBytes()
-		return cell{}, failCast, s
+		return failCast, s
 	}
-	return cell{}, failType, nil
+	return failType, nil
 }
 
 // parseInteger parses a JSON number for an integer (32-bit) or long column.

@@ -133,4 +133,3 @@ func BenchmarkParseTimestamp(b *testing.B) {
 		}
 	})
 }
-
