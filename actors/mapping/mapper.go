@@ -279,14 +279,9 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		out.Arena = new(Arena)
 	}
 	arenaStart := out.Arena.Len()
-	if cap(out.Values) < len(p.data.Fields) {
-		out.Values = make(parquet.Row, len(p.data.Fields))
-		out.PartitionValues = make([]*string, len(p.partNames))
-		out.pvals = make([]string, len(p.partNames))
-	}
-	out.Values = out.Values[:len(p.data.Fields)]
-	out.PartitionValues = out.PartitionValues[:len(p.partNames)]
-	out.pvals = out.pvals[:len(p.partNames)]
+	out.Values = resize(out.Values, len(p.data.Fields))
+	out.PartitionValues = resize(out.PartitionValues, len(p.partNames))
+	out.pvals = resize(out.pvals, len(p.partNames))
 
 	var nowMicros int64
 	haveNow := false
@@ -355,6 +350,15 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 	m.routingKey(out)
 	out.Size = len(out.Values)*valueSize + out.Arena.Len() - arenaStart
 	return nil
+}
+
+// resize returns s with length n, reallocating only when it is too small
+// (a Row prepared by the caller, or used with another Mapper).
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 func (c *planColumn) parquetValue(v cell) parquet.Value {

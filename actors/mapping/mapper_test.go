@@ -331,6 +331,17 @@ func TestMapDoesNotAllocate(t *testing.T) {
 	}
 }
 
+func TestRowPreparedByCaller(t *testing.T) {
+	m := newDefault(t, Strict)
+	row := Row{Values: make(parquet.Row, 0, 64)} // partition slices left nil
+	if err := m.Map(rec(plugSample), &row); err != nil {
+		t.Fatal(err)
+	}
+	if len(row.PartitionValues) != 2 || string(row.Key) != "device_type=smart_plug/event_date=2026-06-22" {
+		t.Errorf("key %q", row.Key)
+	}
+}
+
 func TestCloneIsIndependent(t *testing.T) {
 	m := newDefault(t, Strict)
 	c := m.Clone()
