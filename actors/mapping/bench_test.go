@@ -1,0 +1,100 @@
+package mapping
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// sensorMix is a realistic mix of the DESIGN.md records: smart plugs and
+// door sensors in equal parts, with varied ids, values and times.
+func sensorMix(n int) []*Record {
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2026, 6, 22, 9, 15, 30, 0, time.UTC)
+	recs := make([]*Record, n)
+	for i := range recs {
+		at := base.Add(time.Duration(rng.Int64N(int64(48 * time.Hour)))).Format("2006-01-02T15:04:05.000000+00:00")
+		var v string
+		if i%2 == 0 {
+			id := fmt.Sprintf("smart-plug-%02d", rng.IntN(20))
+			v = fmt.Sprintf(`{"device_id":%q,"device_type":"smart_plug","ingested_at":%q,"payload":"{\"power\": %.1f, \"voltage\": %.1f, \"current\": %.2f, \"energy\": %.1f, \"state\": \"%s\", \"linkquality\": %d}"}`,
+				id, at, rng.Float64()*2000, 220+rng.Float64()*20, rng.Float64()*10, rng.Float64()*100, []string{"ON", "OFF"}[rng.IntN(2)], rng.IntN(256))
+		} else {
+			id := fmt.Sprintf("door-sensor-%02d", rng.IntN(20))
+			v = fmt.Sprintf(`{"device_id":%q,"device_type":"door_window","ingested_at":%q,"payload":"{\"contact\": %t, \"battery\": %d, \"linkquality\": %d}"}`,
+				id, at, rng.IntN(2) == 0, rng.IntN(101), rng.IntN(256))
+		}
+		recs[i] = &Record{Topic: "sensor-events", Partition: int32(i % 4), Offset: int64(i), Timestamp: base, Key: []byte(id(v)), Value: []byte(v)}
+	}
+	return recs
+}
+
+func id(v string) string { return v[14:27] }
+
+// reportRate reports records per wall second and per CPU second of the
+// process: the machine is shared, and CPU time shows what one core does
+// when the benchmark is descheduled by other load.
+func reportRate(b *testing.B, cpuStart time.Duration) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(b.N)/(cpuTime()-cpuStart).Seconds(), "records/cpu-s")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkMapSensor(b *testing.B) {
+	recs := sensorMix(4096)
+	m := newDefault(b, Strict)
+	var row Row
+	row.Arena = new(Arena)
+	bytes := 0
+	for _, r := range recs {
+		bytes += len(r.Value)
+	}
+	b.SetBytes(int64(bytes / len(recs)))
+	b.ReportAllocs()
+	i := 0
+	cpu := cpuTime()
+	for b.Loop() {
+		if err := m.Map(recs[i], &row); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i == len(recs) {
+			i = 0
+			row.Arena.Reset() // a buffer flush
+		}
+	}
+	reportRate(b, cpu)
+}
+
+// BenchmarkFastjsonBaseline is the floor Map builds on: parsing the
+// envelope and its payload string with fastjson, nothing else.
+func BenchmarkFastjsonBaseline(b *testing.B) {
+	recs := sensorMix(4096)
+	var outer, inner fastjson.Parser
+	b.ReportAllocs()
+	i := 0
+	cpu := cpuTime()
+	for b.Loop() {
+		v, err := outer.ParseBytes(recs[i].Value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inner.ParseBytes(v.GetStringBytes("payload")); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i == len(recs) {
+			i = 0
+		}
+	}
+	reportRate(b, cpu)
+}

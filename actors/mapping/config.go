@@ -1,0 +1,274 @@
+package mapping
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+// Mode says what happens to a value that cannot be cast to its column's type.
+type Mode string
+
+const (
+	// Strict sends the record to the DLQ (the default).
+	Strict Mode = "strict"
+	// Permissive stores null instead, as Spark's from_json does. Records that
+	// are not JSON objects or lack a required field still go to the DLQ.
+	Permissive Mode = "permissive"
+)
+
+// DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
+// the DLQ without being parsed.
+const DefaultMaxRecordBytes = 1 << 20
+
+// Config is the table section's mapping from Kafka records to typed columns.
+type Config struct {
+	// Mode is strict (default) or permissive.
+	Mode Mode `yaml:"mode"`
+	// MaxRecordBytes bounds a record value's size; 0 means
+	// DefaultMaxRecordBytes (1 MiB).
+	MaxRecordBytes int `yaml:"max_record_bytes"`
+	// Columns are the table's columns in declared order.
+	Columns []Column `yaml:"columns"`
+}
+
+// Column maps one value of a record to one table column.
+type Column struct {
+	// Name is the Delta column name (required, unique).
+	Name string `yaml:"name"`
+	// Type is string, boolean, integer, long, float, double, timestamp or date.
+	Type string `yaml:"type"`
+	// Source says where the value comes from (default: the column name as a
+	// JSON path): a dot-separated JSON path ("payload.power", descending
+	// into JSON-encoded string fields), "now()", "date(<column>)" or one of
+	// kafka.partition, kafka.offset, kafka.timestamp, kafka.key, kafka.topic.
+	Source string `yaml:"source"`
+	// Required sends records whose value is missing or null to the DLQ.
+	Required bool `yaml:"required"`
+	// Nullable is the Delta column's nullability; default true, as in the
+	// schema Spark's from_json produces. A non-nullable column is implicitly
+	// required.
+	Nullable *bool `yaml:"nullable"`
+}
+
+// IsNullable reports the column's effective nullability.
+func (c *Column) IsNullable() bool { return c.Nullable == nil || *c.Nullable }
+
+// DefaultPartitionColumns are the partition columns of the Spark job's table.
+var DefaultPartitionColumns = []string{"device_type", "event_date"}
+
+// DefaultConfig reproduces the Spark job's sensor_events table.
+func DefaultConfig() Config {
+	col := func(name, typ, source string, required bool) Column {
+		return Column{Name: name, Type: typ, Source: source, Required: required}
+	}
+	return Config{
+		Mode:           Strict,
+		MaxRecordBytes: DefaultMaxRecordBytes,
+		Columns: []Column{
+			col("device_id", "string", "device_id", true),
+			col("device_type", "string", "device_type", true),
+			col("event_time", "timestamp", "ingested_at", true),
+			col("linkquality", "integer", "payload.linkquality", false),
+			col("contact", "boolean", "payload.contact", false),
+			col("battery", "integer", "payload.battery", false),
+			col("power", "double", "payload.power", false),
+			col("voltage", "double", "payload.voltage", false),
+			col("current", "double", "payload.current", false),
+			col("energy", "double", "payload.energy", false),
+			col("plug_state", "string", "payload.state", false),
+			col("raw_payload", "string", "payload", false),
+			col("processed_at", "timestamp", "now()", false),
+			col("event_date", "date", "date(event_time)", false),
+		},
+	}
+}
+
+// sourceKind is the compiled form of Column.Source.
+type sourceKind int
+
+const (
+	srcPath sourceKind = iota
+	srcNow
+	srcDate
+	srcKafkaPartition
+	srcKafkaOffset
+	srcKafkaTimestamp
+	srcKafkaKey
+	srcKafkaTopic
+)
+
+var kafkaSources = map[string]sourceKind{
+	"kafka.partition": srcKafkaPartition,
+	"kafka.offset":    srcKafkaOffset,
+	"kafka.timestamp": srcKafkaTimestamp,
+	"kafka.key":       srcKafkaKey,
+	"kafka.topic":     srcKafkaTopic,
+}
+
+// allowedTypes lists the column types each non-path source can fill.
+var allowedTypes = map[sourceKind][]delta.PrimitiveType{
+	srcNow:            {delta.Timestamp, delta.Date},
+	srcDate:           {delta.Date},
+	srcKafkaPartition: {delta.Integer, delta.Long},
+	srcKafkaOffset:    {delta.Long},
+	srcKafkaTimestamp: {delta.Timestamp, delta.Date},
+	srcKafkaKey:       {delta.String},
+	srcKafkaTopic:     {delta.String},
+}
+
+var columnTypes = map[string]delta.PrimitiveType{
+	"string": delta.String, "boolean": delta.Boolean, "integer": delta.Integer, "long": delta.Long,
+	"float": delta.Float, "double": delta.Double, "timestamp": delta.Timestamp, "date": delta.Date,
+}
+
+// parsedSource is a validated source.
+type parsedSource struct {
+	kind sourceKind
+	path []string // srcPath
+	ref  int      // srcDate: index of the referenced column
+}
+
+// Validate checks the configuration; errors name the offending key, e.g.
+// `table.columns[3].type: unknown type "varchar"`.
+func (c Config) Validate() error {
+	_, err := c.compileColumns()
+	return err
+}
+
+type compiledColumn struct {
+	Column
+	typ delta.PrimitiveType
+	src parsedSource
+}
+
+func (c Config) compileColumns() ([]compiledColumn, error) {
+	switch c.Mode {
+	case "", Strict, Permissive:
+	default:
+		return nil, fmt.Errorf("table.mode: unknown mode %q (want strict or permissive)", c.Mode)
+	}
+	if c.MaxRecordBytes < 0 {
+		return nil, fmt.Errorf("table.max_record_bytes: must not be negative, got %d", c.MaxRecordBytes)
+	}
+	if len(c.Columns) == 0 {
+		return nil, fmt.Errorf("table.columns: no columns")
+	}
+	cols := make([]compiledColumn, len(c.Columns))
+	index := make(map[string]int, len(c.Columns))
+	for i, col := range c.Columns {
+		key := fmt.Sprintf("table.columns[%d]", i)
+		if col.Name == "" {
+			return nil, fmt.Errorf("%s.name: empty column name", key)
+		}
+		if j, dup := index[col.Name]; dup {
+			return nil, fmt.Errorf("%s.name: duplicate column %q (also table.columns[%d])", key, col.Name, j)
+		}
+		typ, ok := columnTypes[col.Type]
+		if !ok {
+			return nil, fmt.Errorf("%s.type: unknown type %q", key, col.Type)
+		}
+		src, err := parseSource(col.Source, col.Name, index, cols)
+		if err != nil {
+			return nil, fmt.Errorf("%s.source: %w", key, err)
+		}
+		if allowed, ok := allowedTypes[src.kind]; ok && !containsType(allowed, typ) {
+			return nil, fmt.Errorf("%s.type: source %q cannot fill a %s column", key, sourceOrName(col), typ)
+		}
+		cols[i] = compiledColumn{Column: col, typ: typ, src: src}
+		index[col.Name] = i
+	}
+	return cols, nil
+}
+
+func sourceOrName(c Column) string {
+	if c.Source == "" {
+		return c.Name
+	}
+	return c.Source
+}
+
+func containsType(list []delta.PrimitiveType, t delta.PrimitiveType) bool {
+	for _, x := range list {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSource compiles a source; earlier holds the columns declared before
+// this one, which are the only ones date() may refer to.
+func parseSource(s, name string, earlier map[string]int, cols []compiledColumn) (parsedSource, error) {
+	if s == "" {
+		s = name
+	}
+	s = strings.TrimSpace(s)
+	if s == "now()" {
+		return parsedSource{kind: srcNow}, nil
+	}
+	if k, ok := kafkaSources[s]; ok {
+		return parsedSource{kind: k}, nil
+	}
+	if strings.HasPrefix(s, "kafka.") {
+		return parsedSource{}, fmt.Errorf("unknown Kafka metadata %q (want kafka.partition, kafka.offset, kafka.timestamp, kafka.key or kafka.topic)", s)
+	}
+	if inner, ok := strings.CutPrefix(s, "date("); ok {
+		ref, ok := strings.CutSuffix(inner, ")")
+		ref = strings.TrimSpace(ref)
+		if !ok || ref == "" {
+			return parsedSource{}, fmt.Errorf("malformed %q (want date(<column>))", s)
+		}
+		i, ok := earlier[ref]
+		if !ok {
+			return parsedSource{}, fmt.Errorf("date(%s) refers to unknown column %q (it must be declared earlier)", ref, ref)
+		}
+		if cols[i].typ != delta.Timestamp {
+			return parsedSource{}, fmt.Errorf("date(%s): column %q is %s, not timestamp", ref, ref, cols[i].typ)
+		}
+		return parsedSource{kind: srcDate, ref: i}, nil
+	}
+	if strings.ContainsAny(s, "()") {
+		return parsedSource{}, fmt.Errorf("unknown function in %q (want now() or date(<column>))", s)
+	}
+	path := strings.Split(s, ".")
+	for _, seg := range path {
+		if seg == "" {
+			return parsedSource{}, fmt.Errorf("JSON path %q has an empty segment", s)
+		}
+	}
+	return parsedSource{kind: srcPath, path: path}, nil
+}
+
+// partitionable are the types a partition column may have: their Delta
+// partition value strings are unambiguous and cheap to build.
+var partitionable = []delta.PrimitiveType{delta.String, delta.Date, delta.Integer, delta.Long, delta.Boolean}
+
+func validatePartitions(cols []compiledColumn, partitionColumns []string) ([]int, error) {
+	idx := make([]int, len(partitionColumns))
+	for i, p := range partitionColumns {
+		key := fmt.Sprintf("table.partition_columns[%d]", i)
+		idx[i] = -1
+		for j := range cols {
+			if cols[j].Name == p {
+				idx[i] = j
+			}
+		}
+		if idx[i] < 0 {
+			return nil, fmt.Errorf("%s: unknown column %q", key, p)
+		}
+		for _, q := range partitionColumns[:i] {
+			if q == p {
+				return nil, fmt.Errorf("%s: duplicate partition column %q", key, p)
+			}
+		}
+		if t := cols[idx[i]].typ; !containsType(partitionable, t) {
+			return nil, fmt.Errorf("%s: column %q is %s; partition columns must be string, date, integer, long or boolean", key, p, t)
+		}
+	}
+	if len(partitionColumns) == len(cols) {
+		return nil, fmt.Errorf("table.partition_columns: every column is a partition column; data files need at least one")
+	}
+	return idx, nil
+}

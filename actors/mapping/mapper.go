@@ -1,0 +1,734 @@
+package mapping
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/parquet-go/parquet-go"
+	"github.com/valyala/fastjson"
+	"github.com/valyala/fastjson/fastfloat"
+)
+
+// Record is a Kafka record as the mapper sees it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time // zero: none (null in kafka.timestamp columns)
+	Key       []byte
+	Value     []byte // nil: a tombstone
+}
+
+// plan is the compiled, immutable part of a Mapper, shared by clones.
+type plan struct {
+	cols      []planColumn
+	nodes     []node // JSON path prefixes; nodes[0] is the record itself
+	strict    bool
+	maxBytes  int
+	schema    *delta.StructType
+	data      *delta.StructType
+	partNames []string
+	partIdx   []int    // column index of each partition column
+	partKeys  [][]byte // escaped "name=" of each partition column
+}
+
+type planColumn struct {
+	compiledColumn
+	kind     kind // typ as a small integer: switching on the type string is slow
+	nullable bool
+	required bool // required, or not nullable: a null sends the record to the DLQ
+	node     int  // srcPath: the node holding the value
+	dataIdx  int  // index in Row.Values, or -1 for a partition column
+	partIdx  int  // index in Row.PartitionValues, or -1
+	def      int  // definition level of a present value
+	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
+	nullValue parquet.Value
+}
+
+// kind is a column type on the hot path.
+type kind uint8
+
+const (
+	kString kind = iota
+	kBoolean
+	kInteger
+	kLong
+	kFloat
+	kDouble
+	kTimestamp
+	kDate
+)
+
+var kinds = map[delta.PrimitiveType]kind{
+	delta.String: kString, delta.Boolean: kBoolean, delta.Integer: kInteger, delta.Long: kLong,
+	delta.Float: kFloat, delta.Double: kDouble, delta.Timestamp: kTimestamp, delta.Date: kDate,
+}
+
+// node is one JSON path prefix: "payload" in "payload.power". A node with
+// children is a container: an object, or a string holding a JSON object
+// that is decoded once per record.
+type node struct {
+	key      string
+	path     string // dotted path, for errors
+	parent   int
+	children []int
+}
+
+// Mapper maps records to rows. It is not safe for concurrent use: give each
+// goroutine its own (Clone is cheap).
+type Mapper struct {
+	p *plan
+	// per record state
+	vals    []*fastjson.Value  // value found at each node, nil if absent
+	objs    []*fastjson.Object // each container's object, nil if absent/null
+	parsers []fastjson.Parser  // one per container: values stay valid together
+	micros  []int64            // timestamp columns' values, for date()
+	valid   []bool
+	num     []byte // scratch for number text
+	visitAt int    // container being visited
+	missing int    // children of visitAt not found yet
+	visitFn func(k []byte, v *fastjson.Value)
+	now     func() time.Time
+}
+
+// New compiles cfg; partitionColumns name the table's partition columns
+// (string, date, integer, long or boolean columns of cfg).
+func New(cfg Config, partitionColumns []string) (*Mapper, error) {
+	cols, err := cfg.compileColumns()
+	if err != nil {
+		return nil, err
+	}
+	partIdx, err := validatePartitions(cols, partitionColumns)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{
+		strict:    cfg.Mode != Permissive,
+		maxBytes:  cfg.MaxRecordBytes,
+		partNames: append([]string(nil), partitionColumns...),
+		partIdx:   partIdx,
+		nodes:     []node{{parent: -1}},
+		schema:    &delta.StructType{},
+		data:      &delta.StructType{},
+	}
+	if p.maxBytes == 0 {
+		p.maxBytes = DefaultMaxRecordBytes
+	}
+	for _, name := range partitionColumns {
+		p.partKeys = append(p.partKeys, []byte(delta.EscapePartitionName(name)+"="))
+	}
+	for i, c := range cols {
+		pc := planColumn{compiledColumn: c, kind: kinds[c.typ], nullable: c.IsNullable(), dataIdx: -1, partIdx: -1}
+		pc.required = c.Required || !pc.nullable
+		if pc.nullable {
+			pc.def = 1
+		}
+		if c.src.kind == srcPath {
+			pc.node = p.addPath(c.src.path)
+		}
+		field := delta.StructField{Name: c.Name, Type: c.typ, Nullable: pc.nullable, Metadata: json.RawMessage("{}")}
+		p.schema.Fields = append(p.schema.Fields, field)
+		for k, j := range partIdx {
+			if j == i {
+				pc.partIdx = k
+			}
+		}
+		if pc.partIdx < 0 {
+			pc.dataIdx = len(p.data.Fields)
+			pc.nullValue = parquet.Value{}.Level(0, 0, pc.dataIdx)
+			p.data.Fields = append(p.data.Fields, field)
+		}
+		p.cols = append(p.cols, pc)
+	}
+	return newMapper(p), nil
+}
+
+// addPath adds the nodes of a JSON path and returns the last one.
+func (p *plan) addPath(path []string) int {
+	at := 0
+	for i, key := range path {
+		next := -1
+		for _, c := range p.nodes[at].children {
+			if p.nodes[c].key == key {
+				next = c
+			}
+		}
+		if next < 0 {
+			next = len(p.nodes)
+			p.nodes = append(p.nodes, node{key: key, parent: at, path: joinPath(path[:i+1])})
+			p.nodes[at].children = append(p.nodes[at].children, next)
+		}
+		at = next
+	}
+	return at
+}
+
+func joinPath(path []string) string {
+	var b bytes.Buffer
+	for i, s := range path {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func newMapper(p *plan) *Mapper {
+	m := &Mapper{
+		p:       p,
+		vals:    make([]*fastjson.Value, len(p.nodes)),
+		objs:    make([]*fastjson.Object, len(p.nodes)),
+		parsers: make([]fastjson.Parser, len(p.nodes)),
+		micros:  make([]int64, len(p.cols)),
+		valid:   make([]bool, len(p.cols)),
+		now:     time.Now,
+	}
+	// Bound once: a closure built per record would be allocated per record.
+	m.visitFn = m.visit
+	return m
+}
+
+// Clone returns a Mapper with the same configuration for another goroutine.
+func (m *Mapper) Clone() *Mapper {
+	c := newMapper(m.p)
+	c.now = m.now
+	return c
+}
+
+// SetClock replaces time.Now as the source of now() (for tests).
+func (m *Mapper) SetClock(now func() time.Time) { m.now = now }
+
+// Schema is the table schema, columns in declared order.
+func (m *Mapper) Schema() *delta.StructType { return cloneStruct(m.p.schema) }
+
+// DataSchema is the schema of the data files: Schema without the partition
+// columns; Row.Values follow its order.
+func (m *Mapper) DataSchema() *delta.StructType { return cloneStruct(m.p.data) }
+
+// PartitionColumns are the partition columns, in Row.PartitionValues order.
+func (m *Mapper) PartitionColumns() []string { return append([]string(nil), m.p.partNames...) }
+
+// PartitionMap returns a row's partition values as a map that owns its
+// strings, as delta.PartitionDir and add actions take them. It allocates:
+// call it when a new partition appears, not per row.
+func (m *Mapper) PartitionMap(r *Row) map[string]*string {
+	out := make(map[string]*string, len(m.p.partNames))
+	for i, c := range m.p.partNames {
+		out[c] = nil
+		if v := r.PartitionValues[i]; v != nil {
+			s := string([]byte(*v))
+			out[c] = &s
+		}
+	}
+	return out
+}
+
+func cloneStruct(s *delta.StructType) *delta.StructType {
+	return &delta.StructType{Fields: append([]delta.StructField(nil), s.Fields...)}
+}
+
+// cell is a column's value before it becomes a Parquet value.
+type cell struct {
+	null bool
+	i    int64 // boolean (0/1), integer, long, date (days), timestamp (µs)
+	f    float64
+	b    []byte // string, in the row's arena
+}
+
+// failure codes; the MapError is only built when the record is rejected,
+// so permissive null-on-failure does not allocate.
+type failure uint8
+
+const (
+	ok failure = iota
+	failMissing
+	failType
+	failCast
+	failOverflow
+	failNotFinite
+	failUTF8
+	failTimestamp
+	failRange
+)
+
+// Map maps rec into out; on error (always a *MapError) the record belongs in
+// the DLQ and out is unspecified. Map does not allocate in steady state:
+// strings are copied into out.Arena, and nothing in out aliases rec or the
+// parser once Map returns.
+func (m *Mapper) Map(rec *Record, out *Row) error {
+	p := m.p
+	switch {
+	case rec.Value == nil:
+		return &MapError{Reason: "null value (tombstone)"}
+	case len(rec.Value) == 0:
+		return &MapError{Reason: "empty value"}
+	case len(rec.Value) > p.maxBytes:
+		return &MapError{Reason: "value too large (" + strconv.Itoa(len(rec.Value)) + " bytes > " + strconv.Itoa(p.maxBytes) + ")"}
+	}
+	if err := m.resolve(rec.Value); err != nil {
+		return err
+	}
+	if out.Arena == nil {
+		out.Arena = new(Arena)
+	}
+	arenaStart := out.Arena.Len()
+	out.Values = resize(out.Values, len(p.data.Fields))
+	out.PartitionValues = resize(out.PartitionValues, len(p.partNames))
+	out.pvals = resize(out.pvals, len(p.partNames))
+
+	var nowMicros int64
+	haveNow := false
+	for i := range p.cols {
+		c := &p.cols[i]
+		var v cell
+		var f failure
+		var detail []byte
+		switch c.src.kind {
+		case srcPath:
+			f, detail = m.fromJSON(c, m.vals[c.node], out.Arena, &v)
+		case srcNow:
+			if !haveNow {
+				nowMicros, haveNow = m.now().UnixMicro(), true
+			}
+			v.i = nowMicros
+		case srcDate:
+			v.null = !m.valid[c.src.ref]
+			v.i = m.micros[c.src.ref]
+		case srcKafkaPartition:
+			v.i = int64(rec.Partition)
+		case srcKafkaOffset:
+			v.i = rec.Offset
+		case srcKafkaTimestamp:
+			if v.null = rec.Timestamp.IsZero(); !v.null {
+				if y := rec.Timestamp.Year(); y < 1 || y > 9999 {
+					f = failRange // UnixMicro overflows far outside it
+				} else {
+					v.i = rec.Timestamp.UnixMicro()
+				}
+			}
+		case srcKafkaKey:
+			if v.null = rec.Key == nil; !v.null {
+				if !utf8.Valid(rec.Key) {
+					f = failUTF8
+				} else {
+					v.b = out.Arena.Copy(rec.Key)
+				}
+			}
+		case srcKafkaTopic:
+			v.b = out.Arena.CopyString(rec.Topic)
+		}
+		if c.kind == kDate && !v.null && c.src.kind != srcPath {
+			v.i = floorDiv(v.i, microsDay) // now(), date(), kafka.timestamp hold µs
+		}
+		if f != ok {
+			// Invalid UTF-8 cannot become null: it is corrupt input, not an
+			// uncastable value, and Delta strings must be UTF-8.
+			if f == failMissing || f == failUTF8 || p.strict || c.required {
+				return m.fail(c, f, detail, m.vals[c.node])
+			}
+			v = cell{null: true}
+		}
+		if v.null && c.required {
+			return m.fail(c, failMissing, nil, nil)
+		}
+		if c.kind == kTimestamp {
+			m.micros[i], m.valid[i] = v.i, !v.null
+		}
+		if c.dataIdx >= 0 {
+			out.Values[c.dataIdx] = c.parquetValue(v)
+		} else {
+			out.PartitionValues[c.partIdx] = m.partitionValue(c, v, out)
+		}
+	}
+	m.routingKey(out)
+	out.Size = len(out.Values)*valueSize + out.Arena.Len() - arenaStart
+	return nil
+}
+
+// resize returns s with length n, reallocating only when it is too small
+// (a Row prepared by the caller, or used with another Mapper).
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func (c *planColumn) parquetValue(v cell) parquet.Value {
+	if v.null {
+		return c.nullValue
+	}
+	var pv parquet.Value
+	switch c.kind {
+	case kString:
+		pv = parquet.ByteArrayValue(v.b)
+	case kBoolean:
+		pv = parquet.BooleanValue(v.i != 0)
+	case kInteger, kDate:
+		pv = parquet.Int32Value(int32(v.i))
+	case kLong, kTimestamp:
+		pv = parquet.Int64Value(v.i)
+	case kFloat:
+		pv = parquet.FloatValue(float32(v.f))
+	case kDouble:
+		pv = parquet.DoubleValue(v.f)
+	}
+	return pv.Level(0, c.def, c.dataIdx)
+}
+
+// partitionValue renders a partition column's value as Delta's
+// partitionValues string, in the row's arena; "" is null, as in Delta.
+func (m *Mapper) partitionValue(c *planColumn, v cell, out *Row) *string {
+	if v.null {
+		return nil
+	}
+	var b []byte
+	switch c.kind {
+	case kString:
+		b = v.b
+	case kBoolean:
+		b = strconv.AppendBool(m.num[:0], v.i != 0)
+	case kDate:
+		b = appendDate(m.num[:0], v.i)
+	default: // integer, long
+		b = strconv.AppendInt(m.num[:0], v.i, 10)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if c.kind != kString {
+		m.num = b[:0]
+		b = out.Arena.Copy(b)
+	}
+	s := &out.pvals[c.partIdx]
+	*s = unsafe.String(unsafe.SliceData(b), len(b))
+	return s
+}
+
+// routingKey writes delta.PartitionDir of the row's partition values into
+// out.Key without allocating unless a value needs escaping.
+func (m *Mapper) routingKey(out *Row) {
+	k := out.Key[:0]
+	for i, name := range m.p.partKeys {
+		if i > 0 {
+			k = append(k, '/')
+		}
+		k = append(k, name...)
+		if v := out.PartitionValues[i]; v == nil {
+			k = append(k, delta.NullPartitionDir...)
+		} else {
+			k = append(k, delta.EscapePartitionName(*v)...) // returns *v itself when nothing needs escaping
+		}
+	}
+	out.Key = k
+}
+
+// resolve parses the record and finds the value of every path node.
+func (m *Mapper) resolve(value []byte) error {
+	p := m.p
+	clear(m.vals)
+	clear(m.objs)
+	if len(p.nodes[0].children) == 0 {
+		return nil // only non-JSON sources: the value need not be JSON
+	}
+	root, err := m.parsers[0].ParseBytes(value)
+	if err != nil {
+		return &MapError{Reason: parseFailure(value, "not JSON")}
+	}
+	if root.Type() != fastjson.TypeObject {
+		return &MapError{Reason: "not a JSON object"}
+	}
+	m.objs[0], _ = root.Object()
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if len(n.children) == 0 {
+			continue
+		}
+		if i > 0 {
+			if err := m.container(i); err != nil {
+				if p.strict {
+					return err
+				}
+				m.objs[i] = nil // permissive: everything below is null
+			}
+		}
+		if m.objs[i] != nil {
+			m.visitAt, m.missing = i, len(n.children)
+			m.objs[i].Visit(m.visitFn)
+		}
+	}
+	return nil
+}
+
+// visit records the values of the children of container m.visitAt. Walking
+// the object's members ourselves makes duplicate keys explicit: the first
+// occurrence wins (fastjson's Get also returns the first, but only compares
+// unescaped keys in its slow path).
+func (m *Mapper) visit(k []byte, v *fastjson.Value) {
+	if m.missing == 0 {
+		return // the rest are members no column uses, or duplicates
+	}
+	for _, c := range m.p.nodes[m.visitAt].children {
+		if m.vals[c] == nil && string(k) == m.p.nodes[c].key {
+			m.vals[c] = v
+			m.missing--
+			return
+		}
+	}
+}
+
+// container finds the object of container node i: an object, or a string
+// holding one (decoded with the node's own parser, so earlier values stay
+// valid). Missing or null leaves it nil: everything below is null.
+func (m *Mapper) container(i int) *MapError {
+	v := m.vals[i]
+	if v == nil {
+		return nil
+	}
+	path := m.p.nodes[i].path
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return nil
+	case fastjson.TypeObject:
+		m.objs[i], _ = v.Object()
+		return nil
+	case fastjson.TypeString:
+		s, _ := v.StringBytes()
+		inner, err := m.parsers[i].ParseBytes(s)
+		if err != nil {
+			return &MapError{Reason: path + ": " + parseFailure(s, "not JSON"), Path: path}
+		}
+		if inner.Type() != fastjson.TypeObject {
+			return &MapError{Reason: path + ": not a JSON object", Path: path}
+		}
+		m.objs[i], _ = inner.Object()
+		return nil
+	}
+	return &MapError{Reason: path + ": not a JSON string", Path: path}
+}
+
+// parseFailure classifies a fastjson parse error. fastjson bounds its
+// recursion itself (fastjson.MaxDepth levels, checked while parsing, so the
+// stack cannot blow); a failed document nested that deep is reported as
+// such rather than as "not JSON". Scanning only after a failure keeps the
+// common path free of a second pass.
+func parseFailure(b []byte, reason string) string {
+	depth := 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth >= fastjson.MaxDepth-1 {
+				return "nesting too deep"
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return reason
+}
+
+// fromJSON converts the JSON value v (nil: absent) for column c into out
+// (zero on entry). detail is the offending text for error messages.
+func (m *Mapper) fromJSON(c *planColumn, v *fastjson.Value, a *Arena, out *cell) (failure, []byte) {
+	if v == nil {
+		out.null = true
+		return ok, nil
+	}
+	t := v.Type()
+	if t == fastjson.TypeNull {
+		out.null = true
+		return ok, nil
+	}
+	switch c.kind {
+	case kString:
+		if t != fastjson.TypeString {
+			return failType, nil
+		}
+		s, _ := v.StringBytes()
+		if !utf8.Valid(s) {
+			return failUTF8, nil
+		}
+		out.b = a.Copy(s)
+		return ok, nil
+	case kBoolean:
+		switch t {
+		case fastjson.TypeTrue:
+			out.i = 1
+			return ok, nil
+		case fastjson.TypeFalse:
+			return ok, nil
+		}
+	case kInteger, kLong:
+		if t == fastjson.TypeNumber {
+			m.num = v.MarshalTo(m.num[:0])
+			n, f := parseInteger(m.num, c.kind == kInteger)
+			out.i = n
+			return f, m.num
+		}
+	case kFloat, kDouble:
+		if t == fastjson.TypeNumber {
+			m.num = v.MarshalTo(m.num[:0])
+			x, err := fastfloat.Parse(unsafe.String(unsafe.SliceData(m.num), len(m.num)))
+			switch {
+			case err != nil:
+				return failCast, m.num
+			case math.IsNaN(x) || math.IsInf(x, 0):
+				return failNotFinite, m.num
+			case c.kind == kFloat && math.IsInf(float64(float32(x)), 0):
+				return failOverflow, m.num
+			}
+			out.f = x
+			return ok, nil
+		}
+	case kTimestamp, kDate:
+		if t == fastjson.TypeString {
+			s, _ := v.StringBytes()
+			us, good := parseTimestamp(s)
+			if !good {
+				return failTimestamp, s
+			}
+			if !inRange(us) {
+				return failRange, s
+			}
+			if c.kind == kDate {
+				us = floorDiv(us, microsDay)
+			}
+			out.i = us
+			return ok, nil
+		}
+	}
+	if t == fastjson.TypeString { // a string where a number or boolean belongs
+		s, _ := v.StringBytes()
+		return failCast, s
+	}
+	return failType, nil
+}
+
+// parseInteger parses a JSON number for an integer (32-bit) or long column.
+// Integral values written with a fraction or exponent (248.0, 2.48e2) are
+// accepted; 248.5 is a cast failure (Spark's from_json yields null for it).
+func parseInteger(b []byte, int32Only bool) (int64, failure) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	if i == len(b) {
+		return 0, failCast
+	}
+	var u uint64
+	for ; i < len(b); i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			return parseIntegerFloat(b, int32Only)
+		}
+		if u > (math.MaxUint64-uint64(d))/10 {
+			return 0, failOverflow
+		}
+		u = u*10 + uint64(d)
+	}
+	var n int64
+	switch {
+	case neg && u <= 1<<63:
+		n = int64(-u) // -(1<<63) wraps to itself, as wanted
+	case !neg && u <= math.MaxInt64:
+		n = int64(u)
+	default:
+		return 0, failOverflow
+	}
+	if int32Only && (n < math.MinInt32 || n > math.MaxInt32) {
+		return 0, failOverflow
+	}
+	return n, ok
+}
+
+func parseIntegerFloat(b []byte, int32Only bool) (int64, failure) {
+	x, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), 64)
+	switch {
+	case err != nil && math.IsInf(x, 0): // out of float64 range
+		return 0, failOverflow
+	case err != nil:
+		return 0, failCast
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		return 0, failNotFinite
+	case x != math.Trunc(x):
+		return 0, failCast
+	}
+	lo, hi := float64(math.MinInt64), float64(math.MaxInt64) // hi rounds up to 2^63
+	if int32Only {
+		lo, hi = math.MinInt32, math.MaxInt32+1
+	}
+	if x < lo || x >= hi {
+		return 0, failOverflow
+	}
+	return int64(x), ok
+}
+
+var typeNames = [...]string{
+	fastjson.TypeNull: "null", fastjson.TypeObject: "object", fastjson.TypeArray: "array",
+	fastjson.TypeString: "string", fastjson.TypeNumber: "number",
+	fastjson.TypeTrue: "boolean", fastjson.TypeFalse: "boolean",
+}
+
+// fail builds the MapError for a rejected column value.
+func (m *Mapper) fail(c *planColumn, f failure, detail []byte, v *fastjson.Value) *MapError {
+	e := &MapError{Column: c.Name, Path: sourceOrName(c.Column)}
+	name := c.Name + ": "
+	switch f {
+	case failMissing:
+		e.Reason = "missing required field " + c.Name
+	case failType:
+		got := "value"
+		if v != nil && int(v.Type()) < len(typeNames) {
+			got = typeNames[v.Type()]
+		}
+		want := "number"
+		switch c.typ {
+		case delta.String, delta.Timestamp, delta.Date:
+			want = "string"
+		case delta.Boolean:
+			want = "boolean"
+		}
+		e.Reason = name + "expected " + want + ", got " + got
+	case failCast:
+		e.Reason = name + "cannot cast " + quote(detail) + " to " + c.typ.String()
+	case failOverflow:
+		e.Reason = name + c.typ.String() + " overflow"
+	case failNotFinite:
+		e.Reason = name + "not a finite number"
+	case failUTF8:
+		e.Reason = name + "invalid UTF-8"
+	case failTimestamp:
+		e.Reason = name + "unparsable timestamp " + quote(detail)
+	case failRange:
+		e.Reason = name + "timestamp out of range (years 0001-9999)"
+	}
+	return e
+}
+
+// quote quotes an offending value for a reason, cut to 40 bytes.
+func quote(b []byte) string {
+	const limit = 40
+	if len(b) > limit {
+		return strconv.Quote(string(b[:limit])) + "…"
+	}
+	return strconv.Quote(string(b))
+}
