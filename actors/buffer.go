@@ -52,15 +52,16 @@ type buffer struct {
 	cancel context.CancelFunc
 }
 
-func newBuffer(cfg *bufferConfig, gen uint64, id, key string, values map[string]*string) actor.Producer {
+func newBuffer(cfg *bufferConfig, gen uint64, key string, values map[string]*string) actor.Producer {
 	return func() actor.Actor {
-		return &buffer{cfg: cfg, gen: gen, id: id, key: key, values: values}
+		return &buffer{cfg: cfg, gen: gen, key: key, values: values}
 	}
 }
 
 func (b *buffer) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
+		b.id = c.Self().Id // the committer tracks flushes by PID id
 		b.ctx, b.cancel = context.WithCancel(context.Background())
 	case *messages.RowBatch:
 		b.handleRows(m)

@@ -256,7 +256,7 @@ func (c *committer) startRound(ctx actor.Context, reason string) {
 	for _, pid := range pids {
 		ctx.Send(pid, &messages.Seal{Gen: c.gen, Epoch: e, Retire: retire})
 	}
-	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(pids))
+	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(pids), "buffers", len(c.cfg.pipeline.reg.bufferList()))
 	gen, self := c.gen, ctx.Self()
 	time.AfterFunc(c.cfg.roundTimeout, func() { ctx.ActorSystem().Root.Send(self, &roundExpired{gen: gen, epoch: e}) })
 }

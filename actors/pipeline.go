@@ -72,7 +72,7 @@ func (p *pipeline) Receive(c actor.Context) {
 		if pid == nil {
 			p.nextID++
 			id := fmt.Sprintf("buffer-%d", p.nextID)
-			props := actor.PropsFromProducer(newBuffer(p.cfg.buffer, p.gen, id, m.key, m.values))
+			props := actor.PropsFromProducer(newBuffer(p.cfg.buffer, p.gen, m.key, m.values))
 			var err error
 			if pid, err = c.SpawnNamed(props, id); err != nil {
 				panic(fmt.Errorf("spawn buffer %s: %w", m.key, err))

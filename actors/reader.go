@@ -134,6 +134,7 @@ func (r *reader) handleSeal(c actor.Context, m *messages.Seal) {
 	for _, k := range m.Retire {
 		delete(r.routes, k)
 	}
+	r.cfg.logger.Debug("sealed", "partition", r.partition, "epoch", m.Epoch, "last", r.lastOffset, "records", r.records)
 	c.Send(r.cfg.committer, &messages.Sealed{Gen: r.gen, Epoch: m.Epoch, Topic: r.cfg.topic, Partition: r.partition,
 		LastOffset: r.lastOffset, Records: r.records, DeadLetters: r.dead})
 	r.cfg.metrics.DeadLetters.Add(float64(len(r.dead)))
