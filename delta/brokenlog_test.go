@@ -316,3 +316,32 @@ func TestTimeTravelMatchesDeltaRS(t *testing.T) {
 		prev = len(ours)
 	}
 }
+
+// TestTruncatedCheckpointOlderOne: a corrupt newest checkpoint falls back to
+// the previous checkpoint, not all the way to version 0.
+func TestTruncatedCheckpointOlderOne(t *testing.T) {
+	dir := t.TempDir()
+	tbl, s := newTestTable(t, localStore(t, dir))
+	for i := range 23 {
+		appendCommit(t, tbl, s, fmt.Sprintf("part=a/f%d.parquet", i), &Txn{AppID: "app", Version: int64(i)})
+		if s.CheckpointDue() {
+			if err := tbl.Checkpoint(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := mustView(t, dir)
+	if err := os.Truncate(logPath(dir, "00000000000000000020.checkpoint.parquet"), 100); err != nil {
+		t.Fatal(err)
+	}
+	for v := range 5 { // commits the fallback must not need
+		os.Remove(logPath(dir, fmt.Sprintf("%020d.json", v)))
+	}
+	got, err := openDir(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CheckpointVersion() != 10 || snapshotView(t, got) != want {
+		t.Fatalf("checkpoint %d:\n%s\nwant:\n%s", got.CheckpointVersion(), snapshotView(t, got), want)
+	}
+}
