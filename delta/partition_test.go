@@ -7,7 +7,21 @@ import (
 	"testing"
 )
 
-const goldenDir = "../../shared/testdata/delta-golden"
+// goldenDir holds the reference tables: shared/ sits beside the repository
+// (../../shared from here in a checkout, further up from a git worktree), so
+// look for it in each parent directory.
+var goldenDir = func() string {
+	const rel = "shared/testdata/delta-golden"
+	for up := "../.."; ; up = filepath.Join(up, "..") {
+		dir := filepath.Join(up, rel)
+		if _, err := os.Stat(dir); err == nil {
+			return dir
+		}
+		if abs, _ := filepath.Abs(up); abs == filepath.Dir(abs) {
+			return filepath.Join("../..", rel) // not found: tests say where they looked
+		}
+	}
+}()
 
 func TestPartitionPathVectors(t *testing.T) {
 	for _, tc := range []struct {

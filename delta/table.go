@@ -137,6 +137,14 @@ func (t *Table) snapshot(ctx context.Context, target int64) (*Snapshot, error) {
 		s, err := t.load(ctx, l, target, cp, cpKeys)
 		if isCorrupt(err) && cp >= 0 && errors.Is(err, errCheckpoint) {
 			skip[cp], corrupt = true, err
+			// A listing that started at the hinted checkpoint holds no
+			// older checkpoints or commits to fall back to: list it all.
+			if startAfter != "" {
+				startAfter = ""
+				if l, err = t.listLog(ctx, ""); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		return s, err
