@@ -27,6 +27,9 @@ type bufferConfig struct {
 	backoff          Backoff
 	maxRetry         time.Duration // how long an upload is retried before the epoch fails
 	logger           *slog.Logger
+	// beforeRows, if set, runs before a batch is written: tests inject
+	// panics here.
+	beforeRows func(key string)
 }
 
 // epochFile is the Parquet file a buffer is writing for one epoch. It is
@@ -82,6 +85,9 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 	defer m.Release()
 	if m.Gen != b.gen {
 		return
+	}
+	if b.cfg.beforeRows != nil {
+		b.cfg.beforeRows(b.key)
 	}
 	f := b.file(m.Epoch)
 	if _, err := f.w.WriteRows(m.Rows); err != nil {

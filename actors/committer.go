@@ -151,7 +151,6 @@ func (c *committer) start(ctx actor.Context) {
 	c.gen++
 	c.cfg.pipeline.committer = ctx.Self()
 	c.cfg.pipeline.reg.reset(c.gen)
-	c.cfg.fetch.reset(c.gen, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 	c.spawnPipeline(ctx)
 	c.ticker = time.NewTicker(c.cfg.flushInterval)
 	system, self, ticks, done := ctx.ActorSystem(), ctx.Self(), c.ticker.C, c.ctx.Done()
@@ -185,7 +184,10 @@ func (c *committer) storageRetrying(what string) func(int, error) {
 
 func (c *committer) partitions() []int32 { return slices.Sorted(maps.Keys(c.assigned)) }
 
-// spawnPipeline builds this generation's pipeline and readers.
+// spawnPipeline builds this generation's pipeline and readers, then
+// points the fetch loop at them, re-reading from the committed offsets.
+// Until then the loop drops what it polls (its generation has no readers)
+// and the seek brings those records back.
 func (c *committer) spawnPipeline(ctx actor.Context) {
 	pid, err := ctx.SpawnNamed(newPipelineProps(c.cfg.pipeline, c.gen), fmt.Sprintf("pipeline-%d", c.gen))
 	if err != nil {
@@ -195,6 +197,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if len(c.assigned) > 0 {
 		c.spawnReaders(ctx, c.partitions())
 	}
+	c.cfg.fetch.reset(c.gen, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 	if len(c.queued) > 0 && c.cur == nil {
 		c.startRound(ctx, "request")
 	}
@@ -421,7 +424,6 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	}
 	c.gen++
 	c.cfg.pipeline.reg.reset(c.gen)
-	c.cfg.fetch.reset(c.gen, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 	delay := time.Duration(0)
 	if failure {
 		if time.Since(c.lastFail) > time.Minute {

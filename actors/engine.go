@@ -42,6 +42,8 @@ type Config struct {
 	// MaxRetry is how long storage and DLQ operations are retried before
 	// the epoch is given up (and re-read); default 10m.
 	MaxRetry time.Duration
+
+	beforeRows func(key string) // test hook, see bufferConfig
 }
 
 func (c *Config) setDefaults() {
@@ -169,7 +171,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	bcfg := &bufferConfig{
 		store: store, dataSchema: e.deps.Mapper.DataSchema(), partitionColumns: partitionColumns,
 		writer: e.cfg.Writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.Backoff,
-		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger,
+		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,
 		metrics: e.deps.Metrics, logger: e.deps.Logger}

@@ -2,13 +2,19 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,7 +25,6 @@ import (
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
-	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -29,6 +34,7 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown"),
 		goleak.IgnoreTopFunction("github.com/lithammer/shortuuid/v4.init"),
 		goleak.IgnoreTopFunction("time.Sleep"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.(*deadLetterProcess).SendUserMessage"),
 	)
 }
@@ -84,7 +90,7 @@ func newHarness(t *testing.T, store storage.Store) *harness {
 
 func testLogger(t *testing.T) *slog.Logger {
 	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
 }
@@ -172,6 +178,24 @@ func (r *running) stop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := r.engine.Stop(ctx); err != nil {
+		for _, id := range []string{"committer", "committer/pipeline-1", "committer/pipeline-2", "committer/pipeline-3"} {
+			_, ok := r.engine.system.ProcessRegistry.GetLocal(id)
+			t.Logf("%s alive: %v", id, ok)
+		}
+		for g := 1; g <= 3; g++ {
+			for i := 1; i < 12; i++ {
+				id := fmt.Sprintf("committer/pipeline-%d/buffer-%d", g, i)
+				if _, ok := r.engine.system.ProcessRegistry.GetLocal(id); ok {
+					t.Logf("%s alive", id)
+				}
+			}
+			for p := 0; p < 3; p++ {
+				id := fmt.Sprintf("committer/pipeline-%d/reader-sensor-events-%d", g, p)
+				if _, ok := r.engine.system.ProcessRegistry.GetLocal(id); ok {
+					t.Logf("%s alive", id)
+				}
+			}
+		}
 		t.Fatalf("stop: %v", err)
 	}
 	r.engine.system.Shutdown()
@@ -258,6 +282,224 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-var _ = sync.Mutex{}
-var _ = fmt.Sprint
-var _ = messages.Seal{}
+// kill tears the engine down the way a crash would: no final epoch, no
+// clean consumer shutdown handshake with the committer.
+func (r *running) kill() {
+	e := r.engine
+	e.cancel()
+	<-e.loopDone
+	e.stopping.Store(true)
+	r.cons.Close()
+	e.system.Root.Stop(e.committer)
+	e.system.Shutdown()
+}
+
+// TestPanicInBufferMidEpoch: a buffer panics while rows of an epoch are in
+// flight; the generation is dropped and re-read, and every record lands
+// exactly once.
+func TestPanicInBufferMidEpoch(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(30_000, 0, 2)
+	var once sync.Once
+	var panicked atomic.Bool
+	r := h.start(Config{beforeRows: func(key string) {
+		once.Do(func() {
+			panicked.Store(true)
+			panic("injected fault in buffer " + key)
+		})
+	}}, nil)
+	h.waitCommitted(r, 60*time.Second)
+	r.stop(t)
+	if !panicked.Load() {
+		t.Fatal("the fault was never injected")
+	}
+	h.checkExactlyOnce()
+}
+
+// TestStorageErrors: uploads and commits fail for a while (retried inside
+// the actors), and once for longer than the retry budget (the epoch is
+// dropped and re-read); nothing is lost or duplicated.
+func TestStorageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule storage.Rule
+	}{
+		{"upload-retried", storage.Rule{Op: storage.OpPutStream, Times: 3}},
+		{"commit-retried", storage.Rule{Op: storage.OpPutIfAbsent, Prefix: delta.LogDir, Times: 3}},
+		{"upload-exhausted", storage.Rule{Op: storage.OpPutStream, Times: 40}},
+		{"commit-exhausted", storage.Rule{Op: storage.OpPutIfAbsent, Prefix: delta.LogDir, Times: 40}},
+		{"commit-lost-response", storage.Rule{Op: storage.OpPutIfAbsent, Prefix: delta.LogDir, Times: 2, After: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			faulty := storage.NewFaulty(h.store)
+			h.produce(20_000, 0, 3)
+			faulty.Fail(tc.rule)
+			r := h.start(Config{MaxRetry: 300 * time.Millisecond}, faulty)
+			h.waitCommitted(r, 60*time.Second)
+			r.stop(t)
+			h.checkExactlyOnce()
+		})
+	}
+}
+
+// TestCrashBetweenUploadAndCommit: the process dies after its data files
+// are uploaded but before the commit lands; a new process resumes from the
+// log and commits every record exactly once.
+func TestCrashBetweenUploadAndCommit(t *testing.T) {
+	h := newHarness(t, nil)
+	faulty := storage.NewFaulty(h.store)
+	h.produce(10_000, 0, 4)
+	r := h.start(Config{FlushInterval: time.Hour}, faulty) // epochs only on request
+	waitFor(t, func() bool { return r.engine.Position()[0] > 0 && r.engine.budget.Bytes() > 0 })
+	// Block every commit: the epoch's files upload, its commit never lands.
+	blocked := make(chan struct{})
+	var blockOnce sync.Once
+	faulty.Before(func(op storage.Op, key string) error {
+		if op == storage.OpPutIfAbsent && strings.HasPrefix(key, delta.LogDir) {
+			blockOnce.Do(func() { close(blocked) })
+			return errors.New("crashed")
+		}
+		return nil
+	})
+	go r.engine.Flush(context.Background()) //nolint:errcheck // the process "dies" before it answers
+	<-blocked
+	r.kill()
+	s, _ := h.table.Snapshot(t.Context())
+	if s.Version() != 0 {
+		t.Fatalf("a commit landed before the crash (version %d)", s.Version())
+	}
+	faulty.Before(nil)
+	r2 := h.start(Config{}, nil)
+	h.waitCommitted(r2, 60*time.Second)
+	r2.stop(t)
+	h.checkExactlyOnce()
+	// The crashed epoch's files are orphans: uploaded, never committed.
+	objs, _ := h.store.List(t.Context(), "device_type=", "")
+	s, _ = h.table.Snapshot(t.Context())
+	if len(objs) <= s.NumFiles() {
+		t.Errorf("expected orphan files from the crashed epoch: %d objects, %d live files", len(objs), s.NumFiles())
+	}
+}
+
+// TestRestartResumesFromLog: a second run continues where the log says,
+// whatever the KV mirror holds.
+func TestRestartResumesFromLog(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(5_000, 0, 5)
+	r := h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	// Corrupt the hint: one partition missing, one behind, one ahead.
+	ctx := t.Context()
+	h.bridge.DeleteOffset(ctx, topic, 0)
+	h.bridge.PutOffset(ctx, topic, 1, bridge.OffsetRecord{Offset: 1, Version: 1})
+	h.bridge.PutOffset(ctx, topic, 2, bridge.OffsetRecord{Offset: 1 << 40, Version: 99})
+	h.produce(5_000, 0, 6)
+	r = h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+}
+
+// TestDeadLetters: malformed records go to the DLQ stream with their
+// reasons, not to the table: rows + DLQ messages = records produced.
+func TestDeadLetters(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(10_000, 0.1, 7)
+	r := h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+	bad := 0
+	for _, ev := range h.events {
+		if ev.Bad {
+			bad++
+		}
+	}
+	nc, err := nats.Connect(h.bridge.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	stream, err := js.Stream(ctx(t), bridge.DefaultDLQStream("sensor_events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := stream.Info(ctx(t))
+	if bad == 0 || int(info.State.Msgs) != bad {
+		t.Fatalf("DLQ holds %d records, %d bad ones were produced", info.State.Msgs, bad)
+	}
+	msg, err := stream.GetMsg(ctx(t), 1)
+	if err != nil || msg.Header.Get("Deltaflow-Error") == "" || msg.Header.Get("Deltaflow-Offset") == "" {
+		t.Fatalf("DLQ message without reason or offset: %v %v", err, msg)
+	}
+	if rows := len(h.tableRows()); rows+int(info.State.Msgs) != h.records {
+		t.Fatalf("%d rows + %d dead letters != %d records", rows, info.State.Msgs, h.records)
+	}
+}
+
+// TestEventsAndOffsets: a subscriber on deltaflow.> sees commit, flush,
+// checkpoint and actor-restart events; the KV bucket shows each
+// partition's committed offset.
+func TestEventsAndOffsets(t *testing.T) {
+	h := newHarness(t, nil)
+	nc, err := nats.Connect(h.bridge.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	kinds := map[string]int{}
+	sub, err := nc.Subscribe("deltaflow.>", func(m *nats.Msg) {
+		mu.Lock()
+		kinds[m.Subject]++
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	var once sync.Once
+	r := h.start(Config{FlushInterval: 50 * time.Millisecond, beforeRows: func(string) {
+		once.Do(func() { panic("injected") })
+	}}, nil)
+	for i := range 12 { // at least ten commits, so a checkpoint is written
+		h.produce(200, 0, int64(100+i))
+		h.waitCommitted(r, 30*time.Second)
+	}
+	r.stop(t)
+	h.checkExactlyOnce()
+	for _, kind := range []string{"commit", "flush", "checkpoint", "actor"} {
+		subject := "deltaflow.sensor_events.events." + kind
+		waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return kinds[subject] > 0 })
+	}
+	s, _ := h.table.Snapshot(t.Context())
+	waitFor(t, func() bool {
+		kv, err := h.bridge.Offsets(t.Context(), topic)
+		if err != nil || len(kv) != 3 {
+			return false
+		}
+		for p, rec := range kv {
+			if v, _ := s.TxnVersion(TxnAppID("deltaflow", topic, p)); rec.Offset != v {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

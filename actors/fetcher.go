@@ -99,8 +99,15 @@ func (f *fetcher) applyReset() {
 	f.publishPositions()
 }
 
-// run polls until ctx ends.
+// run polls until ctx ends. It starts once the committer has loaded the
+// table and set the first generation: records polled before that would
+// have no reader to go to.
 func (f *fetcher) run(ctx context.Context) error {
+	select {
+	case <-f.wake:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	paused := false
 	for ctx.Err() == nil {
 		f.applyReset()
@@ -138,30 +145,40 @@ func (f *fetcher) run(ctx context.Context) error {
 // dispatch hands batches to readers and waits until they are routed, the
 // pipeline is rebuilt, or ctx ends.
 func (f *fetcher) dispatch(ctx context.Context, batches []kafka.Batch) {
-	var wg sync.WaitGroup
+	// Readers answer on a channel with room for every answer, so a reader
+	// of a dead generation that never answers leaks nothing.
+	done := make(chan struct{}, len(batches))
+	sent := 0
 	for _, b := range batches {
 		if len(b.Records) == 0 {
 			continue
 		}
 		pid := f.reg.reader(f.gen, b.Partition)
 		if pid == nil {
-			continue // revoked, or the pipeline is being rebuilt: re-read after the seek
+			// The pipeline is being rebuilt (its reset seeks back to the
+			// committed offsets) or the partition was revoked. Either way
+			// these records must not be skipped: rewind to them.
+			f.cons.Seek(map[int32]int64{b.Partition: b.Records[0].Offset})
+			continue
 		}
-		wg.Add(1)
-		f.system.Root.Send(pid, &messages.Fetch{Gen: f.gen, Partition: b.Partition, Records: b.Records, Done: wg.Done})
+		sent++
+		f.system.Root.Send(pid, &messages.Fetch{Gen: f.gen, Partition: b.Partition, Records: b.Records,
+			Done: func() { done <- struct{}{} }})
 		last := b.Records[len(b.Records)-1].Offset
 		f.positions[b.Partition] = last + 1
 		f.metrics.Lag.WithLabelValues(partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-f.wake:
-		// A rebuild: the old readers may never answer. Re-signal so the
-		// loop applies the reset first thing.
-		f.rearm()
-	case <-ctx.Done():
+	for ; sent > 0; sent-- {
+		select {
+		case <-done:
+		case <-f.wake:
+			// A rebuild: the old readers may never answer. Re-arm the
+			// signal so the loop applies the reset first thing.
+			f.rearm()
+			sent = 1
+		case <-ctx.Done():
+			sent = 1
+		}
 	}
 	f.publishPositions()
 }

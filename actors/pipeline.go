@@ -45,18 +45,37 @@ type pipeline struct {
 	cfg    *pipelineConfig
 	gen    uint64
 	nextID int
+	// dead is set once a child failed or the pipeline is stopping: it
+	// spawns nothing more, so that stopping it stops everything it made.
+	dead bool
 }
 
 func newPipelineProps(cfg *pipelineConfig, gen uint64) *actor.Props {
-	strategy := &stopAllStrategy{report: func(system *actor.ActorSystem, child *actor.PID, reason any) {
-		system.Root.Send(cfg.committer, &messages.PipelineFailed{Gen: gen, Actor: child.Id, Reason: fmt.Sprint(reason)})
-	}}
-	return actor.PropsFromProducer(func() actor.Actor { return &pipeline{cfg: cfg, gen: gen} },
-		actor.WithSupervisor(strategy))
+	return actor.PropsFromProducer(func() actor.Actor { return &pipeline{cfg: cfg, gen: gen} })
+}
+
+// HandleFailure makes the pipeline its children's supervisor (protoactor
+// prefers an actor that implements SupervisorStrategy): every child is
+// stopped, since their epochs are void, and the failure reported once.
+func (p *pipeline) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	system.Logger().Error("pipeline actor failed; stopping the generation", slog.String("actor", child.Id), slog.Any("reason", reason))
+	sup.StopChildren(sup.Children()...)
+	if !p.dead {
+		p.dead = true
+		system.Root.Send(p.cfg.committer, &messages.PipelineFailed{Gen: p.gen, Actor: child.Id, Reason: fmt.Sprint(reason)})
+	}
 }
 
 func (p *pipeline) Receive(c actor.Context) {
+	if p.dead {
+		if _, ok := c.Message().(*getBuffer); ok {
+			c.Respond(nil) // the asking reader is about to be stopped too
+		}
+		return
+	}
 	switch m := c.Message().(type) {
+	case *actor.Stopping:
+		p.dead = true
 	case *spawnReaders:
 		for _, part := range m.partitions {
 			props := actor.PropsFromProducer(newReader(p.cfg, p.gen, part, m.epoch, c.Self()))
@@ -85,18 +104,6 @@ func (p *pipeline) Receive(c actor.Context) {
 			c.Stop(pid)
 		}
 	}
-}
-
-// stopAllStrategy handles a failed child of the pipeline: every child is
-// stopped (their epochs are void) and the failure reported once.
-type stopAllStrategy struct {
-	report func(system *actor.ActorSystem, child *actor.PID, reason any)
-}
-
-func (s *stopAllStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
-	system.Logger().Error("pipeline actor failed; stopping the generation", slog.String("actor", child.Id), slog.Any("reason", reason))
-	sup.StopChildren(sup.Children()...)
-	s.report(system, child, reason)
 }
 
 // restartStrategy restarts a failed top-level actor after a capped

@@ -118,11 +118,14 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 // newRoute asks the pipeline for the buffer of the current row's partition.
 func (r *reader) newRoute(c actor.Context) *route {
 	key := string(r.row.Key)
-	res, err := c.RequestFuture(r.pipeline, &getBuffer{key: key, values: r.mapper.PartitionMap(&r.row)}, 30*time.Second).Result()
-	if err != nil {
-		panic(fmt.Errorf("reader %d: get buffer %s: %w", r.partition, key, err))
+	// Short: the pipeline answers at once unless it is being stopped, and a
+	// reader stuck here would hold up its generation's shutdown.
+	res, err := c.RequestFuture(r.pipeline, &getBuffer{key: key, values: r.mapper.PartitionMap(&r.row)}, 5*time.Second).Result()
+	pid, _ := res.(*actor.PID)
+	if err != nil || pid == nil {
+		panic(fmt.Errorf("reader %d: no buffer for %s (pipeline stopping): %v", r.partition, key, err))
 	}
-	rt := &route{key: key, pid: res.(*actor.PID)}
+	rt := &route{key: key, pid: pid}
 	r.routes[key] = rt
 	return rt
 }
