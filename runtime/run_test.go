@@ -185,8 +185,10 @@ func highWatermarks(t *testing.T, brokers []string) map[int32]int64 {
 
 type nopHandler struct{}
 
-func (nopHandler) Assigned(context.Context, string, []int32) (map[int32]int64, error) { return nil, nil }
-func (nopHandler) Revoked(context.Context, string, []int32)                          {}
+func (nopHandler) Assigned(context.Context, string, []int32) (map[int32]int64, error) {
+	return nil, nil
+}
+func (nopHandler) Revoked(context.Context, string, []int32) {}
 
 func TestHTTPEndpoints(t *testing.T) {
 	cluster := newCluster(t)
