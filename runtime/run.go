@@ -26,10 +26,10 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// StopTimeout bounds the final commit on shutdown. With the second Run
-// allows for closing the consumer and the actors, a SIGTERM ends the
-// process within 10 s (docker stop's default grace period); whatever is not
-// committed by then is re-read from Kafka on the next start.
+// StopTimeout bounds the final commit on shutdown. With one more second for
+// closing the consumer and the actors, a SIGTERM ends the process within
+// 10 s (docker stop's default grace period); whatever is not committed by
+// then is re-read from Kafka on the next start.
 const StopTimeout = 8 * time.Second
 
 // untilLatestPoll is how often RunOptions.UntilLatest checks progress.
