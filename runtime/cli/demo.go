@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+const demoUsage = "[--data DIR] [--rate N] [--duration D]"
+
+// demoTopic and demoPartitions are the in-process Kafka topic.
+const (
+	demoTopic      = "sensor-events"
+	demoPartitions = 3
+)
+
+// demoDrainTimeout bounds the wait for the last records to be committed.
+const demoDrainTimeout = 60 * time.Second
+
+func demoCommand() *Command {
+	return &Command{
+		Name:    "demo",
+		Usage:   demoUsage,
+		Summary: "run Kafka, NATS, the simulator and deltaflow in one process",
+		Run:     runDemo,
+	}
+}
+
+func runDemo(ctx context.Context, out IO, args []string) error {
+	fs := newFlagSet("demo", demoUsage, out.Stderr)
+	data := fs.String("data", "./data", "`directory` for the table (DIR/sensor_events) and the NATS store (DIR/nats)")
+	rate := fs.Float64("rate", 1000, "simulated events per second")
+	duration := fs.Duration("duration", 30*time.Second, "how long to produce; 0: until Ctrl-C")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *rate <= 0 || *duration < 0 {
+		return usagef("--rate must be > 0 and --duration >= 0")
+	}
+	tablePath := filepath.Join(*data, "sensor_events")
+	if _, err := os.Stat(filepath.Join(tablePath, "_delta_log")); err == nil {
+		// Never write demo rows into a table that may be real (./data is
+		// also run's default), and keep the final counts about this run.
+		return fmt.Errorf("%s already holds a table; delete it or pick another --data directory", tablePath)
+	}
+
+	cluster, err := kfake.NewCluster(kfake.Ports(9092), kfake.SeedTopics(demoPartitions, demoTopic))
+	if err != nil {
+		if cluster, err = kfake.NewCluster(kfake.SeedTopics(demoPartitions, demoTopic)); err != nil {
+			return fmt.Errorf("start in-process kafka: %w", err)
+		}
+		fmt.Fprintf(out.Stdout, "port 9092 is taken; in-process Kafka listens on %s instead\n", cluster.ListenAddrs()[0])
+	}
+	defer cluster.Close()
+	natsAddr := preferAddr(out.Stdout, "NATS", "127.0.0.1:4222")
+	httpAddr := preferAddr(out.Stdout, "HTTP", "127.0.0.1:8080")
+
+	cfg := runtime.DefaultConfig()
+	cfg.Table.URI = tablePath
+	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	cfg.Kafka.Topic = demoTopic
+	cfg.Kafka.Group = "deltaflow-demo"
+	cfg.NATS.Listen = natsAddr
+	cfg.NATS.StoreDir = filepath.Join(*data, "nats")
+	cfg.Flush.Interval = 2 * time.Second
+	cfg.HTTP.Listen = httpAddr
+	cfg.Log.Level = "warn"
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Stdout, "kafka   %s, topic %s (%d partitions), %g events/s\n", cfg.Kafka.Brokers[0], demoTopic, demoPartitions, *rate)
+	fmt.Fprintf(out.Stdout, "nats    nats://%s  (try: nats --server nats://%s sub 'deltaflow.>')\n", natsAddr, natsAddr)
+	fmt.Fprintf(out.Stdout, "http    http://%s/metrics\n", httpAddr)
+	fmt.Fprintf(out.Stdout, "table   %s  (try: deltaflow inspect snapshot --table %s)\n", tablePath, tablePath)
+
+	// The daemon gets its own context: Ctrl-C stops producing first, then
+	// the demo lets it commit the rest before stopping it.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	runErr := make(chan error, 1)
+	go func() { runErr <- runtime.Run(runCtx, &cfg, runtime.RunOptions{LogOutput: out.Stderr}) }()
+
+	prodCtx, stopProd := context.WithCancel(ctx)
+	defer stopProd()
+	if *duration > 0 {
+		prodCtx, stopProd = context.WithTimeout(ctx, *duration)
+		defer stopProd()
+	}
+	p, err := kafka.NewProducer(cfg.Kafka, nil)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	progress := newProgress(out.Stdout)
+	type prodResult struct {
+		res produceResult
+		err error
+	}
+	prodDone := make(chan prodResult, 1)
+	go func() {
+		res, err := produceSim(prodCtx, p, demoTopic, produceOptions{rate: *rate, devices: 50, seed: 1},
+			func(n int64) { progress.produced.Store(n) })
+		prodDone <- prodResult{res, err}
+	}()
+
+	tbl, err := openTable(ctx, tablePath)
+	if err != nil {
+		return err
+	}
+	var produced int64
+	tick := time.NewTicker(progress.interval)
+	defer tick.Stop()
+producing:
+	for {
+		select {
+		case r := <-prodDone:
+			if r.err != nil {
+				stopRun()
+				<-runErr
+				return fmt.Errorf("produce: %w", r.err)
+			}
+			produced = r.res.produced
+			break producing
+		case err := <-runErr:
+			stopProd()
+			<-prodDone
+			return fmt.Errorf("deltaflow stopped early: %w", err)
+		case <-tick.C:
+			progress.show(tbl.rows(ctx))
+		}
+	}
+
+	// Let the daemon commit everything produced (one flush interval or
+	// two), then stop it; the final counts come from the table itself.
+	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), demoDrainTimeout)
+	defer cancelDrain()
+	for rows, _ := tbl.rows(drain); rows < produced && drain.Err() == nil; rows, _ = tbl.rows(drain) {
+		progress.show(rows, tbl.version)
+		select {
+		case <-drain.Done():
+		case err := <-runErr:
+			return fmt.Errorf("deltaflow stopped early: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	stopRun()
+	if err := <-runErr; err != nil {
+		return err
+	}
+	rows, version := tbl.rows(context.WithoutCancel(ctx))
+	progress.done()
+	fmt.Fprintf(out.Stdout, "table version %d\n", version)
+	fmt.Fprintf(out.Stdout, "produced %d events, committed %d rows\n", produced, rows)
+	if rows != produced {
+		return fmt.Errorf("committed rows (%d) differ from produced events (%d)", rows, produced)
+	}
+	return nil
+}
+
+// preferAddr returns addr if it is free, else a free port on 127.0.0.1
+// (saying so on w).
+func preferAddr(w io.Writer, what, addr string) string {
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		return addr
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return addr // let the real listen report it
+	}
+	defer ln.Close()
+	fmt.Fprintf(w, "%s is taken; %s listens on %s instead\n", addr, what, ln.Addr())
+	return ln.Addr().String()
+}
+
+// demoTable follows the table the demo writes.
+type demoTable struct {
+	tbl     *delta.Table
+	snap    *delta.Snapshot
+	version int64
+}
+
+func openTable(ctx context.Context, path string) (*demoTable, error) {
+	store, err := storage.Open(ctx, path, storage.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &demoTable{tbl: delta.NewTable(store), version: -1}, nil
+}
+
+// rows returns the committed rows (the sum of numRecords of live files) and
+// the table version; 0 and -1 before the table exists.
+func (d *demoTable) rows(ctx context.Context) (int64, int64) {
+	var err error
+	if d.snap == nil {
+		d.snap, err = d.tbl.Snapshot(ctx)
+	} else {
+		err = d.tbl.Update(ctx, d.snap)
+	}
+	if err != nil {
+		if !errors.Is(err, delta.ErrTableNotFound) {
+			d.snap = nil // reload from scratch next time
+		}
+		return 0, d.version
+	}
+	d.version = d.snap.Version()
+	rows, _ := totals(d.snap.Files())
+	return rows, d.version
+}

@@ -1,0 +1,312 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/deltaflow once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltaflow-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "deltaflow")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/deltaflow").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// streamer produces simulated records into a cluster until stopped.
+type streamer struct {
+	cancel context.CancelFunc
+	done   chan error
+	count  atomic.Int64
+}
+
+func startStreaming(t *testing.T, brokers []string, rate float64) *streamer {
+	t.Helper()
+	kcfg := kafka.DefaultConfig()
+	kcfg.Brokers = brokers
+	p, err := kafka.NewProducer(kcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &streamer{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		defer p.Close()
+		res, err := produceSim(ctx, p, "sensor-events", produceOptions{rate: rate, devices: 20, seed: 7},
+			func(n int64) { s.count.Store(n) })
+		s.count.Store(res.produced)
+		s.done <- err
+	}()
+	return s
+}
+
+func (s *streamer) stop(t *testing.T) int64 {
+	t.Helper()
+	s.cancel()
+	if err := <-s.done; err != nil {
+		t.Fatal(err)
+	}
+	return s.count.Load()
+}
+
+func writeConfig(t *testing.T, dir string, brokers []string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`table:
+  uri: %s
+kafka:
+  brokers: [%s]
+  group: sigterm-test
+nats:
+  listen: 127.0.0.1:-1
+  store_dir: %s
+flush:
+  interval: 1s
+http:
+  listen: 127.0.0.1:0
+`, filepath.Join(dir, "sensor_events"), brokers[0], filepath.Join(dir, "nats"))
+	path := filepath.Join(dir, "deltaflow.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tableState returns the committed rows (sum of numRecords), the txn
+// versions and the number of distinct (device_id, event_time) rows.
+func tableState(t *testing.T, uri string) (rows int64, txns map[string]int64, distinct int) {
+	t.Helper()
+	store, err := storage.NewLocal(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := delta.NewTable(store).Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := s.Schema()
+	seen := map[string]bool{}
+	for _, a := range s.Files() {
+		rows += *numRecords(a)
+		data, err := delta.ReadDataFile(t.Context(), store, schema, s.PartitionColumns(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range data {
+			seen[fmt.Sprint(r[0], r[2])] = true
+		}
+	}
+	return rows, s.Txns(), len(seen)
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestSIGTERM runs the daemon binary while records stream in, stops it with
+// SIGTERM, and checks it exits 0 within 10 s and that the table, after a
+// second run with --until-latest, holds every record exactly once.
+func TestSIGTERM(t *testing.T) {
+	bin := binary(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "sensor-events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	dir := t.TempDir()
+	config := writeConfig(t, dir, brokers)
+	stream := startStreaming(t, brokers, 2000)
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--config", config)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // a few flush intervals, mid-stream
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		took := time.Since(sent)
+		if code := exitCode(err); code != 0 {
+			t.Fatalf("exit code %d after SIGTERM\n%s", code, stderr.String())
+		}
+		if took > 10*time.Second {
+			t.Fatalf("exit took %s", took)
+		}
+		t.Logf("exited 0 %s after SIGTERM", took.Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 10s after SIGTERM\n%s", stderr.String())
+	}
+	rows, _, _ := tableState(t, filepath.Join(dir, "sensor_events"))
+	if rows == 0 {
+		t.Fatalf("nothing committed before SIGTERM\n%s", stderr.String())
+	}
+	produced := stream.stop(t)
+	t.Logf("%d rows committed by the first run, %d records produced", rows, produced)
+
+	stderr.Reset()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd = exec.CommandContext(ctx, bin, "run", "--config", config, "--until-latest")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run --until-latest: %v\n%s", err, stderr.String())
+	}
+	rows, txns, distinct := tableState(t, filepath.Join(dir, "sensor_events"))
+	if rows != produced || int64(distinct) != produced {
+		t.Fatalf("table holds %d rows (%d distinct), %d records were produced", rows, distinct, produced)
+	}
+	hw := highWatermarks(t, brokers)
+	var sum int64
+	for p, h := range hw {
+		sum += h
+		id := "deltaflow-sensor-events-" + strconv.Itoa(int(p))
+		if v, ok := txns[id]; !ok || v != h-1 {
+			t.Errorf("txn %s = %d (present %t), high watermark %d", id, v, ok, h)
+		}
+	}
+	if sum != produced {
+		t.Errorf("high watermarks sum to %d, produced %d", sum, produced)
+	}
+}
+
+func highWatermarks(t *testing.T, brokers []string) map[int32]int64 {
+	t.Helper()
+	kcfg := kafka.DefaultConfig()
+	kcfg.Brokers = brokers
+	kcfg.Mode = kafka.ModePartitions
+	kcfg.Partitions = []int32{0}
+	c, err := kafka.NewConsumer(kcfg, nopHandler{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hw, err := c.HighWatermarks(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hw
+}
+
+type nopHandler struct{}
+
+func (nopHandler) Assigned(context.Context, string, []int32) (map[int32]int64, error) {
+	return nil, nil
+}
+func (nopHandler) Revoked(context.Context, string, []int32) {}
+
+var finalLine = regexp.MustCompile(`(?m)^produced (\d+) events, committed (\d+) rows$`)
+
+func TestDemo(t *testing.T) {
+	bin := binary(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "demo", "--duration", "20s", "--data", dir)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	m := finalLine.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no final line in:\n%s", stdout.String())
+	}
+	if m[1] != m[2] || m[1] == "0" {
+		t.Fatalf("final line %q: counts differ or are zero", m[0])
+	}
+	rows, _, distinct := tableState(t, filepath.Join(dir, "sensor_events"))
+	if strconv.FormatInt(rows, 10) != m[2] || strconv.Itoa(distinct) != m[2] {
+		t.Fatalf("table holds %d rows (%d distinct), demo said %s", rows, distinct, m[2])
+	}
+	t.Logf("%s (demo took %s)", m[0], time.Since(start).Round(time.Millisecond))
+}
+
+func TestProduce(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	code, out, errs := run(t, "produce", "--brokers", cluster.ListenAddrs()[0], "--topic", "t1", "--partitions", "2",
+		"--count", "500", "--bad-ratio", "0.1", "--seed", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	m := regexp.MustCompile(`^produced 500, bad (\d+) `).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("summary %q", out)
+	}
+	kcfg := kafka.DefaultConfig()
+	kcfg.Brokers = cluster.ListenAddrs()
+	kcfg.Topic = "t1"
+	kcfg.Mode = kafka.ModePartitions
+	kcfg.Partitions = []int32{0}
+	c, err := kafka.NewConsumer(kcfg, nopHandler{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hw, err := c.HighWatermarks(t.Context())
+	if err != nil || len(hw) != 2 || hw[0]+hw[1] != 500 {
+		t.Fatalf("topic t1: %v %v", hw, err)
+	}
+	if code, _, _ := run(t, "produce", "--bad-ratio", "2"); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
+	}
+}

@@ -1,0 +1,250 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func noEnv(string) string { return "" }
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestGoodConfigs(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	if len(files) == 0 {
+		t.Fatal("no good configs")
+	}
+	for _, f := range files {
+		if _, err := Load(f, noEnv); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestBadConfigs(t *testing.T) {
+	cases := []struct {
+		file   string
+		errMsg string
+	}{
+		{"unknown_key.bad.yaml", "line 2: unknown key kafka.borkers"},
+		{"unknown_section.bad.yaml", "line 1: unknown key sink"},
+		{"flush_zero.bad.yaml", "flush.interval must be > 0, got 0s"},
+		{"flush_negative.bad.yaml", "flush.interval must be > 0, got -5s"},
+		{"bad_duration.bad.yaml", `cannot unmarshal !!str ` + "`soon`" + ` into time.Duration`},
+		{"bad_size.bad.yaml", `invalid size "32 parsecs"`},
+		{"ftp.bad.yaml", `table.uri: unsupported scheme "ftp"`},
+		{"sasl.bad.yaml", `kafka.sasl.mechanism: unknown "KERBEROS"`},
+		{"nats_creds.bad.yaml", "nats.creds_file: requires nats.url"},
+		{"column_type.bad.yaml", `table.columns[0].type: unknown type "varchar"`},
+		{"partition_unknown.bad.yaml", `table.partition_columns[0]: unknown column "device_kind"`},
+		{"compression.bad.yaml", `table.compression: unknown "lz4" (want snappy or zstd)`},
+		{"log_level.bad.yaml", `log.level: unknown "loud"`},
+		{"http_listen.bad.yaml", `http.listen: "8080" is not host:port`},
+		{"budget.bad.yaml", "backpressure.memory_budget must be > 0"},
+		{"budget.bad.yaml", "backpressure.max_unfinished_epochs must be >= 1, got 0"},
+		{"vacuum.bad.yaml", "maintenance.vacuum_retain must be > 0"},
+		{"checkpoint.bad.yaml", "table.checkpoint_interval must be > 0, got 0"},
+		{"not_yaml.bad.yaml", "yaml:"},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.file] = true
+		_, err := Load(filepath.Join("testdata", c.file), noEnv)
+		if err == nil {
+			t.Errorf("%s: loaded without error, want %q", c.file, c.errMsg)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.errMsg) {
+			t.Errorf("%s: error %q lacks %q", c.file, err, c.errMsg)
+		}
+	}
+	// Every bad file is in the table.
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	for _, f := range files {
+		if !seen[filepath.Base(f)] {
+			t.Errorf("%s has no case in TestBadConfigs", f)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Load("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "./data/sensor_events" || cfg.Table.Name != "sensor_events" || cfg.Table.AppID != "deltaflow" ||
+		!slices.Equal(cfg.Table.PartitionColumns, []string{"device_type", "event_date"}) || len(cfg.Table.Columns) != 14 ||
+		cfg.Table.CheckpointInterval != 10 || cfg.Table.Compression != "snappy" {
+		t.Errorf("table defaults: %+v", cfg.Table)
+	}
+	if cfg.Flush.Interval != time.Minute || cfg.Flush.MaxBytes != 32<<20 || cfg.Backpressure.MemoryBudget != 48<<20 ||
+		cfg.Backpressure.MaxUnfinishedEpochs != 2 || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.Maintenance.VacuumRetain != 720*time.Hour {
+		t.Errorf("defaults: %v", cfg)
+	}
+	if cfg.NATS.StoreDir != filepath.Join("data", "nats") {
+		t.Errorf("nats.store_dir %q, want data/nats next to the table", cfg.NATS.StoreDir)
+	}
+	if cfg.Kafka.Topic != "sensor-events" || !slices.Equal(cfg.Kafka.Brokers, []string{"127.0.0.1:9092"}) {
+		t.Errorf("kafka defaults: %v", cfg.Kafka)
+	}
+
+	// An explicit "" disables the HTTP server; a key left out keeps its default.
+	cfg, err = Load("testdata/http_disabled.good.yaml", noEnv)
+	if err != nil || cfg.HTTP.Listen != "" || cfg.Flush.Interval != time.Minute {
+		t.Errorf("http_disabled: %v %q %s", err, cfg.HTTP.Listen, cfg.Flush.Interval)
+	}
+
+	cfg, err = Load("testdata/full.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.MaxRecordBytes != 2<<20 || cfg.Flush.MaxBytes != 64_000_000 || cfg.Backpressure.MemoryBudget != 96<<20 ||
+		cfg.Maintenance.OptimizeTargetSize != 256<<20 || len(cfg.Table.Columns) != 6 || cfg.NATS.StoreDir != "" {
+		t.Errorf("full: %v", cfg)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	env := envMap(map[string]string{
+		"KAFKA_BOOTSTRAP":       "k1:9092, k2:9092",
+		"KAFKA_TOPIC":           "other-topic",
+		"KAFKA_GROUP":           "g2",
+		"MINIO_ENDPOINT":        "minio2:9000",
+		"MINIO_ACCESS_KEY":      "ak",
+		"MINIO_SECRET_KEY":      "env-secret-000",
+		"NATS_URL":              "nats://n2:4222",
+		"DELTAFLOW_TABLE_URI":   "s3://lake2/t",
+		"DELTAFLOW_LOG_LEVEL":   "warn",
+		"DELTAFLOW_HTTP_LISTEN": "0.0.0.0:9090",
+		"FLUSH_INTERVAL":        "15s",
+	})
+	cfg, err := Load("testdata/full.good.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{cfg.Kafka.Brokers, cfg.Kafka.Topic, cfg.Kafka.Group, cfg.Storage.Endpoint, cfg.Storage.AccessKey,
+		string(cfg.Storage.SecretKey), cfg.NATS.URL, cfg.Table.URI, cfg.Log.Level, cfg.HTTP.Listen, cfg.Flush.Interval}
+	want := []any{[]string{"k1:9092", "k2:9092"}, "other-topic", "g2", "minio2:9000", "ak",
+		"env-secret-000", "nats://n2:4222", "s3://lake2/t", "warn", "0.0.0.0:9090", 15 * time.Second}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("overrides:\n got %v\nwant %v", got, want)
+	}
+
+	// The table URI from the environment decides where embedded NATS stores.
+	cfg, err = Load("", envMap(map[string]string{"DELTAFLOW_TABLE_URI": "/srv/lake/events"}))
+	if err != nil || cfg.NATS.StoreDir != "/srv/lake/nats" {
+		t.Errorf("store dir for env table: %v %q", err, cfg.NATS.StoreDir)
+	}
+	// Overrides are validated like the file.
+	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "0s"})); err == nil || !strings.Contains(err.Error(), "flush.interval must be > 0") {
+		t.Errorf("FLUSH_INTERVAL=0s: %v", err)
+	}
+	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "often"})); err == nil || !strings.Contains(err.Error(), "FLUSH_INTERVAL") {
+		t.Errorf("FLUSH_INTERVAL=often: %v", err)
+	}
+}
+
+func TestSecretsRedacted(t *testing.T) {
+	secrets := []string{"minio-secret-123", "kafka-secret-456", "nats-secret-789", "url-secret-000"}
+	cfg, err := Load("testdata/full.good.yaml", envMap(map[string]string{"NATS_URL": "nats://u:url-secret-000@nats:4222"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.Token = "nats-secret-789"
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "config", cfg)
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "config", *cfg)
+	outs := map[string]string{
+		"String": cfg.String(), "%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", *cfg),
+		"%#v": fmt.Sprintf("%#v", *cfg), "slog": logs.String(),
+	}
+	if y, err := yaml.Marshal(cfg.Storage); err == nil {
+		outs["yaml storage"] = string(y)
+	}
+	for how, out := range outs {
+		for _, s := range secrets {
+			if strings.Contains(out, s) {
+				t.Errorf("%s reveals %q:\n%s", how, s, out)
+			}
+		}
+		if !strings.Contains(out, "REDACTED") {
+			t.Errorf("%s shows no REDACTED marker:\n%s", how, out)
+		}
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"32MiB": 32 << 20, "128MB": 128e6, "1048576": 1 << 20, "1 GiB": 1 << 30, "4kb": 4000, "7B": 7} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1", "1.5MiB", "3 TB", "99999999999999GiB"} {
+		if _, err := ParseByteSize(in); err == nil {
+			t.Errorf("ParseByteSize(%q) succeeded", in)
+		}
+	}
+	if s := ByteSize(48 << 20).String(); s != "48MiB" {
+		t.Errorf("String = %s", s)
+	}
+}
+
+// TestShippedConfigs loads configs/*.yaml as the compose stack and a
+// workstation use them.
+func TestShippedConfigs(t *testing.T) {
+	cfg, err := Load("../configs/deltaflow.yaml", envMap(map[string]string{"MINIO_ACCESS_KEY": "a", "MINIO_SECRET_KEY": "b"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "s3://lake/sensor_events" || cfg.Storage.Endpoint != "minio:9000" || cfg.Kafka.Brokers[0] != "kafka:9092" ||
+		cfg.NATS.URL != "nats://nats:4222" || cfg.Flush.Interval != time.Minute || cfg.HTTP.Listen != "0.0.0.0:8080" {
+		t.Errorf("deltaflow.yaml: %v", cfg)
+	}
+	cfg, err = Load("../configs/local.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "./data/sensor_events" || cfg.NATS.URL != "" || cfg.NATS.StoreDir != filepath.Join("data", "nats") {
+		t.Errorf("local.yaml: %v", cfg)
+	}
+}
+
+// TestConfigDocCoversEveryKey checks fieldDocs against the parser's keys.
+func TestConfigDocCoversEveryKey(t *testing.T) {
+	keys := map[string]bool{}
+	for _, k := range configKeys() {
+		keys[k.key] = true
+		if d, ok := fieldDocs[k.key]; !ok || d.doc == "" {
+			t.Errorf("key %s is not documented in fieldDocs", k.key)
+		}
+	}
+	for k := range fieldDocs {
+		if !keys[k] {
+			t.Errorf("fieldDocs documents %s, which Config does not have", k)
+		}
+	}
+	for _, o := range envOverrides {
+		if !keys[o.key] {
+			t.Errorf("%s overrides unknown key %s", o.name, o.key)
+		}
+	}
+}
+
+func TestConfigDocIsFresh(t *testing.T) {
+	committed, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(committed) != ConfigDoc() {
+		t.Fatal("docs/configuration.md is stale: run `go generate ./runtime` and commit it")
+	}
+}

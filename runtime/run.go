@@ -1,0 +1,424 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"regexp"
+	rtdebug "runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// StopTimeout bounds the final commit on shutdown. With one more second for
+// closing the consumer and the actors, a SIGTERM ends the process within
+// 10 s (docker stop's default grace period); whatever is not committed by
+// then is re-read from Kafka on the next start.
+const StopTimeout = 8 * time.Second
+
+// untilLatestPoll is how often RunOptions.UntilLatest checks progress.
+const untilLatestPoll = 200 * time.Millisecond
+
+// RunOptions tune one Run.
+type RunOptions struct {
+	// UntilLatest stops once every partition owned at start is committed up
+	// to the high watermark it had then, and Run returns nil.
+	UntilLatest bool
+	// Version is reported by the control service; default Version().
+	Version string
+	// LogOutput receives the logs; default os.Stderr.
+	LogOutput io.Writer
+}
+
+// Run runs the daemon until ctx ends (or, with UntilLatest, until caught
+// up), then shuts down gracefully: it stops fetching, commits what was read
+// within StopTimeout, and closes the consumer, the actors, the NATS bridge
+// and the HTTP server. A clean shutdown returns nil.
+func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
+	if opts.Version == "" {
+		opts.Version = Version()
+	}
+	if opts.LogOutput == nil {
+		opts.LogOutput = os.Stderr
+	}
+	logger, err := NewLogger(cfg.Log, opts.LogOutput)
+	if err != nil {
+		return err
+	}
+	logger.Info("deltaflow starting", "version", opts.Version, "config", cfg)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := actors.NewMetrics(reg)
+	health := actors.NewHealth()
+	ready := &readiness{health: health}
+	// HTTP comes up first so /healthz answers and /readyz explains what
+	// startup is waiting for.
+	srv, err := startHTTP(cfg.HTTP.Listen, reg, ready, logger)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+
+	mapper, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
+	if err != nil {
+		return err
+	}
+	store, err := storage.Open(ctx, cfg.Table.URI, cfg.storageOptions())
+	if err != nil {
+		return fmt.Errorf("open table storage: %w", err)
+	}
+	tbl := delta.NewTable(store)
+	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
+	if err != nil {
+		return err
+	}
+	ready.tableLoaded.Store(true)
+
+	b, err := bridge.New(ctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))
+	if err != nil {
+		return fmt.Errorf("start nats bridge: %w", err)
+	}
+	defer b.Close()
+	ready.bridge.Store(b)
+	reconcileOffsets(ctx, b, snap, cfg.Table.AppID, cfg.Kafka.Topic, logger)
+
+	writer := delta.WriterOptions{Compression: cfg.compression(), RowGroupRows: cfg.Flush.RowGroupRows}
+	if err := writer.ApplyTableConfig(snap.Metadata().Configuration); err != nil {
+		return fmt.Errorf("table configuration: %w", err)
+	}
+	engine, err := actors.NewEngine(actors.Config{
+		App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, FlushInterval: cfg.Flush.Interval,
+		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
+		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
+	}, actors.Deps{Table: tbl, Mapper: mapper, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	if err != nil {
+		return err
+	}
+	cons, err := kafka.NewConsumer(cfg.Kafka, engine, logger)
+	if err != nil {
+		return err
+	}
+	if err := engine.Start(&gatedConsumer{Consumer: cons, engine: engine}, cons, store, snap.PartitionColumns()); err != nil {
+		cons.Close()
+		return err
+	}
+	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name}
+	if err := b.StartControl(ctrl); err != nil {
+		logger.Warn("control service not started", "err", err)
+	}
+	logger.Info("deltaflow running", "table", store.URI(), "topic", cfg.Kafka.Topic, "nats", b.ClientURL(), "http", srv.addr())
+
+	var runErr error
+	if opts.UntilLatest {
+		if runErr = untilLatest(ctx, engine, cons, logger); runErr != nil {
+			logger.Error("until-latest failed; stopping", "err", runErr)
+			runErr = fmt.Errorf("until-latest: %w", runErr)
+		}
+	} else {
+		<-ctx.Done()
+		logger.Info("shutting down", "cause", context.Cause(ctx))
+	}
+	ready.stopping.Store(true)
+	return errors.Join(runErr, stopEngine(engine, logger))
+}
+
+// stopEngine stops the engine, giving up after StopTimeout plus a second so
+// a stuck storage call cannot hold the process past its grace period.
+func stopEngine(e *actors.Engine, logger *slog.Logger) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Stop(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("final commit: %w (uncommitted records are re-read on the next start)", err)
+		}
+		logger.Info("stopped cleanly", "took", time.Since(start).Round(time.Millisecond))
+		return nil
+	case <-time.After(StopTimeout + time.Second):
+		return fmt.Errorf("engine did not stop within %s (uncommitted records are re-read on the next start)", StopTimeout)
+	}
+}
+
+// prepareTable loads the table, creating it when missing and evolving its
+// schema when the configured columns add to it. An incompatible change
+// (a column's type, partitioning) refuses to start: existing files and
+// readers depend on them.
+func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
+	want := m.Schema()
+	parts := m.PartitionColumns()
+	snap, err := tbl.Snapshot(ctx)
+	if errors.Is(err, delta.ErrTableNotFound) {
+		conf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
+		if _, err = tbl.Create(ctx, want, parts, conf); err != nil && !errors.Is(err, delta.ErrTableExists) {
+			return nil, fmt.Errorf("create table %s: %w", tbl.Store().URI(), err)
+		}
+		if err == nil {
+			logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
+		}
+		snap, err = tbl.Snapshot(ctx) // ErrTableExists: another instance won the race
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", tbl.Store().URI(), err)
+	}
+	if err := snap.CheckWrite(); err != nil {
+		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
+	}
+	if have := snap.PartitionColumns(); !slices.Equal(have, parts) {
+		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", parts, have)
+	}
+	current, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
+	}
+	merged, changed, err := delta.MergeSchema(current, want)
+	var sce *delta.SchemaChangeError
+	if errors.As(err, &sce) {
+		return nil, fmt.Errorf("table.columns: column %q: table has %s, configuration wants %s: %s; refusing to start",
+			sce.Column, orAbsent(sce.OldType), orAbsent(sce.NewType), sce.Reason)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table.columns: %w", err)
+	}
+	if !changed {
+		return snap, nil
+	}
+	var added []string
+	for _, f := range merged.Fields {
+		if current.Field(f.Name) == nil {
+			added = append(added, f.Name)
+		}
+	}
+	meta := snap.Metadata()
+	meta.SchemaString = merged.SchemaString()
+	op := delta.Operation{Name: "CHANGE COLUMN"}
+	if len(added) > 0 {
+		op = delta.Operation{Name: "ADD COLUMNS", Parameters: map[string]any{"columns": strings.Join(added, ",")}}
+	}
+	v, err := tbl.Commit(ctx, snap, []delta.Action{{MetaData: &meta}}, op)
+	if err != nil {
+		return nil, fmt.Errorf("evolve table schema: %w", err)
+	}
+	logger.Info("table schema evolved", "version", v, "added", added)
+	return snap, nil
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "no such column"
+	}
+	return s
+}
+
+// reconcileOffsets compares the KV offsets mirror with the Delta log, which
+// is the authority: each partition whose KV value differs is corrected (and
+// one the log does not know is deleted), with a warning.
+func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapshot, app, topic string, logger *slog.Logger) {
+	kv, err := b.Offsets(ctx, topic)
+	if err != nil {
+		logger.Warn("KV offsets mirror unreadable; the Delta log alone decides", "err", err)
+		return
+	}
+	inLog := map[int32]int64{}
+	prefix := strings.TrimSuffix(actors.TxnAppID(app, topic, 0), "0")
+	for id, v := range snap.Txns() {
+		if rest, ok := strings.CutPrefix(id, prefix); ok {
+			if p, err := strconv.ParseInt(rest, 10, 32); err == nil {
+				inLog[int32(p)] = v
+			}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(inLog)) {
+		off := inLog[p]
+		rec, ok := kv[p]
+		if ok && rec.Offset == off {
+			continue
+		}
+		kvOffset := "missing"
+		if ok {
+			kvOffset = strconv.FormatInt(rec.Offset, 10)
+		}
+		logger.Warn("KV offset differs from the Delta log; correcting it (the log wins)",
+			"topic", topic, "partition", p, "kv", kvOffset, "log", off)
+		if err := b.PutOffset(ctx, topic, p, bridge.OffsetRecord{Offset: off, Version: snap.Version(), Time: snap.Timestamp()}); err != nil {
+			logger.Warn("KV offset not corrected", "partition", p, "err", err)
+		}
+	}
+	for p, rec := range kv {
+		if _, ok := inLog[p]; ok {
+			continue
+		}
+		logger.Warn("KV offset for a partition the Delta log has no offset for; deleting it (the log wins)",
+			"topic", topic, "partition", p, "kv", rec.Offset)
+		if err := b.DeleteOffset(ctx, topic, p); err != nil {
+			logger.Warn("KV offset not deleted", "partition", p, "err", err)
+		}
+	}
+}
+
+// untilLatest waits until the table holds every record that was in the owned
+// partitions when they were assigned. It flushes once everything is read, so
+// it does not wait for the flush interval.
+func untilLatest(ctx context.Context, e *actors.Engine, cons *kafka.Consumer, logger *slog.Logger) error {
+	tick := time.NewTicker(untilLatestPoll)
+	defer tick.Stop()
+	wait := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			return true
+		}
+	}
+	for len(cons.Owned()) == 0 {
+		if !wait() {
+			return nil
+		}
+	}
+	var targets map[int32]int64
+	for {
+		var err error
+		if targets, err = cons.HighWatermarks(ctx); err == nil {
+			break
+		}
+		logger.Warn("until-latest: high watermarks unavailable; retrying", "err", err)
+		if !wait() {
+			return nil
+		}
+	}
+	logger.Info("until-latest: reading up to the high watermarks", "targets", targets)
+	flushed := false
+	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
+	for wait() {
+		committed, err := e.Committed(ctx)
+		if err != nil {
+			logger.Debug("until-latest: committed offsets unavailable", "err", err)
+			continue
+		}
+		pos := e.Position()
+		var lag map[int32]int64
+		done, read := true, true
+		for _, p := range cons.Owned() {
+			target := targets[p]
+			c, ok := committed[p]
+			if target <= 0 || (ok && c >= target) {
+				continue
+			}
+			if _, reading := pos[p]; !reading && (!ok || c < 0) {
+				// Nothing committed and nothing read: the partition may
+				// hold nothing from its start offset on (start_offset
+				// latest, or retention emptied it).
+				if lag == nil {
+					if lag, err = cons.Lag(ctx); err != nil {
+						lag = map[int32]int64{}
+					}
+				}
+				// Twice in a row, so records just polled but not yet
+				// routed (no position yet) do not pass for an empty log.
+				if l, known := lag[p]; known && l == 0 {
+					if emptySeen[p]++; emptySeen[p] >= 2 {
+						continue
+					}
+				} else {
+					emptySeen[p] = 0
+				}
+			}
+			done = false
+			if pos[p] < target {
+				read = false
+			}
+		}
+		if done {
+			logger.Info("until-latest: caught up", "committed", committed)
+			return nil
+		}
+		if read && !flushed {
+			flushed = true
+			if err := e.Flush(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("until-latest: flush failed; the timer will retry", "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// storageOptions converts the storage section.
+func (c *Config) storageOptions() storage.Options {
+	s := c.Storage
+	return storage.Options{Endpoint: s.Endpoint, AccessKey: s.AccessKey, SecretKey: string(s.SecretKey), Region: s.Region, Secure: s.Secure}
+}
+
+// NewLogger returns the process logger: text or JSON on w at the level of c.
+func NewLogger(c LogConfig, w io.Writer) (*slog.Logger, error) {
+	level, err := parseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, hopts)), nil
+}
+
+var semver = regexp.MustCompile(`^v(\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)(\+[0-9A-Za-z.-]+)?$`)
+
+// Version is the module version the binary was built from ("0.0.0-dev" for
+// a development build), as the control service reports it.
+func Version() string {
+	if bi, ok := rtdebug.ReadBuildInfo(); ok {
+		if m := semver.FindStringSubmatch(bi.Main.Version); m != nil {
+			return m[1]
+		}
+	}
+	return "0.0.0-dev"
+}
+
+// gatedConsumer holds the fetch loop's first Poll until the committer has
+// started. Works around a startup race in actors: the committer's first
+// fetcher reset (generation 1) can arrive while the fetch loop's first Poll,
+// begun in generation 0, is waiting; the records that Poll returns are then
+// routed to no reader and skipped without a re-seek, so they would never be
+// committed (and later commits would move the txn version past them).
+// Answering the first Poll empty once the committer is up makes the loop
+// apply the reset before it really polls.
+type gatedConsumer struct {
+	*kafka.Consumer
+	engine *actors.Engine
+	opened bool // poll goroutine only
+}
+
+func (g *gatedConsumer) Poll(ctx context.Context) ([]kafka.Batch, error) {
+	if g.opened {
+		return g.Consumer.Poll(ctx)
+	}
+	// Committed is answered by the committer after its start, which queues
+	// the reset the fetch loop applies before its next Poll.
+	if _, err := g.engine.Committed(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, nil // not started yet (loading the table); ask again
+	}
+	g.opened = true
+	return nil, nil
+}
