@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := engine.Start(&gatedConsumer{Consumer: cons, engine: engine}, cons, store, snap.PartitionColumns()); err != nil {
+	if err := engine.Start(cons, cons, store, snap.PartitionColumns()); err != nil {
 		cons.Close()
 		return err
 	}
@@ -391,34 +391,4 @@ func Version() string {
 		}
 	}
 	return "0.0.0-dev"
-}
-
-// gatedConsumer holds the fetch loop's first Poll until the committer has
-// started. Works around a startup race in actors: the committer's first
-// fetcher reset (generation 1) can arrive while the fetch loop's first Poll,
-// begun in generation 0, is waiting; the records that Poll returns are then
-// routed to no reader and skipped without a re-seek, so they would never be
-// committed (and later commits would move the txn version past them).
-// Answering the first Poll empty once the committer is up makes the loop
-// apply the reset before it really polls.
-type gatedConsumer struct {
-	*kafka.Consumer
-	engine *actors.Engine
-	opened bool // poll goroutine only
-}
-
-func (g *gatedConsumer) Poll(ctx context.Context) ([]kafka.Batch, error) {
-	if g.opened {
-		return g.Consumer.Poll(ctx)
-	}
-	// Committed is answered by the committer after its start, which queues
-	// the reset the fetch loop applies before its next Poll.
-	if _, err := g.engine.Committed(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, nil // not started yet (loading the table); ask again
-	}
-	g.opened = true
-	return nil, nil
 }
