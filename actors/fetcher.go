@@ -25,6 +25,9 @@ type Consumer interface {
 	Close()
 }
 
+// pollWait bounds one Poll.
+const pollWait = 250 * time.Millisecond
+
 type resetRequest struct {
 	gen     uint64
 	offsets map[int32]int64
@@ -123,11 +126,10 @@ func (f *fetcher) run(ctx context.Context) error {
 			f.cons.Resume(f.cons.Owned()...)
 			paused = false
 		}
-		pollCtx, cancel := ctx, context.CancelFunc(func() {})
-		if paused {
-			// Keep polling (the group needs it) but come back soon.
-			pollCtx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
-		}
+		// Polls are short so that a reset (a rebuilt pipeline) or the end
+		// of the budget is noticed even when Kafka has nothing new; while
+		// paused, polling still keeps the group membership alive.
+		pollCtx, cancel := context.WithTimeout(ctx, pollWait)
 		batches, err := f.cons.Poll(pollCtx)
 		cancel()
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
