@@ -13,6 +13,7 @@ type Budget struct {
 	maxEpochs int
 
 	mu      sync.Mutex
+	gen     uint64 // bytes of other generations are not counted
 	bytes   int64
 	epochs  int
 	changed chan struct{} // closed and replaced whenever usage drops
@@ -23,20 +24,30 @@ func NewBudget(limit int64, maxEpochs int) *Budget {
 	return &Budget{limit: limit, maxEpochs: maxEpochs, changed: make(chan struct{})}
 }
 
-// Add accounts n more buffered bytes.
-func (b *Budget) Add(n int64) {
+// Add accounts n more buffered bytes of generation gen.
+func (b *Budget) Add(gen uint64, n int64) {
 	b.mu.Lock()
-	b.bytes += n
+	if gen == b.gen {
+		b.bytes += n
+	}
 	b.mu.Unlock()
 }
 
-// Release gives back n bytes.
-func (b *Budget) Release(n int64) {
-	if n == 0 {
-		return
-	}
+// Release gives back n bytes of generation gen.
+func (b *Budget) Release(gen uint64, n int64) {
 	b.mu.Lock()
-	b.bytes -= n
+	if gen == b.gen && n != 0 {
+		b.bytes -= n
+		b.notifyLocked()
+	}
+	b.mu.Unlock()
+}
+
+// NewGeneration forgets every buffered byte: the pipeline that held them is
+// gone (rows in its mailboxes are never released one by one).
+func (b *Budget) NewGeneration(gen uint64) {
+	b.mu.Lock()
+	b.gen, b.bytes = gen, 0
 	b.notifyLocked()
 	b.mu.Unlock()
 }

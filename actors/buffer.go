@@ -75,7 +75,7 @@ func (b *buffer) Receive(c actor.Context) {
 		// give their memory back; uploads in flight are cancelled.
 		b.cancel()
 		for _, f := range b.files {
-			b.cfg.budget.Release(f.budget)
+			b.cfg.budget.Release(b.gen, f.budget)
 		}
 		b.files = nil
 	}
@@ -84,6 +84,7 @@ func (b *buffer) Receive(c actor.Context) {
 func (b *buffer) handleRows(m *messages.RowBatch) {
 	defer m.Release()
 	if m.Gen != b.gen {
+		b.cfg.budget.Release(m.Gen, m.Bytes)
 		return
 	}
 	if b.cfg.beforeRows != nil {
@@ -95,8 +96,7 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 		// the supervisor turns into a pipeline rebuild.
 		panic(fmt.Errorf("buffer %s: write rows of epoch %d: %w", b.key, m.Epoch, err))
 	}
-	f.budget += m.Bytes
-	b.cfg.budget.Add(m.Bytes)
+	f.budget += m.Bytes // counted by the reader when it sent the rows
 }
 
 // file returns the open file of epoch, creating it.
@@ -147,7 +147,7 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 	}
 	ctx, system, committer := b.ctx, c.ActorSystem(), b.cfg.committer
 	go func() {
-		defer b.cfg.budget.Release(accounted)
+		defer b.cfg.budget.Release(b.gen, accounted)
 		for _, f := range files {
 			df, err := b.upload(ctx, f.data, f.stats)
 			if err != nil {

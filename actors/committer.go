@@ -151,6 +151,7 @@ func (c *committer) start(ctx actor.Context) {
 	c.gen++
 	c.cfg.pipeline.committer = ctx.Self()
 	c.cfg.pipeline.reg.reset(c.gen)
+	c.cfg.budget.NewGeneration(c.gen)
 	c.spawnPipeline(ctx)
 	c.ticker = time.NewTicker(c.cfg.flushInterval)
 	system, self, ticks, done := ctx.ActorSystem(), ctx.Self(), c.ticker.C, c.ctx.Done()
@@ -424,6 +425,7 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	}
 	c.gen++
 	c.cfg.pipeline.reg.reset(c.gen)
+	c.cfg.budget.NewGeneration(c.gen)
 	delay := time.Duration(0)
 	if failure {
 		if time.Since(c.lastFail) > time.Minute {

@@ -108,6 +108,9 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 		}
 	}
 	for _, rt := range r.touched {
+		// Counted before the fetch loop hears Done, so it sees the budget
+		// this poll used before it polls again.
+		r.cfg.buffer.budget.Add(r.gen, rt.bytes)
 		c.Send(rt.pid, &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: rt.rows, Bytes: rt.bytes, Release: release})
 		rt.rows, rt.values, rt.bytes = nil, nil, 0
 	}
