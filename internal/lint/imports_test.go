@@ -1,0 +1,42 @@
+package lint
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/deltaflow/deltaflow"
+
+// forbidden maps a package to the packages it must never depend on, even
+// indirectly: imports point inward.
+var forbidden = map[string][]string{
+	"storage": {module + "/actors", module + "/bridge", module + "/runtime", module + "/delta", module + "/messages",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"delta": {module + "/actors", module + "/bridge", module + "/runtime", module + "/messages",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"messages":       {module + "/"},
+	"actors/mapping": {module + "/actors", module + "/bridge", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"bridge":         {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
+	"bridge/kafka":   {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
+	"actors":         {module + "/runtime"},
+}
+
+func TestForbiddenImports(t *testing.T) {
+	for pkg, bans := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for dep := range strings.FieldsSeq(string(out)) {
+			if dep == module+"/"+pkg {
+				continue
+			}
+			for _, ban := range bans {
+				if strings.HasPrefix(dep, ban) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
