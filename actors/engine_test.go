@@ -442,19 +442,7 @@ func TestRestartResumesFromLog(t *testing.T) {
 	r.stop(t)
 	h.checkExactlyOnce()
 	// The mirror follows the log again.
-	s, _ := h.table.Snapshot(ctx)
-	waitFor(t, func() bool {
-		kv, err := h.bridge.Offsets(ctx, topic)
-		if err != nil || len(kv) != 3 {
-			return false
-		}
-		for p, rec := range kv {
-			if v, _ := s.TxnVersion(TxnAppID("deltaflow", topic, p)); rec.Offset != v {
-				return false
-			}
-		}
-		return true
-	})
+	h.waitMirrorMatchesLog()
 }
 
 // TestIdleBuffersRetire: buffers of partition values that stop receiving
@@ -587,9 +575,20 @@ func TestEventsAndOffsets(t *testing.T) {
 		subject := "deltaflow.sensor_events.events." + kind
 		waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return kinds[subject] > 0 })
 	}
-	s, _ := h.table.Snapshot(t.Context())
-	waitFor(t, func() bool {
-		kv, err := h.bridge.Offsets(t.Context(), topic)
+	h.waitMirrorMatchesLog()
+}
+
+// waitMirrorMatchesLog waits until the KV mirror holds, for every
+// partition, the offset the table's txn says.
+func (h *harness) waitMirrorMatchesLog() {
+	h.t.Helper()
+	ctx := h.t.Context()
+	s, err := h.table.Snapshot(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	waitFor(h.t, func() bool {
+		kv, err := h.bridge.Offsets(ctx, topic)
 		if err != nil || len(kv) != 3 {
 			return false
 		}

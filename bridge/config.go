@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"github.com/deltaflow/deltaflow/internal/secret"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,28 +81,8 @@ type TLSConfig struct {
 // enabled reports whether any TLS setting is present.
 func (t TLSConfig) enabled() bool { return t != TLSConfig{} }
 
-// Secret is a string that never prints: fmt, slog and JSON show "REDACTED"
-// (or "" when empty). Use string(s) to get the value.
-type Secret string
-
-const redacted = "REDACTED"
-
-// String implements fmt.Stringer.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// GoString implements fmt.GoStringer, so %#v hides the value too.
-func (s Secret) GoString() string { return strconv.Quote(s.String()) }
-
-// LogValue implements slog.LogValuer.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// MarshalText implements encoding.TextMarshaler (JSON, and YAML dumps).
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+// Secret is a string that never prints (see internal/secret).
+type Secret = secret.Secret
 
 // defaultCfg holds the defaults every zero field of Config takes.
 func defaultCfg() Config {
@@ -243,12 +225,12 @@ func redactURL(u string) string {
 		if err != nil {
 			// Unparseable: keep only what cannot hold a secret.
 			if at := strings.LastIndex(p, "@"); at >= 0 {
-				parts[i] = redacted + p[at:]
+				parts[i] = secret.Redacted + p[at:]
 			}
 			continue
 		}
 		if pu.User != nil {
-			pu.User = url.User(redacted)
+			pu.User = url.User(secret.Redacted)
 		}
 		parts[i] = pu.String()
 	}

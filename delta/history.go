@@ -22,18 +22,10 @@ type HistoryEntry struct {
 // most limit of them (0: all). The timestamp is commitInfo's, or the commit
 // file's modification time when a writer left it out.
 func (t *Table) History(ctx context.Context, limit int) ([]HistoryEntry, error) {
-	l, err := t.listLog(ctx, "")
+	l, versions, err := t.listCommits(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(l.commits) == 0 {
-		return nil, ErrTableNotFound
-	}
-	versions := make([]int64, 0, len(l.commits))
-	for v := range l.commits {
-		versions = append(versions, v)
-	}
-	slices.Sort(versions)
 	slices.Reverse(versions)
 	if limit > 0 && len(versions) > limit {
 		versions = versions[:limit]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -297,18 +298,10 @@ func (s *Snapshot) applyCommit(actions []Action) error {
 // commit file modification times made strictly increasing as Spark does.
 // ErrVersionNotFound if ts is before the oldest reconstructable version.
 func (t *Table) SnapshotAtTime(ctx context.Context, ts time.Time) (*Snapshot, error) {
-	l, err := t.listLog(ctx, "")
+	l, versions, err := t.listCommits(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(l.commits) == 0 {
-		return nil, ErrTableNotFound
-	}
-	versions := make([]int64, 0, len(l.commits))
-	for v := range l.commits {
-		versions = append(versions, v)
-	}
-	slices.Sort(versions)
 	found, prev := int64(-1), int64(-1)
 	for _, v := range versions {
 		ms := l.commits[v].ModTime.UnixMilli()
@@ -325,6 +318,19 @@ func (t *Table) SnapshotAtTime(ctx context.Context, ts time.Time) (*Snapshot, er
 		return nil, fmt.Errorf("%w: no commit at or before %s", ErrVersionNotFound, ts.UTC().Format(time.RFC3339))
 	}
 	return t.SnapshotAt(ctx, found)
+}
+
+// listCommits lists the log and returns the versions of its commit files,
+// ascending; ErrTableNotFound when there are none.
+func (t *Table) listCommits(ctx context.Context) (*logListing, []int64, error) {
+	l, err := t.listLog(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(l.commits) == 0 {
+		return nil, nil, ErrTableNotFound
+	}
+	return l, slices.Sorted(maps.Keys(l.commits)), nil
 }
 
 // Checkpoint writes a checkpoint of s (at s.Version) and then _last_checkpoint.

@@ -21,6 +21,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
+	"github.com/deltaflow/deltaflow/internal/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -146,7 +147,7 @@ func TestRunUntilLatest(t *testing.T) {
 	if n != 10_000 {
 		t.Fatalf("table holds %d records, want 10000", n)
 	}
-	hw := highWatermarks(t, brokers)
+	hw := testenv.HighWatermarks(t, brokers, "sensor-events")
 	for p, h := range hw {
 		if got := txns[actors.TxnAppID("deltaflow", testTopic, p)]; got != h-1 {
 			t.Errorf("partition %d: txn version %d, high watermark %d", p, got, h)
@@ -164,31 +165,6 @@ func TestRunUntilLatest(t *testing.T) {
 	}
 	t.Logf("caught-up run took %s", time.Since(start).Round(time.Millisecond))
 }
-
-func highWatermarks(t *testing.T, brokers []string) map[int32]int64 {
-	t.Helper()
-	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = brokers
-	kcfg.Mode = kafka.ModePartitions
-	kcfg.Partitions = []int32{0}
-	c, err := kafka.NewConsumer(kcfg, nopHandler{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	hw, err := c.HighWatermarks(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hw
-}
-
-type nopHandler struct{}
-
-func (nopHandler) Assigned(context.Context, string, []int32) (map[int32]int64, error) {
-	return nil, nil
-}
-func (nopHandler) Revoked(context.Context, string, []int32) {}
 
 func TestHTTPEndpoints(t *testing.T) {
 	cluster := newCluster(t)

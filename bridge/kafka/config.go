@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"github.com/deltaflow/deltaflow/internal/secret"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -116,25 +118,8 @@ type TLS struct {
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
 }
 
-// Secret is a string that does not print itself: fmt, slog, JSON and YAML
-// encoding all show "REDACTED" (or "" when empty), so a config dump or a log
-// line can never leak it. Convert with string(s) where the value is needed.
-type Secret string
-
-const redacted = "REDACTED"
-
-func (s Secret) show() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-func (s Secret) String() string               { return s.show() }
-func (s Secret) Format(f fmt.State, _ rune)   { fmt.Fprint(f, s.show()) } // every verb: %q, %x and %#v too
-func (s Secret) LogValue() slog.Value         { return slog.StringValue(s.show()) }
-func (s Secret) MarshalJSON() ([]byte, error) { return fmt.Appendf(nil, "%q", s.show()), nil }
-func (s Secret) MarshalYAML() (any, error)    { return s.show(), nil }
+// Secret is a string that never prints (see internal/secret).
+type Secret = secret.Secret
 
 // DefaultConfig returns the configuration with every default filled in.
 func DefaultConfig() Config { return Config{}.withDefaults() }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -210,7 +211,7 @@ func TestSIGTERM(t *testing.T) {
 	if rows != produced || int64(distinct) != produced {
 		t.Fatalf("table holds %d rows (%d distinct), %d records were produced", rows, distinct, produced)
 	}
-	hw := highWatermarks(t, brokers)
+	hw := testenv.HighWatermarks(t, brokers, "sensor-events")
 	var sum int64
 	for p, h := range hw {
 		sum += h
@@ -223,31 +224,6 @@ func TestSIGTERM(t *testing.T) {
 		t.Errorf("high watermarks sum to %d, produced %d", sum, produced)
 	}
 }
-
-func highWatermarks(t *testing.T, brokers []string) map[int32]int64 {
-	t.Helper()
-	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = brokers
-	kcfg.Mode = kafka.ModePartitions
-	kcfg.Partitions = []int32{0}
-	c, err := kafka.NewConsumer(kcfg, nopHandler{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	hw, err := c.HighWatermarks(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hw
-}
-
-type nopHandler struct{}
-
-func (nopHandler) Assigned(context.Context, string, []int32) (map[int32]int64, error) {
-	return nil, nil
-}
-func (nopHandler) Revoked(context.Context, string, []int32) {}
 
 var finalLine = regexp.MustCompile(`(?m)^produced (\d+) events, committed (\d+) rows$`)
 
@@ -292,19 +268,8 @@ func TestProduce(t *testing.T) {
 	if m == nil || m[1] == "0" {
 		t.Fatalf("summary %q", out)
 	}
-	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = cluster.ListenAddrs()
-	kcfg.Topic = "t1"
-	kcfg.Mode = kafka.ModePartitions
-	kcfg.Partitions = []int32{0}
-	c, err := kafka.NewConsumer(kcfg, nopHandler{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	hw, err := c.HighWatermarks(t.Context())
-	if err != nil || len(hw) != 2 || hw[0]+hw[1] != 500 {
-		t.Fatalf("topic t1: %v %v", hw, err)
+	if hw := testenv.HighWatermarks(t, cluster.ListenAddrs(), "t1"); len(hw) != 2 || hw[0]+hw[1] != 500 {
+		t.Fatalf("topic t1: %v", hw)
 	}
 	if code, _, _ := run(t, "produce", "--bad-ratio", "2"); code != 2 {
 		t.Errorf("bad flag: exit %d", code)
