@@ -211,8 +211,11 @@ func (c *boundCond) compareStat(raw any, isMax bool) (r int, ok bool) {
 	return compareValues(c.typ, c.lit, v)
 }
 
-// compareValues compares two values of column type t (Go types per
-// delta.Row; integers of any width); ok is false for incomparable values.
+// Compare compares two non-null values of column type t (Go types per
+// delta.Row, integers of any width, decimals as strings); ok is false for
+// values that cannot be compared (nested types, mismatched Go types).
+func Compare(t delta.DataType, a, b any) (int, bool) { return compareValues(t, a, b) }
+
 func compareValues(t delta.DataType, a, b any) (int, bool) {
 	if _, ok := t.(delta.DecimalType); ok {
 		x, ok1 := toRat(a)
