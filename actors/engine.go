@@ -42,6 +42,8 @@ type Config struct {
 	// MaxRetry is how long storage and DLQ operations are retried before
 	// the epoch is given up (and re-read); default 10m.
 	MaxRetry time.Duration
+	// Maintenance schedules OPTIMIZE and VACUUM; disabled by default.
+	Maintenance Maintenance
 
 	beforeRows func(key string) // test hook, see bufferConfig
 }
@@ -94,11 +96,12 @@ type Engine struct {
 	fetch  *fetcher
 	ready  chan struct{} // closed once the committer is spawned
 
-	committer *actor.PID
-	cons      Consumer
-	cancel    context.CancelFunc
-	loopDone  chan error
-	stopping  atomic.Bool
+	committer   *actor.PID
+	maintenance *actor.PID // nil when maintenance is disabled
+	cons        Consumer
+	cancel      context.CancelFunc
+	loopDone    chan error
+	stopping    atomic.Bool
 }
 
 // NewEngine checks the configuration and prepares an engine.
@@ -197,12 +200,37 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	e.fetch.committer = pid
 	close(e.ready)
 	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStarted})
+	if err := e.startMaintenance(); err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.loopDone = make(chan error, 1)
 	go func() { e.loopDone <- e.fetch.run(ctx) }()
 	go e.watchBudget(ctx)
+	return nil
+}
+
+// startMaintenance spawns the maintenance actor, when enabled, under the
+// same restart strategy as the committer.
+func (e *Engine) startMaintenance() error {
+	if !e.cfg.Maintenance.enabled() {
+		return nil
+	}
+	m := &maintainer{cfg: e.cfg.Maintenance, table: e.deps.Table, writer: e.cfg.Writer, outbox: e.deps.Outbox,
+		logger: e.deps.Logger.With("component", "maintenance")}
+	guardian := &restartStrategy{backoff: e.cfg.Backoff, onRestart: func(_ *actor.PID, reason any, n int, delay time.Duration) {
+		e.deps.Logger.Error("maintenance failed; restarting", "reason", reason, "restarts", n, "delay", delay)
+		e.deps.Metrics.Restarts.WithLabelValues("maintenance").Inc()
+		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorRestarted, Reason: fmt.Sprint(reason), Restarts: n})
+	}}
+	pid, err := e.system.Root.SpawnNamed(actor.PropsFromProducer(newMaintenanceActor(m), actor.WithGuardian(guardian)), "maintenance")
+	if err != nil {
+		return fmt.Errorf("engine: spawn maintenance: %w", err)
+	}
+	e.maintenance = pid
+	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorStarted})
 	return nil
 }
 
@@ -263,6 +291,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 	err := e.Flush(ctx)
 	e.stopping.Store(true)
 	e.cons.Close()
+	if e.maintenance != nil {
+		// A round in progress is cancelled; its orphans are VACUUM's.
+		_ = e.system.Root.PoisonFuture(e.maintenance).Wait()
+		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorStopped})
+	}
 	if perr := e.system.Root.PoisonFuture(e.committer).Wait(); perr != nil && err == nil {
 		err = perr
 	}

@@ -107,6 +107,8 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, FlushInterval: cfg.Flush.Interval,
 		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
 		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
+		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
+			VacuumEvery: cfg.Maintenance.VacuumEvery, VacuumRetain: cfg.Maintenance.VacuumRetain},
 	}, actors.Deps{Table: tbl, Mapper: mapper, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err

@@ -13,13 +13,13 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 )
 
-const inspectUsage = "snapshot|files|history|schema|partitions --table URI [--version N] [--json]"
+const inspectUsage = "snapshot|files|history|schema|partitions|offsets --table URI [--version N] [--json]"
 
 func inspectCommand() *Command {
 	return &Command{
 		Name:    "inspect",
 		Usage:   inspectUsage,
-		Summary: "show a table's snapshot, files, history, schema or partitions",
+		Summary: "show a table's snapshot, files, history, schema, partitions or Kafka offsets",
 		Run:     runInspect,
 	}
 }
@@ -68,15 +68,17 @@ func runInspect(ctx context.Context, out IO, args []string) error {
 	tf.register(fs, true)
 	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
 	limit := fs.Int("limit", 0, "history: show at most this many commits (0: all)")
+	var of offsetsFlags
+	of.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("want one of snapshot, files, history, schema, partitions")
+		return usagef("want one of snapshot, files, history, schema, partitions, offsets")
 	}
 	what := pos[0]
-	if !slices.Contains([]string{"snapshot", "files", "history", "schema", "partitions"}, what) {
+	if !slices.Contains([]string{"snapshot", "files", "history", "schema", "partitions", "offsets"}, what) {
 		return usagef("unknown inspect target %q", what)
 	}
 	if what == "history" {
@@ -97,6 +99,8 @@ func runInspect(ctx context.Context, out IO, args []string) error {
 		return inspectFiles(out.Stdout, s, *asJSON)
 	case "schema":
 		return inspectSchema(out.Stdout, s, *asJSON)
+	case "offsets":
+		return inspectOffsets(ctx, out.Stdout, s, of, *asJSON)
 	default:
 		return inspectPartitions(out.Stdout, s, *asJSON)
 	}

@@ -19,6 +19,7 @@ type tableFlags struct {
 }
 
 func (f *tableFlags) register(fs *flag.FlagSet, withVersion bool) {
+	f.version = -1 // latest, also for commands without --version
 	fs.StringVar(&f.uri, "table", "", "table `URI`: s3://bucket/prefix, file:///path or a path (required)")
 	fs.StringVar(&f.s3.Endpoint, "s3-endpoint", "", "S3/MinIO endpoint host:port or URL (default $MINIO_ENDPOINT, $AWS_ENDPOINT_URL)")
 	fs.StringVar(&f.s3.AccessKey, "s3-access-key", "", "S3 access key (default $MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID)")

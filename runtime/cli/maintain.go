@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/delta/filter"
+	"github.com/deltaflow/deltaflow/runtime"
+)
+
+const (
+	optimizeUsage = "--table URI [--where PARTITION-FILTER] [--target-size SIZE] [--dry-run]"
+	vacuumUsage   = "--table URI [--retain DURATION] [--dry-run] [--force]"
+)
+
+func optimizeCommand() *Command {
+	return &Command{Name: "optimize", Usage: optimizeUsage, Summary: "compact small files (Delta OPTIMIZE)", Run: runOptimize}
+}
+
+func vacuumCommand() *Command {
+	return &Command{Name: "vacuum", Usage: vacuumUsage, Summary: "delete unreferenced files and expired log entries (VACUUM)", Run: runVacuum}
+}
+
+func runOptimize(ctx context.Context, out IO, args []string) error {
+	fs := newFlagSet("optimize", optimizeUsage, out.Stderr)
+	var tf tableFlags
+	tf.register(fs, false)
+	where := fs.String("where", "", "compact only partitions matching this `filter` on partition columns, e.g. \"date >= '2024-06-01'\"")
+	targetFlag := fs.String("target-size", "128MiB", "`size` compacted files aim for; files this big are left alone")
+	dryRun := fs.Bool("dry-run", false, "show the plan without writing anything")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	target, err := runtime.ParseByteSize(*targetFlag)
+	if err != nil || target <= 0 {
+		return usagef("--target-size %q: want a positive size such as 128MiB", *targetFlag)
+	}
+	tbl, snap, err := tf.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	opts := delta.OptimizeOptions{TargetSize: int64(target), DryRun: *dryRun}
+	if *where != "" {
+		b, err := bindFilter(snap, *where)
+		if err != nil {
+			return err
+		}
+		if err := b.OnlyPartitionColumns(); err != nil {
+			return usagef("--where: %v (optimize filters on partition columns only: %s)", err, strings.Join(snap.PartitionColumns(), ", "))
+		}
+		// A partition value the filter cannot read fails here, before
+		// anything is written, instead of silently leaving files out.
+		for _, a := range snap.Files() {
+			if _, err := b.MatchPartition(a.PartitionValues); err != nil {
+				return fmt.Errorf("--where on %s: %w", a.Path, err)
+			}
+		}
+		opts.Filter = func(pv map[string]*string) bool {
+			ok, _ := b.MatchPartition(pv)
+			return ok
+		}
+		opts.Predicate = b.String()
+	}
+	var bar *progressBar
+	if !*dryRun {
+		bar = newProgressBar(out.Stderr, "optimize")
+		opts.Progress = bar.update
+	}
+	start := time.Now()
+	res, err := tbl.Optimize(ctx, snap, opts)
+	bar.finish()
+	if delta.IsConflict(err, delta.ConflictDelete) {
+		return fmt.Errorf("%w\na concurrent commit (another OPTIMIZE, or a delete) removed a file this run compacted; "+
+			"nothing was committed (the files written are orphans VACUUM removes): run optimize again", err)
+	}
+	if err != nil {
+		return err
+	}
+	var files int
+	var bytes int64
+	for _, b := range res.Bins {
+		files += len(b.Files)
+		bytes += b.Bytes
+	}
+	switch {
+	case len(res.Bins) == 0:
+		fmt.Fprintf(out.Stdout, "nothing to optimize at version %d (no partition has two files under %s)\n", snap.Version(), humanBytes(int64(target)))
+	case *dryRun:
+		fmt.Fprintf(out.Stdout, "dry run: would compact %d files (%s) into %d at version %d\n", files, humanBytes(bytes), len(res.Bins), snap.Version())
+		for _, b := range res.Bins {
+			fmt.Fprintf(out.Stdout, "  %s: %d files, %s\n", partitionLabel(snap, b.PartitionValues), len(b.Files), humanBytes(b.Bytes))
+		}
+	default:
+		fmt.Fprintf(out.Stdout, "optimized: removed %d files (%s), added %d files (%s); version %d; took %s\n",
+			res.FilesRemoved, humanBytes(res.BytesRemoved), res.FilesAdded, humanBytes(res.BytesAdded), res.Version,
+			time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func partitionLabel(s *delta.Snapshot, pv map[string]*string) string {
+	if d := delta.PartitionDir(s.PartitionColumns(), pv); d != "" {
+		return d
+	}
+	return "(unpartitioned)"
+}
+
+// bindFilter parses a --where filter against the snapshot's schema; a bad
+// filter is a usage error (exit 2).
+func bindFilter(s *delta.Snapshot, src string) (*filter.Bound, error) {
+	e, err := filter.Parse(src)
+	if err != nil {
+		return nil, usagef("--where: %v", err)
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		return nil, err
+	}
+	b, err := filter.Bind(e, schema, s.PartitionColumns())
+	if err != nil {
+		return nil, usagef("--where: %v", err)
+	}
+	return b, nil
+}
+
+func runVacuum(ctx context.Context, out IO, args []string) error {
+	fs := newFlagSet("vacuum", vacuumUsage, out.Stderr)
+	var tf tableFlags
+	tf.register(fs, false)
+	retainFlag := fs.String("retain", "720h", "keep files removed less than this `duration` ago (Go duration or days, e.g. 30d)")
+	dryRun := fs.Bool("dry-run", false, "list the files that would be deleted; delete nothing")
+	force := fs.Bool("force", false, "allow a retention shorter than the table's delta.deletedFileRetentionDuration (default 168h)")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	retain, err := parseRetention(*retainFlag)
+	if err != nil {
+		return usagef("--retain: %v", err)
+	}
+	tbl, snap, err := tf.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	// delta reads a zero Retention as "the table's default"; --retain 0
+	// means "keep nothing", so ask for the smallest positive one.
+	opts := delta.VacuumOptions{Retention: max(retain, time.Nanosecond), Force: *force, DryRun: *dryRun}
+	res, err := tbl.Vacuum(ctx, snap, opts)
+	if errors.Is(err, delta.ErrRetentionTooShort) {
+		return fmt.Errorf("refusing to vacuum with --retain %s: it is shorter than the table's deleted file retention %s, "+
+			"and a reader or writer of an older version may still need those files; pass --force if none does",
+			retain, snap.DeletedFileRetention())
+	}
+	if err != nil {
+		return err
+	}
+	if *dryRun {
+		for _, k := range res.Files {
+			fmt.Fprintf(out.Stdout, "would delete %s\n", k)
+		}
+		fmt.Fprintf(out.Stdout, "dry run: would delete %d files (%s) unreferenced for %s at version %d\n",
+			len(res.Files), humanBytes(res.Bytes), retain, snap.Version())
+		return nil
+	}
+	after, err := tbl.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("re-read table after vacuum: %w", err)
+	}
+	logs, err := tbl.CleanupLog(ctx, after)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Stdout, "vacuumed: deleted %d files (%s) unreferenced for %s; log cleanup deleted %d files (log retention %s); version %d\n",
+		len(res.Files), humanBytes(res.Bytes), retain, len(logs), after.LogRetention(), after.Version())
+	return nil
+}
+
+// parseRetention accepts a Go duration ("720h") or whole or fractional days
+// ("30d", as optimize.py's VACUUM_RETAIN_DAYS).
+func parseRetention(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 720h or 30d", s)
+		}
+		d = time.Duration(n * float64(24*time.Hour))
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 720h or 30d", s)
+		}
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q: must not be negative", s)
+	}
+	return d, nil
+}
+
+// progressBar shows OPTIMIZE's progress: a bar redrawn with \r on a
+// terminal, one plain line per bin otherwise (logs, CI).
+type progressBar struct {
+	w     io.Writer
+	label string
+	tty   bool
+	drawn bool
+}
+
+func newProgressBar(w io.Writer, label string) *progressBar {
+	f, ok := w.(*os.File)
+	return &progressBar{w: w, label: label, tty: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+func (p *progressBar) update(done, total int, bytesDone, bytesTotal int64) {
+	if !p.tty {
+		fmt.Fprintf(p.w, "%s: %d/%d bins, %s of %s\n", p.label, done, total, humanBytes(bytesDone), humanBytes(bytesTotal))
+		return
+	}
+	const width = 30
+	filled := 0
+	if bytesTotal > 0 {
+		filled = int(int64(width) * bytesDone / bytesTotal)
+	}
+	fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d bins, %s of %s ", p.label, strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		done, total, humanBytes(bytesDone), humanBytes(bytesTotal))
+	p.drawn = true
+}
+
+// finish ends the bar's line; nil-safe.
+func (p *progressBar) finish() {
+	if p != nil && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+// probeTimeout bounds each look at NATS and Kafka: `inspect offsets` is a
+// quick look, and the table's answer must not wait on them.
+const probeTimeout = 3 * time.Second
+
+// offsetsFlags are the flags of `inspect offsets`.
+type offsetsFlags struct {
+	app, topic, name string
+	natsURL          string
+	brokers, group   string
+}
+
+func (f *offsetsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.app, "app", "deltaflow", "offsets: table.app_id, the txn appId prefix")
+	fs.StringVar(&f.topic, "topic", "sensor-events", "offsets: Kafka topic")
+	fs.StringVar(&f.name, "name", "sensor_events", "offsets: table.name, as in the NATS KV keys")
+	fs.StringVar(&f.natsURL, "nats", "", "offsets: NATS `URL` of the KV mirror (default $NATS_URL; none: skipped)")
+	fs.StringVar(&f.brokers, "brokers", "", "offsets: Kafka brokers, comma-separated (default $KAFKA_BOOTSTRAP; none: skipped)")
+	fs.StringVar(&f.group, "group", "deltaflow", "offsets: Kafka consumer group")
+}
+
+// offsetRow is one partition of `inspect offsets --json`; absent sources are
+// null.
+type offsetRow struct {
+	Partition int32 `json:"partition"`
+	// TxnVersion is the last offset the table committed (its txn version).
+	TxnVersion *int64 `json:"txnVersion"`
+	// KV is the NATS KV mirror's record.
+	KV *bridge.OffsetRecord `json:"kv"`
+	// GroupOffset is the consumer group's committed offset (the next to read).
+	GroupOffset *int64 `json:"groupOffset"`
+	// EndOffset is the partition's high watermark.
+	EndOffset *int64 `json:"endOffset"`
+}
+
+type offsetsJSON struct {
+	Version    int64       `json:"version"`
+	App        string      `json:"app"`
+	Topic      string      `json:"topic"`
+	Partitions []offsetRow `json:"partitions"`
+	Notes      []string    `json:"notes"`
+}
+
+func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offsetsFlags, asJSON bool) error {
+	res := offsetsJSON{Version: s.Version(), App: f.app, Topic: f.topic, Notes: []string{}}
+	rows := map[int32]*offsetRow{}
+	row := func(p int32) *offsetRow {
+		if rows[p] == nil {
+			rows[p] = &offsetRow{Partition: p}
+		}
+		return rows[p]
+	}
+	prefix := strings.TrimSuffix(actors.TxnAppID(f.app, f.topic, 0), "0")
+	for id, v := range s.Txns() {
+		if rest, ok := strings.CutPrefix(id, prefix); ok {
+			if p, err := strconv.ParseInt(rest, 10, 32); err == nil {
+				row(int32(p)).TxnVersion = &v
+			}
+		}
+	}
+	if len(rows) == 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("table: no txn for app %q topic %q", f.app, f.topic))
+	}
+
+	natsURL := firstNonEmpty(f.natsURL, os.Getenv("NATS_URL"))
+	if natsURL == "" {
+		res.Notes = append(res.Notes, "nats: skipped (no --nats or NATS_URL)")
+	} else if kv, err := kvOffsets(ctx, natsURL, f.name, f.topic); err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("nats: skipped: %v", err))
+	} else {
+		for p, rec := range kv {
+			row(p).KV = &rec
+		}
+	}
+
+	brokers := firstNonEmpty(f.brokers, os.Getenv("KAFKA_BOOTSTRAP"))
+	if brokers == "" {
+		res.Notes = append(res.Notes, "kafka: skipped (no --brokers or KAFKA_BOOTSTRAP)")
+	} else if group, end, err := kafkaOffsets(ctx, strings.Split(brokers, ","), f.group, f.topic); err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("kafka: skipped: %v", err))
+	} else {
+		for p, o := range group {
+			row(p).GroupOffset = &o
+		}
+		for p, o := range end {
+			row(p).EndOffset = &o
+		}
+	}
+
+	for _, p := range slices.Sorted(maps.Keys(rows)) {
+		res.Partitions = append(res.Partitions, *rows[p])
+	}
+	if res.Partitions == nil {
+		res.Partitions = []offsetRow{}
+	}
+	if asJSON {
+		return writeJSON(w, res)
+	}
+	fmt.Fprintf(w, "table version %d, app %s, topic %s\n", res.Version, res.App, res.Topic)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tTABLE (LAST OFFSET)\tKV OFFSET\tKV VERSION\tGROUP (NEXT)\tEND")
+	opt := func(v *int64) string {
+		if v == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*v, 10)
+	}
+	for _, r := range res.Partitions {
+		kvOff, kvVer := "-", "-"
+		if r.KV != nil {
+			kvOff, kvVer = strconv.FormatInt(r.KV.Offset, 10), strconv.FormatInt(r.KV.Version, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Partition, opt(r.TxnVersion), kvOff, kvVer, opt(r.GroupOffset), opt(r.EndOffset))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// kvOffsets reads the KV mirror directly (bridge.New would create the
+// bucket and streams, which an inspection must not do).
+func kvOffsets(ctx context.Context, url, table, topic string) (map[int32]bridge.OffsetRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	nc, err := nats.Connect(url, nats.Timeout(probeTimeout), nats.MaxReconnects(0), nats.Name("deltaflow inspect"))
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", redactURL(url), err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, bridge.DefaultKVBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", bridge.DefaultKVBucket, err)
+	}
+	key0 := bridge.OffsetKey(table, topic, 0)
+	prefix := key0[:len(key0)-1]
+	watch, err := kv.WatchFiltered(ctx, []string{prefix + "*"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("watch %s*: %w", prefix, err)
+	}
+	defer watch.Stop()
+	out := map[int32]bridge.OffsetRecord{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read %s*: %w", prefix, ctx.Err())
+		case e, ok := <-watch.Updates():
+			if !ok || e == nil { // nil marks the end of the current values
+				return out, nil
+			}
+			p, err := strconv.ParseInt(strings.TrimPrefix(e.Key(), prefix), 10, 32)
+			if err != nil {
+				continue
+			}
+			var rec bridge.OffsetRecord
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				return nil, fmt.Errorf("decode %s: %w", e.Key(), err)
+			}
+			out[int32(p)] = rec
+		}
+	}
+}
+
+// redactURL drops credentials from a NATS URL for messages.
+func redactURL(u string) string {
+	if i := strings.Index(u, "@"); i >= 0 {
+		if j := strings.Index(u, "://"); j >= 0 && j < i {
+			return u[:j+3] + "***" + u[i:]
+		}
+		return "***" + u[i:]
+	}
+	return u
+}
+
+// kafkaOffsets returns the group's committed offsets and the end offsets
+// of topic.
+func kafkaOffsets(ctx context.Context, brokers []string, group, topic string) (committed, end map[int32]int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DialTimeout(probeTimeout), kgo.RetryTimeout(probeTimeout))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("end offsets of %s at %s: %w", topic, strings.Join(brokers, ","), err)
+	}
+	end = map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = fetched.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("offsets of group %s: %w", group, err)
+	}
+	committed = map[int32]int64{}
+	fetched.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic {
+			committed[o.Partition] = o.At
+		}
+	})
+	return committed, end, nil
+}
