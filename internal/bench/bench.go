@@ -127,18 +127,18 @@ func (o *Options) setDefaults() error {
 
 // StageReport is one stage's measurements.
 type StageReport struct {
-	Name          string  `json:"name"`
-	Events        int64   `json:"events"`
-	InputBytes    int64   `json:"input_bytes"`
-	Seconds       float64 `json:"seconds"` // assignment → all consumed / committed
-	EPS           float64 `json:"eps"`
-	InputMBps     float64 `json:"input_mb_per_s"`
-	CPUSeconds    float64 `json:"cpu_seconds"` // whole child process (user+sys)
-	CPUPerMillion float64 `json:"cpu_seconds_per_million"`
-	PeakRSSBytes  int64   `json:"peak_rss_bytes"` // rusage maxrss of the child
-	WallSeconds   float64 `json:"wall_seconds"`   // child process start → exit
-	StartSeconds  float64 `json:"start_seconds"`  // child process start → assignment
-	DeadLetters   int64   `json:"dead_letters,omitempty"`
+	Name          string   `json:"name"`
+	Events        int64    `json:"events"`
+	InputBytes    int64    `json:"input_bytes"`
+	Seconds       float64  `json:"seconds"` // assignment → all consumed / committed
+	EPS           float64  `json:"eps"`
+	InputMBps     float64  `json:"input_mb_per_s"`
+	CPUSeconds    float64  `json:"cpu_seconds"` // whole child process (user+sys)
+	CPUPerMillion float64  `json:"cpu_seconds_per_million"`
+	PeakRSSBytes  int64    `json:"peak_rss_bytes"` // rusage maxrss of the child
+	WallSeconds   float64  `json:"wall_seconds"`   // child process start → exit
+	StartSeconds  float64  `json:"start_seconds"`  // child process start → assignment
+	DeadLetters   int64    `json:"dead_letters,omitempty"`
 	Series        []Sample `json:"series,omitempty"`
 }
 

@@ -97,11 +97,11 @@ func (a *stageArgs) args() []string {
 
 // childResult is the last line a stage child prints ("result {json}").
 type childResult struct {
-	Events     int64 `json:"events"`
-	Bytes      int64 `json:"bytes"`
-	AssignedNs int64 `json:"assigned_ns"` // partitions assigned: the stage clock starts
-	DoneNs     int64 `json:"done_ns"`     // everything consumed (consume, decode) or committed (e2e)
-	DeadLetter int64 `json:"dead_letters,omitempty"`
+	Events     int64  `json:"events"`
+	Bytes      int64  `json:"bytes"`
+	AssignedNs int64  `json:"assigned_ns"` // partitions assigned: the stage clock starts
+	DoneNs     int64  `json:"done_ns"`     // everything consumed (consume, decode) or committed (e2e)
+	DeadLetter int64  `json:"dead_letters,omitempty"`
 	Error      string `json:"error,omitempty"`
 }
 
