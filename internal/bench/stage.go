@@ -196,31 +196,52 @@ func consumeStage(ctx context.Context, a stageArgs, out *childOut) (childResult,
 	var done atomic.Int64
 	stopProgress := progressLoop(out, func() (int64, int64) { n := done.Load(); return n, n })
 	defer stopProgress()
+	// decode: one worker per partition, fed through a short queue, so
+	// polling overlaps decoding (the upper bound of what readers can do).
 	var wg sync.WaitGroup
-	for done.Load() < a.events {
+	queues := map[int32]chan kafka.Batch{}
+	defer func() {
+		for _, q := range queues {
+			close(q)
+		}
+		wg.Wait()
+	}()
+	var polled int64
+	for polled < a.events {
 		batches, err := cons.Poll(ctx)
 		if err != nil && len(batches) == 0 {
 			return res, err
 		}
-		var n int64
 		for _, b := range batches {
-			n += int64(len(b.Records))
+			polled += int64(len(b.Records))
 			for _, r := range b.Records {
 				res.Bytes += int64(len(r.Key) + len(r.Value))
 			}
 			if mappers == nil {
+				done.Add(int64(len(b.Records)))
 				continue
 			}
-			pm := mappers[b.Partition]
-			if pm == nil {
-				pm = &partMapper{m: base.Clone(), row: mapping.Row{Arena: new(mapping.Arena)}}
+			q := queues[b.Partition]
+			if q == nil {
+				pm := &partMapper{m: base.Clone(), row: mapping.Row{Arena: new(mapping.Arena)}}
 				mappers[b.Partition] = pm
+				q = make(chan kafka.Batch, 2)
+				queues[b.Partition] = q
+				wg.Go(func() {
+					for b := range q {
+						pm.mapBatch(b)
+						done.Add(int64(len(b.Records)))
+					}
+				})
 			}
-			wg.Go(func() { pm.mapBatch(b) })
+			q <- b
 		}
-		wg.Wait()
-		done.Add(n)
 	}
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	clear(queues)
 	res.DoneNs = time.Now().UnixNano()
 	res.Events = done.Load()
 	res.AssignedNs = h.assigned.Load()
