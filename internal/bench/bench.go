@@ -57,6 +57,10 @@ type Options struct {
 	S3 storage.Options
 	// Dir holds tables, logs and profiles; empty: a new temp directory.
 	Dir string
+	// Config is a deltaflow YAML file whose settings (kafka fetch sizes,
+	// flush, backpressure, table columns...) every stage uses; the bench
+	// sets brokers, topic, group, table, NATS and HTTP. Empty: defaults.
+	Config string
 	// FlushInterval of the daemon; 0: the configuration default (60s).
 	FlushInterval time.Duration
 	// Throughput runs the three stages (the default mode).
@@ -180,7 +184,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Partitions: o.Partitions, GoMaxProcs: childProcs(), NumCPU: goruntime.NumCPU(),
 		GoVersion: goruntime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
-	rep.FlushIntervalSeconds = runtime.DefaultConfig().Flush.Interval.Seconds()
+	base, err := runtime.Load(o.Config, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	rep.FlushIntervalSeconds = base.Flush.Interval.Seconds()
 	if o.FlushInterval > 0 {
 		rep.FlushIntervalSeconds = o.FlushInterval.Seconds()
 	}
@@ -338,7 +346,7 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, stage := range []string{StageConsume, StageDecode, StageE2E} {
 		a := stageArgs{stage: stage, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-" + stage + "-" + nonce,
-			events: int64(o.Events), flush: o.FlushInterval, s3: s3FlagsOf(o.S3)}
+			events: int64(o.Events), flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config}
 		if stage == StageE2E {
 			a.table, a.natsDir, a.untilLatest = table, natsDirFor(o.Dir, stage), true
 		}

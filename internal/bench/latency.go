@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,16 +46,20 @@ func latency(ctx context.Context, o Options, k *kafkaEnv) (*LatencyReport, error
 	if strings.HasPrefix(o.Table, "s3://") || strings.HasPrefix(o.Table, "s3a://") {
 		table = strings.TrimSuffix(o.Table, "/") + "/bench-latency-" + nonce
 	}
+	base, err := runtime.Load(o.Config, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	flush := o.FlushInterval
 	if flush <= 0 {
-		flush = runtime.DefaultConfig().Flush.Interval
+		flush = base.Flush.Interval
 	}
 	events := int(o.Rate * o.Duration.Seconds())
 	rep := &LatencyReport{Events: int64(events), Rate: o.Rate, DurationSeconds: o.Duration.Seconds(),
 		FlushIntervalSeconds: flush.Seconds(), Table: table}
 
 	a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-latency-" + nonce,
-		table: table, natsDir: natsDirFor(o.Dir, "latency"), flush: o.FlushInterval, s3: s3FlagsOf(o.S3)}
+		table: table, natsDir: natsDirFor(o.Dir, "latency"), flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config}
 	if o.CPUProfile != "" {
 		a.cpuProfile = o.CPUProfile + ".latency"
 	}
@@ -132,7 +137,7 @@ func latency(ctx context.Context, o Options, k *kafkaEnv) (*LatencyReport, error
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			app := actors.TxnAppID(runtime.DefaultConfig().Table.AppID, topic, r.Partition)
+			app := actors.TxnAppID(base.Table.AppID, topic, r.Partition)
 			for _, cm := range sum.commits {
 				if v, ok := cm.Txns[app]; ok && v >= r.Offset {
 					delays = append(delays, cm.At.Sub(r.Timestamp).Seconds())

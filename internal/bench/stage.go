@@ -47,6 +47,7 @@ type stageArgs struct {
 	untilLatest bool
 	flush       time.Duration
 	cpuProfile  string
+	config      string // deltaflow YAML whose kafka, flush and backpressure settings apply
 	s3          s3Flags
 }
 
@@ -62,6 +63,7 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.natsDir, "stage-nats-dir", "", "internal")
 	fs.BoolVar(&a.untilLatest, "stage-until-latest", false, "internal")
 	fs.DurationVar(&a.flush, "stage-flush-interval", 0, "internal")
+	fs.StringVar(&a.config, "stage-config", "", "internal")
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of each stage child to `FILE`.<stage>")
 }
 
@@ -79,6 +81,9 @@ func (a *stageArgs) args() []string {
 	}
 	if a.cpuProfile != "" {
 		out = append(out, "--cpuprofile", a.cpuProfile)
+	}
+	if a.config != "" {
+		out = append(out, "--stage-config", a.config)
 	}
 	if a.s3.endpoint != "" {
 		out = append(out, "--s3-endpoint", a.s3.endpoint)
@@ -176,7 +181,11 @@ func (h *handler) Revoked(context.Context, string, []int32) {}
 // partition of a poll (as the engine's readers do).
 func consumeStage(ctx context.Context, a stageArgs, out *childOut) (childResult, error) {
 	var res childResult
-	kcfg := kafka.DefaultConfig()
+	cfg, err := runtime.Load(a.config, os.Getenv)
+	if err != nil {
+		return res, err
+	}
+	kcfg := cfg.Kafka
 	kcfg.Brokers = strings.Split(a.brokers, ",")
 	kcfg.Topic, kcfg.Group = a.topic, a.group
 	h := &handler{out: out}
@@ -185,13 +194,14 @@ func consumeStage(ctx context.Context, a stageArgs, out *childOut) (childResult,
 		return res, err
 	}
 	defer cons.Close()
+	m, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
+	if err != nil {
+		return res, err
+	}
 	var mappers map[int32]*partMapper
 	var base *mapping.Mapper
 	if a.stage == StageDecode {
-		if base, err = mapping.New(mapping.DefaultConfig(), mapping.DefaultPartitionColumns); err != nil {
-			return res, err
-		}
-		mappers = map[int32]*partMapper{}
+		base, mappers = m, map[int32]*partMapper{}
 	}
 	var done atomic.Int64
 	stopProgress := progressLoop(out, func() (int64, int64) { n := done.Load(); return n, n })
@@ -295,7 +305,7 @@ func progressLoop(out *childOut, counts func() (done, committed int64)) (stop fu
 // watermark with untilLatest (as `run --until-latest`) or until SIGTERM.
 func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer) (childResult, error) {
 	var res childResult
-	cfg, err := runtime.Load("", os.Getenv)
+	cfg, err := runtime.Load(a.config, os.Getenv)
 	if err != nil {
 		return res, err
 	}

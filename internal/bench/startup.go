@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,8 +89,8 @@ func startup(ctx context.Context, o Options, k *kafkaEnv) (*StartupReport, error
 	if err := k.createTopic(ctx, topic, o.Partitions); err != nil {
 		return nil, err
 	}
-	a := stageArgs{stage: StageE2E, brokers: k.brokers[0], topic: topic, group: topic, table: dir,
-		natsDir: natsDirFor(o.Dir, "startup"), untilLatest: true}
+	a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, group: topic, table: dir,
+		natsDir: natsDirFor(o.Dir, "startup"), untilLatest: true, config: o.Config}
 	if k.fetch != nil {
 		k.fetch.arm()
 	}

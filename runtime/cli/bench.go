@@ -38,6 +38,7 @@ func runBench(ctx context.Context, out IO, args []string) error {
 	fs.IntVar(&o.Partitions, "partitions", 3, "partitions of the bench topic")
 	fs.StringVar(&brokers, "brokers", "", "comma-separated Kafka `brokers`; empty: in-process kfake")
 	fs.StringVar(&o.Dir, "dir", "", "work `directory` (tables, logs); empty: a new temp directory")
+	fs.StringVar(&o.Config, "config", "", "deltaflow configuration `FILE` whose kafka/flush/backpressure/table settings the stages use")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", 0, "daemon flush.interval; 0: the default (60s)")
 	fs.BoolVar(&o.Throughput, "throughput", true, "run the consume / decode / e2e stages")
 	fs.BoolVar(&o.Latency, "latency", false, "also measure record → commit latency at a steady rate")
