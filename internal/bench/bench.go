@@ -76,6 +76,9 @@ type Options struct {
 	StartupCommits int
 	// CPUProfile writes each stage child's CPU profile to CPUProfile.<stage>.
 	CPUProfile string
+	// MemProfile writes each stage child's heap profile at its peak to
+	// MemProfile.<stage>.
+	MemProfile string
 	// JSON and PNG are output files; empty: none.
 	JSON, PNG string
 	// Self is the command line that runs a stage child, to which the stage
@@ -352,6 +355,9 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 		}
 		if o.CPUProfile != "" {
 			a.cpuProfile = o.CPUProfile + "." + stage
+		}
+		if o.MemProfile != "" {
+			a.memProfile = o.MemProfile + "." + stage
 		}
 		fmt.Fprintf(o.Log, "bench: stage %s ...\n", stage)
 		run, err := runChild(ctx, o, a, nil)

@@ -47,6 +47,7 @@ type stageArgs struct {
 	untilLatest bool
 	flush       time.Duration
 	cpuProfile  string
+	memProfile  string
 	config      string // deltaflow YAML whose kafka, flush and backpressure settings apply
 	s3          s3Flags
 }
@@ -64,6 +65,7 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.untilLatest, "stage-until-latest", false, "internal")
 	fs.DurationVar(&a.flush, "stage-flush-interval", 0, "internal")
 	fs.StringVar(&a.config, "stage-config", "", "internal")
+	fs.StringVar(&a.memProfile, "memprofile", "", "write a heap profile of each stage child, taken at its peak Go heap, to `FILE`.<stage>")
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of each stage child to `FILE`.<stage>")
 }
 
@@ -84,6 +86,9 @@ func (a *stageArgs) args() []string {
 	}
 	if a.config != "" {
 		out = append(out, "--stage-config", a.config)
+	}
+	if a.memProfile != "" {
+		out = append(out, "--memprofile", a.memProfile)
 	}
 	if a.s3.endpoint != "" {
 		out = append(out, "--s3-endpoint", a.s3.endpoint)
@@ -140,6 +145,10 @@ func runStage(ctx context.Context, a stageArgs, stdout, stderr io.Writer) error 
 			return err
 		}
 		defer rtpprof.StopCPUProfile()
+	}
+	if a.memProfile != "" {
+		stop := peakHeapProfile(a.memProfile)
+		defer stop()
 	}
 	out := &childOut{w: stdout}
 	var res childResult
@@ -474,3 +483,31 @@ func IsStage(args []string) bool {
 
 // natsDirFor is the stage child's embedded NATS store.
 func natsDirFor(dir, stage string) string { return filepath.Join(dir, "nats-"+stage) }
+
+// peakHeapProfile writes the heap profile to path each time the Go heap
+// passes its previous peak by 10%, so the file shows what was live then.
+func peakHeapProfile(path string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var peak int64
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if h := goHeapBytes(); h > peak+peak/10 {
+				peak = h
+				if f, err := os.Create(path); err == nil {
+					rtpprof.Lookup("heap").WriteTo(f, 0)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-finished }
+}

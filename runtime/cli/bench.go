@@ -48,6 +48,7 @@ func runBench(ctx context.Context, out IO, args []string) error {
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&o.PNG, "png", "", "draw throughput and RSS over time to `FILE` (PNG)")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write each stage's heap profile, at its peak, to `FILE`.<stage>")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write each stage's CPU profile to `FILE`.<stage>")
 	check := fs.Bool("check", false, "read the JSON FILEs given as arguments and print PASS/FAIL per target")
 	pos, err := parseFlags(fs, args)
