@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// childEnv marks a re-executed test binary as a stage child.
+const childEnv = "DELTAFLOW_BENCH_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(StageMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchShort runs the three throughput stages on 100,000 events, each
+// in a child process (this test binary re-executed), and checks the JSON.
+// It checks that the bench works and its numbers are sane, not the targets.
+func TestBenchShort(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, pngPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.png")
+	var out strings.Builder
+	_, err := Run(t.Context(), Options{
+		Events: 100_000, Throughput: true, Dir: dir, JSON: jsonPath, PNG: pngPath,
+		Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"events", "consume_eps", "decode_eps", "e2e_eps", "e2e_peak_rss_bytes", "e2e_cpu_seconds",
+		"first_commit_seconds", "commits", "files", "rows_committed", "stages"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Events != 100_000 || r.InputBytes <= 0 {
+		t.Errorf("events %d, input bytes %d", r.Events, r.InputBytes)
+	}
+	if r.ConsumeEPS <= 0 || r.DecodeEPS <= 0 || r.E2EEPS <= 0 {
+		t.Errorf("eps: consume %v, decode %v, e2e %v", r.ConsumeEPS, r.DecodeEPS, r.E2EEPS)
+	}
+	if r.Commits < 1 || r.Files < r.Commits || r.RowsCommitted != r.Events {
+		t.Errorf("commits %d, files %d, rows committed %d of %d events", r.Commits, r.Files, r.RowsCommitted, r.Events)
+	}
+	if r.FirstCommitSeconds <= 0 || r.E2ECPUSeconds <= 0 || r.E2EPeakRSSBytes < 1<<20 {
+		t.Errorf("first commit %v s, e2e CPU %v s, peak RSS %d", r.FirstCommitSeconds, r.E2ECPUSeconds, r.E2EPeakRSSBytes)
+	}
+	if len(r.Stages) != 3 {
+		t.Fatalf("%d stages", len(r.Stages))
+	}
+	for _, s := range r.Stages {
+		if s.Events != r.Events || s.Seconds <= 0 || s.CPUSeconds <= 0 || s.PeakRSSBytes <= 0 || len(s.Series) == 0 {
+			t.Errorf("stage %s: events %d, %v s, CPU %v s, peak RSS %d, %d samples", s.Name, s.Events, s.Seconds, s.CPUSeconds, s.PeakRSSBytes, len(s.Series))
+		}
+		if s.DeadLetters != 0 {
+			t.Errorf("stage %s: %d dead letters from clean records", s.Name, s.DeadLetters)
+		}
+	}
+	if st, err := os.Stat(pngPath); err != nil || st.Size() < 1000 {
+		t.Errorf("PNG: %v", err)
+	}
+	lines, err := CheckFiles([]string{jsonPath})
+	if err != nil || len(lines) != 4 {
+		t.Errorf("check: %v, %q", err, lines)
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

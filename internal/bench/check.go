@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Targets from the issue, checked from a report.
+const (
+	TargetE2EVsDecode    = 0.5      // e2e ≥ 50% of consume+decode
+	TargetPeakRSSBytes   = 64 << 20 // draining 1,000,000 events with default settings
+	TargetStartupSeconds = 1.0      // restart to first fetch with 10,000 commits
+	TargetP99OverFlush   = 1.0      // p99 ≤ flush interval + 1 s at 10k events/s
+)
+
+// Check returns one PASS/FAIL (or SKIP) line per target. It is
+// informational: nothing fails because of it.
+func Check(r *Report) []string {
+	var out []string
+	line := func(ok bool, name, format string, args ...any) {
+		verdict := "FAIL"
+		if ok {
+			verdict = "PASS"
+		}
+		out = append(out, fmt.Sprintf("%s  %-22s %s", verdict, name, fmt.Sprintf(format, args...)))
+	}
+	skip := func(name, why string) { out = append(out, fmt.Sprintf("SKIP  %-22s %s", name, why)) }
+	if r.DecodeEPS > 0 {
+		line(r.E2EEPS >= TargetE2EVsDecode*r.DecodeEPS, "e2e/decode >= 0.5", "e2e %.0f/s vs decode %.0f/s = %.2f", r.E2EEPS, r.DecodeEPS, r.E2EEPS/r.DecodeEPS)
+	} else {
+		skip("e2e/decode >= 0.5", "no throughput run")
+	}
+	switch {
+	case r.E2EPeakRSSBytes == 0:
+		skip("peak RSS <= 64 MiB", "no throughput run")
+	case r.Events < 1_000_000:
+		line(r.E2EPeakRSSBytes <= TargetPeakRSSBytes, "peak RSS <= 64 MiB", "%.1f MiB (only %d events: the target is for 1,000,000)", float64(r.E2EPeakRSSBytes)/(1<<20), r.Events)
+	default:
+		line(r.E2EPeakRSSBytes <= TargetPeakRSSBytes, "peak RSS <= 64 MiB", "%.1f MiB draining %d events", float64(r.E2EPeakRSSBytes)/(1<<20), r.Events)
+	}
+	if s := r.Startup; s != nil {
+		line(s.FirstFetchSeconds <= TargetStartupSeconds, "restart <= 1 s", "first fetch after %.3f s on %d commits", s.FirstFetchSeconds, s.Commits)
+	} else {
+		skip("restart <= 1 s", "no --startup run")
+	}
+	if l := r.Latency; l != nil {
+		limit := l.FlushIntervalSeconds + TargetP99OverFlush
+		line(l.P99Seconds <= limit && l.Uncommitted == 0, "p99 <= flush + 1 s", "p99 %.3f s, limit %.1f s at %.0f events/s", l.P99Seconds, limit, l.Rate)
+	} else {
+		skip("p99 <= flush + 1 s", "no --latency run")
+	}
+	return out
+}
+
+// CheckFiles reads reports (several: their throughput, latency and startup
+// parts are merged) and returns the check lines.
+func CheckFiles(paths []string) ([]string, error) {
+	var merged Report
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var r Report
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if r.DecodeEPS > 0 || r.E2EEPS > 0 {
+			lat, st := merged.Latency, merged.Startup
+			merged = r
+			merged.Latency, merged.Startup = lat, st
+		}
+		if r.Latency != nil {
+			merged.Latency = r.Latency
+		}
+		if r.Startup != nil {
+			merged.Startup = r.Startup
+		}
+	}
+	return Check(&merged), nil
+}
