@@ -239,7 +239,7 @@ func (c *committer) startRound(ctx actor.Context, reason string) {
 	partitions, pids := c.cfg.pipeline.reg.readerList()
 	c.waiters, c.queued = append(c.waiters, c.queued...), nil
 	if len(partitions) == 0 {
-		c.finishRound(nil)
+		c.finishRound(ctx, nil)
 		return
 	}
 	e := c.epoch
@@ -314,7 +314,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 		c.cfg.health.Recover("nats")
 	}
 	if r.empty() {
-		c.finishRound(nil)
+		c.finishRound(ctx, nil)
 		return
 	}
 	actions, rows, bytes := r.commitActions(c.cfg.app, time.Now())
@@ -347,7 +347,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 	}
 	c.cfg.health.Recover("storage")
 	c.afterCommit(r, version, rows, bytes, time.Since(start))
-	c.finishRound(nil)
+	c.finishRound(ctx, nil)
 }
 
 // afterCommit does what follows a commit: checkpoint, KV mirror, Kafka
@@ -392,8 +392,9 @@ func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.
 }
 
 // finishRound ends the current round and answers its FlushNow waiters;
-// requests that arrived meanwhile start the next round.
-func (c *committer) finishRound(err error) {
+// requests that arrived meanwhile start the next round at once (their rows
+// were read after this round was sealed).
+func (c *committer) finishRound(ctx actor.Context, err error) {
 	if c.cur != nil {
 		c.cfg.budget.EpochDone()
 		c.cur = nil
@@ -402,6 +403,9 @@ func (c *committer) finishRound(err error) {
 		w <- err
 	}
 	c.waiters = nil
+	if len(c.queued) > 0 && c.pipeline != nil {
+		c.startRound(ctx, "request")
+	}
 }
 
 // abort drops every uncommitted epoch: the pipeline is thrown away, the

@@ -86,7 +86,10 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 			rt = r.newRoute(c)
 		}
 		if len(rt.rows) == 0 {
-			rt.values = make([]parquet.Value, 0, len(m.Records)*ncols)
+			// A poll's rows spread over several routes: start small and
+			// let append grow the slab rather than reserve a whole poll
+			// for every route.
+			rt.values = make([]parquet.Value, 0, min(len(m.Records), 256)*ncols)
 			r.touched = append(r.touched, rt)
 		}
 		start := len(rt.values)

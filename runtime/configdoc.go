@@ -47,6 +47,7 @@ var fieldDocs = map[string]fieldDoc{
 	"kafka.client_id":                    {doc: "Client id sent to the brokers."},
 	"kafka.fetch_max_wait":               {doc: "How long a broker holds an empty fetch; short so pause/resume responds quickly."},
 	"kafka.fetch_max_bytes":              {doc: "Bound on one fetch response, in bytes."},
+	"kafka.fetch_max_partition_bytes":    {doc: "Bound on one partition's share of a fetch (compressed bytes); keeps fetch memory small."},
 	"kafka.max_poll_records":             {doc: "Bound on the records one poll returns."},
 	"kafka.sasl.mechanism":               {doc: "`PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`; empty disables SASL.", def: "—"},
 	"kafka.sasl.user":                    {doc: "SASL user.", def: "—"},

@@ -88,6 +88,10 @@ type Config struct {
 	// FetchMaxBytes bounds one fetch response, so it bounds memory.
 	// Default 16 MiB.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
+	// FetchMaxPartitionBytes bounds one partition's share of a fetch. It
+	// counts compressed bytes, so what a fetch holds in memory once
+	// decompressed is several times larger. Default 256 KiB.
+	FetchMaxPartitionBytes int32 `yaml:"fetch_max_partition_bytes"`
 	// MaxPollRecords bounds the records one Poll returns. Default 10000.
 	MaxPollRecords int `yaml:"max_poll_records"`
 	// SASL authenticates to the brokers; off when Mechanism is empty.
@@ -148,6 +152,9 @@ func (c Config) withDefaults() Config {
 	if c.FetchMaxWait == 0 {
 		c.FetchMaxWait = 100 * time.Millisecond
 	}
+	if c.FetchMaxPartitionBytes == 0 {
+		c.FetchMaxPartitionBytes = 256 << 10
+	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = 16 << 20
 	}
@@ -196,6 +203,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchMaxWait < 0 {
 		bad("fetch_max_wait", "must be > 0, got %s", c.FetchMaxWait)
+	}
+	if c.FetchMaxPartitionBytes < 0 {
+		bad("fetch_max_partition_bytes", "must be > 0, got %d", c.FetchMaxPartitionBytes)
 	}
 	if c.FetchMaxBytes < 0 {
 		bad("fetch_max_bytes", "must be > 0, got %d", c.FetchMaxBytes)

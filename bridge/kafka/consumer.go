@@ -114,6 +114,7 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 	opts = append(opts,
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.FetchMaxBytes(cfg.FetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(cfg.FetchMaxPartitionBytes),
 		// Never ingest records of aborted transactions.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Start positions are always explicit (see assign). This is what
