@@ -1,7 +1,7 @@
 # deltaflow — `make` lists the targets.
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short deps servers-start servers-stop vet
+.PHONY: help test test-short deps servers-start servers-stop vet bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,3 +24,9 @@ servers-stop: ## stop MinIO started by servers-start
 vet: ## go vet and gofmt check
 	go vet ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
+
+bench: ## deltaflow bench: 1M events, then latency and startup, then the target check
+	go build -o bin/deltaflow ./cmd/deltaflow
+	bin/deltaflow bench --events 1000000 --json bench.json --png bench.png
+	bin/deltaflow bench --throughput=false --latency --duration 30s --startup --json bench-latency.json
+	bin/deltaflow bench --check bench.json bench-latency.json
