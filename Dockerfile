@@ -8,7 +8,7 @@
 
 ARG GO_VERSION=1.26
 
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}-bookworm AS build
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 # Dependencies first: this layer is reused until go.mod/go.sum change.
 COPY go.mod go.sum ./

@@ -70,8 +70,10 @@ else
   </dependencies>
 </project>
 POM
-	mvn -B -q -Dstyle.color=never -f "$KAFKA_HOME/pom.xml" -Dmaven.repo.local="$M2_REPO" \
-		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_HOME/libs"
+	# Maven's output (escape codes even with -B) goes to a log, shown on failure.
+	mvn -B -q -f "$KAFKA_HOME/pom.xml" -Dmaven.repo.local="$M2_REPO" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_HOME/libs" \
+		>"$KAFKA_HOME/mvn.log" 2>&1 || { cat "$KAFKA_HOME/mvn.log" >&2; die "maven could not fetch the Kafka jars"; }
 	echo "$kafka_want" >"$KAFKA_HOME/version"
 fi
 
