@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables here are for the scripts that source it
 # Common settings for the deltaflow scripts; source it, do not run it.
 #
 # Everything downloaded or built for tests lives in one cache directory so a

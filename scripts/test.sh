@@ -17,6 +17,7 @@ scripts/install-deps.sh
 DELTAFLOW_STATE="$(mktemp -d "${TMPDIR:-/tmp}/deltaflow-test.XXXXXX")"
 export DELTAFLOW_STATE
 STATE="$DELTAFLOW_STATE"
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	scripts/servers.sh stop || true
 	if [[ "${status:-1}" == 0 ]]; then
