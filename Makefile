@@ -1,24 +1,42 @@
 # deltaflow — `make` lists the targets.
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short deps servers-start servers-stop vet bench
+# Release build flags: static, no build paths, no symbol tables.
+GOFLAGS_RELEASE := -trimpath -ldflags="-s -w"
+# `make docker PLATFORMS=linux/arm64` for the Pi alone.
+PLATFORMS ?= linux/arm64,linux/amd64
+IMAGE ?= deltaflow:latest
+
+.PHONY: help build cross docker test test-short deps servers-start servers-stop vet bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## full run: install + start MinIO, go vet, go test -race (what CI runs)
+build: ## build bin/deltaflow for this machine
+	CGO_ENABLED=0 go build $(GOFLAGS_RELEASE) -o bin/deltaflow ./cmd/deltaflow
+
+cross: ## static release binaries bin/deltaflow-linux-arm64 (the Pi) and -amd64
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $(GOFLAGS_RELEASE) -o bin/deltaflow-linux-arm64 ./cmd/deltaflow
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build $(GOFLAGS_RELEASE) -o bin/deltaflow-linux-amd64 ./cmd/deltaflow
+	@ls -l bin/deltaflow-linux-*
+
+docker: ## multi-arch image with buildx (needs a Docker engine; not run in CI): IMAGE=, PLATFORMS=, PUSH=1
+	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) $(if $(PUSH),--push,) .
+
+test: ## full run: install + start MinIO, Kafka, NATS; vet, cross-build, govulncheck, go test -race (what CI runs)
 	scripts/test.sh
 
 test-short: ## go test -short without servers (server tests skip)
 	go test -short -race -count=1 ./...
 
-deps: ## install the pinned MinIO and Python deltalake into the cache (DELTAFLOW_CACHE)
+deps: ## install MinIO, Kafka jars, nats-server, nats CLI, kcat, govulncheck, Python deltalake (DELTAFLOW_CACHE)
 	scripts/install-deps.sh
 
-servers-start: ## start MinIO for manual runs; then: source ~/.cache/deltaflow/state/env.sh
+servers-start: ## start MinIO, Kafka and NATS for manual runs; then: source ~/.cache/deltaflow/state/env.sh
+	scripts/install-deps.sh
 	scripts/servers.sh start
 
-servers-stop: ## stop MinIO started by servers-start
+servers-stop: ## stop the servers started by servers-start
 	scripts/servers.sh stop
 
 vet: ## go vet and gofmt check

@@ -1,10 +1,29 @@
 #!/usr/bin/env bash
-# Installs what the integration tests need, once: a pinned MinIO server built
-# from source into $CACHE/bin, and a Python venv with deltalake + pyarrow (the
-# reference reader for tables deltaflow writes). Does nothing when present.
+# Installs what the integration tests need, once, into $DELTAFLOW_CACHE:
+#   - a pinned MinIO server built from source ($BIN/minio)
+#   - the Apache Kafka broker as jars from Maven Central ($KAFKA_HOME/libs),
+#     run in KRaft mode by servers.sh (no Docker engine on this machine)
+#   - nats-server (external JetStream server) and the nats CLI ($BIN)
+#   - govulncheck ($BIN), run by test.sh
+#   - kcat, a Kafka client deltaflow did not write (Debian package)
+#   - a Python venv with deltalake + pyarrow (the reference table reader)
+# Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
+
+# go_tool NAME MODULE: go install MODULE into $BIN unless the stamp says it
+# is already there at that version.
+go_tool() {
+	local name="$1" module="$2"
+	if [[ -x "$BIN/$name" && "$(cat "$BIN/$name.version" 2>/dev/null)" == "$module" ]]; then
+		log "$name: cached ($BIN/$name)"
+		return
+	fi
+	log "$name: building $module into $BIN"
+	GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "$module"
+	echo "$module" >"$BIN/$name.version"
+}
 
 # The stamp records the pinned module so a version bump reinstalls.
 if [[ -x "$BIN/minio" && "$(cat "$BIN/minio.version" 2>/dev/null)" == "$MINIO_MODULE" ]]; then
@@ -13,6 +32,62 @@ else
 	log "minio: building $MINIO_MODULE into $BIN (takes minutes the first time)"
 	GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "$MINIO_MODULE"
 	echo "$MINIO_MODULE" >"$BIN/minio.version"
+fi
+
+go_tool nats "$NATSCLI_MODULE"
+go_tool nats-server "$NATS_SERVER_MODULE"
+# @latest: reinstall when the stamp is a week old, not on every run.
+if [[ -x "$BIN/govulncheck" && -n "$(find "$BIN/govulncheck.version" -mtime -7 2>/dev/null)" ]]; then
+	log "govulncheck: cached ($BIN/govulncheck)"
+else
+	rm -f "$BIN/govulncheck.version"
+	go_tool govulncheck "$GOVULNCHECK_MODULE"
+fi
+
+# Kafka: a throwaway pom naming the broker (kafka_2.13 pulls kafka-server,
+# -metadata, -raft, -storage, the coordinators, scala-library...) plus a
+# logging binding; Maven copies the runtime closure into $KAFKA_HOME/libs.
+kafka_want="kafka_2.13:$KAFKA_VERSION slf4j-api:$SLF4J_VERSION log4j:$LOG4J_VERSION"
+if [[ -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" && "$(cat "$KAFKA_HOME/version" 2>/dev/null)" == "$kafka_want" ]]; then
+	log "kafka: cached ($KAFKA_HOME/libs)"
+else
+	command -v java >/dev/null || die "java not found (Kafka $KAFKA_VERSION needs Java 17+)"
+	command -v mvn >/dev/null || die "mvn not found (apt-get install maven)"
+	log "kafka: fetching Apache Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME/libs"
+	rm -rf "$KAFKA_HOME"
+	mkdir -p "$KAFKA_HOME"
+	cat >"$KAFKA_HOME/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.deltaflow.test</groupId>
+  <artifactId>kafka-broker</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>$SLF4J_VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId><version>$LOG4J_VERSION</version></dependency>
+  </dependencies>
+</project>
+POM
+	# Maven's output (escape codes even with -B) goes to a log, shown on failure.
+	mvn -B -q -f "$KAFKA_HOME/pom.xml" -Dmaven.repo.local="$M2_REPO" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_HOME/libs" \
+		>"$KAFKA_HOME/mvn.log" 2>&1 || { cat "$KAFKA_HOME/mvn.log" >&2; die "maven could not fetch the Kafka jars"; }
+	echo "$kafka_want" >"$KAFKA_HOME/version"
+fi
+
+# kcat: the one system package; apt-get update only when it is missing.
+if command -v kcat >/dev/null; then
+	log "kcat: installed ($(command -v kcat))"
+else
+	[[ "$(id -u)" == 0 ]] || die "kcat missing; install it (sudo apt-get install kcat)"
+	log "kcat: apt-get install kcat"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq kcat >/dev/null 2>&1 || {
+		apt-get update -qq
+		apt-get install -y -qq kcat >/dev/null
+	}
 fi
 
 want="deltalake==$DELTALAKE_VERSION pyarrow==$PYARROW_VERSION"

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables here are for the scripts that source it
 # Common settings for the deltaflow scripts; source it, do not run it.
 #
 # Everything downloaded or built for tests lives in one cache directory so a
@@ -16,6 +17,22 @@ export DELTAFLOW_CACHE PATH="$BIN:$PATH"
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 DELTALAKE_VERSION="1.6.6"
 PYARROW_VERSION="26.0.1"
+# Kafka broker jars from Maven Central (no Docker engine here, and the Apache
+# download site is not reachable): 4.1 runs KRaft-only on the machine's Java 17.
+KAFKA_VERSION="4.1.1"
+# Kafka logs through slf4j 1.7 by default; the broker distribution ships
+# slf4j 2 + log4j2's binding, and so do we (without a binding it logs nothing).
+SLF4J_VERSION="2.0.17"
+LOG4J_VERSION="2.24.3"
+NATSCLI_MODULE="github.com/nats-io/natscli/nats@v0.5.0"
+NATS_SERVER_MODULE="github.com/nats-io/nats-server/v2@v2.15.2"
+# govulncheck follows its database, so it tracks latest (installed once,
+# refreshed when the stamp is older than a week).
+GOVULNCHECK_MODULE="golang.org/x/vuln/cmd/govulncheck@latest"
+KAFKA_HOME="$CACHE/kafka"
+# Maven's repository lives in the cache too, so `rm -rf $DELTAFLOW_CACHE`
+# really starts from scratch and ~/.m2 is left alone.
+M2_REPO="$CACHE/m2"
 
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

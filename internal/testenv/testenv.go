@@ -12,6 +12,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,6 +31,13 @@ const (
 	EnvMinIOSecretKey = "DELTAFLOW_TEST_MINIO_SECRET_KEY"
 	EnvPython         = "DELTAFLOW_TEST_PYTHON"
 	EnvRequire        = "DELTAFLOW_TEST_REQUIRE_SERVERS"
+	// EnvKafkaBrokers is a comma-separated list of Kafka brokers (KRaft).
+	EnvKafkaBrokers = "DELTAFLOW_TEST_KAFKA_BROKERS"
+	// EnvNATSURL is an external nats-server with JetStream.
+	EnvNATSURL = "DELTAFLOW_TEST_NATS_URL"
+	// EnvBin is the cache's bin dir, where install-deps.sh puts nats,
+	// nats-server, govulncheck (kcat comes from the system).
+	EnvBin = "DELTAFLOW_TEST_BIN"
 )
 
 const howTo = "run `make test` (scripts/test.sh) to start it"
@@ -110,4 +119,65 @@ func Python(t testing.TB) string {
 		t.Fatalf("testenv: %s=%s: %v", EnvPython, py, err)
 	}
 	return py
+}
+
+// Kafka returns the seed brokers of the test Kafka cluster (one KRaft node
+// started by scripts/servers.sh). Tests share it: use a fresh topic and
+// consumer group per test (see BucketName for unique names).
+func Kafka(t testing.TB) []string {
+	t.Helper()
+	var brokers []string
+	for _, b := range strings.Split(os.Getenv(EnvKafkaBrokers), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	if len(brokers) == 0 {
+		missing(t, "Kafka")
+	}
+	return brokers
+}
+
+// NATS returns the URL of the external test nats-server (JetStream on).
+// Tests share it: use names (tables, buckets) unique to the test.
+func NATS(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv(EnvNATSURL)
+	if url == "" {
+		missing(t, "NATS")
+	}
+	return url
+}
+
+// Tool returns the path of a command-line tool the tests drive (nats, kcat,
+// nats-server): from PATH, else from the cache's bin dir ($DELTAFLOW_TEST_BIN,
+// else $DELTAFLOW_CACHE/bin, else ~/.cache/deltaflow/bin). Missing, it skips
+// the test, or fails it when servers are required.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range toolDirs() {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	missing(t, "tool "+name)
+	return ""
+}
+
+func toolDirs() []string {
+	var dirs []string
+	if d := os.Getenv(EnvBin); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("DELTAFLOW_CACHE"); d != "" {
+		dirs = append(dirs, filepath.Join(d, "bin"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".cache", "deltaflow", "bin"))
+	}
+	return dirs
 }

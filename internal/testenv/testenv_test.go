@@ -63,3 +63,51 @@ func TestMissingFailsWhenRequired(t *testing.T) {
 		t.Errorf("child: err = %v, output:\n%s", err, out)
 	}
 }
+
+// Kafka, NATS and Tool skip like MinIO when what they look for is missing.
+func TestNewHelpersSkip(t *testing.T) {
+	t.Setenv(EnvKafkaBrokers, " , ")
+	t.Setenv(EnvNATSURL, "")
+	t.Setenv(EnvRequire, "")
+	t.Setenv(EnvBin, t.TempDir())
+	t.Setenv("DELTAFLOW_CACHE", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	for name, f := range map[string]func(t *testing.T){
+		"kafka": func(t *testing.T) { Kafka(t) },
+		"nats":  func(t *testing.T) { NATS(t) },
+		"tool":  func(t *testing.T) { Tool(t, "no-such-tool-deltaflow") },
+	} {
+		skipped := false
+		t.Run(name, func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			f(t)
+			t.Errorf("%s returned without skipping", name)
+		})
+		if !skipped {
+			t.Errorf("%s did not skip", name)
+		}
+	}
+}
+
+func TestHelpersRead(t *testing.T) {
+	t.Setenv(EnvKafkaBrokers, "127.0.0.1:1, 127.0.0.1:2")
+	t.Setenv(EnvNATSURL, "nats://127.0.0.1:3")
+	if got := Kafka(t); len(got) != 2 || got[1] != "127.0.0.1:2" {
+		t.Errorf("Kafka = %q", got)
+	}
+	if got := NATS(t); got != "nats://127.0.0.1:3" {
+		t.Errorf("NATS = %q", got)
+	}
+	// A tool only in the cache bin dir is found there.
+	bin := t.TempDir()
+	tool := bin + "/fake-tool"
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvBin, bin)
+	t.Setenv("PATH", t.TempDir())
+	if got := Tool(t, "fake-tool"); got != tool {
+		t.Errorf("Tool = %q, want %q", got, tool)
+	}
+}

@@ -1,0 +1,45 @@
+# syntax=docker/dockerfile:1
+# deltaflow: one static binary on distroless/static (CA certificates, tzdata,
+# non-root user 65532, no shell). Multi-arch without emulation: the builder
+# runs on the build machine's platform and cross-compiles for TARGETARCH.
+#
+#   docker buildx build --platform linux/arm64,linux/amd64 -t deltaflow:latest .
+#   (or `make docker`; docker compose builds it for the local platform)
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+WORKDIR /src
+# Dependencies first: this layer is reused until go.mod/go.sum change.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG TARGETOS=linux
+ARG TARGETARCH
+ARG VERSION=dev
+# CGO_ENABLED=0: a static binary that runs on distroless/static (no libc).
+# -trimpath -s -w: no build paths or symbol tables; ~30% smaller.
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow
+
+# Only wget, for the HEALTHCHECK: distroless has no shell or HTTP client and
+# deltaflow has no `healthcheck` subcommand (yet). busybox images are static,
+# so the one file runs on distroless; invoked as "wget" it is only wget.
+FROM busybox:1.37-musl AS wget
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/deltaflow /usr/bin/deltaflow
+COPY --from=wget /bin/wget /usr/bin/wget
+COPY configs/deltaflow.yaml /etc/deltaflow/deltaflow.yaml
+# distroless's nonroot user (65532); it owns nothing but its work dir: the
+# table lives on S3 and NATS runs as its own service in the Pi stack.
+USER nonroot:nonroot
+WORKDIR /home/nonroot
+# /healthz, /readyz and /metrics (http.listen in configs/deltaflow.yaml).
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["/usr/bin/wget", "-q", "-O", "/dev/null", "http://127.0.0.1:8080/healthz"]
+ENTRYPOINT ["/usr/bin/deltaflow"]
+CMD ["run", "--config", "/etc/deltaflow/deltaflow.yaml"]

@@ -1,0 +1,321 @@
+// Package deploy checks the deployment files at the repository root —
+// docker-compose.yml, .env.example, Dockerfile — and the config they ship,
+// without a Docker engine: the compose file goes through the compose-spec
+// loader (what `docker compose config` runs), the config through
+// runtime.Load with the .env.example environment.
+package deploy_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	dfruntime "github.com/deltaflow/deltaflow/runtime"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// readEnvFile parses KEY=VALUE lines (comments and blanks skipped), as
+// compose reads .env.
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("%s: not KEY=VALUE: %q", path, line)
+		}
+		env[k] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// loadCompose loads docker-compose.yml as `docker compose` would with .env
+// made from .env.example, in a copy of the files it names (so a developer's
+// own .env never changes the outcome).
+func loadCompose(t *testing.T, profiles []string) (*types.Project, map[string]string) {
+	t.Helper()
+	root := repoRoot(t)
+	dir := t.TempDir()
+	for _, f := range []string{"docker-compose.yml", "Dockerfile", "configs/deltaflow.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	example, err := os.ReadFile(filepath.Join(root, ".env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), example, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := readEnvFile(t, filepath.Join(dir, ".env"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p, err := loader.LoadWithContext(ctx, types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "docker-compose.yml")}},
+		Environment: env,
+	}, func(o *loader.Options) {
+		o.SetProjectName("deltaflow", true)
+		o.Profiles = profiles
+		o.ResolvePaths = true
+	})
+	if err != nil {
+		t.Fatalf("compose loader: %v", err)
+	}
+	return p, env
+}
+
+func TestComposeFile(t *testing.T) {
+	p, _ := loadCompose(t, []string{"tools"})
+
+	want := []string{"kafka", "kafka-init", "nats", "minio", "minio-init", "deltaflow", "nats-box"}
+	for _, name := range want {
+		if _, ok := p.Services[name]; !ok {
+			t.Errorf("service %s missing; have %v", name, slices.Sorted(func(yield func(string) bool) {
+				for n := range p.Services {
+					if !yield(n) {
+						return
+					}
+				}
+			}))
+		}
+	}
+	// Memory limits that fit a 4 GB Pi beside MQTT and the OS.
+	limits := map[string]int64{"kafka": 768 << 20, "minio": 512 << 20, "nats": 128 << 20, "deltaflow": 128 << 20}
+	var total int64
+	for name, s := range p.Services {
+		if s.Deploy == nil || s.Deploy.Resources.Limits == nil || s.Deploy.Resources.Limits.MemoryBytes == 0 {
+			t.Errorf("%s: no memory limit", name)
+			continue
+		}
+		got := int64(s.Deploy.Resources.Limits.MemoryBytes)
+		if want, ok := limits[name]; ok && got != want {
+			t.Errorf("%s: memory limit %d MiB, want %d MiB", name, got>>20, want>>20)
+		}
+		if !slices.Contains(s.Profiles, "tools") && s.Restart != "no" {
+			total += got
+		}
+	}
+	if total > 2<<30 {
+		t.Errorf("long-running services may use %d MiB together; keep it under 2 GiB on a 4 GB Pi", total>>20)
+	}
+
+	// Long-running services restart and report health; init jobs run once.
+	for _, name := range []string{"kafka", "nats", "minio", "deltaflow"} {
+		s := p.Services[name]
+		if s.Restart != "unless-stopped" {
+			t.Errorf("%s: restart %q, want unless-stopped", name, s.Restart)
+		}
+		if s.HealthCheck == nil || len(s.HealthCheck.Test) == 0 || s.HealthCheck.Disable {
+			t.Errorf("%s: no healthcheck", name)
+		}
+		if s.Image == "" {
+			t.Errorf("%s: no image", name)
+		}
+	}
+	for _, name := range []string{"kafka-init", "minio-init"} {
+		if s := p.Services[name]; s.Restart != "no" {
+			t.Errorf("%s: restart %q, want no (a one-shot job)", name, s.Restart)
+		}
+	}
+
+	// Kafka in KRaft mode on a volume; the topic made with 3 partitions.
+	k := p.Services["kafka"]
+	if roles := k.Environment["KAFKA_PROCESS_ROLES"]; roles == nil || *roles != "broker,controller" {
+		t.Errorf("kafka: KAFKA_PROCESS_ROLES = %v, want broker,controller (KRaft, one node)", roles)
+	}
+	if !strings.HasPrefix(k.Image, "apache/kafka:") {
+		t.Errorf("kafka image %q, want apache/kafka", k.Image)
+	}
+	hasVolume(t, p, "kafka", "/var/lib/kafka/data")
+	if cmd := strings.Join(p.Services["kafka-init"].Command, " "); !strings.Contains(cmd, "--topic=sensor-events") || !strings.Contains(cmd, "--partitions=3") {
+		t.Errorf("kafka-init command %q does not create sensor-events with 3 partitions", cmd)
+	}
+
+	// NATS with JetStream stored on its volume.
+	n := p.Services["nats"]
+	if cmd := strings.Join(n.Command, " "); !strings.Contains(cmd, "-js") || !strings.Contains(cmd, "-sd /data") {
+		t.Errorf("nats command %q: want -js -sd /data", cmd)
+	}
+	hasVolume(t, p, "nats", "/data")
+
+	// MinIO on a volume; the init job makes the bucket.
+	hasVolume(t, p, "minio", "/data")
+	if cmd := strings.Join(p.Services["minio-init"].Command, " "); !strings.Contains(cmd, "mc mb") {
+		t.Errorf("minio-init command %q does not make the bucket", cmd)
+	}
+	if b := p.Services["minio-init"].Environment["MINIO_BUCKET"]; b == nil || *b != "lake" {
+		t.Errorf("minio-init MINIO_BUCKET = %v, want lake", b)
+	}
+
+	// deltaflow: built here, config mounted, env from .env, waits for the rest.
+	d := p.Services["deltaflow"]
+	if d.Build == nil || d.Build.Dockerfile != "Dockerfile" {
+		t.Errorf("deltaflow: build %+v, want the repo's Dockerfile", d.Build)
+	}
+	mounted := false
+	for _, v := range d.Volumes {
+		if v.Target == "/etc/deltaflow/deltaflow.yaml" && strings.HasSuffix(v.Source, filepath.Join("configs", "deltaflow.yaml")) && v.ReadOnly {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("deltaflow: configs/deltaflow.yaml not mounted read-only at /etc/deltaflow/deltaflow.yaml: %+v", d.Volumes)
+	}
+	if len(d.EnvFiles) != 1 || filepath.Base(d.EnvFiles[0].Path) != ".env" {
+		t.Errorf("deltaflow: env_file %+v, want .env", d.EnvFiles)
+	}
+	for _, v := range []string{"KAFKA_BOOTSTRAP", "MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "NATS_URL"} {
+		if d.Environment[v] == nil {
+			t.Errorf("deltaflow: %s not in its environment (from .env)", v)
+		}
+	}
+	wantDeps := map[string]string{
+		"kafka-init": types.ServiceConditionCompletedSuccessfully,
+		"minio-init": types.ServiceConditionCompletedSuccessfully,
+		"nats":       types.ServiceConditionHealthy,
+	}
+	for dep, cond := range wantDeps {
+		if got, ok := d.DependsOn[dep]; !ok || got.Condition != cond {
+			t.Errorf("deltaflow depends_on %s: %+v, want condition %s", dep, got, cond)
+		}
+	}
+	if got := p.Services["kafka-init"].DependsOn["kafka"].Condition; got != types.ServiceConditionHealthy {
+		t.Errorf("kafka-init waits for kafka %q, want service_healthy", got)
+	}
+	if got := p.Services["minio-init"].DependsOn["minio"].Condition; got != types.ServiceConditionHealthy {
+		t.Errorf("minio-init waits for minio %q, want service_healthy", got)
+	}
+
+	// The nats CLI only on request.
+	if nb := p.Services["nats-box"]; !slices.Equal(nb.Profiles, []string{"tools"}) {
+		t.Errorf("nats-box profiles %v, want [tools]", nb.Profiles)
+	}
+}
+
+// Without the tools profile, nats-box is not started.
+func TestComposeDefaultProfile(t *testing.T) {
+	p, _ := loadCompose(t, nil)
+	if _, ok := p.Services["nats-box"]; ok {
+		t.Error("nats-box runs without --profile tools")
+	}
+	if _, ok := p.Services["deltaflow"]; !ok {
+		t.Error("deltaflow not in the default profile")
+	}
+}
+
+func hasVolume(t *testing.T, p *types.Project, service, target string) {
+	t.Helper()
+	for _, v := range p.Services[service].Volumes {
+		if v.Target == target && v.Type == types.VolumeTypeVolume {
+			if _, ok := p.Volumes[v.Source]; !ok {
+				t.Errorf("%s: volume %s not declared", service, v.Source)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: no named volume at %s", service, target)
+}
+
+// configs/deltaflow.yaml loads with runtime.Load, as deltaflow in the compose
+// stack loads it: with .env.example as its environment.
+func TestShippedConfigLoads(t *testing.T) {
+	root := repoRoot(t)
+	env := readEnvFile(t, filepath.Join(root, ".env.example"))
+	cfg, err := dfruntime.Load(filepath.Join(root, "configs", "deltaflow.yaml"), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("runtime.Load(configs/deltaflow.yaml) with .env.example: %v", err)
+	}
+	if cfg.Table.URI != "s3://lake/sensor_events" || cfg.Kafka.Topic != "sensor-events" ||
+		!slices.Equal(cfg.Kafka.Brokers, []string{"kafka:9092"}) || cfg.NATS.URL != "nats://nats:4222" ||
+		cfg.Storage.Endpoint != "minio:9000" || cfg.Storage.AccessKey != env["MINIO_ACCESS_KEY"] {
+		t.Errorf("config with .env.example: table %s topic %s brokers %v nats %s storage %s/%s",
+			cfg.Table.URI, cfg.Kafka.Topic, cfg.Kafka.Brokers, cfg.NATS.URL, cfg.Storage.Endpoint, cfg.Storage.AccessKey)
+	}
+	// The healthcheck in the image and compose file polls this port.
+	if cfg.HTTP.Listen != "0.0.0.0:8080" {
+		t.Errorf("http.listen = %q; the Dockerfile and compose healthchecks poll :8080 from inside the container", cfg.HTTP.Listen)
+	}
+	// Without the environment the file still loads (credentials can come
+	// later), so a typo in it is caught here, not on the Pi.
+	if _, err := dfruntime.Load(filepath.Join(root, "configs", "deltaflow.yaml"), func(string) string { return "" }); err != nil {
+		t.Errorf("runtime.Load(configs/deltaflow.yaml) without environment: %v", err)
+	}
+}
+
+// The Dockerfile keeps the properties the deployment relies on. (No Docker
+// engine here to build it: `make docker` does, elsewhere.)
+func TestDockerfile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(data)
+	for _, want := range []string{
+		"FROM --platform=$BUILDPLATFORM golang:",
+		"CGO_ENABLED=0",
+		"GOARCH=$TARGETARCH",
+		"-trimpath",
+		`-ldflags="-s -w"`,
+		"FROM gcr.io/distroless/static",
+		"USER nonroot",
+		"HEALTHCHECK",
+		`ENTRYPOINT ["/usr/bin/deltaflow"]`,
+		`CMD ["run", "--config", "/etc/deltaflow/deltaflow.yaml"]`,
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	// Every COPY source of the build context exists.
+	for _, line := range strings.Split(df, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "COPY" && !strings.HasPrefix(f[1], "--from") {
+			for _, src := range f[1 : len(f)-1] {
+				if src == "." {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(repoRoot(t), src)); err != nil {
+					t.Errorf("Dockerfile: COPY %s: %v", src, err)
+				}
+			}
+		}
+	}
+}
