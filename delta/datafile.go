@@ -352,7 +352,7 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 			return append(row, s.Text(col, x)), nil
 		}
 	case Long:
-		if n, ok := asInt64(v); ok {
+		if n, ok := AsInt64(v); ok {
 			return append(row, s.Int64(col, n)), nil
 		}
 	case Integer, Short, Byte:
@@ -362,15 +362,15 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 		} else if f.Type == Byte {
 			bits = 8
 		}
-		if n, ok := asInt64(v); ok && n >= -1<<(bits-1) && n < 1<<(bits-1) {
+		if n, ok := AsInt64(v); ok && n >= -1<<(bits-1) && n < 1<<(bits-1) {
 			return append(row, s.Int32(col, int32(n))), nil
 		}
 	case Float:
-		if x, ok := asFloat64(v); ok {
+		if x, ok := AsFloat64(v); ok {
 			return append(row, s.Float32(col, float32(x))), nil
 		}
 	case Double:
-		if x, ok := asFloat64(v); ok {
+		if x, ok := AsFloat64(v); ok {
 			return append(row, s.Float64(col, x)), nil
 		}
 	case Boolean:

@@ -420,7 +420,7 @@ func nestedValue(t DataType, v any) any {
 }
 
 func nestedPrimitive(t PrimitiveType, v any) any {
-	n, isInt := asInt64(v)
+	n, isInt := AsInt64(v)
 	switch t {
 	case Long:
 		if isInt {
@@ -439,7 +439,7 @@ func nestedPrimitive(t PrimitiveType, v any) any {
 			return int8(n)
 		}
 	case Double:
-		if f, ok := asFloat64(v); ok {
+		if f, ok := AsFloat64(v); ok {
 			return f
 		}
 	case String:

@@ -39,7 +39,7 @@ func FormatPartitionValue(t DataType, v any) (*string, error) {
 			}
 			s = str
 		case Long, Integer, Short, Byte:
-			n, ok := asInt64(v)
+			n, ok := AsInt64(v)
 			if !ok {
 				return nil, fmt.Errorf("partition value %v (%T) is not an integer", v, v)
 			}
@@ -69,7 +69,7 @@ func FormatPartitionValue(t DataType, v any) (*string, error) {
 			}
 			s = tm.UTC().Format("2006-01-02 15:04:05.999999")
 		case Float, Double:
-			f, ok := asFloat64(v)
+			f, ok := AsFloat64(v)
 			if !ok {
 				return nil, fmt.Errorf("partition value %v (%T) is not a number", v, v)
 			}
@@ -142,7 +142,8 @@ func parsePartitionTimestamp(v string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("bad timestamp partition value %q", v)
 }
 
-func asInt64(v any) (int64, bool) {
+// AsInt64 returns an integer value of a Row (any Go integer type) as int64.
+func AsInt64(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return n, true
@@ -158,7 +159,8 @@ func asInt64(v any) (int64, bool) {
 	return 0, false
 }
 
-func asFloat64(v any) (float64, bool) {
+// AsFloat64 returns a float or double value of a Row as float64.
+func AsFloat64(v any) (float64, bool) {
 	switch f := v.(type) {
 	case float64:
 		return f, true

@@ -239,12 +239,12 @@ func compareValues(t delta.DataType, a, b any) (int, bool) {
 		y, ok := b.(time.Time)
 		return x.Compare(y), ok
 	case float32, float64:
-		fx, _ := toFloat(a)
-		fy, ok := toFloat(b)
+		fx, _ := delta.AsFloat64(a)
+		fy, ok := delta.AsFloat64(b)
 		return cmp.Compare(fx, fy), ok
 	}
-	ix, ok1 := toInt(a)
-	iy, ok2 := toInt(b)
+	ix, ok1 := delta.AsInt64(a)
+	iy, ok2 := delta.AsInt64(b)
 	return cmp.Compare(ix, iy), ok1 && ok2
 }
 
@@ -256,30 +256,6 @@ func cmpBool(a, b bool) int {
 		return -1
 	}
 	return 1
-}
-
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int32:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	}
-	return 0, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch f := v.(type) {
-	case float64:
-		return f, true
-	case float32:
-		return float64(f), true
-	}
-	return 0, false
 }
 
 func toRat(v any) (*big.Rat, bool) {
