@@ -24,14 +24,8 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow
 
-# Only wget, for the HEALTHCHECK: distroless has no shell or HTTP client and
-# deltaflow has no `healthcheck` subcommand (yet). busybox images are static,
-# so the one file runs on distroless; invoked as "wget" it is only wget.
-FROM busybox:1.37-musl AS wget
-
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/deltaflow /usr/bin/deltaflow
-COPY --from=wget /bin/wget /usr/bin/wget
 COPY configs/deltaflow.yaml /etc/deltaflow/deltaflow.yaml
 # distroless's nonroot user (65532); it owns nothing but its work dir: the
 # table lives on S3 and NATS runs as its own service in the Pi stack.
@@ -40,6 +34,6 @@ WORKDIR /home/nonroot
 # /healthz, /readyz and /metrics (http.listen in configs/deltaflow.yaml).
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["/usr/bin/wget", "-q", "-O", "/dev/null", "http://127.0.0.1:8080/healthz"]
+    CMD ["/usr/bin/deltaflow", "healthcheck"]
 ENTRYPOINT ["/usr/bin/deltaflow"]
 CMD ["run", "--config", "/etc/deltaflow/deltaflow.yaml"]
