@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltaflow/deltaflow/internal/testenv"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -88,7 +90,7 @@ func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 	opts.Username, opts.Password = "alice", "right-s3cret"
 	ns := runServer(t, opts)
 
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := t.Context()
 

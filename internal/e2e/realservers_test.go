@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,24 +73,6 @@ func run(t *testing.T, env []string, timeout time.Duration, name string, args ..
 		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.Bytes()
-}
-
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // rowKey identifies a sensor record: (device_id, ingested_at) is unique per
@@ -156,7 +137,7 @@ func TestRealServers(t *testing.T) {
 	}
 
 	// 2. Watch every deltaflow subject with the nats CLI before the run.
-	var subOut syncBuffer
+	var subOut testenv.SyncBuffer
 	subCtx, subCancel := context.WithCancel(context.Background())
 	sub := exec.CommandContext(subCtx, natsCLI, "--server", natsURL, "sub", "deltaflow.>")
 	sub.Stdout, sub.Stderr = &subOut, &subOut
@@ -169,7 +150,7 @@ func TestRealServers(t *testing.T) {
 	}, subOut.String)
 
 	// 3. The daemon with the shipped config, pointed here by the environment.
-	var runErr syncBuffer
+	var runErr testenv.SyncBuffer
 	daemon := exec.Command(bin, "run", "--config", filepath.Join(root, "configs", "deltaflow.yaml"))
 	daemon.Env = env
 	daemon.Stdout, daemon.Stderr = &runErr, &runErr
