@@ -19,16 +19,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/deltaflow/deltaflow/internal/scenario"
 	dfruntime "github.com/deltaflow/deltaflow/runtime"
 )
-
-func repoRoot(t *testing.T) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // readEnvFile parses KEY=VALUE lines (comments and blanks skipped), as
 // compose reads .env.
@@ -63,7 +56,7 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // own .env never changes the outcome).
 func loadCompose(t *testing.T, profiles []string) (*types.Project, map[string]string) {
 	t.Helper()
-	root := repoRoot(t)
+	root := scenario.RepoRoot(t)
 	dir := t.TempDir()
 	for _, f := range []string{"docker-compose.yml", "Dockerfile", "configs/deltaflow.yaml"} {
 		data, err := os.ReadFile(filepath.Join(root, f))
@@ -257,7 +250,7 @@ func hasVolume(t *testing.T, p *types.Project, service, target string) {
 // configs/deltaflow.yaml loads with runtime.Load, as deltaflow in the compose
 // stack loads it: with .env.example as its environment.
 func TestShippedConfigLoads(t *testing.T) {
-	root := repoRoot(t)
+	root := scenario.RepoRoot(t)
 	env := readEnvFile(t, filepath.Join(root, ".env.example"))
 	cfg, err := dfruntime.Load(filepath.Join(root, "configs", "deltaflow.yaml"), func(k string) string { return env[k] })
 	if err != nil {
@@ -283,7 +276,7 @@ func TestShippedConfigLoads(t *testing.T) {
 // The Dockerfile keeps the properties the deployment relies on. (No Docker
 // engine here to build it: `make docker` does, elsewhere.)
 func TestDockerfile(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	data, err := os.ReadFile(filepath.Join(scenario.RepoRoot(t), "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +305,7 @@ func TestDockerfile(t *testing.T) {
 				if src == "." {
 					continue
 				}
-				if _, err := os.Stat(filepath.Join(repoRoot(t), src)); err != nil {
+				if _, err := os.Stat(filepath.Join(scenario.RepoRoot(t), src)); err != nil {
 					t.Errorf("Dockerfile: COPY %s: %v", src, err)
 				}
 			}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/internal/scenario"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/internal/testenv"
 )
@@ -36,28 +36,6 @@ const (
 	kcatCount    = 2000
 	badCount     = 4 // not-JSON records among kcat's
 )
-
-// repoRoot is the module root (this file is internal/e2e/…).
-func repoRoot(t *testing.T) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
-// buildBinary builds cmd/deltaflow into a temp dir (no -race: it is the
-// program under test, not the test).
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "deltaflow")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/deltaflow")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // run runs a command to completion with a timeout and returns its stdout;
 // a failure is fatal and shows stderr.
@@ -97,8 +75,8 @@ func TestRealServers(t *testing.T) {
 	python := testenv.Python(t)
 	natsCLI := testenv.Tool(t, "nats")
 	kcat := testenv.Tool(t, "kcat")
-	bin := buildBinary(t)
-	root := repoRoot(t)
+	bin := scenario.Binary(t)
+	root := scenario.RepoRoot(t)
 
 	suffix := strconv.FormatInt(time.Now().UnixNano()%1e9, 36) // reruns never share a topic or group
 	topic := "sensor-events-" + suffix

@@ -1,0 +1,210 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// RepoRoot is the module root (this file is internal/scenario/…).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("scenario: no caller")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// Binary builds cmd/deltaflow once per test process (no -race: it is the
+// program under test, not the test) and returns its path. The binary lives
+// in a temp dir removed when the OS cleans /tmp; a test process builds one.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltaflow-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "deltaflow")
+		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/deltaflow")
+		cmd.Dir = RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("scenario: %v", buildErr)
+	}
+	return buildBin
+}
+
+// FreePort returns a free TCP port on 127.0.0.1 (for HTTP endpoints and
+// servers a scenario restarts on the same address).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("scenario: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Daemon is one running deltaflow process.
+type Daemon struct {
+	t      testing.TB
+	name   string
+	cmd    *exec.Cmd
+	Log    *testenv.SyncBuffer // stdout and stderr
+	exited chan struct{}
+	err    error // Wait's result, valid once exited is closed
+}
+
+// Start runs bin with args and env (nothing inherited) and stops it with
+// SIGKILL when the test ends if it is still running. name labels its log.
+func Start(t testing.TB, name, bin string, env []string, args ...string) *Daemon {
+	t.Helper()
+	d := &Daemon{t: t, name: name, Log: &testenv.SyncBuffer{}, exited: make(chan struct{})}
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Env = env
+	d.cmd.Stdout, d.cmd.Stderr = d.Log, d.Log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("scenario: start %s: %v", name, err)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		if d.Running() {
+			d.Kill()
+		}
+	})
+	return d
+}
+
+// Pid is the process id.
+func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+
+// Running reports whether the process has not exited.
+func (d *Daemon) Running() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Exited returns the process's exit error once it has exited (nil for exit
+// status 0) and whether it has.
+func (d *Daemon) Exited() (error, bool) {
+	select {
+	case <-d.exited:
+		return d.err, true
+	default:
+		return nil, false
+	}
+}
+
+// Kill sends SIGKILL (a power cut, as far as the process can tell) and
+// waits for the process to be gone.
+func (d *Daemon) Kill() {
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+}
+
+// Stop sends SIGTERM and waits up to timeout for a clean exit; it returns
+// the exit error, or an error naming the timeout (the process is then
+// killed).
+func (d *Daemon) Stop(timeout time.Duration) error {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return d.err
+	case <-time.After(timeout):
+		d.Kill()
+		return fmt.Errorf("%s did not exit within %v of SIGTERM", d.name, timeout)
+	}
+}
+
+// Tail is the last n bytes of the log, for failure messages.
+func (d *Daemon) Tail(n int) string {
+	s := d.Log.String()
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return fmt.Sprintf("--- %s (pid %d) log ---\n%s", d.name, d.Pid(), s)
+}
+
+// ErrTimeout is returned by WaitFor when the condition never held.
+var ErrTimeout = errors.New("scenario: timed out")
+
+// WaitFor polls cond every 100ms until it returns true or timeout passes.
+func WaitFor(timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return ErrTimeout
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Servers are the real servers a scenario's processes use.
+type Servers struct {
+	Brokers  []string
+	NATSURL  string
+	S3       storage.S3Config
+	ExtraEnv []string // appended to Env's result
+}
+
+// Env is the environment of a deltaflow process using these servers for
+// topic, group and table, with the HTTP endpoints on httpAddr: only the
+// variables deltaflow documents, on a minimal base (nothing inherited from
+// the developer's shell).
+func (s Servers) Env(topic, group, tableURI, httpAddr string) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"KAFKA_BOOTSTRAP=" + strings.Join(s.Brokers, ","),
+		"KAFKA_TOPIC=" + topic,
+		"KAFKA_GROUP=" + group,
+		"MINIO_ENDPOINT=" + s.S3.Endpoint,
+		"MINIO_ACCESS_KEY=" + s.S3.AccessKey,
+		"MINIO_SECRET_KEY=" + s.S3.SecretKey,
+		"NATS_URL=" + s.NATSURL,
+		"DELTAFLOW_TABLE_URI=" + tableURI,
+		"DELTAFLOW_HTTP_LISTEN=" + httpAddr,
+	}
+	return append(env, s.ExtraEnv...)
+}
+
+// Unique returns name with a suffix unique to this run, for topics, groups
+// and tables on shared servers.
+func Unique(name string) string {
+	return name + "-" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
+}
