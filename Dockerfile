@@ -6,7 +6,8 @@
 #   docker buildx build --platform linux/arm64,linux/amd64 -t deltaflow:latest .
 #   (or `make docker`; docker compose builds it for the local platform)
 
-ARG GO_VERSION=1.26
+# The toolchain of scripts/lib.sh (GO_TOOLCHAIN), with its security fixes.
+ARG GO_VERSION=1.27.3
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src

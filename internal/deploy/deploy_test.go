@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -372,5 +373,26 @@ func TestImageBinary(t *testing.T) {
 	}
 	if _, err := os.Stat(table); !os.IsNotExist(err) {
 		t.Errorf("the table was touched before the config was refused: stat %s: %v", table, err)
+	}
+}
+
+// The image builds with the toolchain CI tests with (scripts/lib.sh's
+// GO_TOOLCHAIN, chosen for its security fixes), not an older one.
+func TestImageToolchain(t *testing.T) {
+	root := scenario.RepoRoot(t)
+	lib, err := os.ReadFile(filepath.Join(root, "scripts", "lib.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GO_TOOLCHAIN="go([0-9.]+)"$`).FindSubmatch(lib)
+	if m == nil {
+		t.Fatal(`scripts/lib.sh has no GO_TOOLCHAIN="goX.Y.Z" line`)
+	}
+	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ARG GO_VERSION=" + string(m[1]) + "\n"; !strings.Contains(string(df), want) {
+		t.Errorf("Dockerfile lacks %q (scripts/lib.sh builds with go%s)", strings.TrimSpace(want), m[1])
 	}
 }
