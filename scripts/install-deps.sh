@@ -42,7 +42,8 @@ fi
 go_tool nats "$NATSCLI_MODULE"
 go_tool nats-server "$NATS_SERVER_MODULE"
 # @latest: reinstall when the stamp is a week old, not on every run.
-if [[ -x "$BIN/govulncheck" && -n "$(find "$BIN/govulncheck.version" -mtime -7 2>/dev/null)" ]]; then
+if [[ -x "$BIN/govulncheck" && -n "$(find "$BIN/govulncheck.version" -mtime -7 2>/dev/null)" &&
+	"$(cat "$BIN/govulncheck.version")" == "$GOVULNCHECK_MODULE $GO_TOOLCHAIN" ]]; then
 	log "govulncheck: cached ($BIN/govulncheck)"
 else
 	rm -f "$BIN/govulncheck.version"
