@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -324,6 +325,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}
+	failpoint.Hit(failpoint.Commit)
 	start := time.Now()
 	var version int64
 	var conflict error
