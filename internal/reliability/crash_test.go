@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,21 +96,13 @@ func (r *crashRig) caughtUp(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	committed := actors.CommittedOffsets(snap, crashApp, r.topic, crashPartitions(hw))
+	committed := actors.CommittedOffsets(snap, crashApp, r.topic, slices.Collect(maps.Keys(hw)))
 	for p, end := range hw {
 		if end > 0 && committed[p] != end {
 			return false
 		}
 	}
 	return true
-}
-
-func crashPartitions(hw map[int32]int64) []int32 {
-	out := make([]int32, 0, len(hw))
-	for p := range hw {
-		out = append(out, p)
-	}
-	return out
 }
 
 // waitCaughtUp waits until the table holds everything the topic holds,
@@ -271,7 +265,12 @@ func TestCrashSIGKILL(t *testing.T) {
 			time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
 			d.Kill()
 		default:
-			if err := scenario.WaitFor(3*time.Minute, func() bool { return len(crashCommits(d)) > 0 || !d.Running() }); err != nil || !d.Running() {
+			// (After the producer has finished there may be nothing left
+			// to commit.)
+			committed := func() bool {
+				return len(crashCommits(d)) > 0 || !d.Running() || !producer.Running() && r.caughtUp(t.Context())
+			}
+			if err := scenario.WaitFor(3*time.Minute, committed); err != nil || !d.Running() {
 				t.Fatalf("life %d: no commit within 3m of the start\n%s", i+1, d.Tail(8000))
 			}
 			time.Sleep(time.Duration(rng.Int64N(int64(3 * time.Second))))
