@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
@@ -135,6 +139,44 @@ func (r *crashRig) account() scenario.Report {
 		r.t.Errorf("scenario too thin to prove anything: %s", rep)
 	}
 	return rep
+}
+
+// mirrorMatchesLog checks that the NATS KV offsets mirror says what the
+// table's txn actions say, for every partition: the hint heals whatever a
+// kill left half written. It returns the mismatches.
+func (r *crashRig) mirrorMatchesLog() []string {
+	r.t.Helper()
+	ctx := r.t.Context()
+	snap, err := delta.NewTable(r.store).Snapshot(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	nc, err := nats.Connect(r.servers.NATSURL)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, bridge.DefaultKVBucket)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var bad []string
+	for p, next := range actors.CommittedOffsets(snap, crashApp, r.topic, slices.Collect(maps.Keys(testenv.HighWatermarks(r.t, r.servers.Brokers, r.topic)))) {
+		key := bridge.OffsetKey(r.table, r.topic, p)
+		var rec bridge.OffsetRecord
+		entry, err := kv.Get(ctx, key)
+		if err == nil {
+			err = json.Unmarshal(entry.Value(), &rec)
+		}
+		if err != nil || rec.Offset != next-1 {
+			bad = append(bad, fmt.Sprintf("%s: kv %+v (%v), log %d", key, rec, err, next-1))
+		}
+	}
+	return bad
 }
 
 // verify runs `deltaflow verify --deep`: every live file exists with its
@@ -325,6 +367,9 @@ func TestCrashSIGKILL(t *testing.T) {
 	}
 	t.Logf("recovery (restart → first commit) over %d restarts: mean %s, max %s; failpoint kills %v",
 		len(recoveries), (sum / time.Duration(len(recoveries))).Round(time.Millisecond), slowest.Round(time.Millisecond), hit)
+	if bad := r.mirrorMatchesLog(); len(bad) > 0 {
+		t.Errorf("KV offsets mirror differs from the log after the final stop: %v", bad)
+	}
 	r.account()
 	r.verify()
 }
