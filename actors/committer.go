@@ -309,6 +309,11 @@ func (c *committer) commitRound(ctx actor.Context) {
 		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, r.err), true)
 		return
 	}
+	if moved := c.movedPartitions(r); len(moved) > 0 {
+		c.cfg.metrics.Conflicts.Inc()
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", r.epoch, moved), true)
+		return
+	}
 	for _, pid := range c.retiring {
 		ctx.Send(c.pipeline, &stopBuffers{pids: []*actor.PID{pid}})
 	}
@@ -342,11 +347,6 @@ func (c *committer) commitRound(ctx actor.Context) {
 		Parameters: map[string]any{"outputMode": "Append", "queryId": c.cfg.app, "epochId": fmt.Sprint(r.epoch)},
 		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
-	}
-	if moved := c.movedPartitions(r); len(moved) > 0 {
-		c.cfg.metrics.Conflicts.Inc()
-		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", r.epoch, moved), true)
-		return
 	}
 	failpoint.Hit(failpoint.Commit)
 	start := time.Now()

@@ -640,8 +640,8 @@ func (h *harness) produceTo(p int32, n int, seed int64) {
 // commit without a conflict. The epoch that then holds records of the
 // partition re-read what the other writer committed: it must be dropped and
 // the partition re-read from the other writer's offset, never committed
-// over it (found by the scale-out scenario's reasoning: a duplicate per
-// re-read record).
+// over it (a duplicate per re-read record). The scale-out scenario's
+// conflicts on partitions handed over by a rebalance led here.
 func TestForeignCommitOfOwnedPartitionDropsTheEpoch(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.start(Config{}, nil)
