@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -165,7 +166,8 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 func (b *buffer) upload(ctx context.Context, data []byte, st delta.FileStats) (messages.DataFile, error) {
 	key := delta.NewDataFileKey(b.cfg.partitionColumns, b.values, b.cfg.writer.Compression)
 	err := retry(ctx, b.cfg.backoff, b.cfg.maxRetry, func() error {
-		return b.cfg.store.PutStream(ctx, key, bytes.NewReader(data), int64(len(data)))
+		body := failpoint.Reader(failpoint.Upload, bytes.NewReader(data), int64(len(data))/2)
+		return b.cfg.store.PutStream(ctx, key, body, int64(len(data)))
 	}, func(attempt int, err error) {
 		b.cfg.health.Degrade("storage", err.Error())
 		b.cfg.logger.Warn("upload failed; retrying", "file", key, "attempt", attempt+1, "err", err)
