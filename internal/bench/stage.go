@@ -280,6 +280,7 @@ type partMapper struct {
 }
 
 func (p *partMapper) mapBatch(b kafka.Batch) {
+	p.m.StartBatch()
 	for _, kr := range b.Records {
 		p.rec = mapping.Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
 		if err := p.m.Map(&p.rec, &p.row); err != nil {
