@@ -43,6 +43,15 @@ func (b *Budget) Release(gen uint64, n int64) {
 	b.mu.Unlock()
 }
 
+// Adjust changes the bytes of generation gen by n, up or down.
+func (b *Budget) Adjust(gen uint64, n int64) {
+	if n < 0 {
+		b.Release(gen, -n)
+	} else {
+		b.Add(gen, n)
+	}
+}
+
 // NewGeneration forgets every buffered byte: the pipeline that held them is
 // gone (rows in its mailboxes are never released one by one).
 func (b *Budget) NewGeneration(gen uint64) {

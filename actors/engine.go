@@ -75,6 +75,12 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// streamPageSize is the page size of the files buffers write: every open
+// file holds a page buffer per column, and 32 KiB pages halve a file's
+// encoder memory (the library default is 256 KiB) for files ~10% larger,
+// which OPTIMIZE rewrites with the default.
+const streamPageSize = 32 << 10
+
 // Deps are the engine's connections to the outside.
 type Deps struct {
 	Table   *delta.Table
@@ -171,9 +177,13 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	e.cons = cons
 	e.fetch = newFetcher(cons, e.reg, e.budget, e.deps.Metrics, e.deps.Logger)
 	e.fetch.system = e.system
+	writer := e.cfg.Writer
+	if writer.PageBufferSize == 0 {
+		writer.PageBufferSize = streamPageSize
+	}
 	bcfg := &bufferConfig{
 		store: store, dataSchema: e.deps.Mapper.DataSchema(), partitionColumns: partitionColumns,
-		writer: e.cfg.Writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.Backoff,
+		writer: writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.Backoff,
 		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,
