@@ -27,10 +27,11 @@ type Config struct {
 	// FlushInterval is how often an epoch is committed; default 60s.
 	FlushInterval time.Duration
 	// FlushMaxBytes starts an epoch early once this many bytes are buffered;
-	// default 32 MiB.
+	// default 8 MiB.
 	FlushMaxBytes int64
-	// MemoryBudget pauses Kafka while buffers hold this many bytes; default
-	// 48 MiB.
+	// MemoryBudget pauses Kafka while buffers hold this many bytes: rows at
+	// their mapped size until encoded, then the encoded files until
+	// uploaded. Default 16 MiB.
 	MemoryBudget int64
 	// MaxUnfinishedEpochs pauses Kafka while more epochs are in flight;
 	// default 2.
@@ -56,10 +57,10 @@ func (c *Config) setDefaults() {
 		c.FlushInterval = time.Minute
 	}
 	if c.FlushMaxBytes <= 0 {
-		c.FlushMaxBytes = 32 << 20
+		c.FlushMaxBytes = 8 << 20
 	}
 	if c.MemoryBudget <= 0 {
-		c.MemoryBudget = 48 << 20
+		c.MemoryBudget = 16 << 20
 	}
 	if c.MaxUnfinishedEpochs <= 0 {
 		c.MaxUnfinishedEpochs = 2

@@ -85,14 +85,15 @@ type Config struct {
 	// Paused and resumed partitions take effect only once the fetch in flight
 	// returns, so this is short. Default 100ms.
 	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
-	// FetchMaxBytes bounds one fetch response, so it bounds memory.
-	// Default 16 MiB.
+	// FetchMaxBytes bounds one fetch response, so it bounds memory (several
+	// times this once decompressed). Default 1 MiB.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes bounds one partition's share of a fetch. It
 	// counts compressed bytes, so what a fetch holds in memory once
 	// decompressed is several times larger. Default 256 KiB.
 	FetchMaxPartitionBytes int32 `yaml:"fetch_max_partition_bytes"`
-	// MaxPollRecords bounds the records one Poll returns. Default 10000.
+	// MaxPollRecords bounds the records one Poll returns; the engine holds
+	// at most two polls in flight. Default 2048.
 	MaxPollRecords int `yaml:"max_poll_records"`
 	// SASL authenticates to the brokers; off when Mechanism is empty.
 	SASL SASL `yaml:"sasl"`
@@ -156,10 +157,10 @@ func (c Config) withDefaults() Config {
 		c.FetchMaxPartitionBytes = 256 << 10
 	}
 	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = 16 << 20
+		c.FetchMaxBytes = 1 << 20
 	}
 	if c.MaxPollRecords == 0 {
-		c.MaxPollRecords = 10000
+		c.MaxPollRecords = 2048
 	}
 	return c
 }

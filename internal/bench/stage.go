@@ -347,7 +347,7 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 		logw.target, logw.reached = a.events, cancel
 	}
 	defer logw.stopScrape()
-	err = runtime.Run(runCtx, cfg, runtime.RunOptions{UntilLatest: a.untilLatest, LogOutput: logw})
+	err = runtime.Run(runCtx, cfg, runtime.RunOptions{UntilLatest: a.untilLatest, LogOutput: logw, MemoryLimit: true})
 	res.DoneNs = time.Now().UnixNano()
 	res.AssignedNs = logw.assigned.Load()
 	logw.stopScrape()
