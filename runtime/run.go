@@ -53,7 +53,7 @@ type RunOptions struct {
 // memoryLimitOverhead is what the process holds besides the buffered data
 // the budget bounds: the Kafka client's fetches, the polls in flight, the
 // open files' encoders, NATS, the runtime.
-const memoryLimitOverhead = 24 << 20
+const memoryLimitOverhead = 20 << 20
 
 // memoryLimit sets the soft memory limit to the budget plus the overhead,
 // unless GOMEMLIMIT is set, and returns the limit in force. Without it the

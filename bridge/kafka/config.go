@@ -86,7 +86,8 @@ type Config struct {
 	// returns, so this is short. Default 100ms.
 	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
 	// FetchMaxBytes bounds one fetch response, so it bounds memory (several
-	// times this once decompressed). Default 1 MiB.
+	// times this once decompressed; a partition's first batch comes whole
+	// even when larger). Default 256 KiB.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes bounds one partition's share of a fetch. It
 	// counts compressed bytes, so what a fetch holds in memory once
@@ -157,7 +158,7 @@ func (c Config) withDefaults() Config {
 		c.FetchMaxPartitionBytes = 256 << 10
 	}
 	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = 1 << 20
+		c.FetchMaxBytes = 256 << 10
 	}
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = 2048
