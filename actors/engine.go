@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	cmap "github.com/orcaman/concurrent-map"
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
@@ -312,4 +313,12 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStopped})
 	return err
+}
+
+func init() {
+	// protoactor's process registry is 1024 concurrent maps of
+	// cmap.SHARD_COUNT shards each: 32768 Go maps, ~3 MiB of heap that
+	// every GC cycle scans, for the few dozen actors of the engine. One
+	// shard per map leaves 1024 locks, plenty.
+	cmap.SHARD_COUNT = 1
 }

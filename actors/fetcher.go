@@ -25,8 +25,13 @@ type Consumer interface {
 	Close()
 }
 
-// pollWait bounds one Poll.
-const pollWait = 250 * time.Millisecond
+// pollWait bounds one Poll; pausedPollWait one Poll while the budget is
+// exhausted, which only keeps the group membership alive between waits for
+// the budget.
+const (
+	pollWait       = 250 * time.Millisecond
+	pausedPollWait = 10 * time.Millisecond
+)
 
 type resetRequest struct {
 	gen     uint64
@@ -120,7 +125,8 @@ func (f *fetcher) run(ctx context.Context) error {
 		if f.applyReset() {
 			inFlight = nil // the old generation's readers may never answer
 		}
-		if f.budget.Exhausted() || f.userPaused.Load() {
+		exhausted := f.budget.Exhausted()
+		if exhausted || f.userPaused.Load() {
 			if !paused {
 				f.cons.Pause(f.cons.Owned()...)
 				paused = true
@@ -132,10 +138,22 @@ func (f *fetcher) run(ctx context.Context) error {
 			f.cons.Resume(f.cons.Owned()...)
 			paused = false
 		}
+		wait := pollWait
+		if exhausted && !f.userPaused.Load() {
+			// A commit can free the budget at any moment: wait for that,
+			// not for a poll of paused partitions to time out.
+			waitCtx, cancel := context.WithTimeout(ctx, pollWait)
+			room := f.budget.Wait(waitCtx)
+			cancel()
+			if room {
+				continue // resume at once
+			}
+			wait = pausedPollWait
+		}
 		// Polls are short so that a reset (a rebuilt pipeline) or the end
 		// of the budget is noticed even when Kafka has nothing new; while
 		// paused, polling still keeps the group membership alive.
-		pollCtx, cancel := context.WithTimeout(ctx, pollWait)
+		pollCtx, cancel := context.WithTimeout(ctx, wait)
 		batches, err := f.cons.Poll(pollCtx)
 		cancel()
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
