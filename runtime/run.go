@@ -33,7 +33,7 @@ import (
 const StopTimeout = 8 * time.Second
 
 // untilLatestPoll is how often RunOptions.UntilLatest checks progress.
-const untilLatestPoll = 200 * time.Millisecond
+const untilLatestPoll = 50 * time.Millisecond
 
 // RunOptions tune one Run.
 type RunOptions struct {
