@@ -1,6 +1,9 @@
 package actors
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // chunkSize is the unit an encoded data file is held in: small enough that
 // a partition's file wastes little, large enough to be few.
@@ -34,23 +37,55 @@ func (c *chunkFile) Write(p []byte) (int, error) {
 func (c *chunkFile) Len() int { return c.n }
 
 // Reader reads the file from the start; each call returns a new reader, so
-// an upload can be retried.
-func (c *chunkFile) Reader() io.Reader {
+// an upload can be retried. It is an io.ReaderAt and io.Seeker too, which
+// lets minio-go re-read it (its own retries, multipart parts) without
+// buffering a copy.
+func (c *chunkFile) Reader() io.ReadSeeker {
 	return &chunkReader{f: c}
 }
 
 type chunkReader struct {
 	f   *chunkFile
-	off int
+	off int64
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
-	if r.off >= r.f.n {
-		return 0, io.EOF
+	n, err := r.ReadAt(p, r.off)
+	r.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
 	}
-	ch := r.f.chunks[r.off/chunkSize]
-	end := min(r.f.n-r.off/chunkSize*chunkSize, chunkSize)
-	k := copy(p, ch[r.off%chunkSize:end])
-	r.off += k
-	return k, nil
+	return n, err
+}
+
+func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("chunk file: negative offset")
+	}
+	n := 0
+	for at := int(min(off, int64(r.f.n))); n < len(p) && at < r.f.n; {
+		ch := r.f.chunks[at/chunkSize]
+		end := min(r.f.n-at/chunkSize*chunkSize, chunkSize)
+		k := copy(p[n:], ch[at%chunkSize:end])
+		n += k
+		at += k
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += r.off
+	case io.SeekEnd:
+		offset += int64(r.f.n)
+	}
+	if offset < 0 {
+		return 0, errors.New("chunk file: seek before the start")
+	}
+	r.off = offset
+	return offset, nil
 }

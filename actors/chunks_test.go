@@ -33,5 +33,18 @@ func TestChunkFile(t *testing.T) {
 				t.Fatalf("size %d: read back %d bytes (%v), differ", size, len(got), err)
 			}
 		}
+		// As minio-go reads it: a section at an offset, after seeking.
+		r := f.Reader()
+		off := int64(size / 3)
+		if pos, err := r.Seek(off, io.SeekStart); pos != off || err != nil {
+			t.Fatalf("size %d: seek to %d: %d, %v", size, off, pos, err)
+		}
+		if end, _ := r.Seek(0, io.SeekEnd); end != int64(size) {
+			t.Fatalf("size %d: end at %d", size, end)
+		}
+		got, err := io.ReadAll(io.NewSectionReader(r.(io.ReaderAt), off, int64(size)-off))
+		if err != nil || !bytes.Equal(got, want[off:]) {
+			t.Fatalf("size %d: section from %d: %d bytes (%v), differ", size, off, len(got), err)
+		}
 	}
 }
