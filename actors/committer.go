@@ -70,6 +70,10 @@ type committer struct {
 	cur      *round
 	waiters  []chan error // FlushNow replies for the current round
 	queued   []chan error // FlushNow replies for the next round
+	// again is the reason of a FlushNow that came during a round: the
+	// next round starts as soon as this one ends. (A full memory budget
+	// asks once; dropped, reading would stall until the flush timer.)
+	again string
 	idle     map[string]int
 	retiring []*actor.PID
 	failures int
@@ -248,7 +252,11 @@ func (c *committer) handleFlushNow(ctx actor.Context, m *messages.FlushNow) {
 	if m.Reply != nil {
 		c.queued = append(c.queued, m.Reply)
 	}
-	if c.cur == nil && c.pipeline != nil {
+	if c.cur != nil {
+		c.again = m.Reason
+		return
+	}
+	if c.pipeline != nil {
 		c.startRound(ctx, m.Reason)
 	}
 }
@@ -257,6 +265,7 @@ func (c *committer) handleFlushNow(ctx actor.Context, m *messages.FlushNow) {
 func (c *committer) startRound(ctx actor.Context, reason string) {
 	partitions, pids := c.cfg.pipeline.reg.readerList()
 	c.waiters, c.queued = append(c.waiters, c.queued...), nil
+	c.again = ""
 	if len(partitions) == 0 {
 		c.finishRound(ctx, nil)
 		return
@@ -448,8 +457,12 @@ func (c *committer) finishRound(ctx actor.Context, err error) {
 		w <- err
 	}
 	c.waiters = nil
-	if len(c.queued) > 0 && c.pipeline != nil {
-		c.startRound(ctx, "request")
+	if (len(c.queued) > 0 || c.again != "") && c.pipeline != nil {
+		reason := c.again
+		if reason == "" {
+			reason = "request"
+		}
+		c.startRound(ctx, reason)
 	}
 }
 
