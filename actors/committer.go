@@ -65,15 +65,15 @@ type committer struct {
 	// still says so: if another writer advanced its txn meanwhile (it
 	// owned the partition after our snapshot was read, or we are a
 	// zombie), the epoch re-read records that writer committed.
-	base     map[int32]int64
-	epoch    uint64 // the epoch readers are filling
-	cur      *round
-	waiters  []chan error // FlushNow replies for the current round
-	queued   []chan error // FlushNow replies for the next round
+	base    map[int32]int64
+	epoch   uint64 // the epoch readers are filling
+	cur     *round
+	waiters []chan error // FlushNow replies for the current round
+	queued  []chan error // FlushNow replies for the next round
 	// again is the reason of a FlushNow that came during a round: the
 	// next round starts as soon as this one ends. (A full memory budget
 	// asks once; dropped, reading would stall until the flush timer.)
-	again string
+	again    string
 	idle     map[string]int
 	retiring []*actor.PID
 	failures int
