@@ -65,16 +65,7 @@ func MinIO(t testing.TB) storage.S3Config {
 	if cfg.Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
 		missing(t, "MinIO")
 	}
-	s, err := storage.NewS3(cfg)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	client := s.Client()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
-		t.Fatalf("testenv: make bucket %s at %s: %v", cfg.Bucket, cfg.Endpoint, err)
-	}
+	client := makeBucket(t, cfg)
 	t.Cleanup(func() {
 		// t.Context() is already done here.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -88,6 +79,22 @@ func MinIO(t testing.TB) storage.S3Config {
 		}
 	})
 	return cfg
+}
+
+// makeBucket creates cfg.Bucket and returns a client of its server.
+func makeBucket(t testing.TB, cfg storage.S3Config) *minio.Client {
+	t.Helper()
+	s, err := storage.NewS3(cfg)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	client := s.Client()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("testenv: make bucket %s at %s: %v", cfg.Bucket, cfg.Endpoint, err)
+	}
+	return client
 }
 
 var notBucketChars = regexp.MustCompile(`[^a-z0-9]+`)
