@@ -118,6 +118,7 @@ func (f *fetcher) run(ctx context.Context) error {
 			if !paused {
 				f.cons.Pause(f.cons.Owned()...)
 				paused = true
+				f.metrics.FetchPaused.Set(1)
 				if !f.userPaused.Load() {
 					f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
 				}
@@ -125,6 +126,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		} else if paused {
 			f.cons.Resume(f.cons.Owned()...)
 			paused = false
+			f.metrics.FetchPaused.Set(0)
 		}
 		// Polls are short so that a reset (a rebuilt pipeline) or the end
 		// of the budget is noticed even when Kafka has nothing new; while
