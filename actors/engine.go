@@ -37,8 +37,14 @@ type Config struct {
 	MaxUnfinishedEpochs int
 	// Writer configures the data files (compression, row groups).
 	Writer delta.WriterOptions
-	// Backoff paces pipeline rebuilds and retries; default 200ms doubling to 30s.
+	// Backoff paces pipeline rebuilds and actor restarts after failures;
+	// default 200ms doubling to 30s.
 	Backoff Backoff
+	// RetryBackoff paces the retries of storage and DLQ operations while
+	// their server is unreachable; default Backoff.Initial doubling to 5s:
+	// a retry costs one request, and with Backoff's 30s cap ingest resumed
+	// up to half a minute after MinIO came back.
+	RetryBackoff Backoff
 	// MaxRetry is how long storage and DLQ operations are retried before
 	// the epoch is given up (and re-read); default 10m.
 	MaxRetry time.Duration
@@ -66,6 +72,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Backoff.Initial <= 0 {
 		c.Backoff = Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second}
+	}
+	if c.RetryBackoff.Initial <= 0 {
+		c.RetryBackoff = Backoff{Initial: c.Backoff.Initial, Max: min(c.Backoff.Max, 5*time.Second)}
 	}
 	if c.MaxRetry <= 0 {
 		c.MaxRetry = 10 * time.Minute
@@ -173,7 +182,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	e.fetch.system = e.system
 	bcfg := &bufferConfig{
 		store: store, dataSchema: e.deps.Mapper.DataSchema(), partitionColumns: partitionColumns,
-		writer: e.cfg.Writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.Backoff,
+		writer: e.cfg.Writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.RetryBackoff,
 		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,
