@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/actors"
@@ -279,6 +278,10 @@ func (r *outageRig) watch() *outageWatch {
 			rss := r.rss()
 			w.mu.Lock()
 			for _, reason := range strings.Split(why, "\n") {
+				// The component and the start of the error are enough.
+				if len(reason) > 72 {
+					reason = reason[:72] + "…"
+				}
 				if !ok && !slices.Contains(w.notReady, reason) {
 					w.notReady = append(w.notReady, reason)
 				}
@@ -329,9 +332,7 @@ type outageEvents struct {
 func newOutageEvents(t *testing.T, url, table string) *outageEvents {
 	t.Helper()
 	e := &outageEvents{url: url, stream: "OUTAGE_EVENTS"}
-	nc, js := outageJetStream(t, url)
-	defer nc.Close()
-	_, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: e.stream,
+	_, err := testenv.JetStream(t, url).CreateStream(t.Context(), jetstream.StreamConfig{Name: e.stream,
 		Subjects: []string{bridge.EventSubject(table, bridge.KindCommit), bridge.EventSubject(table, bridge.KindDLQ)},
 		Storage:  jetstream.FileStorage})
 	if err != nil {
@@ -340,25 +341,11 @@ func newOutageEvents(t *testing.T, url, table string) *outageEvents {
 	return e
 }
 
-func outageJetStream(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
-}
-
 // read returns the versions of the commit events and the number of dlq
 // events of topic.
 func (e *outageEvents) read(t *testing.T, topic string) (versions map[int64]bool, letters int) {
 	t.Helper()
-	nc, js := outageJetStream(t, e.url)
-	defer nc.Close()
+	js := testenv.JetStream(t, e.url)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	stream, err := js.Stream(ctx, e.stream)

@@ -16,26 +16,16 @@ func TestPrivateServersRestart(t *testing.T) {
 	url := p.NATS()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	kvOf := func() (*nats.Conn, jetstream.KeyValue) {
-		nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
-		if err != nil {
-			t.Fatalf("connect %s: %v", url, err)
-		}
-		js, err := jetstream.New(nc)
+	kvOf := func() jetstream.KeyValue {
+		kv, err := JetStream(t, url).CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "private_restart"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "private_restart"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return nc, kv
+		return kv
 	}
-	nc, kv := kvOf()
-	if _, err := kv.PutString(ctx, "k", "before"); err != nil {
+	if _, err := kvOf().PutString(ctx, "k", "before"); err != nil {
 		t.Fatal(err)
 	}
-	nc.Close()
 
 	p.Stop("nats")
 	if nc, err := nats.Connect(url, nats.Timeout(2*time.Second)); err == nil {
@@ -43,8 +33,7 @@ func TestPrivateServersRestart(t *testing.T) {
 		t.Fatalf("connected to %s while it is stopped", url)
 	}
 	p.Start("nats")
-	nc, kv = kvOf()
-	defer nc.Close()
+	kv := kvOf()
 	e, err := kv.Get(ctx, "k")
 	if err != nil || string(e.Value()) != "before" {
 		t.Fatalf("after restart: get k = %v, %v; want the value written before", e, err)

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -154,6 +156,23 @@ func NATS(t testing.TB) string {
 		missing(t, "NATS")
 	}
 	return url
+}
+
+// JetStream connects to the NATS server at url (NATS(t), a private
+// server's) for a test's own checks; the connection closes when the test
+// ends.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
+	if err != nil {
+		t.Fatalf("testenv: connect %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("testenv: jetstream: %v", err)
+	}
+	return js
 }
 
 // Tool returns the path of a command-line tool the tests drive (nats, kcat,
