@@ -31,10 +31,10 @@ func newOutagePlan(down time.Duration, rate float64) outagePlan {
 }
 
 // count is how many records the producer writes: enough to keep writing
-// through every outage and the recovery after it (the warm-up and each
-// recovery take about 20 s on a quiet machine).
+// through every outage and a little after (the warm-up and each recovery
+// take seconds on a quiet machine).
 func (p outagePlan) count() int {
-	return int(p.rate * (20 + float64(p.outages)*(p.down.Seconds()+20)))
+	return int(p.rate * (10 + float64(p.outages)*(p.down.Seconds()+10)))
 }
 
 // Scenario 2: MinIO stops for a minute mid-ingest, then comes back.
