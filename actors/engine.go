@@ -175,6 +175,16 @@ func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) 
 	e.deps.Logger.Info("partitions revoked", "partitions", partitions)
 }
 
+// BrokerDialed implements kafka.BrokerWatcher: a failed connection to a
+// broker makes /readyz report Kafka degraded until a connection succeeds.
+func (e *Engine) BrokerDialed(addr string, err error) {
+	if err != nil {
+		e.deps.Health.Degrade("kafka", fmt.Sprintf("broker %s: %v", addr, err))
+		return
+	}
+	e.deps.Health.Recover("kafka")
+}
+
 // Start spawns the committer (which loads the table) and the fetch loop.
 func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Store, partitionColumns []string) error {
 	e.cons = cons

@@ -185,9 +185,10 @@ func TestOutageNATS(t *testing.T) {
 }
 
 // Scenario 4: the Kafka broker stops mid-ingest (a controlled shutdown)
-// and starts again on the same port with the same data. deltaflow's
-// consumer (and the producer) reconnect by themselves, the commits go on,
-// and nothing is lost or doubled.
+// and starts again on the same port with the same data. /readyz reports
+// Kafka degraded meanwhile; deltaflow's consumer (and the producer)
+// reconnect by themselves, the commits go on, and nothing is lost or
+// doubled.
 func TestOutageKafka(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers; skipped with -short")
@@ -205,18 +206,24 @@ func TestOutageKafka(t *testing.T) {
 	r.waitCommit(0, time.Now())
 	for i := range plan.outages {
 		time.Sleep(5 * time.Second) // mid-ingest
+		w := r.watch()
 		priv.Stop("kafka")
 		stopped := time.Now()
 		time.Sleep(plan.down)
+		w.end()
 		commits := r.metric("deltaflow_commits_total")
 		priv.Start("kafka")
 		back := time.Now()
 		recovery := r.waitCommit(commits, back)
-		t.Logf("outage %d: Kafka down %s (restart took %s); recovery (broker back → next commit) %s",
+		t.Logf("outage %d: Kafka down %s (restart took %s); %s; recovery (broker back → next commit) %s",
 			i+1, back.Sub(stopped).Round(time.Millisecond), back.Sub(stopped.Add(plan.down)).Round(time.Millisecond),
-			recovery.Round(time.Millisecond))
+			w, recovery.Round(time.Millisecond))
+		if !w.degraded("kafka") {
+			t.Errorf("outage %d: /readyz never reported kafka degraded: %s", i+1, w)
+		}
 	}
 	r.waitProduced(prod)
 	r.waitCaughtUp()
+	r.waitFor("/readyz to be ready again", func() bool { ok, _ := r.ready(); return ok })
 	r.account()
 }
