@@ -251,6 +251,39 @@ func (r *outageRig) account() scenario.Report {
 	return rep
 }
 
+// outageResult is what outage saw.
+type outageResult struct {
+	watch    *outageWatch
+	commits  float64       // deltaflow_commits_total just before the server came back
+	restart  time.Duration // how long the server took to answer again
+	recovery time.Duration // from the server answering to the next commit
+}
+
+// outage stops server name of priv for down, running during (if set)
+// meanwhile, starts it again and waits for the next commit. It fails the
+// test unless /readyz reported component degraded during the outage.
+func (r *outageRig) outage(priv *testenv.Private, name, component string, down time.Duration, during func()) outageResult {
+	r.t.Helper()
+	w := r.watch()
+	priv.Stop(name)
+	stopped := time.Now()
+	if during != nil {
+		during()
+	}
+	time.Sleep(time.Until(stopped.Add(down)))
+	w.end()
+	res := outageResult{watch: w, commits: r.metric("deltaflow_commits_total")}
+	restart := time.Now()
+	priv.Start(name)
+	back := time.Now()
+	res.restart = back.Sub(restart)
+	res.recovery = r.waitCommit(res.commits, back)
+	if !w.degraded(component) {
+		r.t.Errorf("%s outage: /readyz never reported %s degraded: %s", name, component, w)
+	}
+	return res
+}
+
 // outageWatch samples the daemon while a server is down: the reasons
 // /readyz gave, whether fetching was paused, and the peaks of the buffered
 // bytes and the RSS.

@@ -63,20 +63,11 @@ func TestOutageMinIO(t *testing.T) {
 	for i := range plan.outages {
 		time.Sleep(5 * time.Second) // mid-ingest: epochs are being flushed
 		rssBefore := r.rss()
-		w := r.watch()
-		priv.Stop("minio")
-		time.Sleep(plan.down)
-		w.end()
-		commits := r.metric("deltaflow_commits_total")
-		priv.Start("minio")
-		back := time.Now()
-		recovery := r.waitCommit(commits, back)
+		res := r.outage(priv, "minio", "storage", plan.down, nil)
+		w := res.watch
 		retries := strings.Count(r.daemon.Log.String(), "failed; retrying")
 		t.Logf("outage %d: MinIO down %s; %s; RSS before %.1f MiB; %d storage retries logged; recovery (MinIO back → next commit) %s",
-			i+1, plan.down, w, float64(rssBefore)/(1<<20), retries-retried, recovery.Round(time.Millisecond))
-		if !w.degraded("storage") {
-			t.Errorf("outage %d: /readyz never reported storage degraded: %s", i+1, w)
-		}
+			i+1, plan.down, w, float64(rssBefore)/(1<<20), retries-retried, res.recovery.Round(time.Millisecond))
 		if !w.paused {
 			t.Errorf("outage %d: fetching never paused (deltaflow_fetch_paused stayed 0): %s", i+1, w)
 		}
@@ -122,37 +113,29 @@ func TestOutageNATS(t *testing.T) {
 	r.waitCommit(0, time.Now())
 	const waits = "epoch waits for the DLQ to acknowledge"
 	for i := range plan.outages {
-		w := r.watch()
-		priv.Stop("nats")
-		down := time.Now()
-		// Epochs without bad records commit as usual.
-		before := r.metric("deltaflow_commits_total")
-		r.waitFor("commits during the NATS outage", func() bool { return r.metrics()["deltaflow_commits_total"] >= before+3 })
-		during := r.metric("deltaflow_commits_total") - before
-		// An epoch with bad records waits for the DLQ, and says so; the
-		// commits behind it wait too (the log's order is Kafka's).
-		said := strings.Count(r.daemon.Log.String(), waits)
-		bad := r.produce("bad producer", 200, 100, 0.5, 100+i)
-		r.waitFor("an epoch waiting for the DLQ", func() bool {
-			return strings.Count(r.daemon.Log.String(), waits) > said && r.metrics()["deltaflow_dlq_waiting_letters"] > 0
+		var during, waiting, stalled float64
+		res := r.outage(priv, "nats", "nats", plan.down, func() {
+			// Epochs without bad records commit as usual.
+			before := r.metric("deltaflow_commits_total")
+			r.waitFor("commits during the NATS outage", func() bool { return r.metrics()["deltaflow_commits_total"] >= before+3 })
+			during = r.metric("deltaflow_commits_total") - before
+			// An epoch with bad records waits for the DLQ, and says so;
+			// the commits behind it wait too (the log's order is Kafka's).
+			said := strings.Count(r.daemon.Log.String(), waits)
+			bad := r.produce("bad producer", 200, 100, 0.5, 100+i)
+			r.waitFor("an epoch waiting for the DLQ", func() bool {
+				return strings.Count(r.daemon.Log.String(), waits) > said && r.metrics()["deltaflow_dlq_waiting_letters"] > 0
+			})
+			waiting = r.metric("deltaflow_dlq_waiting_letters")
+			stalled = r.metric("deltaflow_commits_total")
+			r.waitProduced(bad)
 		})
-		waiting := r.metric("deltaflow_dlq_waiting_letters")
-		stalled := r.metric("deltaflow_commits_total")
-		r.waitProduced(bad)
-		time.Sleep(time.Until(down.Add(plan.down)))
-		w.end()
-		if got := r.metric("deltaflow_commits_total"); got != stalled {
-			t.Errorf("outage %d: %v commits while an epoch waited for the DLQ", i+1, got-stalled)
+		if res.commits != stalled {
+			t.Errorf("outage %d: %v commits while an epoch waited for the DLQ", i+1, res.commits-stalled)
 		}
-		priv.Start("nats")
-		back := time.Now()
-		recovery := r.waitCommit(stalled, back)
 		r.waitFor("the DLQ wait to end", func() bool { return r.metrics()["deltaflow_dlq_waiting_letters"] == 0 })
 		t.Logf("outage %d: NATS down %s; %v commits during it before the bad records, then %v dead letters waited; %s; recovery (NATS back → next commit) %s",
-			i+1, plan.down, during, waiting, w, recovery.Round(time.Millisecond))
-		if !w.degraded("nats") {
-			t.Errorf("outage %d: /readyz never reported nats degraded: %s", i+1, w)
-		}
+			i+1, plan.down, during, waiting, res.watch, res.recovery.Round(time.Millisecond))
 	}
 	r.waitProduced(prod)
 	snap := r.waitCaughtUp()
@@ -206,21 +189,9 @@ func TestOutageKafka(t *testing.T) {
 	r.waitCommit(0, time.Now())
 	for i := range plan.outages {
 		time.Sleep(5 * time.Second) // mid-ingest
-		w := r.watch()
-		priv.Stop("kafka")
-		stopped := time.Now()
-		time.Sleep(plan.down)
-		w.end()
-		commits := r.metric("deltaflow_commits_total")
-		priv.Start("kafka")
-		back := time.Now()
-		recovery := r.waitCommit(commits, back)
+		res := r.outage(priv, "kafka", "kafka", plan.down, nil)
 		t.Logf("outage %d: Kafka down %s (restart took %s); %s; recovery (broker back → next commit) %s",
-			i+1, back.Sub(stopped).Round(time.Millisecond), back.Sub(stopped.Add(plan.down)).Round(time.Millisecond),
-			w, recovery.Round(time.Millisecond))
-		if !w.degraded("kafka") {
-			t.Errorf("outage %d: /readyz never reported kafka degraded: %s", i+1, w)
-		}
+			i+1, (plan.down + res.restart).Round(time.Millisecond), res.restart.Round(time.Millisecond), res.watch, res.recovery.Round(time.Millisecond))
 	}
 	r.waitProduced(prod)
 	r.waitCaughtUp()
