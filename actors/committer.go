@@ -334,12 +334,19 @@ func (c *committer) commitRound(ctx actor.Context) {
 		c.idle[id]++
 	}
 	if letters := r.deadLetters(); len(letters) > 0 {
+		waitStart := time.Now()
 		err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
 			return c.cfg.outbox.PublishDLQ(c.ctx, letters)
 		}, func(attempt int, err error) {
+			// The commit waits (the epoch's bad records must be stored
+			// first), at most maxRetry; then the epoch is dropped and
+			// re-read. Said in the log, /readyz and a metric.
 			c.cfg.health.Degrade("nats", err.Error())
-			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters), "attempt", attempt+1, "err", err)
+			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
+			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
+				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.maxRetry, "err", err)
 		})
+		c.cfg.metrics.DLQWaiting.Set(0)
 		if err != nil {
 			c.abort(ctx, fmt.Sprintf("epoch %d: DLQ not acknowledged: %v", r.epoch, err), true)
 			return

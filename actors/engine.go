@@ -39,8 +39,14 @@ type Config struct {
 	MaxUnfinishedEpochs int
 	// Writer configures the data files (compression, row groups).
 	Writer delta.WriterOptions
-	// Backoff paces pipeline rebuilds and retries; default 200ms doubling to 30s.
+	// Backoff paces pipeline rebuilds and actor restarts after failures;
+	// default 200ms doubling to 30s.
 	Backoff Backoff
+	// RetryBackoff paces the retries of storage and DLQ operations while
+	// their server is unreachable; default Backoff.Initial doubling to 5s:
+	// a retry costs one request, and with Backoff's 30s cap ingest resumed
+	// up to half a minute after MinIO came back.
+	RetryBackoff Backoff
 	// MaxRetry is how long storage and DLQ operations are retried before
 	// the epoch is given up (and re-read); default 10m.
 	MaxRetry time.Duration
@@ -68,6 +74,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Backoff.Initial <= 0 {
 		c.Backoff = Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second}
+	}
+	if c.RetryBackoff.Initial <= 0 {
+		c.RetryBackoff = Backoff{Initial: c.Backoff.Initial, Max: min(c.Backoff.Max, 5*time.Second)}
 	}
 	if c.MaxRetry <= 0 {
 		c.MaxRetry = 10 * time.Minute
@@ -174,6 +183,16 @@ func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) 
 	e.deps.Logger.Info("partitions revoked", "partitions", partitions)
 }
 
+// BrokerDialed implements kafka.BrokerWatcher: a failed connection to a
+// broker makes /readyz report Kafka degraded until a connection succeeds.
+func (e *Engine) BrokerDialed(addr string, err error) {
+	if err != nil {
+		e.deps.Health.Degrade("kafka", fmt.Sprintf("broker %s: %v", addr, err))
+		return
+	}
+	e.deps.Health.Recover("kafka")
+}
+
 // Start spawns the committer (which loads the table) and the fetch loop.
 func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Store, partitionColumns []string) error {
 	e.cons = cons
@@ -185,7 +204,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	}
 	bcfg := &bufferConfig{
 		store: store, dataSchema: e.deps.Mapper.DataSchema(), partitionColumns: partitionColumns,
-		writer: writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.Backoff,
+		writer: writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.RetryBackoff,
 		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,

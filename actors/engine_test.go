@@ -57,6 +57,7 @@ type harness struct {
 	kcfg    kafka.Config
 	events  []sim.Event // what was produced, in order
 	records int
+	outbox  Outbox // the engines' outbox; nil: the bridge's
 }
 
 func newHarness(t *testing.T, store storage.Store) *harness {
@@ -141,7 +142,11 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if cfg.MaxRetry == 0 {
 		cfg.MaxRetry = 5 * time.Second
 	}
-	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, Outbox: NewOutbox(h.bridge), Logger: testLogger(h.t)})
+	outbox := h.outbox
+	if outbox == nil {
+		outbox = NewOutbox(h.bridge)
+	}
+	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, Outbox: outbox, Logger: testLogger(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

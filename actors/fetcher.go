@@ -130,6 +130,7 @@ func (f *fetcher) run(ctx context.Context) error {
 			if !paused {
 				f.cons.Pause(f.cons.Owned()...)
 				paused = true
+				f.metrics.FetchPaused.Set(1)
 				if !f.userPaused.Load() {
 					f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
 				}
@@ -137,6 +138,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		} else if paused {
 			f.cons.Resume(f.cons.Owned()...)
 			paused = false
+			f.metrics.FetchPaused.Set(0)
 		}
 		wait := pollWait
 		if exhausted && !f.userPaused.Load() {

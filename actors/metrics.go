@@ -20,6 +20,8 @@ type Metrics struct {
 	CommitLatency prometheus.Histogram
 	EpochDuration prometheus.Histogram
 	BufferedBytes prometheus.Gauge
+	FetchPaused   prometheus.Gauge     // 1 while reading Kafka is paused
+	DLQWaiting    prometheus.Gauge     // dead letters an epoch waits to see acknowledged
 	Lag           *prometheus.GaugeVec // records behind the high watermark, by partition
 	Restarts      *prometheus.CounterVec
 	TableVersion  prometheus.Gauge
@@ -48,6 +50,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time from sealing an epoch to its commit.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
 		BufferedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_buffered_bytes",
 			Help: "Bytes of rows buffered and not yet uploaded."}),
+		FetchPaused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_fetch_paused",
+			Help: "1 while reading Kafka is paused (memory budget or unfinished epochs reached, or paused by the control service)."}),
+		DLQWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_waiting_letters",
+			Help: "Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."}),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_lag_records",
 			Help: "Records between the last one read and the partition's high watermark."}, []string{"partition"}),
 		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_actor_restarts_total",
@@ -57,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
-			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.Lag, m.Restarts, m.TableVersion)
+			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.Lag, m.Restarts, m.TableVersion)
 	}
 	return m
 }

@@ -85,6 +85,11 @@ type Bridge struct {
 
 	mirror *OffsetMirror
 
+	// unacked holds the ids of dead letters sent whose acknowledgement
+	// never came (see PublishDLQ).
+	unackedMu sync.Mutex
+	unacked   map[string]struct{}
+
 	mu      sync.Mutex
 	control micro.Service
 	closed  bool
@@ -111,7 +116,8 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger, opts ...Opt) (*Br
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Bridge{cfg: cfg, build: build, logger: logger.With("component", "bridge"), dlq: cfg.DLQStream}
+	b := &Bridge{cfg: cfg, build: build, logger: logger.With("component", "bridge"), dlq: cfg.DLQStream,
+		unacked: map[string]struct{}{}}
 
 	if cfg.embedded() {
 		ns, err := startEmbedded(cfg)

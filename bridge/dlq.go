@@ -75,8 +75,11 @@ const (
 // rather than failing the epoch forever. The Kafka record itself stays
 // readable until Kafka's retention removes it.
 //
-// After the acks, one DLQEvent per newly stored letter is published
-// (duplicates of letters stored by an earlier attempt get none).
+// After the acks, one DLQEvent per newly stored letter is published.
+// Duplicates of letters stored by an earlier run (an epoch replayed after a
+// crash) get none; but a letter this bridge sent without hearing the ack (a
+// timeout, e.g. while NATS was down: nats.go sends it on reconnect) gets
+// its event when a later call finds it stored.
 func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
 	if len(letters) == 0 {
 		return nil
@@ -118,7 +121,7 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
 			ErrDLQIncomplete, missing, len(letters), b.dlq, errors.Join(errs...))
 	}
 	for i, d := range letters {
-		if acks[i].Duplicate {
+		if b.acked(d.MsgID()) && acks[i].Duplicate {
 			continue
 		}
 		ev := &DLQEvent{Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Reason: d.Reason, Stream: acks[i].Stream, Sequence: acks[i].Sequence}
@@ -152,11 +155,42 @@ func (b *Bridge) publishWindow(ctx context.Context, letters []DeadLetter, acks [
 			acks[i] = a
 		case err := <-f.Err():
 			errs = append(errs, fmt.Errorf("ack dlq %s: %w", letters[i].MsgID(), err))
+			b.unack(letters[i].MsgID()) // sent, maybe stored: the ack is unknown
 		case <-ctx.Done():
+			for j := i; j < len(futures); j++ {
+				if futures[j] != nil {
+					b.unack(letters[j].MsgID())
+				}
+			}
 			return append(errs, fmt.Errorf("ack dlq %s: %w", letters[i].MsgID(), ctx.Err()))
 		}
 	}
 	return errs
+}
+
+// maxUnacked bounds the ids remembered by unack: letters an epoch never
+// retries (its partitions moved to another instance) are not kept forever.
+// Past it, a letter stored unacknowledged may go without its DLQEvent
+// (events are observations; the letter itself is in the stream).
+const maxUnacked = 1 << 16
+
+// unack remembers that the letter id was sent but its ack not received.
+func (b *Bridge) unack(id string) {
+	b.unackedMu.Lock()
+	defer b.unackedMu.Unlock()
+	if len(b.unacked) < maxUnacked {
+		b.unacked[id] = struct{}{}
+	}
+}
+
+// acked forgets id and reports whether its ack had been received before
+// (false: this bridge sent it earlier and never heard back).
+func (b *Bridge) acked(id string) bool {
+	b.unackedMu.Lock()
+	defer b.unackedMu.Unlock()
+	_, unknown := b.unacked[id]
+	delete(b.unacked, id)
+	return !unknown
 }
 
 // dlqMsg builds the stream message of d, truncating the body to fit the

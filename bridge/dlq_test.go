@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,5 +168,51 @@ func TestDLQStreamIsBoundToItsStream(t *testing.T) {
 	}
 	if err := b.PublishDLQ(t.Context(), testLetters(1)); err == nil {
 		t.Fatal("letters stored in a foreign stream counted as acknowledged")
+	}
+}
+
+// Letters sent while the server is down are stored when nats.go reconnects
+// and resends them, but their acks are lost: the retry finds them stored
+// (duplicates) and must still publish their dlq events, once each.
+func TestDLQEventsAfterUnacknowledgedPublish(t *testing.T) {
+	opts := testServerOpts(t)
+	ns := runServer(t, opts)
+	b := newTestBridge(t, Config{URL: ns.ClientURL(), PublishTimeout: time.Second}, fastReconnect)
+	letters := testLetters(3)
+	opts.Port = ns.Addr().(*net.TCPAddr).Port // for the same server to come back
+	stopEmbedded(ns)
+	waitFor(t, "disconnect", func() bool { return !b.Healthy() })
+	if err := b.PublishDLQ(t.Context(), letters); !errors.Is(err, ErrDLQIncomplete) {
+		t.Fatalf("PublishDLQ while the server is down = %v, want ErrDLQIncomplete", err)
+	}
+
+	ns = runServer(t, opts)
+	waitFor(t, "reconnect", b.Healthy)
+	sub, err := connect(t, ns.ClientURL()).SubscribeSync(EventSubject(testTable, KindDLQ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishDLQ(t.Context(), letters); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	for _, l := range letters {
+		msg, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("dlq event of %s: %v", l.MsgID(), err)
+		}
+		var ev DLQEvent
+		if err := json.Unmarshal(msg.Data, &ev); err != nil || ev.Offset != l.Offset {
+			t.Errorf("dlq event %s (%v), want offset %d", msg.Data, err, l.Offset)
+		}
+	}
+	// Once each: a replay finds them stored and acknowledged before.
+	if err := b.PublishDLQ(t.Context(), letters); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := sub.NextMsg(500 * time.Millisecond); err == nil {
+		t.Errorf("a second dlq event: %s", msg.Data)
+	}
+	if n := len(b.unacked); n != 0 {
+		t.Errorf("%d letters still remembered as unacknowledged", n)
 	}
 }

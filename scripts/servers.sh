@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# servers.sh start|stop|env — the external servers integration tests need.
+# servers.sh start [NAME...]|stop|kill NAME|restart NAME|env — the external
+# servers integration tests need.
 #
 # start: runs, each on 127.0.0.1 on free ports with its data under $STATE:
-#   - MinIO (S3 for the tables)
-#   - Kafka, one node in KRaft mode (broker + controller in one JVM)
-#   - nats-server with JetStream (the "external NATS" deltaflow connects to)
-#   waits until each answers, and writes the variables tests read to
-#   $STATE/env.sh (source it). Starting again first stops the old servers.
+#   - minio: MinIO (S3 for the tables)
+#   - kafka: Kafka, one node in KRaft mode (broker + controller in one JVM)
+#   - nats: nats-server with JetStream (the "external NATS" deltaflow
+#     connects to)
+#   (all three unless NAMEs are given), waits until each answers, and writes
+#   the variables tests read to $STATE/env.sh (source it). Starting again
+#   first stops the old servers.
 # stop: kills the servers by their pid files and removes their data.
-# Logs go to $STATE/<server>.log.
+# kill NAME: stops one server (an outage) and keeps its data and ports.
+# restart NAME: stops NAME if it runs, then starts it again on the same
+#   ports with the same data (a server coming back), and waits until it
+#   answers.
+# Logs go to $STATE/<server>.log; each server's ports and settings are kept
+# in $STATE/<server>.conf for restart.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -16,15 +24,31 @@ source "$(dirname "$0")/lib.sh"
 ENVFILE="$STATE/env.sh"
 SERVERS=(minio kafka nats)
 
+# free_port prints a free port below the kernel's ephemeral range: a server
+# that restarts on its port (restart) must not find it taken meanwhile by
+# some client's outgoing connection, which only ever get ephemeral ports.
 free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+	python3 -c 'import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(1000):
+    port = random.randrange(10000, max(low, 10001))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port")'
 }
 
-# stop_one NAME: kill the server whose pid is in $STATE/NAME.pid (TERM, then
-# KILL after 10s: Kafka's controlled shutdown can take a few seconds) and
-# remove the data dir recorded in $STATE/NAME.data.
-stop_one() {
-	local name="$1" pidfile="$STATE/$1.pid" datafile="$STATE/$1.data" pid
+# kill_one NAME: kill the server whose pid is in $STATE/NAME.pid (TERM, then
+# KILL after 10s: Kafka's controlled shutdown can take a few seconds).
+kill_one() {
+	local name="$1" pidfile="$STATE/$1.pid" pid
 	if [[ -f "$pidfile" ]]; then
 		pid="$(cat "$pidfile")"
 		if kill -0 "$pid" 2>/dev/null; then
@@ -35,10 +59,18 @@ stop_one() {
 		fi
 		rm -f "$pidfile"
 	fi
+}
+
+# stop_one NAME: kill_one, then remove the data dir recorded in
+# $STATE/NAME.data and the settings in $STATE/NAME.conf.
+stop_one() {
+	local datafile="$STATE/$1.data"
+	kill_one "$1"
 	if [[ -f "$datafile" ]]; then
 		rm -rf "$(cat "$datafile")"
 		rm -f "$datafile"
 	fi
+	rm -f "$STATE/$1.conf"
 }
 
 stop() {
@@ -70,18 +102,41 @@ wait_until() {
 	die "$name not ready after ${secs}s"
 }
 
-start_minio() {
+# save_conf NAME VAR...: record the variables a server runs with in
+# $STATE/NAME.conf, so restart runs it again the same way.
+save_conf() {
+	local name="$1" v
+	shift
+	: >"$STATE/$name.conf"
+	for v in "$@"; do printf '%s=%q\n' "$v" "${!v}" >>"$STATE/$name.conf"; done
+}
+
+# load_conf NAME: the variables save_conf recorded.
+load_conf() {
+	[[ -f "$STATE/$1.conf" ]] || die "$1 was not started with this state dir ($STATE)"
+	# shellcheck disable=SC1090 # written by save_conf
+	source "$STATE/$1.conf"
+}
+
+# Each server has setup_NAME (fresh data dir and ports, recorded with
+# save_conf), launch_NAME (runs it from the recorded settings; start and
+# restart) and wait_NAME (until it answers).
+
+setup_minio() {
 	command -v minio >/dev/null || die "minio not installed; run scripts/install-deps.sh"
-	local data console
-	data="$(new_data minio)"
+	MINIO_DATA="$(new_data minio)"
 	MINIO_PORT="$(free_port)"
-	console="$(free_port)"
+	MINIO_CONSOLE="$(free_port)"
 	MINIO_USER="deltaflow"
 	MINIO_PASSWORD="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-	log "starting minio on 127.0.0.1:$MINIO_PORT (data $data, log $STATE/minio.log)"
+	save_conf minio MINIO_DATA MINIO_PORT MINIO_CONSOLE MINIO_USER MINIO_PASSWORD
+}
+
+launch_minio() {
+	log "starting minio on 127.0.0.1:$MINIO_PORT (data $MINIO_DATA, log $STATE/minio.log)"
 	MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" MINIO_BROWSER=off \
 		nohup minio server --quiet --address "127.0.0.1:$MINIO_PORT" \
-		--console-address "127.0.0.1:$console" "$data" >"$STATE/minio.log" 2>&1 &
+		--console-address "127.0.0.1:$MINIO_CONSOLE" "$MINIO_DATA" >>"$STATE/minio.log" 2>&1 &
 	echo $! >"$STATE/minio.pid"
 }
 
@@ -99,27 +154,35 @@ while (s := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).s
 print(s)'
 }
 
+# kafka_jvm sets JVM to the java command line Kafka's tools run with. A small
+# heap and the serial GC: the tests move a few MB; 2 cores are shared with
+# MinIO, NATS, go test -race and the JVM's own compiler threads.
+kafka_jvm() {
+	JVM=(java -Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+		-Dlog4j2.configurationFile="$KAFKA_DATA/log4j2.properties" -Dkafka.logs.dir="$KAFKA_DATA" -cp "$KAFKA_HOME/libs/*")
+}
+
 # Kafka: broker and controller in one JVM (process.roles=broker,controller),
-# the same shape as the apache/kafka image in docker-compose.yml.
-start_kafka() {
+# the same shape as the apache/kafka image in docker-compose.yml. Setup
+# writes its configuration and formats its storage once; a restart runs the
+# broker on the same log dirs.
+setup_kafka() {
 	[[ -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" ]] || die "kafka not installed; run scripts/install-deps.sh"
 	command -v java >/dev/null || die "java not found"
-	local data controller cp conf
-	data="$(new_data kafka)"
+	KAFKA_DATA="$(new_data kafka)"
 	KAFKA_PORT="$(free_port)"
-	controller="$(free_port)"
-	cp="$KAFKA_HOME/libs/*"
-	conf="$data/server.properties"
-	cat >"$conf" <<PROPS
+	KAFKA_CONTROLLER="$(free_port)"
+	save_conf kafka KAFKA_DATA KAFKA_PORT KAFKA_CONTROLLER
+	cat >"$KAFKA_DATA/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:$controller
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$controller
+controller.quorum.bootstrap.servers=127.0.0.1:$KAFKA_CONTROLLER
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER
 advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$data/logs
+log.dirs=$KAFKA_DATA/logs
 # One node: every internal topic has one replica.
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=3
@@ -134,7 +197,7 @@ num.partitions=3
 group.initial.rebalance.delay.ms=0
 PROPS
 	# log4j2: warnings only, to the log file (the INFO chatter is megabytes).
-	cat >"$data/log4j2.properties" <<'LOG'
+	cat >"$KAFKA_DATA/log4j2.properties" <<'LOG'
 rootLogger.level = WARN
 rootLogger.appenderRef.stdout.ref = STDOUT
 appender.stdout.type = Console
@@ -144,16 +207,17 @@ appender.stdout.layout.pattern = [%d] %p %m (%c)%n
 logger.started.name = kafka.server.KafkaRaftServer
 logger.started.level = INFO
 LOG
-	# A small heap and the serial GC: the tests move a few MB; 2 cores are shared
-	# with MinIO, NATS, go test -race and the JVM's own compiler threads.
-	local jvm=(java -Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
-		-Dlog4j2.configurationFile="$data/log4j2.properties" -Dkafka.logs.dir="$data" -cp "$cp")
+	kafka_jvm
 	log "formatting kafka storage (KRaft, standalone controller)"
-	"${jvm[@]}" kafka.tools.StorageTool format --standalone --ignore-formatted \
-		-t "$(cluster_id)" -c "$conf" >"$STATE/kafka.log" 2>&1 ||
+	"${JVM[@]}" kafka.tools.StorageTool format --standalone --ignore-formatted \
+		-t "$(cluster_id)" -c "$KAFKA_DATA/server.properties" >"$STATE/kafka.log" 2>&1 ||
 		{ cat "$STATE/kafka.log" >&2; die "kafka storage format failed"; }
-	log "starting kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT (controller :$controller, log $STATE/kafka.log)"
-	nohup "${jvm[@]}" kafka.Kafka "$conf" >>"$STATE/kafka.log" 2>&1 &
+}
+
+launch_kafka() {
+	kafka_jvm
+	log "starting kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT (controller :$KAFKA_CONTROLLER, log $STATE/kafka.log)"
+	nohup "${JVM[@]}" kafka.Kafka "$KAFKA_DATA/server.properties" >>"$STATE/kafka.log" 2>&1 &
 	echo $! >"$STATE/kafka.pid"
 }
 
@@ -163,16 +227,18 @@ wait_kafka() {
 	log "kafka ready on 127.0.0.1:$KAFKA_PORT"
 }
 
-start_nats() {
+setup_nats() {
 	command -v nats-server >/dev/null || die "nats-server not installed; run scripts/install-deps.sh"
-	local data monitor
-	data="$(new_data nats)"
+	NATS_DATA="$(new_data nats)"
 	NATS_PORT="$(free_port)"
-	monitor="$(free_port)"
-	log "starting nats-server with JetStream on 127.0.0.1:$NATS_PORT (store $data, log $STATE/nats.log)"
-	nohup nats-server -a 127.0.0.1 -p "$NATS_PORT" -m "$monitor" -js -sd "$data" >"$STATE/nats.log" 2>&1 &
+	NATS_MONITOR="$(free_port)"
+	save_conf nats NATS_DATA NATS_PORT NATS_MONITOR
+}
+
+launch_nats() {
+	log "starting nats-server with JetStream on 127.0.0.1:$NATS_PORT (store $NATS_DATA, log $STATE/nats.log)"
+	nohup nats-server -a 127.0.0.1 -p "$NATS_PORT" -m "$NATS_MONITOR" -js -sd "$NATS_DATA" >>"$STATE/nats.log" 2>&1 &
 	echo $! >"$STATE/nats.pid"
-	NATS_MONITOR="$monitor"
 }
 
 wait_nats() {
@@ -181,31 +247,70 @@ wait_nats() {
 	log "nats ready on 127.0.0.1:$NATS_PORT"
 }
 
+# known NAME: fail unless NAME is one of SERVERS.
+known() {
+	local s
+	for s in "${SERVERS[@]}"; do [[ "$1" == "$s" ]] && return 0; done
+	die "unknown server '$1' (known: ${SERVERS[*]})"
+}
+
 start() {
+	local names=("$@") s
+	[[ ${#names[@]} -gt 0 ]] || names=("${SERVERS[@]}")
+	for s in "${names[@]}"; do known "$s"; done
 	stop
-	# Start all three, then wait: the JVM's start overlaps MinIO's and NATS's.
-	start_kafka
-	start_minio
-	start_nats
-	wait_minio
-	wait_nats
-	wait_kafka
-	cat >"$ENVFILE" <<ENV
-export DELTAFLOW_TEST_MINIO_ENDPOINT=127.0.0.1:$MINIO_PORT
-export DELTAFLOW_TEST_MINIO_ACCESS_KEY=$MINIO_USER
-export DELTAFLOW_TEST_MINIO_SECRET_KEY=$MINIO_PASSWORD
-export DELTAFLOW_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
-export DELTAFLOW_TEST_NATS_URL=nats://127.0.0.1:$NATS_PORT
-export DELTAFLOW_TEST_PYTHON=$VENV/bin/python
-export DELTAFLOW_TEST_BIN=$BIN
-export DELTAFLOW_TEST_REQUIRE_SERVERS=1
-ENV
-	log "servers ready; test environment in $ENVFILE"
+	# Kafka first, then wait: the JVM's start overlaps MinIO's and NATS's.
+	for s in kafka minio nats; do
+		[[ " ${names[*]} " == *" $s "* ]] || continue
+		"setup_$s"
+		"launch_$s"
+	done
+	{
+		for s in minio nats kafka; do
+			[[ " ${names[*]} " == *" $s "* ]] || continue
+			"wait_$s"
+			case "$s" in
+			minio)
+				echo "export DELTAFLOW_TEST_MINIO_ENDPOINT=127.0.0.1:$MINIO_PORT"
+				echo "export DELTAFLOW_TEST_MINIO_ACCESS_KEY=$MINIO_USER"
+				echo "export DELTAFLOW_TEST_MINIO_SECRET_KEY=$MINIO_PASSWORD"
+				;;
+			kafka) echo "export DELTAFLOW_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT" ;;
+			nats) echo "export DELTAFLOW_TEST_NATS_URL=nats://127.0.0.1:$NATS_PORT" ;;
+			esac
+		done
+		echo "export DELTAFLOW_TEST_PYTHON=$VENV/bin/python"
+		echo "export DELTAFLOW_TEST_BIN=$BIN"
+		echo "export DELTAFLOW_TEST_REQUIRE_SERVERS=1"
+	} >"$ENVFILE.tmp"
+	mv "$ENVFILE.tmp" "$ENVFILE"
+	log "servers ready (${names[*]}); test environment in $ENVFILE"
+}
+
+# restart NAME: NAME again, on its ports with its data.
+restart() {
+	known "$1"
+	load_conf "$1"
+	kill_one "$1"
+	"launch_$1"
+	"wait_$1"
 }
 
 case "${1:-}" in
-start) start ;;
+start)
+	shift
+	start "$@"
+	;;
 stop) stop ;;
+kill)
+	[[ $# == 2 ]] || die "usage: $0 kill NAME"
+	known "$2"
+	kill_one "$2"
+	;;
+restart)
+	[[ $# == 2 ]] || die "usage: $0 restart NAME"
+	restart "$2"
+	;;
 env) cat "$ENVFILE" ;;
-*) die "usage: $0 start|stop|env" ;;
+*) die "usage: $0 start [NAME...]|stop|kill NAME|restart NAME|env (NAME: ${SERVERS[*]})" ;;
 esac

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,6 +38,23 @@ type Handler interface {
 	// engine drops their uncommitted epoch. Once it returns, Poll returns no
 	// more records of these partitions. Close revokes every partition.
 	Revoked(ctx context.Context, topic string, partitions []int32)
+}
+
+// BrokerWatcher may be implemented by a Handler that wants to know whether
+// the brokers can be reached (the engine says so on /readyz): BrokerDialed
+// is called after each attempt to connect to a broker, with the dial's
+// error (nil: connected). franz-go connects lazily and keeps connections
+// open, so while a broker is down every retry reports its error, and the
+// first success after an outage reports nil.
+type BrokerWatcher interface {
+	BrokerDialed(addr string, err error)
+}
+
+// dialHook passes franz-go's connection attempts to a BrokerWatcher.
+type dialHook struct{ w BrokerWatcher }
+
+func (d dialHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	d.w.BrokerDialed(net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
 }
 
 // Batch is the records one Poll returns for one partition, in offset order.
@@ -122,6 +142,9 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 		// the log start, losing only what retention deleted.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	)
+	if w, ok := h.(BrokerWatcher); ok {
+		opts = append(opts, kgo.WithHooks(dialHook{w}))
+	}
 	if cfg.Mode == ModeGroup {
 		opts = append(opts,
 			kgo.ConsumerGroup(cfg.Group),

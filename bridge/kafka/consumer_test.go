@@ -459,3 +459,53 @@ func TestCloseRevokesAndEndsPoll(t *testing.T) {
 		t.Errorf("Poll after Close: %v, want ErrClosed", err)
 	}
 }
+
+// watcher is a handler that is also a BrokerWatcher.
+type watcher struct {
+	handler
+	mu       sync.Mutex
+	ok, fail int
+}
+
+func (w *watcher) BrokerDialed(_ string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.fail++
+	} else {
+		w.ok++
+	}
+}
+
+func (w *watcher) dials() (ok, fail int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ok, w.fail
+}
+
+// A Handler that is a BrokerWatcher hears of each connection to a broker:
+// failed ones while no broker answers, successful ones when it does.
+func TestBrokerWatcher(t *testing.T) {
+	cfg := newCluster(t)
+	up := &watcher{}
+	c := newConsumer(t, cfg, up)
+	pollUntil(t, c, 10*time.Second, func(offsets) bool { ok, _ := up.dials(); return ok > 0 })
+	if _, fail := up.dials(); fail != 0 {
+		t.Errorf("%d failed dials to a running broker", fail)
+	}
+
+	down := &watcher{}
+	c = newConsumer(t, Config{Brokers: []string{"127.0.0.1:1"}, Group: "g-down"}, down)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, fail := down.dials(); fail == 0; _, fail = down.dials() {
+		if time.Now().After(deadline) {
+			t.Fatal("no failed dial reported for a broker that is not there")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		_, _ = c.Poll(ctx)
+		cancel()
+	}
+	if ok, _ := down.dials(); ok != 0 {
+		t.Errorf("%d successful dials to nothing", ok)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,14 +18,10 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// RepoRoot is the module root (this file is internal/scenario/…).
+// RepoRoot is the module root.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("scenario: no caller")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return testenv.RepoRoot(t)
 }
 
 // build is one build of the binary, made once per test process.

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -65,16 +67,7 @@ func MinIO(t testing.TB) storage.S3Config {
 	if cfg.Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
 		missing(t, "MinIO")
 	}
-	s, err := storage.NewS3(cfg)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	client := s.Client()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
-		t.Fatalf("testenv: make bucket %s at %s: %v", cfg.Bucket, cfg.Endpoint, err)
-	}
+	client := makeBucket(t, cfg)
 	t.Cleanup(func() {
 		// t.Context() is already done here.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -88,6 +81,22 @@ func MinIO(t testing.TB) storage.S3Config {
 		}
 	})
 	return cfg
+}
+
+// makeBucket creates cfg.Bucket and returns a client of its server.
+func makeBucket(t testing.TB, cfg storage.S3Config) *minio.Client {
+	t.Helper()
+	s, err := storage.NewS3(cfg)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	client := s.Client()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("testenv: make bucket %s at %s: %v", cfg.Bucket, cfg.Endpoint, err)
+	}
+	return client
 }
 
 var notBucketChars = regexp.MustCompile(`[^a-z0-9]+`)
@@ -147,6 +156,23 @@ func NATS(t testing.TB) string {
 		missing(t, "NATS")
 	}
 	return url
+}
+
+// JetStream connects to the NATS server at url (NATS(t), a private
+// server's) for a test's own checks; the connection closes when the test
+// ends.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
+	if err != nil {
+		t.Fatalf("testenv: connect %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("testenv: jetstream: %v", err)
+	}
+	return js
 }
 
 // Tool returns the path of a command-line tool the tests drive (nats, kcat,

@@ -1,0 +1,69 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// unreachableDLQ is an outbox whose DLQ acknowledges nothing until a
+// moment: a NATS outage, as the committer sees it.
+type unreachableDLQ struct {
+	Outbox
+	until time.Time
+}
+
+func (o unreachableDLQ) PublishDLQ(ctx context.Context, letters []messages.DeadLetter) error {
+	if time.Now().Before(o.until) {
+		return errors.New("dlq unreachable")
+	}
+	return o.Outbox.PublishDLQ(ctx, letters)
+}
+
+// TestDLQWaitIsBounded: while the DLQ acknowledges nothing, an epoch with
+// bad records does not commit; it waits at most MaxRetry, is then dropped
+// and re-read, and once the DLQ answers every record is in the table or
+// the DLQ exactly once.
+func TestDLQWaitIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(5_000, 0.1, 7)
+	outage := 3 * time.Second
+	h.outbox = unreachableDLQ{Outbox: NewOutbox(h.bridge), until: time.Now().Add(outage)}
+	r := h.start(Config{MaxRetry: 300 * time.Millisecond}, nil)
+	m := r.engine.deps.Metrics
+	time.Sleep(outage - time.Second)
+	if s, err := h.table.Snapshot(t.Context()); err != nil || s.Version() != 0 {
+		t.Fatalf("committed while the DLQ was unreachable: %v, %v", s, err)
+	}
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+	if n := value(t, m.Restarts.WithLabelValues("pipeline")); n == 0 {
+		t.Error("the waiting epoch was never given up (no pipeline restart)")
+	}
+	if n := value(t, m.DLQWaiting); n != 0 {
+		t.Errorf("deltaflow_dlq_waiting_letters = %v after the DLQ came back", n)
+	}
+	if n := value(t, m.DeadLetters); n == 0 {
+		t.Error("no dead letters counted")
+	}
+}
+
+// value reads a counter or gauge.
+func value(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
