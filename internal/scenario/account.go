@@ -245,6 +245,28 @@ func tableOffsets(ctx context.Context, store storage.Store, t *tally) error {
 // dlqOffsets counts the (partition, offset) headers of the topic's letters
 // in the table's DLQ stream; no stream means no letters.
 func dlqOffsets(ctx context.Context, url, table, topic string, t *tally) error {
+	return Letters(ctx, url, table, func(msg jetstream.Msg) error {
+		h := msg.Headers()
+		if h.Get(bridge.HeaderTopic) != topic {
+			return nil
+		}
+		p, perr := strconv.ParseInt(h.Get(bridge.HeaderPartition), 10, 32)
+		off, oerr := strconv.ParseInt(h.Get(bridge.HeaderOffset), 10, 64)
+		if perr != nil || oerr != nil {
+			t.r.Unexpected++
+			t.problem("dlq letter without partition/offset headers: %v", h)
+			return nil
+		}
+		t.r.DLQ++
+		t.see(int32(p), off, "dlq")
+		return nil
+	})
+}
+
+// Letters calls each for every message of table's DLQ stream on the NATS
+// server at url, in stream order, until each returns an error; no stream
+// means no letters.
+func Letters(ctx context.Context, url, table string, each func(jetstream.Msg) error) error {
 	nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
 	if err != nil {
 		return err
@@ -281,19 +303,9 @@ func dlqOffsets(ctx context.Context, url, table, topic string, t *tally) error {
 		n := 0
 		for msg := range batch.Messages() {
 			n++
-			h := msg.Headers()
-			if h.Get(bridge.HeaderTopic) != topic {
-				continue
+			if err := each(msg); err != nil {
+				return err
 			}
-			p, perr := strconv.ParseInt(h.Get(bridge.HeaderPartition), 10, 32)
-			off, oerr := strconv.ParseInt(h.Get(bridge.HeaderOffset), 10, 64)
-			if perr != nil || oerr != nil {
-				t.r.Unexpected++
-				t.problem("dlq letter without partition/offset headers: %v", h)
-				continue
-			}
-			t.r.DLQ++
-			t.see(int32(p), off, "dlq")
 		}
 		if err := batch.Error(); err != nil {
 			return err
