@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -613,4 +614,25 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestUserPause: the control service's pause stops fetching — records
+// produced while paused are not read — and resume reads them.
+func TestUserPause(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(1_000, 0, 11)
+	r := h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.engine.Pause()
+	time.Sleep(300 * time.Millisecond) // the loop notices within a poll
+	before := r.engine.Position()
+	h.produce(1_000, 0, 12)
+	time.Sleep(2 * time.Second)
+	if after := r.engine.Position(); !maps.Equal(before, after) {
+		t.Fatalf("paused, yet positions moved from %v to %v", before, after)
+	}
+	r.engine.Resume()
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
 }

@@ -116,15 +116,21 @@ func (f *fetcher) run(ctx context.Context) error {
 		f.applyReset()
 		if f.budget.Exhausted() || f.userPaused.Load() {
 			if !paused {
-				f.cons.Pause(f.cons.Owned()...)
+				owned := f.cons.Owned()
+				f.cons.Pause(owned...)
 				paused = true
+				reason := "control"
 				if !f.userPaused.Load() {
+					reason = "memory budget"
 					f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
 				}
+				f.logger.Debug("kafka fetching paused", "reason", reason, "partitions", owned)
 			}
 		} else if paused {
-			f.cons.Resume(f.cons.Owned()...)
+			owned := f.cons.Owned()
+			f.cons.Resume(owned...)
 			paused = false
+			f.logger.Debug("kafka fetching resumed", "partitions", owned)
 		}
 		// Polls are short so that a reset (a rebuilt pipeline) or the end
 		// of the budget is noticed even when Kafka has nothing new; while
