@@ -616,15 +616,17 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// TestUserPause: the control service's pause stops fetching — records
-// produced while paused are not read — and resume reads them.
+// TestUserPause: the control service's pause stops fetching once Pause
+// returns — records produced after it are not read — and resume reads
+// them.
 func TestUserPause(t *testing.T) {
 	h := newHarness(t, nil)
 	h.produce(1_000, 0, 11)
 	r := h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
 	h.waitCommitted(r, 30*time.Second)
-	r.engine.Pause()
-	time.Sleep(300 * time.Millisecond) // the loop notices within a poll
+	if err := r.engine.Pause(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	before := r.engine.Position()
 	h.produce(1_000, 0, 12)
 	time.Sleep(2 * time.Second)

@@ -62,6 +62,10 @@ type fetcher struct {
 	posCopy map[int32]int64
 
 	userPaused atomic.Bool // the control service's pause
+	// userPauseDone is set by the loop once it has paused Kafka for
+	// userPaused, so that Engine.Pause can return only then; looping
+	// tells Pause whether the loop runs at all yet.
+	userPauseDone, looping atomic.Bool
 }
 
 func newFetcher(cons Consumer, reg *registry, budget *Budget, metrics *Metrics, logger *slog.Logger) *fetcher {
@@ -112,6 +116,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	paused := false
+	f.looping.Store(true)
 	for ctx.Err() == nil {
 		f.applyReset()
 		if f.budget.Exhausted() || f.userPaused.Load() {
@@ -132,6 +137,7 @@ func (f *fetcher) run(ctx context.Context) error {
 			paused = false
 			f.logger.Debug("kafka fetching resumed", "partitions", owned)
 		}
+		f.userPauseDone.Store(paused && f.userPaused.Load())
 		// Polls are short so that a reset (a rebuilt pipeline) or the end
 		// of the budget is noticed even when Kafka has nothing new; while
 		// paused, polling still keeps the group membership alive.
