@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -425,27 +424,9 @@ func hostileCheckTable(t *testing.T, store storage.Store, byOffset map[int64]*ho
 // with its case.
 func hostileCheckDeltaRS(t *testing.T, python, uri string, byOffset map[int64]*hostileCase) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join(scenario.RepoRoot(t), "scripts", "deltars.py"), "read", uri, "--rows")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("deltars.py read %s: %v\n%s", uri, err, stderr.String())
-	}
-	var res struct {
-		Rows      []map[string]any `json:"rows"`
-		RowsError string           `json:"rowsError"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("deltars.py: %v", err)
-	}
-	if res.RowsError != "" {
-		t.Fatalf("delta-rs cannot read %s: %s", uri, res.RowsError)
-	}
+	rows := scenario.DeltaRS(t, python, nil, uri).Rows
 	seen := map[int64]bool{}
-	for _, r := range res.Rows {
+	for _, r := range rows {
 		offF, _ := r[scenario.OffsetColumn].(float64)
 		off := int64(offF)
 		c := byOffset[off]
@@ -465,7 +446,7 @@ func hostileCheckDeltaRS(t *testing.T, python, uri string, byOffset map[int64]*h
 			t.Errorf("delta-rs: %s (offset %d) missing", c.name, off)
 		}
 	}
-	t.Logf("delta-rs reads the %d rows of %s as expected", len(res.Rows), uri)
+	t.Logf("delta-rs reads the %d rows of %s as expected", len(rows), uri)
 }
 
 // hostileCheckMetrics: /metrics counts every DLQ case.
