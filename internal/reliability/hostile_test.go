@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge"
@@ -37,6 +39,30 @@ type hostileCase struct {
 	reason string
 	dir    string            // the device_type segment, Spark-escaped
 	row    map[string]string // rendered by hostileRender
+	// permissive is the outcome under table.mode permissive when it
+	// differs: a value that cannot be cast is null there, so the record
+	// lands in the table.
+	permissive *hostileCase
+}
+
+// orNulls sets the case's outcome in permissive mode: the row want in the
+// smart_plug partition.
+func (c hostileCase) orNulls(want map[string]string) hostileCase {
+	c.permissive = &hostileCase{name: c.name, key: c.key, value: c.value, dir: "device_type=smart_plug", row: want}
+	return c
+}
+
+// hostileOutcomes are the cases by offset as a daemon in the given mode
+// must place them.
+func hostileOutcomes(byOffset map[int64]*hostileCase, permissive bool) map[int64]*hostileCase {
+	out := make(map[int64]*hostileCase, len(byOffset))
+	for off, c := range byOffset {
+		out[off] = c
+		if permissive && c.permissive != nil {
+			out[off] = c.permissive
+		}
+	}
+	return out
 }
 
 const (
@@ -82,6 +108,7 @@ func hostileCases() []hostileCase {
 	huge := []byte(`{"device_id":"` + strings.Repeat("x", hostileHuge) + `"}`)
 	deepPayload := strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000)
 	at := func(ts string) []byte { return hostileRecord("smart_plug", ts, "{}") }
+	nulls := hostileWant("smart_plug", nil)
 	cases := []hostileCase{
 		row("valid", valid, "device_type=smart_plug", hostileWant("smart_plug", map[string]string{"power": "12.5", "plug_state": "ON"})),
 		dlq("not JSON", []byte("hello, not json"), "not JSON"),
@@ -92,14 +119,16 @@ func hostileCases() []hostileCase {
 		dlq("number", []byte(`42`), "not a JSON object"),
 		dlq("missing device_id", []byte(`{"device_type":"smart_plug","ingested_at":"`+hostileTime+`"}`), "missing required field device_id"),
 		dlq("device_type null", []byte(`{"device_id":"a","device_type":null,"ingested_at":"`+hostileTime+`"}`), "missing required field device_type"),
-		dlq("payload not a string", []byte(`{"device_id":"a","device_type":"x","ingested_at":"`+hostileTime+`","payload":12}`), "payload: not a JSON string"),
-		dlq("payload not JSON", plug(`power=1`), "payload: not JSON"),
-		dlq("wrong type", plug(`{"power":"abc"}`), `power: cannot cast "abc" to double`),
-		dlq("integer overflow", plug(`{"linkquality":2147483648}`), "linkquality: integer overflow"),
-		dlq("huge integer", plug(`{"linkquality":99999999999999999999999}`), "linkquality: integer overflow"),
-		dlq("NaN", plug(`{"power":NaN}`), "power: not a finite number"),
-		dlq("Infinity", plug(`{"power":Infinity}`), "payload: not JSON"), // fastjson reads only "inf"
-		dlq("inf", plug(`{"power":-inf}`), "power: not a finite number"),
+		dlq("payload not a string", []byte(`{"device_id":"dev-1","device_type":"smart_plug","ingested_at":"`+hostileTime+`","payload":12}`),
+			"payload: not a JSON string").orNulls(nulls),
+		dlq("payload not JSON", plug(`power=1`), "payload: not JSON").orNulls(nulls),
+		dlq("wrong type", plug(`{"power":"abc","state":"ON"}`), `power: cannot cast "abc" to double`).
+			orNulls(hostileWant("smart_plug", map[string]string{"plug_state": "ON"})),
+		dlq("integer overflow", plug(`{"linkquality":2147483648}`), "linkquality: integer overflow").orNulls(nulls),
+		dlq("huge integer", plug(`{"linkquality":99999999999999999999999}`), "linkquality: integer overflow").orNulls(nulls),
+		dlq("NaN", plug(`{"power":NaN}`), "power: not a finite number").orNulls(nulls),
+		dlq("Infinity", plug(`{"power":Infinity}`), "payload: not JSON").orNulls(nulls), // fastjson reads only "inf"
+		dlq("inf", plug(`{"power":-inf}`), "power: not a finite number").orNulls(nulls),
 		dlq("10 MB record", huge, fmt.Sprintf("value too large (%d bytes > %d)", len(huge), 1<<20)),
 		dlq("invalid UTF-8", []byte("{\"device_id\":\"a\",\"device_type\":\"x\xff\",\"ingested_at\":\""+hostileTime+"\"}"), "device_type: invalid UTF-8"),
 		// Written raw: json.Marshal would replace the bad byte.
@@ -107,7 +136,7 @@ func hostileCases() []hostileCase {
 		dlq("unparsable timestamp", at("yesterday"), `event_time: unparsable timestamp "yesterday"`),
 		dlq("year 0 timestamp", at("0000-12-31T00:00:00Z"), "event_time: timestamp out of range (years 0001-9999)"),
 		dlq("10,000-deep nesting", []byte(strings.Repeat("[", 10000)+strings.Repeat("]", 10000)), "nesting too deep"),
-		dlq("10,000-deep payload", plug(deepPayload), "payload: nesting too deep"),
+		dlq("10,000-deep payload", plug(deepPayload), "payload: nesting too deep").orNulls(nulls),
 		{name: "binary key", key: []byte("k\x00\n\xff"), value: []byte("garbage"), reason: "not JSON"},
 		row("zoneless timestamp", at("2026-06-22T09:15:30"), "device_type=smart_plug", hostileWant("smart_plug", nil)),
 		row("offset timestamp", at("2026-06-22T01:15:30+02:00"), "device_type=smart_plug",
@@ -163,17 +192,19 @@ func hostileRender(col string, v any) string {
 
 // hostileDaemon is one deltaflow process of the scenario and its table.
 type hostileDaemon struct {
-	name  string
-	table string // table.name: names the DLQ stream
-	uri   string
-	store storage.Store
-	http  string
-	d     *scenario.Daemon
+	name       string
+	permissive bool   // table.mode
+	table      string // table.name: names the DLQ stream
+	uri        string
+	store      storage.Store
+	http       string
+	d          *scenario.Daemon
 }
 
-// TestHostileInput streams every hostile class through real Kafka into two
-// deltaflow processes, one writing a table on MinIO and one on local disk,
-// and checks each record individually: it is in the table with the right
+// TestHostileInput streams every hostile class through real Kafka (each
+// record once before the daemons start and once while they run) into two
+// deltaflow processes, one writing a table on MinIO in strict mode and one
+// on local disk in permissive mode, and checks each record individually: it is in the table with the right
 // values, in a partition directory escaped like Spark's and inside the table
 // root (every object of the bucket and every file of the directory is
 // listed), as delta-rs reads it too; or it is in the DLQ with its reason.
@@ -192,7 +223,9 @@ func TestHostileInput(t *testing.T) {
 
 	topic := scenario.Unique("hostile")
 	cases := hostileCases()
-	byOffset := hostileProduce(t, brokers, topic, cases)
+	// Every case once before the daemons start and once while they run.
+	byOffset := map[int64]*hostileCase{}
+	hostileProduce(t, brokers, topic, cases, byOffset)
 
 	// The table prefix sits one level down, so an escape upwards would
 	// still land in the bucket, where the listing below sees it.
@@ -208,15 +241,28 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	daemons := []*hostileDaemon{
-		{name: "s3", table: scenario.Unique("hostile_s3"), uri: "s3://" + s3.Bucket + "/lake/sensor_events", store: s3Store},
-		{name: "local", table: scenario.Unique("hostile_local"), uri: "file://" + localRoot, store: localStore},
+		{name: "s3-strict", table: scenario.Unique("hostile_s3"), uri: "s3://" + s3.Bucket + "/lake/sensor_events", store: s3Store},
+		{name: "local-permissive", permissive: true, table: scenario.Unique("hostile_local"), uri: "file://" + localRoot, store: localStore},
 	}
 	for _, hd := range daemons {
 		hd.http = fmt.Sprintf("127.0.0.1:%d", scenario.FreePort(t))
-		cfg := scenario.WriteConfig(t, hd.table, nil)
+		var sections map[string]any
+		if hd.permissive {
+			sections = map[string]any{"table": map[string]any{"mode": "permissive"}}
+		}
+		cfg := scenario.WriteConfig(t, hd.table, sections)
 		env := srv.Env(topic, "g-"+hd.table, hd.uri, hd.http)
 		hd.d = scenario.Start(t, "deltaflow-"+hd.name, bin, env, "run", "--config", cfg)
 	}
+	for _, hd := range daemons {
+		if err := scenario.WaitFor(3*time.Minute, func() bool {
+			snap, err := delta.NewTable(hd.store).Snapshot(ctx)
+			return (err == nil && snap.Version() >= 1) || !hd.d.Running() // v0 only creates the table
+		}); err != nil || !hd.d.Running() {
+			t.Fatalf("%s: no first commit: %v\n%s", hd.name, err, hd.d.Tail(6000))
+		}
+	}
+	hostileProduce(t, brokers, topic, cases, byOffset)
 
 	for _, hd := range daemons {
 		src := scenario.Source{Brokers: brokers, Topic: topic, Store: hd.store, NATSURL: natsURL, Table: hd.table}
@@ -228,7 +274,7 @@ func TestHostileInput(t *testing.T) {
 			}
 			r, err := scenario.Account(ctx, src)
 			rep = r
-			return err == nil && r.Missing == 0 && r.Produced == len(cases)
+			return err == nil && r.Missing == 0 && r.Produced == len(byOffset)
 		})
 		if !hd.d.Running() {
 			t.Fatalf("%s: deltaflow exited on hostile input\n%s", hd.name, hd.d.Tail(6000))
@@ -241,13 +287,14 @@ func TestHostileInput(t *testing.T) {
 		if !rep.OK() {
 			t.Errorf("%s: not exactly once: %v", hd.name, rep)
 		}
-		hostileCheckDLQ(t, natsURL, hd.table, topic, byOffset)
-		hostileCheckTable(t, hd.store, byOffset)
-		hostileCheckDeltaRS(t, python, hd.uri, byOffset)
-		hostileCheckMetrics(t, hd.http, byOffset)
+		want := hostileOutcomes(byOffset, hd.permissive)
+		hostileCheckDLQ(t, natsURL, hd.table, topic, want)
+		hostileCheckTable(t, hd.store, want)
+		hostileCheckDeltaRS(t, python, hd.uri, want)
+		hostileCheckMetrics(t, hd.http, want)
 	}
-	hostileCheckBucket(t, s3Store, s3, "lake/sensor_events/", byOffset)
-	hostileCheckDir(t, localBase, localRoot, byOffset)
+	hostileCheckBucket(t, s3Store, s3, "lake/sensor_events/", hostileOutcomes(byOffset, false))
+	hostileCheckDir(t, localBase, localRoot, hostileOutcomes(byOffset, true))
 
 	for _, hd := range daemons {
 		if err := hd.d.Stop(30 * time.Second); err != nil {
@@ -260,8 +307,9 @@ func TestHostileInput(t *testing.T) {
 }
 
 // hostileProduce creates a one-partition topic that accepts the 10 MB
-// record and writes the cases in order; it returns them by offset.
-func hostileProduce(t *testing.T, brokers []string, topic string, cases []hostileCase) map[int64]*hostileCase {
+// record, unless it exists, and writes the cases in order, adding them to
+// byOffset by their offsets.
+func hostileProduce(t *testing.T, brokers []string, topic string, cases []hostileCase, byOffset map[int64]*hostileCase) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(16<<20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -276,7 +324,7 @@ func hostileProduce(t *testing.T, brokers []string, topic string, cases []hostil
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
 	recs := make([]*kgo.Record, len(cases))
@@ -287,17 +335,15 @@ func hostileProduce(t *testing.T, brokers []string, topic string, cases []hostil
 		}
 		recs[i] = &kgo.Record{Topic: topic, Partition: 0, Key: key, Value: c.value}
 	}
-	byOffset := make(map[int64]*hostileCase, len(cases))
 	for i, r := range cl.ProduceSync(ctx, recs...) {
 		if r.Err != nil {
 			t.Fatalf("produce %q: %v", cases[i].name, r.Err)
 		}
+		if byOffset[r.Record.Offset] != nil {
+			t.Fatalf("offset %d produced twice", r.Record.Offset)
+		}
 		byOffset[r.Record.Offset] = &cases[i]
 	}
-	if len(byOffset) != len(cases) {
-		t.Fatalf("%d cases produced at %d offsets", len(cases), len(byOffset))
-	}
-	return byOffset
 }
 
 // hostileCheckDLQ: every letter is a case that belongs in the DLQ, with its
