@@ -6,7 +6,8 @@
 #   docker buildx build --platform linux/arm64,linux/amd64 -t deltaflow:latest .
 #   (or `make docker`; docker compose builds it for the local platform)
 
-ARG GO_VERSION=1.26
+# The toolchain of scripts/lib.sh (GO_TOOLCHAIN), with its security fixes.
+ARG GO_VERSION=1.27.3
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
@@ -19,10 +20,12 @@ ARG TARGETARCH
 ARG VERSION=dev
 # CGO_ENABLED=0: a static binary that runs on distroless/static (no libc).
 # -trimpath -s -w: no build paths or symbol tables; ~30% smaller.
+# -tags nonatsserver: no embedded nats-server (NATS runs as its own service
+# in the stack; nats.url is required): 22 MB instead of 30 MB for arm64.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow
+    go build -tags nonatsserver -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/deltaflow /usr/bin/deltaflow

@@ -1,6 +1,10 @@
 # deltaflow — `make` lists the targets.
 .DEFAULT_GOAL := help
 
+# The Go toolchain deltaflow builds with (scripts/lib.sh says why); the go
+# command fetches it from the module proxy the first time.
+export GOTOOLCHAIN := $(shell sed -n 's/^GO_TOOLCHAIN="\(.*\)"/\1/p' scripts/lib.sh)
+
 # Release build flags: static, no build paths, no symbol tables.
 GOFLAGS_RELEASE := -trimpath -ldflags="-s -w"
 # `make docker PLATFORMS=linux/arm64` for the Pi alone.

@@ -43,6 +43,15 @@ func (b *Budget) Release(gen uint64, n int64) {
 	b.mu.Unlock()
 }
 
+// Adjust changes the bytes of generation gen by n, up or down.
+func (b *Budget) Adjust(gen uint64, n int64) {
+	if n < 0 {
+		b.Release(gen, -n)
+	} else {
+		b.Add(gen, n)
+	}
+}
+
 // NewGeneration forgets every buffered byte: the pipeline that held them is
 // gone (rows in its mailboxes are never released one by one).
 func (b *Budget) NewGeneration(gen uint64) {
@@ -90,23 +99,21 @@ func (b *Budget) exhaustedLocked() bool {
 	return b.bytes >= b.limit || b.epochs > b.maxEpochs
 }
 
-// Wait blocks until the budget is no longer exhausted, ctx ends or stop is
-// closed (then it returns early with nil).
-func (b *Budget) Wait(ctx context.Context, stop <-chan struct{}) error {
+// Wait blocks until the budget is no longer exhausted or ctx ends, and
+// reports whether it has room.
+func (b *Budget) Wait(ctx context.Context) bool {
 	for {
 		b.mu.Lock()
 		if !b.exhaustedLocked() {
 			b.mu.Unlock()
-			return nil
+			return true
 		}
 		ch := b.changed
 		b.mu.Unlock()
 		select {
 		case <-ch:
-		case <-stop:
-			return nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return false
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -37,9 +37,22 @@ type bufferConfig struct {
 // fill), and uploaded whole on Flush.
 type epochFile struct {
 	epoch  uint64
-	out    bytes.Buffer
+	out    chunkFile
 	w      *delta.FileWriter
+	rows   int64 // rows written
+	mapped int64 // their mapped size (RowBatch.Bytes)
 	budget int64 // bytes accounted in the Budget
+}
+
+// footprint is what the file holds in memory: its encoded bytes, and the
+// rows of the open row group at their mapped size (the encoder holds them
+// uncompressed until the group is full).
+func (f *epochFile) footprint() int64 {
+	open := int64(f.w.BufferedRows())
+	if f.rows > 0 {
+		open = open * f.mapped / f.rows
+	}
+	return int64(f.out.Len()) + open
 }
 
 // buffer holds the rows of one partition value (e.g.
@@ -96,7 +109,13 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 		// the supervisor turns into a pipeline rebuild.
 		panic(fmt.Errorf("buffer %s: write rows of epoch %d: %w", b.key, m.Epoch, err))
 	}
-	f.budget += m.Bytes // counted by the reader when it sent the rows
+	// The reader counted the rows at their mapped size; once encoded they
+	// cost what the file grew by, typically a fraction of it.
+	f.rows += int64(len(m.Rows))
+	f.mapped += m.Bytes
+	now := f.footprint()
+	b.cfg.budget.Adjust(b.gen, now-f.budget-m.Bytes)
+	f.budget = now
 }
 
 // file returns the open file of epoch, creating it.
@@ -132,7 +151,7 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 		return
 	}
 	type encoded struct {
-		data  []byte
+		data  *chunkFile
 		stats delta.FileStats
 	}
 	var files []encoded
@@ -142,7 +161,7 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 		if err != nil {
 			panic(fmt.Errorf("buffer %s: finish file of epoch %d: %w", b.key, f.epoch, err))
 		}
-		files = append(files, encoded{f.out.Bytes(), st})
+		files = append(files, encoded{&f.out, st})
 		accounted += f.budget
 	}
 	ctx, system, committer := b.ctx, c.ActorSystem(), b.cfg.committer
@@ -162,10 +181,14 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 
 // upload writes one finished file, retrying transient failures with backoff;
 // the file stays invisible until the committer commits its add.
-func (b *buffer) upload(ctx context.Context, data []byte, st delta.FileStats) (messages.DataFile, error) {
+func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats) (messages.DataFile, error) {
 	key := delta.NewDataFileKey(b.cfg.partitionColumns, b.values, b.cfg.writer.Compression)
+	size := int64(data.Len())
 	err := retry(ctx, b.cfg.backoff, b.cfg.maxRetry, func() error {
-		return b.cfg.store.PutStream(ctx, key, bytes.NewReader(data), int64(len(data)))
+		// Release builds pass data's reader through (it has ReadAt and Seek,
+		// so minio-go sends parts without buffering a copy).
+		body := failpoint.Reader(failpoint.Upload, data.Reader(), size/2)
+		return b.cfg.store.PutStream(ctx, key, body, size)
 	}, func(attempt int, err error) {
 		b.cfg.health.Degrade("storage", err.Error())
 		b.cfg.logger.Warn("upload failed; retrying", "file", key, "attempt", attempt+1, "err", err)
@@ -175,7 +198,7 @@ func (b *buffer) upload(ctx context.Context, data []byte, st delta.FileStats) (m
 	}
 	b.cfg.health.Recover("storage")
 	return messages.DataFile{
-		Path: delta.EncodePath(key), Size: int64(len(data)), PartitionValues: b.values,
+		Path: delta.EncodePath(key), Size: size, PartitionValues: b.values,
 		ModificationTime: time.Now().UnixMilli(), Stats: st.Stats, Rows: st.NumRecords,
 	}, nil
 }

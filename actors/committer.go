@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -58,6 +59,13 @@ type committer struct {
 	gen      uint64
 	pipeline *actor.PID
 	assigned map[int32]bool
+	// base is, per owned partition, the next offset the table said when
+	// reading it began (as CommittedOffsets: -1 for none), advanced by our
+	// own commits. Our epoch may commit the partition only while the table
+	// still says so: if another writer advanced its txn meanwhile (it
+	// owned the partition after our snapshot was read, or we are a
+	// zombie), the epoch re-read records that writer committed.
+	base     map[int32]int64
 	epoch    uint64 // the epoch readers are filling
 	cur      *round
 	waiters  []chan error // FlushNow replies for the current round
@@ -94,6 +102,7 @@ func (c *committer) Receive(ctx actor.Context) {
 	case *messages.Revoke:
 		for _, p := range m.Partitions {
 			delete(c.assigned, p)
+			delete(c.base, p)
 		}
 		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
 		close(m.Reply)
@@ -135,7 +144,7 @@ func (c *committer) start(ctx actor.Context) {
 	}
 	c.queued, c.waiters = append(c.waiters, c.queued...), nil
 	if c.assigned == nil {
-		c.assigned = map[int32]bool{}
+		c.assigned, c.base = map[int32]bool{}, map[int32]int64{}
 	}
 	var snap *delta.Snapshot
 	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() (err error) {
@@ -198,7 +207,9 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if len(c.assigned) > 0 {
 		c.spawnReaders(ctx, c.partitions())
 	}
-	c.cfg.fetch.reset(c.gen, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
+	maps.Copy(c.base, offsets)
+	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
 		c.startRound(ctx, "request")
 	}
@@ -212,6 +223,12 @@ func (c *committer) spawnReaders(ctx actor.Context, partitions []int32) {
 }
 
 func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
+	// The partitions' previous owner committed them up to its revocation,
+	// after our snapshot was read: start where the log says now, not
+	// where it said then (commitRound drops the epoch if we do not).
+	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
+		c.cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
+	}
 	var fresh []int32
 	for _, p := range m.Partitions {
 		if !c.assigned[p] {
@@ -222,7 +239,9 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	if c.pipeline != nil && len(fresh) > 0 {
 		c.spawnReaders(ctx, fresh)
 	}
-	m.Reply <- CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions)
+	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions)
+	maps.Copy(c.base, offsets)
+	m.Reply <- offsets
 }
 
 func (c *committer) handleFlushNow(ctx actor.Context, m *messages.FlushNow) {
@@ -290,6 +309,11 @@ func (c *committer) commitRound(ctx actor.Context) {
 		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, r.err), true)
 		return
 	}
+	if moved := c.movedPartitions(r); len(moved) > 0 {
+		c.cfg.metrics.Conflicts.Inc()
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", r.epoch, moved), true)
+		return
+	}
 	for _, pid := range c.retiring {
 		ctx.Send(c.pipeline, &stopBuffers{pids: []*actor.PID{pid}})
 	}
@@ -324,6 +348,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}
+	failpoint.Hit(failpoint.Commit)
 	start := time.Now()
 	var version int64
 	var conflict error
@@ -346,8 +371,28 @@ func (c *committer) commitRound(ctx actor.Context) {
 		return
 	}
 	c.cfg.health.Recover("storage")
+	for p, off := range r.offsets() {
+		c.base[p] = off + 1
+	}
 	c.afterCommit(r, version, rows, bytes, time.Since(start))
 	c.finishRound(ctx, nil)
+}
+
+// movedPartitions returns the partitions of the epoch whose committed offset
+// in the snapshot is no longer the one we began reading from. Commit checks
+// the versions after the snapshot; this covers those the snapshot absorbed
+// (our earlier commits replaying other writers', a re-read on assignment).
+func (c *committer) movedPartitions(r *round) []int32 {
+	offsets := r.offsets()
+	now := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, slices.Sorted(maps.Keys(offsets)))
+	var moved []int32
+	for p, next := range now {
+		if next != c.base[p] {
+			moved = append(moved, p)
+		}
+	}
+	slices.Sort(moved)
+	return moved
 }
 
 // afterCommit does what follows a commit: checkpoint, KV mirror, Kafka

@@ -25,8 +25,13 @@ type Consumer interface {
 	Close()
 }
 
-// pollWait bounds one Poll.
-const pollWait = 250 * time.Millisecond
+// pollWait bounds one Poll; pausedPollWait one Poll while the budget is
+// exhausted, which only keeps the group membership alive between waits for
+// the budget.
+const (
+	pollWait       = 250 * time.Millisecond
+	pausedPollWait = 10 * time.Millisecond
+)
 
 type resetRequest struct {
 	gen     uint64
@@ -34,10 +39,11 @@ type resetRequest struct {
 }
 
 // fetcher is the poll loop: it hands each partition's records to the
-// current generation's reader and waits until they are routed before it
-// polls again, so at most one poll of records is in flight. It pauses Kafka
-// while the memory budget is exhausted, and re-seeks when the committer
-// rebuilds the pipeline.
+// current generation's reader, and polls the next records while those are
+// mapped and written; before it dispatches a poll it waits until the one
+// before the last is written, so at most two polls of records are in flight.
+// It pauses Kafka while the memory budget is exhausted, and re-seeks when
+// the committer rebuilds the pipeline.
 type fetcher struct {
 	cons    Consumer
 	reg     *registry
@@ -86,13 +92,14 @@ func (f *fetcher) reset(gen uint64, offsets map[int32]int64) {
 	}
 }
 
-func (f *fetcher) applyReset() {
+// applyReset applies a pending reset and reports whether there was one.
+func (f *fetcher) applyReset() bool {
 	f.mu.Lock()
 	r := f.pending
 	f.pending = nil
 	f.mu.Unlock()
 	if r == nil {
-		return
+		return false
 	}
 	f.gen = r.gen
 	f.cons.Seek(r.offsets)
@@ -104,6 +111,7 @@ func (f *fetcher) applyReset() {
 		}
 	}
 	f.publishPositions()
+	return true
 }
 
 // run polls until ctx ends. It starts once the committer has loaded the
@@ -117,9 +125,13 @@ func (f *fetcher) run(ctx context.Context) error {
 	}
 	paused := false
 	f.looping.Store(true)
+	var inFlight *polled // dispatched, not yet written
 	for ctx.Err() == nil {
-		f.applyReset()
-		if f.budget.Exhausted() || f.userPaused.Load() {
+		if f.applyReset() {
+			inFlight = nil // the old generation's readers may never answer
+		}
+		exhausted := f.budget.Exhausted()
+		if exhausted || f.userPaused.Load() {
 			if !paused {
 				owned := f.cons.Owned()
 				f.cons.Pause(owned...)
@@ -138,10 +150,22 @@ func (f *fetcher) run(ctx context.Context) error {
 			f.logger.Debug("kafka fetching resumed", "partitions", owned)
 		}
 		f.userPauseDone.Store(paused && f.userPaused.Load())
+		wait := pollWait
+		if exhausted && !f.userPaused.Load() {
+			// A commit can free the budget at any moment: wait for that,
+			// not for a poll of paused partitions to time out.
+			waitCtx, cancel := context.WithTimeout(ctx, pollWait)
+			room := f.budget.Wait(waitCtx)
+			cancel()
+			if room {
+				continue // resume at once
+			}
+			wait = pausedPollWait
+		}
 		// Polls are short so that a reset (a rebuilt pipeline) or the end
 		// of the budget is noticed even when Kafka has nothing new; while
 		// paused, polling still keeps the group membership alive.
-		pollCtx, cancel := context.WithTimeout(ctx, pollWait)
+		pollCtx, cancel := context.WithTimeout(ctx, wait)
 		batches, err := f.cons.Poll(pollCtx)
 		cancel()
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -150,19 +174,29 @@ func (f *fetcher) run(ctx context.Context) error {
 				time.Sleep(200 * time.Millisecond)
 			}
 		}
-		f.dispatch(ctx, batches)
+		// The readers queue this poll behind the one in flight, so they
+		// go from one to the next without waiting for the loop.
+		next := f.dispatch(batches)
+		if inFlight != nil {
+			f.wait(ctx, inFlight)
+		}
+		inFlight = next
 		f.firstOnce.Do(func() { close(f.first) })
 	}
 	return ctx.Err()
 }
 
-// dispatch hands batches to readers and waits until they are routed, the
-// pipeline is rebuilt, or ctx ends.
-func (f *fetcher) dispatch(ctx context.Context, batches []kafka.Batch) {
-	// Readers answer on a channel with room for every answer, so a reader
-	// of a dead generation that never answers leaks nothing.
-	done := make(chan struct{}, len(batches))
-	sent := 0
+// polled is a dispatched poll: readers answer on done once its rows are
+// written. The channel has room for every answer, so a reader of a dead
+// generation that never answers leaks nothing.
+type polled struct {
+	done    chan struct{}
+	pending int
+}
+
+// dispatch hands batches to readers without waiting.
+func (f *fetcher) dispatch(batches []kafka.Batch) *polled {
+	p := &polled{done: make(chan struct{}, len(batches))}
 	for _, b := range batches {
 		if len(b.Records) == 0 {
 			continue
@@ -175,26 +209,32 @@ func (f *fetcher) dispatch(ctx context.Context, batches []kafka.Batch) {
 			f.cons.Seek(map[int32]int64{b.Partition: b.Records[0].Offset})
 			continue
 		}
-		sent++
+		p.pending++
 		f.system.Root.Send(pid, &messages.Fetch{Gen: f.gen, Partition: b.Partition, Records: b.Records,
-			Done: func() { done <- struct{}{} }})
+			Done: func() { p.done <- struct{}{} }})
 		last := b.Records[len(b.Records)-1].Offset
 		f.positions[b.Partition] = last + 1
 		f.metrics.Lag.WithLabelValues(partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
 	}
-	for ; sent > 0; sent-- {
+	f.publishPositions()
+	return p
+}
+
+// wait waits until p's rows are written, the pipeline is rebuilt, or ctx
+// ends.
+func (f *fetcher) wait(ctx context.Context, p *polled) {
+	for ; p.pending > 0; p.pending-- {
 		select {
-		case <-done:
+		case <-p.done:
 		case <-f.wake:
 			// A rebuild: the old readers may never answer. Re-arm the
 			// signal so the loop applies the reset first thing.
 			f.rearm()
-			sent = 1
+			return
 		case <-ctx.Done():
-			sent = 1
+			return
 		}
 	}
-	f.publishPositions()
 }
 
 // rearm re-arms the wake signal consumed while waiting.

@@ -14,18 +14,45 @@ import (
 	"github.com/deltaflow/deltaflow/messages"
 )
 
-// arenas recycles the memory that mapped rows' strings live in: one arena
-// per Fetch, released when every buffer has written its rows.
-var arenas = sync.Pool{New: func() any { return new(mapping.Arena) }}
-
-// route is where a reader sends the rows of one partition value, and the
-// batch it is filling for the current Fetch.
-type route struct {
-	key    string
-	pid    *actor.PID
-	rows   []parquet.Row
+// fetchMem is the memory the rows of one Fetch live in: the arena holding
+// their strings, the values of every row in one slab, and the row headers
+// of every route in another. Pooled, and released when every buffer has
+// written its rows, so mapping a poll allocates nothing in steady state and
+// rows reach the buffers without being copied.
+type fetchMem struct {
+	arena  mapping.Arena
 	values []parquet.Value
-	bytes  int64
+	rows   []parquet.Row
+	route  []int32 // route index of each mapped row, in record order
+	refs   atomic.Int32
+	done   func() // the Fetch's Done
+}
+
+var fetchMems = sync.Pool{New: func() any { return new(fetchMem) }}
+
+// release is called once by each buffer a Fetch's rows went to.
+func (f *fetchMem) release() {
+	if f.refs.Add(-1) == 0 {
+		f.free()
+	}
+}
+
+func (f *fetchMem) free() {
+	done := f.done
+	f.arena.Reset()
+	f.done = nil
+	fetchMems.Put(f)
+	done()
+}
+
+// route is where a reader sends the rows of one partition value, and what
+// the Fetch being mapped has for it.
+type route struct {
+	key   string
+	pid   *actor.PID
+	idx   int32 // index in reader.touched while the current Fetch has rows for it
+	rows  int   // rows of the current Fetch
+	bytes int64 // their size, for the budget
 }
 
 // reader maps the records of one Kafka partition to rows and routes them to
@@ -42,7 +69,8 @@ type reader struct {
 	records    int64
 	dead       []messages.DeadLetter
 	routes     map[string]*route
-	touched    []*route
+	touched    []*route // routes of the current Fetch, by route.idx
+	batches    [][]parquet.Row
 	row        mapping.Row
 	rec        mapping.Record
 }
@@ -63,62 +91,84 @@ func (r *reader) Receive(c actor.Context) {
 	}
 }
 
+// handleFetch maps a poll's records into one slab of values and sends each
+// route its rows as one RowBatch. The fetch loop hears Done once every
+// buffer has written them (or at once when there are none), which bounds
+// the rows in flight to what the loop has dispatched.
 func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
-	defer m.Done()
 	if m.Gen != r.gen {
+		m.Done()
 		return // fetched before the pipeline was rebuilt: re-read after the seek
 	}
-	arena := arenas.Get().(*mapping.Arena)
-	r.row.Arena = arena
+	mem := fetchMems.Get().(*fetchMem)
+	mem.done = m.Done
 	ncols := len(r.cfg.buffer.dataSchema.Fields)
+	if need := len(m.Records) * ncols; cap(mem.values) < need {
+		mem.values = make([]parquet.Value, need)
+	}
+	mem.route = mem.route[:0]
+	r.row.Arena = &mem.arena
+	r.mapper.StartBatch()
+	used := 0 // values of mapped rows
 	for _, kr := range m.Records {
 		r.rec = mapping.Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 			Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
 		r.lastOffset = kr.Offset
 		r.records++
+		// Map writes the row's values straight into the slab.
+		r.row.Values = mem.values[used : used+ncols : used+ncols]
 		if err := r.mapper.Map(&r.rec, &r.row); err != nil {
 			r.dead = append(r.dead, messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 				Key: bytes.Clone(kr.Key), Value: bytes.Clone(kr.Value), Timestamp: kr.Timestamp.UnixMilli(), Reason: err.Error()})
 			continue
 		}
+		used += ncols
 		rt := r.routes[string(r.row.Key)]
 		if rt == nil {
 			rt = r.newRoute(c)
 		}
-		if len(rt.rows) == 0 {
-			// A poll's rows spread over several routes: start small and
-			// let append grow the slab rather than reserve a whole poll
-			// for every route.
-			rt.values = make([]parquet.Value, 0, min(len(m.Records), 256)*ncols)
+		if rt.rows == 0 {
+			rt.idx = int32(len(r.touched))
 			r.touched = append(r.touched, rt)
 		}
-		start := len(rt.values)
-		rt.values = append(rt.values, r.row.Values...)
-		rt.rows = append(rt.rows, rt.values[start:len(rt.values):len(rt.values)])
+		rt.rows++
 		rt.bytes += int64(r.row.Size)
+		mem.route = append(mem.route, rt.idx)
 	}
+	r.row.Arena, r.row.Values = nil, nil
 	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(len(m.Records)))
 	if len(r.touched) == 0 {
-		arena.Reset()
-		arenas.Put(arena)
+		mem.free()
 		return
 	}
-	refs := int32(len(r.touched))
-	release := func() {
-		if atomic.AddInt32(&refs, -1) == 0 {
-			arena.Reset()
-			arenas.Put(arena)
-		}
+	// Lay each route's rows out contiguously in one slab of row headers
+	// (a counting sort by route), so the batches cost no allocation.
+	n := len(mem.route)
+	if cap(mem.rows) < n {
+		mem.rows = make([]parquet.Row, n)
 	}
+	rows := mem.rows[:n]
+	batches := r.batches[:0]
+	at := 0
 	for _, rt := range r.touched {
-		// Counted before the fetch loop hears Done, so it sees the budget
-		// this poll used before it polls again.
+		batches = append(batches, rows[at:at:at+rt.rows])
+		at += rt.rows
+	}
+	for i, ri := range mem.route {
+		batches[ri] = append(batches[ri], mem.values[i*ncols:(i+1)*ncols:(i+1)*ncols])
+	}
+	mem.refs.Store(int32(len(r.touched)))
+	for i, rt := range r.touched {
+		// Counted before the buffer writes the rows (and so before the
+		// fetch loop hears Done): the loop sees this poll's budget before
+		// it polls again.
 		r.cfg.buffer.budget.Add(r.gen, rt.bytes)
-		c.Send(rt.pid, &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: rt.rows, Bytes: rt.bytes, Release: release})
-		rt.rows, rt.values, rt.bytes = nil, nil, 0
+		c.Send(rt.pid, &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Release: mem.release})
+		rt.rows, rt.bytes = 0, 0
 	}
 	r.touched = r.touched[:0]
-	r.row.Arena = nil
+	clear(batches)
+	r.batches = batches
 }
 
 // newRoute asks the pipeline for the buffer of the current row's partition.

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -60,6 +59,15 @@ func withRetry(base, limit time.Duration) Opt {
 	return optFunc(func(c *buildCfg) { c.retryBase, c.retryLimit = base, limit })
 }
 
+// embeddedServer is what the bridge uses of the in-process nats-server
+// (server.go); builds tagged nonatsserver have none (server_none.go).
+type embeddedServer interface {
+	nats.InProcessConnProvider
+	ClientURL() string
+	Shutdown()
+	WaitForShutdown()
+}
+
 // Bridge is the process's link to NATS: it owns the connection (and, with no
 // URL configured, the embedded server), the KV offsets mirror, the event
 // publisher, the DLQ publisher and the control service. All methods are safe
@@ -69,7 +77,7 @@ type Bridge struct {
 	build  buildCfg
 	logger *slog.Logger
 
-	ns  *server.Server // nil when connected to an external server
+	ns  embeddedServer // nil when connected to an external server
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	kv  jetstream.KeyValue
@@ -319,7 +327,8 @@ func (b *Bridge) Close() error {
 
 func (b *Bridge) shutdownServer() {
 	if b.ns != nil {
-		stopEmbedded(b.ns)
+		b.ns.Shutdown()
+		b.ns.WaitForShutdown() // until it has released its port and store
 		b.logger.Info("embedded nats-server stopped")
 	}
 }

@@ -140,6 +140,9 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: nats.%s: %s", ErrInvalidConfig, key, fmt.Sprintf(format, args...))
 	}
+	if c.embedded() && !embeddedAvailable {
+		return bad("url", "required: %v", ErrNoEmbeddedServer)
+	}
 	if !c.embedded() {
 		for _, u := range strings.Split(c.URL, ",") {
 			pu, err := url.Parse(strings.TrimSpace(u))

@@ -10,6 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// ErrNoEmbeddedServer is returned by New when nats.url is empty in a build
+// without the embedded server (built with -tags nonatsserver, as the
+// container image is).
+var ErrNoEmbeddedServer = errors.New("bridge: this build has no embedded NATS server (built with -tags nonatsserver); set nats.url (NATS_URL) to an external server")
+
 // transientErrs are the failures that go away by themselves: the server is
 // restarting, unreachable for a while, or slow. Everything else (bad config,
 // permissions, a message too large, a closed bridge) needs a human or a bug

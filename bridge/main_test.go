@@ -97,3 +97,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(bytes.TrimRight(p, "\n")))
 	return len(p), nil
 }
+
+// stopEmbedded shuts ns down and waits until it has released its port and
+// store.
+func stopEmbedded(ns *server.Server) {
+	ns.Shutdown()
+	ns.WaitForShutdown()
+}

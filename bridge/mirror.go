@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 )
 
 // mirrorKey identifies one partition in the mirror.
@@ -135,6 +137,7 @@ func (m *OffsetMirror) writeAll(ctx context.Context) bool {
 			ok = false
 			continue
 		}
+		failpoint.Hit(failpoint.Mirror)
 		m.mu.Lock()
 		// Drop it only if no newer record arrived meanwhile.
 		if cur, found := m.pending[k]; found && cur == rec {

@@ -1,3 +1,5 @@
+//go:build !nonatsserver
+
 package bridge
 
 import (
@@ -10,6 +12,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// embeddedAvailable: this build can run the embedded server.
+const embeddedAvailable = true
+
 // embeddedMaxPayload is the embedded server's max_payload. Kafka records up
 // to 10 MB (a hostile producer) must fit in one DLQ message with headers;
 // nats-server warns above 8 MB but accepts up to 64 MB.
@@ -20,7 +25,7 @@ const serverReadyTimeout = 10 * time.Second
 
 // startEmbedded starts an in-process nats-server with JetStream for cfg (see
 // Config.Listen and Config.StoreDir) and waits until it accepts clients.
-func startEmbedded(cfg Config) (*server.Server, error) {
+func startEmbedded(cfg Config) (embeddedServer, error) {
 	host, portStr, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: listen %q: %w", cfg.Listen, err)
@@ -63,11 +68,4 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded nats: not ready for connections on %s after %s", cfg.Listen, serverReadyTimeout)
 	}
 	return ns, nil
-}
-
-// stopEmbedded shuts ns down and waits until it has released its port and
-// store.
-func stopEmbedded(ns *server.Server) {
-	ns.Shutdown()
-	ns.WaitForShutdown()
 }

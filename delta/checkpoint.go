@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -248,6 +249,7 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, ac
 	if err := store.Put(ctx, key, data); err != nil {
 		return nil, fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
+	failpoint.Hit(failpoint.Checkpoint)
 	lc := &LastCheckpoint{Version: version, Size: rows, SizeInBytes: int64(len(data)), NumOfAddFiles: adds}
 	hint, err := json.Marshal(lc)
 	if err != nil {

@@ -511,6 +511,10 @@ func (w *FileWriter) Schema() *ParquetSchema { return w.ps }
 // NumRows is the number of rows written so far.
 func (w *FileWriter) NumRows() int64 { return w.numRows }
 
+// BufferedRows is the number of rows written to the row group still open:
+// held by the encoder, not yet in the output.
+func (w *FileWriter) BufferedRows() int { return w.inGroup }
+
 // BytesWritten is the number of bytes written to the output so far (whole row
 // groups; the current one is still buffered).
 func (w *FileWriter) BytesWritten() int64 { return w.out.n }

@@ -260,10 +260,21 @@ func (t *Table) Update(ctx context.Context, s *Snapshot) error {
 	for v := s.version + 1; ; v++ {
 		o, ok := l.commits[v]
 		if !ok {
-			if v <= l.maxVersion && len(l.checkpoints[v]) == 0 {
-				return fmt.Errorf("%w: %s is missing", ErrVersionGap, CommitKey(v))
+			if v > l.maxVersion {
+				break
 			}
-			break
+			// The commit is gone (log cleanup ran past this snapshot) but a
+			// newer checkpoint covers it: reload from that checkpoint rather
+			// than stop here, stale, and let a writer reuse a version.
+			if l.hasCheckpointFrom(v) {
+				fresh, err := t.Snapshot(ctx)
+				if err != nil {
+					return err
+				}
+				*s = *fresh
+				return nil
+			}
+			return fmt.Errorf("%w: %s is missing", ErrVersionGap, CommitKey(v))
 		}
 		keys = append(keys, o.Key)
 	}
@@ -284,6 +295,17 @@ func (t *Table) Update(ctx context.Context, s *Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// hasCheckpointFrom reports whether the listing has a checkpoint at version
+// v or later.
+func (l *logListing) hasCheckpointFrom(v int64) bool {
+	for cv := range l.checkpoints {
+		if cv >= v {
+			return true
+		}
+	}
+	return false
 }
 
 // applyCommit replays one commit and rechecks the protocol it may change.

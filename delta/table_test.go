@@ -314,3 +314,47 @@ func localStore(t testing.TB, dir string) *storage.Local {
 	}
 	return s
 }
+
+// Update follows a log whose commits after the snapshot were cleaned up
+// behind a newer checkpoint, instead of stopping at the gap (a writer would
+// then reuse a version), and reports a gap no checkpoint covers.
+func TestUpdateAcrossCleanedUpCommits(t *testing.T) {
+	store := storage.NewMem()
+	tbl, s := newTestTable(t, store)
+	other, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 { // versions 1–4
+		appendCommit(t, tbl, other, fmt.Sprintf("f%d.parquet", i), &Txn{AppID: "other", Version: int64(i)})
+		if other.Version() == 3 {
+			if err := tbl.Checkpoint(t.Context(), other); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lagging, err := tbl.SnapshotAt(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(2); v <= 3; v++ {
+		if err := store.Delete(t.Context(), CommitKey(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tbl.Update(t.Context(), lagging); err != nil {
+		t.Fatalf("update across cleaned-up commits 2–3 (checkpoint at 3): %v", err)
+	}
+	if v, _ := lagging.TxnVersion("other"); lagging.Version() != 4 || lagging.NumFiles() != 4 || v != 3 {
+		t.Fatalf("after update: version %d, %d files, txn %d; want 4, 4, 3", lagging.Version(), lagging.NumFiles(), v)
+	}
+
+	// Version 4's commit gone with no checkpoint at or after it: a real gap.
+	if err := store.Delete(t.Context(), CommitKey(4)); err != nil {
+		t.Fatal(err)
+	}
+	appendCommit(t, tbl, other, "f5.parquet", nil) // version 5
+	if err := tbl.Update(t.Context(), s); !errors.Is(err, ErrVersionGap) {
+		t.Fatalf("update over a missing version 4 without a checkpoint: got %v, want ErrVersionGap", err)
+	}
+}

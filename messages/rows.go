@@ -6,8 +6,9 @@ import (
 )
 
 // Fetch is sent by the fetch loop to the reader of a partition with the
-// records of one poll. The reader calls Done once it has routed them all, so
-// the fetch loop can bound what is in flight.
+// records of one poll. Done is called once the rows mapped from them are
+// written by the buffers (at once if there are none), so the fetch loop can
+// bound what is in flight.
 type Fetch struct {
 	Gen       uint64
 	Partition int32

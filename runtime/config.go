@@ -90,7 +90,8 @@ type StorageConfig struct {
 type FlushConfig struct {
 	// Interval commits an epoch this often. Default 60s (the Spark trigger).
 	Interval time.Duration `yaml:"interval"`
-	// MaxBytes commits early once this much is buffered. Default 32MiB.
+	// MaxBytes commits early once this much is buffered (rows being
+	// written, and the encoded files of the epoch). Default 8MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
 	// RowGroupRows bounds a Parquet row group (and a buffer's encoder
 	// memory). Default 16384.
@@ -99,7 +100,8 @@ type FlushConfig struct {
 
 // BackpressureConfig is the `backpressure` section.
 type BackpressureConfig struct {
-	// MemoryBudget pauses Kafka while buffers hold this much. Default 48MiB.
+	// MemoryBudget pauses Kafka while buffers hold this much. Default
+	// 16MiB. It also sets the process's soft memory limit (see Run).
 	MemoryBudget ByteSize `yaml:"memory_budget"`
 	// MaxUnfinishedEpochs pauses Kafka while more epochs are in flight.
 	// Default 2.
@@ -151,8 +153,8 @@ func DefaultConfig() Config {
 			Compression:        "snappy",
 		},
 		Kafka:        kafka.DefaultConfig(),
-		Flush:        FlushConfig{Interval: 60 * time.Second, MaxBytes: 32 << 20, RowGroupRows: 16 << 10},
-		Backpressure: BackpressureConfig{MemoryBudget: 48 << 20, MaxUnfinishedEpochs: 2},
+		Flush:        FlushConfig{Interval: 60 * time.Second, MaxBytes: 8 << 20, RowGroupRows: 16 << 10},
+		Backpressure: BackpressureConfig{MemoryBudget: 16 << 20, MaxUnfinishedEpochs: 2},
 		HTTP:         HTTPConfig{Listen: "127.0.0.1:8080"},
 		Log:          LogConfig{Level: "info", Format: "text"},
 		Maintenance:  MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), VacuumRetain: 720 * time.Hour},

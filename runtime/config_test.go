@@ -86,7 +86,7 @@ func TestDefaults(t *testing.T) {
 		cfg.Table.CheckpointInterval != 10 || cfg.Table.Compression != "snappy" {
 		t.Errorf("table defaults: %+v", cfg.Table)
 	}
-	if cfg.Flush.Interval != time.Minute || cfg.Flush.MaxBytes != 32<<20 || cfg.Backpressure.MemoryBudget != 48<<20 ||
+	if cfg.Flush.Interval != time.Minute || cfg.Flush.MaxBytes != 8<<20 || cfg.Backpressure.MemoryBudget != 16<<20 ||
 		cfg.Backpressure.MaxUnfinishedEpochs != 2 || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.Maintenance.VacuumRetain != 720*time.Hour {
 		t.Errorf("defaults: %v", cfg)
 	}

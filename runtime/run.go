@@ -33,7 +33,7 @@ import (
 const StopTimeout = 8 * time.Second
 
 // untilLatestPoll is how often RunOptions.UntilLatest checks progress.
-const untilLatestPoll = 200 * time.Millisecond
+const untilLatestPoll = 50 * time.Millisecond
 
 // RunOptions tune one Run.
 type RunOptions struct {
@@ -44,6 +44,28 @@ type RunOptions struct {
 	Version string
 	// LogOutput receives the logs; default os.Stderr.
 	LogOutput io.Writer
+	// MemoryLimit sets the Go runtime's soft memory limit from the budget
+	// (see memoryLimit), for a process that is only the daemon: not for
+	// one that hosts other work too (tests, demo).
+	MemoryLimit bool
+}
+
+// memoryLimitOverhead is what the process holds besides the buffered data
+// the budget bounds: the Kafka client's fetches, the polls in flight, the
+// open files' encoders, NATS, the runtime.
+const memoryLimitOverhead = 20 << 20
+
+// memoryLimit sets the soft memory limit to the budget plus the overhead,
+// unless GOMEMLIMIT is set, and returns the limit in force. Without it the
+// garbage collector lets the heap grow to twice what is live, which is most
+// of the daemon's RSS.
+func memoryLimit(budget ByteSize, getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return rtdebug.SetMemoryLimit(-1)
+	}
+	limit := int64(budget) + memoryLimitOverhead
+	rtdebug.SetMemoryLimit(limit)
+	return limit
 }
 
 // Run runs the daemon until ctx ends (or, with UntilLatest, until caught
@@ -62,6 +84,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		return err
 	}
 	logger.Info("deltaflow starting", "version", opts.Version, "config", cfg)
+	if opts.MemoryLimit {
+		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, os.Getenv)).String())
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	rtdebug "runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -307,5 +308,22 @@ func TestSchemaEvolution(t *testing.T) {
 	_, err = prepareTable(t.Context(), tbl, newMapper(t, defaults, []string{"device_type"}), 10, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "table.partition_columns") {
 		t.Fatalf("partition change: %v", err)
+	}
+}
+
+// TestMemoryLimit: the daemon's soft memory limit is the budget plus the
+// overhead, unless GOMEMLIMIT says otherwise.
+func TestMemoryLimit(t *testing.T) {
+	prev := rtdebug.SetMemoryLimit(-1)
+	t.Cleanup(func() { rtdebug.SetMemoryLimit(prev) })
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if got, want := memoryLimit(16<<20, getenv), int64(16<<20+memoryLimitOverhead); got != want || rtdebug.SetMemoryLimit(-1) != want {
+		t.Fatalf("limit %d, want %d", got, want)
+	}
+	rtdebug.SetMemoryLimit(prev)
+	env["GOMEMLIMIT"] = "1GiB"
+	if got := memoryLimit(16<<20, getenv); got != prev || rtdebug.SetMemoryLimit(-1) != prev {
+		t.Fatalf("with GOMEMLIMIT set the limit changed to %d (was %d)", got, prev)
 	}
 }

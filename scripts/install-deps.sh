@@ -4,7 +4,8 @@
 #   - the Apache Kafka broker as jars from Maven Central ($KAFKA_HOME/libs),
 #     run in KRaft mode by servers.sh (no Docker engine on this machine)
 #   - nats-server (external JetStream server) and the nats CLI ($BIN)
-#   - govulncheck ($BIN), run by test.sh
+#   - govulncheck ($BIN) and its vulnerability database ($VULNDB), run by
+#     test.sh
 #   - kcat, a Kafka client deltaflow did not write (Debian package)
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
 # Each step checks a version stamp first, so a warm run does nothing.
@@ -12,17 +13,21 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-# go_tool NAME MODULE: go install MODULE into $BIN unless the stamp says it
-# is already there at that version.
+# go_tool NAME MODULE [TOOLCHAIN]: go install MODULE into $BIN unless the
+# stamp says it is already there at that version. The servers are built with
+# the machine's own Go (GOTOOLCHAIN=local), the versions they were verified
+# with; govulncheck needs deltaflow's toolchain to read its standard library.
 go_tool() {
-	local name="$1" module="$2"
-	if [[ -x "$BIN/$name" && "$(cat "$BIN/$name.version" 2>/dev/null)" == "$module" ]]; then
+	local name="$1" module="$2" toolchain="${3:-local}"
+	local stamp="$module"
+	[[ "$toolchain" == local ]] || stamp="$module $toolchain"
+	if [[ -x "$BIN/$name" && "$(cat "$BIN/$name.version" 2>/dev/null)" == "$stamp" ]]; then
 		log "$name: cached ($BIN/$name)"
 		return
 	fi
 	log "$name: building $module into $BIN"
-	GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "$module"
-	echo "$module" >"$BIN/$name.version"
+	GOTOOLCHAIN="$toolchain" GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "$module"
+	echo "$stamp" >"$BIN/$name.version"
 }
 
 # The stamp records the pinned module so a version bump reinstalls.
@@ -30,18 +35,38 @@ if [[ -x "$BIN/minio" && "$(cat "$BIN/minio.version" 2>/dev/null)" == "$MINIO_MO
 	log "minio: cached ($BIN/minio)"
 else
 	log "minio: building $MINIO_MODULE into $BIN (takes minutes the first time)"
-	GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "$MINIO_MODULE"
+	GOTOOLCHAIN=local GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "$MINIO_MODULE"
 	echo "$MINIO_MODULE" >"$BIN/minio.version"
 fi
 
 go_tool nats "$NATSCLI_MODULE"
 go_tool nats-server "$NATS_SERVER_MODULE"
 # @latest: reinstall when the stamp is a week old, not on every run.
-if [[ -x "$BIN/govulncheck" && -n "$(find "$BIN/govulncheck.version" -mtime -7 2>/dev/null)" ]]; then
+if [[ -x "$BIN/govulncheck" && -n "$(find "$BIN/govulncheck.version" -mtime -7 2>/dev/null)" &&
+	"$(cat "$BIN/govulncheck.version")" == "$GOVULNCHECK_MODULE $GO_TOOLCHAIN" ]]; then
 	log "govulncheck: cached ($BIN/govulncheck)"
 else
 	rm -f "$BIN/govulncheck.version"
-	go_tool govulncheck "$GOVULNCHECK_MODULE"
+	go_tool govulncheck "$GOVULNCHECK_MODULE" "$GO_TOOLCHAIN"
+fi
+
+# The vulnerability database: vuln.go.dev is not reachable from here, but
+# the same OSV records ship in the golang.org/x/vulndb module on the Go
+# proxy, and its indexdb command writes the layout `govulncheck -db file://`
+# reads. Refreshed weekly, like govulncheck.
+if [[ -f "$VULNDB/index/db.json" && -n "$(find "$VULNDB/version" -mtime -7 2>/dev/null)" ]]; then
+	log "vulndb: cached ($VULNDB, golang.org/x/vulndb@$(cat "$VULNDB/version"))"
+else
+	info="$(cd "${TMPDIR:-/tmp}" && GOTOOLCHAIN=local go mod download -json golang.org/x/vulndb@latest)"
+	field() { python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])" <<<"$info"; }
+	ver="$(field Version)"
+	log "vulndb: building the database from golang.org/x/vulndb@$ver into $VULNDB"
+	GOTOOLCHAIN=local GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "golang.org/x/vulndb/cmd/indexdb@$ver"
+	rm -rf "$VULNDB.new"
+	"$BIN/indexdb" -vulns "$(field Dir)/data/osv" -out "$VULNDB.new"
+	echo "$ver" >"$VULNDB.new/version"
+	rm -rf "$VULNDB"
+	mv "$VULNDB.new" "$VULNDB"
 fi
 
 # Kafka: a throwaway pom naming the broker (kafka_2.13 pulls kafka-server,

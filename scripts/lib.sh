@@ -13,6 +13,14 @@ VENV="$CACHE/venv"
 STATE="${DELTAFLOW_STATE:-$CACHE/state}"
 export DELTAFLOW_CACHE PATH="$BIN:$PATH"
 
+# deltaflow builds and tests with Go 1.27.3, which the Go module proxy serves
+# as a toolchain: the machine's go1.26.8 lacks the crypto/tls, crypto/x509
+# and net/http fixes of GO-2026-6607, -6608, -6617 and -6809 (govulncheck
+# finds them reachable), and 1.27.3 is the newer toolchain available here.
+# go.mod still says 1.26.8, so a plain `go test` works on the older Go.
+GO_TOOLCHAIN="go1.27.3"
+export GOTOOLCHAIN="$GO_TOOLCHAIN"
+
 # Pinned versions: bump them here only.
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 DELTALAKE_VERSION="1.6.6"
@@ -30,6 +38,8 @@ NATS_SERVER_MODULE="github.com/nats-io/nats-server/v2@v2.15.2"
 # refreshed when the stamp is older than a week).
 GOVULNCHECK_MODULE="golang.org/x/vuln/cmd/govulncheck@latest"
 KAFKA_HOME="$CACHE/kafka"
+# The Go vulnerability database, built locally (see install-deps.sh).
+VULNDB="$CACHE/vulndb"
 # Maven's repository lives in the cache too, so `rm -rf $DELTAFLOW_CACHE`
 # really starts from scratch and ~/.m2 is left alone.
 M2_REPO="$CACHE/m2"

@@ -95,6 +95,10 @@ type Mapper struct {
 	missing int    // children of visitAt not found yet
 	visitFn func(k []byte, v *fastjson.Value)
 	now     func() time.Time
+	// batchNow is now() in µs for the records of the current batch, valid
+	// when haveBatchNow (see StartBatch).
+	batchNow     int64
+	haveBatchNow bool
 }
 
 // New compiles cfg; partitionColumns name the table's partition columns
@@ -202,6 +206,13 @@ func (m *Mapper) Clone() *Mapper {
 	return c
 }
 
+// StartBatch reads the clock once for the now() columns of the records
+// mapped until the next StartBatch, as Spark's current_timestamp() is fixed
+// per micro-batch. Without it, Map reads the clock for every record.
+func (m *Mapper) StartBatch() {
+	m.batchNow, m.haveBatchNow = m.now().UnixMicro(), true
+}
+
 // SetClock replaces time.Now as the source of now() (for tests).
 func (m *Mapper) SetClock(now func() time.Time) { m.now = now }
 
@@ -283,8 +294,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 	out.PartitionValues = resize(out.PartitionValues, len(p.partNames))
 	out.pvals = resize(out.pvals, len(p.partNames))
 
-	var nowMicros int64
-	haveNow := false
+	nowMicros, haveNow := m.batchNow, m.haveBatchNow
 	for i := range p.cols {
 		c := &p.cols[i]
 		var v cell

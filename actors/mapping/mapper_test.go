@@ -360,6 +360,37 @@ func TestCloneIsIndependent(t *testing.T) {
 	}
 }
 
+// TestStartBatchFixesNow: after StartBatch every record gets the clock
+// read then (Spark's per-micro-batch current_timestamp); without it each
+// record reads the clock.
+func TestStartBatchFixesNow(t *testing.T) {
+	m := newDefault(t, Strict)
+	tick := fixedNow
+	m.SetClock(func() time.Time { tick = tick.Add(time.Second); return tick })
+	processedAt := func() time.Time {
+		t.Helper()
+		var r Row
+		if err := m.Map(rec(plugSample), &r); err != nil {
+			t.Fatal(err)
+		}
+		return decoded(t, m, &r)["processed_at"].(time.Time)
+	}
+	if a, b := processedAt(), processedAt(); !b.After(a) {
+		t.Errorf("without StartBatch: processed_at %v then %v, want the clock read per record", a, b)
+	}
+	m.StartBatch()
+	batch := tick.Truncate(time.Microsecond)
+	for range 3 {
+		if got := processedAt(); !got.Equal(batch) {
+			t.Errorf("in a batch: processed_at %v, want %v", got, batch)
+		}
+	}
+	m.StartBatch()
+	if got := processedAt(); !got.After(batch) {
+		t.Errorf("next batch: processed_at %v, want after %v", got, batch)
+	}
+}
+
 func TestKafkaMetadataAndSources(t *testing.T) {
 	f := false
 	cfg := Config{Columns: []Column{

@@ -81,18 +81,25 @@ type Config struct {
 	StartOffset string `yaml:"start_offset"`
 	// ClientID identifies the client to the brokers. Default "deltaflow".
 	ClientID string `yaml:"client_id"`
+	// InstanceID makes the process a static member of the group (KIP-345),
+	// unique per process: restarted after a crash, it takes its partitions
+	// back at once, where a dynamic member waits for the session timeout
+	// (45 s) of its dead predecessor. Only in mode group; empty: dynamic.
+	InstanceID string `yaml:"instance_id"`
 	// FetchMaxWait bounds how long a broker holds a fetch with no new data.
 	// Paused and resumed partitions take effect only once the fetch in flight
 	// returns, so this is short. Default 100ms.
 	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
-	// FetchMaxBytes bounds one fetch response, so it bounds memory.
-	// Default 16 MiB.
+	// FetchMaxBytes bounds one fetch response, so it bounds memory (several
+	// times this once decompressed; a partition's first batch comes whole
+	// even when larger). Default 256 KiB.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes bounds one partition's share of a fetch. It
 	// counts compressed bytes, so what a fetch holds in memory once
 	// decompressed is several times larger. Default 256 KiB.
 	FetchMaxPartitionBytes int32 `yaml:"fetch_max_partition_bytes"`
-	// MaxPollRecords bounds the records one Poll returns. Default 10000.
+	// MaxPollRecords bounds the records one Poll returns; the engine holds
+	// at most two polls in flight. Default 2048.
 	MaxPollRecords int `yaml:"max_poll_records"`
 	// SASL authenticates to the brokers; off when Mechanism is empty.
 	SASL SASL `yaml:"sasl"`
@@ -156,10 +163,10 @@ func (c Config) withDefaults() Config {
 		c.FetchMaxPartitionBytes = 256 << 10
 	}
 	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = 16 << 20
+		c.FetchMaxBytes = 256 << 10
 	}
 	if c.MaxPollRecords == 0 {
-		c.MaxPollRecords = 10000
+		c.MaxPollRecords = 2048
 	}
 	return c
 }
@@ -183,6 +190,9 @@ func (c Config) Validate() error {
 			bad("partitions", "only valid with mode %q", ModePartitions)
 		}
 	case ModePartitions:
+		if c.InstanceID != "" {
+			bad("instance_id", "only valid with mode %q", ModeGroup)
+		}
 		if len(c.Partitions) == 0 {
 			bad("partitions", "required with mode %q", ModePartitions)
 		}
@@ -239,9 +249,9 @@ func (c Config) Validate() error {
 
 // String describes the configuration on one line, without the SASL password.
 func (c Config) String() string {
-	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s client_id=%s "+
+	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s client_id=%s instance_id=%s "+
 		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d sasl=%s user=%s password=%s tls=%t}",
-		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.ClientID,
+		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.ClientID, c.InstanceID,
 		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
 }
 
@@ -258,6 +268,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("partitions", c.Partitions),
 		slog.String("start_offset", c.StartOffset),
 		slog.String("client_id", c.ClientID),
+		slog.String("instance_id", c.InstanceID),
 		slog.Duration("fetch_max_wait", c.FetchMaxWait),
 		slog.Int("fetch_max_bytes", int(c.FetchMaxBytes)),
 		slog.Int("max_poll_records", c.MaxPollRecords),
@@ -273,6 +284,10 @@ func (c Config) clientOpts(logger *slog.Logger) ([]kgo.Opt, error) {
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ClientID(c.ClientID),
 		kgo.WithLogger(kgoLogger{logger}),
+		// KIP-714 telemetry compresses its pushes with lz4, whose pooled
+		// 4 MiB blocks cost ~8 MiB of heap for metrics that /metrics
+		// already exposes: too much on a Pi.
+		kgo.DisableClientMetrics(),
 	}
 	switch strings.ToUpper(c.SASL.Mechanism) {
 	case "":

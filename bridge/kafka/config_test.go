@@ -58,6 +58,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{Config{Mode: ModePartitions}, `kafka.partitions: required`},
 		{Config{Mode: ModePartitions, Partitions: []int32{1, 1}}, `kafka.partitions: partition 1 listed twice`},
 		{Config{Partitions: []int32{1}}, `kafka.partitions: only valid with mode "partitions"`},
+		{Config{Mode: ModePartitions, Partitions: []int32{0}, InstanceID: "pi"}, `kafka.instance_id: only valid with mode "group"`},
 		{Config{StartOffset: "oldest"}, `kafka.start_offset: unknown "oldest"`},
 		{Config{FetchMaxWait: -time.Second}, `kafka.fetch_max_wait: must be > 0`},
 		{Config{MaxPollRecords: -1}, `kafka.max_poll_records: must be > 0`},

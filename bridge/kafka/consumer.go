@@ -134,6 +134,9 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 			kgo.OnPartitionsRevoked(c.revoked),
 			kgo.OnPartitionsLost(c.revoked),
 		)
+		if cfg.InstanceID != "" {
+			opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+		}
 	}
 	// Without a group and without ConsumePartitions, the client is a direct
 	// consumer with nothing assigned: the first Poll adds the partitions

@@ -259,6 +259,44 @@ func TestRevokedWhenSecondMemberJoins(t *testing.T) {
 	}
 }
 
+// A static member (kafka.instance_id) restarted after a crash replaces its
+// dead predecessor in the group and gets its partitions back, instead of a
+// second member that waits for the dead one's session to time out.
+func TestStaticMemberRestartTakesItsPartitionsBack(t *testing.T) {
+	cfg := newCluster(t)
+	cfg.InstanceID = "pi-1"
+	seed(t, cfg, map[int32]int{0: 1, 1: 1, 2: 1})
+	members := func() []kadm.DescribedGroupMember {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		groups, err := kadm.NewClient(cl).DescribeGroups(t.Context(), cfg.Group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return groups[cfg.Group].Members
+	}
+	c1 := newConsumer(t, cfg, &handler{})
+	pollUntil(t, c1, 10*time.Second, func(offsets) bool { return len(c1.Owned()) == 3 })
+	first := members()
+	if len(first) != 1 || first[0].InstanceID == nil || *first[0].InstanceID != cfg.InstanceID {
+		t.Fatalf("group members %+v, want one with instance id %q", first, cfg.InstanceID)
+	}
+	c1.Close() // a static member does not leave: the group still counts it
+
+	c2 := newConsumer(t, cfg, &handler{})
+	got := pollUntil(t, c2, 30*time.Second, func(o offsets) bool { return len(c2.Owned()) == 3 && o.total() == 3 })
+	if m := members(); len(m) != 1 || m[0].MemberID == first[0].MemberID {
+		t.Fatalf("group members %+v after the restart, want the new member alone in place of %s", m, first[0].MemberID)
+	}
+	if !maps.EqualFunc(got, offsets{0: {0}, 1: {0}, 2: {0}}, slices.Equal) {
+		t.Errorf("restarted member polled %v, want every record once", got)
+	}
+}
+
 func TestPauseResume(t *testing.T) {
 	cfg := newCluster(t)
 	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})

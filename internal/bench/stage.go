@@ -280,6 +280,7 @@ type partMapper struct {
 }
 
 func (p *partMapper) mapBatch(b kafka.Batch) {
+	p.m.StartBatch()
 	for _, kr := range b.Records {
 		p.rec = mapping.Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
 		if err := p.m.Map(&p.rec, &p.row); err != nil {
@@ -346,7 +347,7 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 		logw.target, logw.reached = a.events, cancel
 	}
 	defer logw.stopScrape()
-	err = runtime.Run(runCtx, cfg, runtime.RunOptions{UntilLatest: a.untilLatest, LogOutput: logw})
+	err = runtime.Run(runCtx, cfg, runtime.RunOptions{UntilLatest: a.untilLatest, LogOutput: logw, MemoryLimit: true})
 	res.DoneNs = time.Now().UnixNano()
 	res.AssignedNs = logw.assigned.Load()
 	logw.stopScrape()

@@ -9,7 +9,10 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -284,8 +287,7 @@ func TestDockerfile(t *testing.T) {
 		"FROM --platform=$BUILDPLATFORM golang:",
 		"CGO_ENABLED=0",
 		"GOARCH=$TARGETARCH",
-		"-trimpath",
-		`-ldflags="-s -w"`,
+		imageBuildLine,
 		"FROM gcr.io/distroless/static",
 		"USER nonroot",
 		"HEALTHCHECK",
@@ -324,5 +326,88 @@ func TestDockerfile(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// imageBuildLine is the Dockerfile's build command; imageBuildArgs are its
+// flags as exec arguments, for TestImageBinary to build what the image
+// carries.
+const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow`
+
+var imageBuildArgs = []string{"-tags", "nonatsserver", "-trimpath", "-ldflags=-s -w"}
+
+// imageBinaryBudget keeps the image under 30 MB: distroless/static is
+// about 2 MB.
+const imageBinaryBudget = 28 << 20
+
+// The image's binary, built as the Dockerfile builds it for the Pi, fits
+// the size budget, and without the embedded nats-server it refuses a
+// config without nats.url, naming the key, before touching anything.
+func TestImageBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the release binary; skipped with -short")
+	}
+	dir := t.TempDir()
+	build := func(goos, goarch, out string) {
+		args := append([]string{"build"}, imageBuildArgs...)
+		cmd := exec.Command("go", append(args, "-o", out, "./cmd/deltaflow")...)
+		cmd.Dir = scenario.RepoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s/%s: %v\n%s", goos, goarch, err, b)
+		}
+	}
+	pi := filepath.Join(dir, "deltaflow-linux-arm64")
+	build("linux", "arm64", pi)
+	fi, err := os.Stat(pi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image binary linux/arm64: %.1f MiB (budget %d MiB)", float64(fi.Size())/(1<<20), imageBinaryBudget>>20)
+	if fi.Size() > imageBinaryBudget {
+		t.Errorf("image binary is %d bytes, over the %d-byte budget that keeps the image under 30 MB", fi.Size(), imageBinaryBudget)
+	}
+
+	host := filepath.Join(dir, "deltaflow")
+	build(goruntime.GOOS, goruntime.GOARCH, host)
+	table := filepath.Join(dir, "table")
+	conf := filepath.Join(dir, "deltaflow.yaml")
+	if err := os.WriteFile(conf, []byte("table: {uri: "+table+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(host, "run", "--config", conf)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("run without nats.url succeeded on the image binary:\n%s", out)
+	}
+	for _, want := range []string{"nats.url", "no embedded NATS server"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("run without nats.url: output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(table); !os.IsNotExist(err) {
+		t.Errorf("the table was touched before the config was refused: stat %s: %v", table, err)
+	}
+}
+
+// The image builds with the toolchain CI tests with (scripts/lib.sh's
+// GO_TOOLCHAIN, chosen for its security fixes), not an older one.
+func TestImageToolchain(t *testing.T) {
+	root := scenario.RepoRoot(t)
+	lib, err := os.ReadFile(filepath.Join(root, "scripts", "lib.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GO_TOOLCHAIN="go([0-9.]+)"$`).FindSubmatch(lib)
+	if m == nil {
+		t.Fatal(`scripts/lib.sh has no GO_TOOLCHAIN="goX.Y.Z" line`)
+	}
+	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ARG GO_VERSION=" + string(m[1]) + "\n"; !strings.Contains(string(df), want) {
+		t.Errorf("Dockerfile lacks %q (scripts/lib.sh builds with go%s)", strings.TrimSpace(want), m[1])
 	}
 }

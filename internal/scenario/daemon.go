@@ -31,34 +31,49 @@ func RepoRoot(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// build is one build of the binary, made once per test process.
+type build struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
+	buildsMu sync.Mutex
+	builds   = map[string]*build{} // by build tags
 )
 
-// Binary builds cmd/deltaflow once per test process (no -race: it is the
-// program under test, not the test) and returns its path. The binary lives
-// in a temp dir removed when the OS cleans /tmp; a test process builds one.
-func Binary(t testing.TB) string {
+// Binary builds cmd/deltaflow once per test process and set of build tags
+// (no -race: it is the program under test, not the test) and returns its
+// path. tags select variants, e.g. "failpoints" (internal/failpoint). The
+// binary lives in a temp dir removed when the OS cleans /tmp.
+func Binary(t testing.TB, tags ...string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	tagList := strings.Join(tags, ",")
+	buildsMu.Lock()
+	b := builds[tagList]
+	if b == nil {
+		b = &build{}
+		builds[tagList] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "deltaflow-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		buildBin = filepath.Join(dir, "deltaflow")
-		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/deltaflow")
+		b.bin = filepath.Join(dir, "deltaflow")
+		cmd := exec.Command("go", "build", "-tags", tagList, "-o", b.bin, "./cmd/deltaflow")
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build -tags %q: %v\n%s", tagList, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatalf("scenario: %v", buildErr)
+	if b.err != nil {
+		t.Fatalf("scenario: %v", b.err)
 	}
-	return buildBin
+	return b.bin
 }
 
 // FreePort returns a free TCP port on 127.0.0.1 (for HTTP endpoints and

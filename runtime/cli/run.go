@@ -33,5 +33,5 @@ func runRun(ctx context.Context, out IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runtime.Run(ctx, cfg, runtime.RunOptions{UntilLatest: *untilLatest, LogOutput: out.Stderr})
+	return runtime.Run(ctx, cfg, runtime.RunOptions{UntilLatest: *untilLatest, LogOutput: out.Stderr, MemoryLimit: true})
 }
