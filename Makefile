@@ -11,7 +11,7 @@ GOFLAGS_RELEASE := -trimpath -ldflags="-s -w"
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
 
-.PHONY: help build cross docker test test-short deps servers-start servers-stop vet bench
+.PHONY: help build cross docker test test-short fuzz deps servers-start servers-stop vet bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,11 +27,17 @@ cross: ## static release binaries bin/deltaflow-linux-arm64 (the Pi) and -amd64
 docker: ## multi-arch image with buildx (needs a Docker engine; not run in CI): IMAGE=, PLATFORMS=, PUSH=1
 	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) $(if $(PUSH),--push,) .
 
-test: ## full run: install + start MinIO, Kafka, NATS; vet, cross-build, govulncheck, go test -race (what CI runs)
+test: ## full run: install + start MinIO, Kafka, NATS; vet, cross-build, govulncheck, go test -race, 10s per fuzz target (what CI runs)
 	scripts/test.sh
 
 test-short: ## go test -short without servers (server tests skip)
 	go test -short -race -count=1 ./...
+
+# `make fuzz FUZZTIME=30m` for longer; a failing input lands in testdata/fuzz.
+FUZZTIME ?= 5m
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 5m; `make test` runs them for 10s)
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 deps: ## install MinIO, Kafka jars, nats-server, nats CLI, kcat, govulncheck, Python deltalake (DELTAFLOW_CACHE)
 	scripts/install-deps.sh

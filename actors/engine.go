@@ -295,8 +295,21 @@ func (e *Engine) Flush(ctx context.Context) error {
 	}
 }
 
-// Pause stops reading Kafka until Resume (the control service).
-func (e *Engine) Pause() { e.fetch.userPaused.Store(true) }
+// Pause stops reading Kafka until Resume (the control service). It returns
+// once the fetch loop has paused, which takes up to one poll: records a
+// poll in flight returns are still read, records produced after Pause
+// returns are not. A loop not started yet pauses before its first poll.
+func (e *Engine) Pause(ctx context.Context) error {
+	e.fetch.userPaused.Store(true)
+	for e.fetch.looping.Load() && !e.fetch.userPauseDone.Load() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pause: the fetch loop has not paused yet: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
 
 // Resume undoes Pause.
 func (e *Engine) Resume() { e.fetch.userPaused.Store(false) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -618,6 +619,29 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestUserPause: the control service's pause stops fetching once Pause
+// returns — records produced after it are not read — and resume reads
+// them.
+func TestUserPause(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(1_000, 0, 11)
+	r := h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	if err := r.engine.Pause(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := r.engine.Position()
+	h.produce(1_000, 0, 12)
+	time.Sleep(2 * time.Second)
+	if after := r.engine.Position(); !maps.Equal(before, after) {
+		t.Fatalf("paused, yet positions moved from %v to %v", before, after)
+	}
+	r.engine.Resume()
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
 }
 
 // produceTo sends n simulated events to partition p.

@@ -68,6 +68,10 @@ type fetcher struct {
 	posCopy map[int32]int64
 
 	userPaused atomic.Bool // the control service's pause
+	// userPauseDone is set by the loop once it has paused Kafka for
+	// userPaused, so that Engine.Pause can return only then; looping
+	// tells Pause whether the loop runs at all yet.
+	userPauseDone, looping atomic.Bool
 }
 
 func newFetcher(cons Consumer, reg *registry, budget *Budget, metrics *Metrics, logger *slog.Logger) *fetcher {
@@ -120,6 +124,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	paused := false
+	f.looping.Store(true)
 	var inFlight *polled // dispatched, not yet written
 	for ctx.Err() == nil {
 		if f.applyReset() {
@@ -128,18 +133,25 @@ func (f *fetcher) run(ctx context.Context) error {
 		exhausted := f.budget.Exhausted()
 		if exhausted || f.userPaused.Load() {
 			if !paused {
-				f.cons.Pause(f.cons.Owned()...)
+				owned := f.cons.Owned()
+				f.cons.Pause(owned...)
 				paused = true
 				f.metrics.FetchPaused.Set(1)
+				reason := "control"
 				if !f.userPaused.Load() {
+					reason = "memory budget"
 					f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
 				}
+				f.logger.Debug("kafka fetching paused", "reason", reason, "partitions", owned)
 			}
 		} else if paused {
-			f.cons.Resume(f.cons.Owned()...)
+			owned := f.cons.Owned()
+			f.cons.Resume(owned...)
 			paused = false
 			f.metrics.FetchPaused.Set(0)
+			f.logger.Debug("kafka fetching resumed", "partitions", owned)
 		}
+		f.userPauseDone.Store(paused && f.userPaused.Load())
 		wait := pollWait
 		if exhausted && !f.userPaused.Load() {
 			// A commit can free the budget at any moment: wait for that,

@@ -2,17 +2,9 @@ package bridge
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deltaflow/deltaflow/internal/testenv"
 )
 
 func TestEmbeddedServer(t *testing.T) {
@@ -104,12 +98,12 @@ func TestAuthToken(t *testing.T) {
 
 func TestAuthTLSWithClientCert(t *testing.T) {
 	dir := t.TempDir()
-	pki := newTestPKI(t, dir)
+	pki := testenv.NewPKI(t, dir)
 	opts := testServerOpts(t)
 	opts.TLS, opts.TLSVerify = true, true
 	opts.TLSConfig = &tls.Config{
-		Certificates: []tls.Certificate{pki.serverCert},
-		ClientCAs:    pki.pool,
+		Certificates: []tls.Certificate{pki.ServerCert},
+		ClientCAs:    pki.Pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS12,
 	}
@@ -118,87 +112,13 @@ func TestAuthTLSWithClientCert(t *testing.T) {
 	url := strings.Replace(ns.ClientURL(), "nats://", "tls://", 1)
 
 	// Without a client certificate the server refuses us.
-	if _, err := New(t.Context(), Config{URL: url, TLS: TLSConfig{CAFile: pki.caFile}}, nil, WithTable(testTable)); err == nil {
+	if _, err := New(t.Context(), Config{URL: url, TLS: TLSConfig{CAFile: pki.CAFile}}, nil, WithTable(testTable)); err == nil {
 		t.Fatal("connected without a client certificate")
 	}
-	b := newTestBridge(t, Config{URL: url, TLS: TLSConfig{CAFile: pki.caFile, CertFile: pki.clientCert, KeyFile: pki.clientKey}})
+	b := newTestBridge(t, Config{URL: url, TLS: TLSConfig{CAFile: pki.CAFile, CertFile: pki.ClientCertFile, KeyFile: pki.ClientKeyFile}})
 	if !b.Healthy() || !b.nc.TLSRequired() {
 		t.Fatal("not connected over TLS")
 	}
-}
-
-type testPKI struct {
-	pool                          *x509.CertPool
-	serverCert                    tls.Certificate
-	caFile, clientCert, clientKey string
-}
-
-// newTestPKI makes a throwaway CA, a server certificate for 127.0.0.1 and a
-// client certificate, writing the client side's PEM files under dir.
-func newTestPKI(t *testing.T, dir string) testPKI {
-	t.Helper()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	serial := int64(0)
-	template := func(cn string) *x509.Certificate {
-		serial++
-		return &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
-		}
-	}
-	caKey := newKey()
-	caTmpl := template("deltaflow test CA")
-	caTmpl.IsCA, caTmpl.BasicConstraintsValid = true, true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(cn string, usage x509.ExtKeyUsage, ip net.IP) ([]byte, []byte) {
-		k := newKey()
-		tmpl := template(cn)
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		if ip != nil {
-			tmpl.IPAddresses = []net.IP{ip}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	}
-	p := testPKI{pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	sc, sk := issue("server", x509.ExtKeyUsageServerAuth, net.ParseIP("127.0.0.1"))
-	if p.serverCert, err = tls.X509KeyPair(sc, sk); err != nil {
-		t.Fatal(err)
-	}
-	cc, ck := issue("client", x509.ExtKeyUsageClientAuth, nil)
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	p.caFile = write("ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
-	p.clientCert = write("client.pem", cc)
-	p.clientKey = write("client-key.pem", ck)
-	return p
 }
 
 func TestIsTransient(t *testing.T) {

@@ -84,6 +84,11 @@ func readCheckpointFile(ctx context.Context, store storage.Store, key string, fn
 }
 
 func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) error) error {
+	// The footer and page headers are checked before parquet-go trusts
+	// them (see checkpoint_bounds.go).
+	if err := checkFooter(r, r.Size()); err != nil {
+		return err
+	}
 	f, err := parquet.OpenFile(r, r.Size(),
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
@@ -93,6 +98,9 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 	cols := bindCheckpoint(&b, f.Root())
 	if b.err != nil {
 		return b.err
+	}
+	if err := checkPages(r, r.Size(), f.Metadata(), b.used); err != nil {
+		return err
 	}
 	rowValues := make([][]parquet.Value, len(f.Schema().Columns()))
 	var total int64

@@ -81,6 +81,9 @@ type StorageConfig struct {
 	Region string `yaml:"region"`
 	// Secure selects HTTPS; unset lets the endpoint's scheme decide.
 	Secure *bool `yaml:"secure"`
+	// CAFile is a PEM bundle of the CAs to trust for HTTPS instead of the
+	// system pool. Default: none.
+	CAFile string `yaml:"ca_file"`
 }
 
 // FlushConfig is the `flush` section: when an epoch is committed.
@@ -179,6 +182,7 @@ var envOverrides = []struct {
 	{"MINIO_ENDPOINT", "storage.endpoint", func(c *Config, v string) error { c.Storage.Endpoint = v; return nil }},
 	{"MINIO_ACCESS_KEY", "storage.access_key", func(c *Config, v string) error { c.Storage.AccessKey = v; return nil }},
 	{"MINIO_SECRET_KEY", "storage.secret_key", func(c *Config, v string) error { c.Storage.SecretKey = kafka.Secret(v); return nil }},
+	{"MINIO_CA_FILE", "storage.ca_file", func(c *Config, v string) error { c.Storage.CAFile = v; return nil }},
 	{"NATS_URL", "nats.url", func(c *Config, v string) error { c.NATS.URL = v; return nil }},
 	{"DELTAFLOW_TABLE_URI", "table.uri", func(c *Config, v string) error { c.Table.URI = v; return nil }},
 	{"DELTAFLOW_LOG_LEVEL", "log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
@@ -379,6 +383,11 @@ func (c *Config) Validate() error {
 			bad("storage.endpoint: %q is not host:port or http(s)://host:port", ep)
 		}
 	}
+	if f := c.Storage.CAFile; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			bad("storage.ca_file: %v", err)
+		}
+	}
 	if err := c.Kafka.Validate(); err != nil {
 		errs = append(errs, err) // names kafka.<key>
 	}
@@ -470,12 +479,12 @@ func parseLevel(s string) (slog.Level, error) {
 func (c Config) String() string {
 	t, s := c.Table, c.Storage
 	return fmt.Sprintf("table{uri=%s name=%s app_id=%s partition_columns=%v mode=%s max_record_bytes=%s columns=%d checkpoint_interval=%d compression=%s}\n"+
-		"storage{endpoint=%s access_key=%s secret_key=%s region=%s secure=%s}\n%s\nnats%s\n"+
+		"storage{endpoint=%s access_key=%s secret_key=%s region=%s secure=%s ca_file=%s}\n%s\nnats%s\n"+
 		"flush{interval=%s max_bytes=%s row_group_rows=%d}\nbackpressure{memory_budget=%s max_unfinished_epochs=%d}\n"+
 		"http{listen=%s}\nlog{level=%s format=%s}\n"+
 		"maintenance{optimize_every=%s optimize_target_size=%s vacuum_every=%s vacuum_retain=%s}",
 		t.URI, t.Name, t.AppID, t.PartitionColumns, t.Mode, t.MaxRecordBytes, len(t.Columns), t.CheckpointInterval, t.Compression,
-		s.Endpoint, s.AccessKey, s.SecretKey, s.Region, boolPtr(s.Secure), c.Kafka.String(), c.NATS.String(),
+		s.Endpoint, s.AccessKey, s.SecretKey, s.Region, boolPtr(s.Secure), s.CAFile, c.Kafka.String(), c.NATS.String(),
 		c.Flush.Interval, c.Flush.MaxBytes, c.Flush.RowGroupRows, c.Backpressure.MemoryBudget, c.Backpressure.MaxUnfinishedEpochs,
 		c.HTTP.Listen, c.Log.Level, c.Log.Format,
 		c.Maintenance.OptimizeEvery, c.Maintenance.OptimizeTargetSize, c.Maintenance.VacuumEvery, c.Maintenance.VacuumRetain)
@@ -490,7 +499,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Group("table", "uri", t.URI, "name", t.Name, "app_id", t.AppID, "partition_columns", t.PartitionColumns,
 			"mode", string(t.Mode), "columns", len(t.Columns), "compression", t.Compression),
-		slog.Group("storage", "endpoint", s.Endpoint, "access_key", s.AccessKey, "secret_key", s.SecretKey, "region", s.Region),
+		slog.Group("storage", "endpoint", s.Endpoint, "access_key", s.AccessKey, "secret_key", s.SecretKey, "region", s.Region, "ca_file", s.CAFile),
 		slog.Any("kafka", c.Kafka),
 		slog.Any("nats", c.NATS),
 		slog.Group("flush", "interval", c.Flush.Interval, "max_bytes", c.Flush.MaxBytes.String()),

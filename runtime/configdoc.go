@@ -38,6 +38,7 @@ var fieldDocs = map[string]fieldDoc{
 	"storage.secret_key":                 {doc: "S3 secret key; never printed or logged.", def: "$AWS_SECRET_ACCESS_KEY"},
 	"storage.region":                     {doc: "S3 region (optional).", def: "$AWS_REGION"},
 	"storage.secure":                     {doc: "Use HTTPS; unset lets the endpoint's scheme decide (plain host:port is HTTP).", def: "auto"},
+	"storage.ca_file":                    {doc: "PEM CA bundle to trust for HTTPS instead of the system pool (a MinIO with a private CA).", def: "—"},
 	"kafka.brokers":                      {doc: "Seed brokers, `host:port`."},
 	"kafka.topic":                        {doc: "Topic to read."},
 	"kafka.group":                        {doc: "Consumer group (assignment in mode group; offsets for lag tools always)."},

@@ -48,7 +48,7 @@ func (c *controller) Status(ctx context.Context) (any, error) {
 
 func (c *controller) Flush(ctx context.Context) error { return c.engine.Flush(ctx) }
 
-func (c *controller) Pause(context.Context) error { c.engine.Pause(); return nil }
+func (c *controller) Pause(ctx context.Context) error { return c.engine.Pause(ctx) }
 
 func (c *controller) Resume(context.Context) error { c.engine.Resume(); return nil }
 

@@ -391,7 +391,8 @@ func untilLatest(ctx context.Context, e *actors.Engine, cons *kafka.Consumer, lo
 // storageOptions converts the storage section.
 func (c *Config) storageOptions() storage.Options {
 	s := c.Storage
-	return storage.Options{Endpoint: s.Endpoint, AccessKey: s.AccessKey, SecretKey: string(s.SecretKey), Region: s.Region, Secure: s.Secure}
+	return storage.Options{Endpoint: s.Endpoint, AccessKey: s.AccessKey, SecretKey: string(s.SecretKey), Region: s.Region, Secure: s.Secure,
+		CAFile: s.CAFile}
 }
 
 // NewLogger returns the process logger: text or JSON on w at the level of c.

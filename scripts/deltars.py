@@ -58,9 +58,11 @@ def render(v):
     if isinstance(v, datetime.datetime):
         if v.tzinfo is not None:
             v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+        # Not strftime: glibc's %Y does not pad years before 1000 ("1-01-01").
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (
+            v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
     if isinstance(v, datetime.date):
-        return v.strftime("%Y-%m-%d")
+        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
     if isinstance(v, decimal.Decimal):
         return str(v)
     if isinstance(v, (bytes, bytearray)):

@@ -5,7 +5,8 @@
 # the static cross-builds for the Pi (linux/arm64) and linux/amd64,
 # govulncheck, and every test with -race. Tests that need a server fail rather
 # than skip here (DELTAFLOW_TEST_REQUIRE_SERVERS=1). Extra arguments go to
-# go test, e.g. scripts/test.sh -run S3 -v.
+# go test, e.g. scripts/test.sh -run S3 -v. Without them, every fuzz target
+# then runs briefly (scripts/fuzz.sh, FUZZTIME=10s; `make fuzz` runs long).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -53,4 +54,11 @@ govulncheck -db "file://$VULNDB" ./... || die "govulncheck found vulnerabilities
 log "go test -race -shuffle=on -count=1 -timeout 25m ./... $*"
 status=0
 go test -race -shuffle=on -count=1 -timeout 25m "$@" ./... || status=$?
+
+if [[ $# -eq 0 ]]; then
+	log "fuzz: every target for ${FUZZTIME:-10s}"
+	scripts/fuzz.sh || status=1
+else
+	log "fuzz skipped: go test arguments given ($*)"
+fi
 exit "$status"

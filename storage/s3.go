@@ -3,11 +3,13 @@ package storage
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 
@@ -30,6 +32,9 @@ type S3Config struct {
 	Region string
 	// Secure selects HTTPS.
 	Secure bool
+	// CAFile is a PEM bundle of the CAs to trust for HTTPS instead of the
+	// system pool (a MinIO with a private CA); it requires Secure.
+	CAFile string
 	// Bucket must exist; NewS3 does not create it.
 	Bucket string
 	// Prefix is the store root inside the bucket ("" for the whole bucket);
@@ -43,8 +48,8 @@ func (c S3Config) String() string {
 	if c.SecretKey != "" {
 		secret = "<redacted>"
 	}
-	return fmt.Sprintf("S3Config{Endpoint:%q AccessKey:%q SecretKey:%s Region:%q Secure:%t Bucket:%q Prefix:%q}",
-		c.Endpoint, c.AccessKey, secret, c.Region, c.Secure, c.Bucket, c.Prefix)
+	return fmt.Sprintf("S3Config{Endpoint:%q AccessKey:%q SecretKey:%s Region:%q Secure:%t CAFile:%q Bucket:%q Prefix:%q}",
+		c.Endpoint, c.AccessKey, secret, c.Region, c.Secure, c.CAFile, c.Bucket, c.Prefix)
 }
 
 // GoString keeps %#v from printing the secret too.
@@ -73,12 +78,21 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("s3 store: bucket is empty")
 	}
-	client, err := minio.New(host, &minio.Options{
+	opts := &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
 		Secure:       *secure,
 		Region:       cfg.Region,
 		BucketLookup: minio.BucketLookupPath,
-	})
+	}
+	if cfg.CAFile != "" {
+		if !*secure {
+			return nil, fmt.Errorf("s3 store %s: a CA file needs HTTPS (an https:// endpoint or Secure)", host)
+		}
+		if opts.Transport, err = caTransport(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("s3 store %s: %w", host, err)
+		}
+	}
+	client, err := minio.New(host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("s3 store %s: %w", host, err)
 	}
@@ -90,6 +104,25 @@ func NewS3(cfg S3Config) (*S3, error) {
 		prefix += "/"
 	}
 	return &S3{client: client, bucket: cfg.Bucket, prefix: prefix}, nil
+}
+
+// caTransport is minio-go's default HTTPS transport trusting only the CAs
+// in the PEM file caFile.
+func caTransport(caFile string) (*http.Transport, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("ca file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("ca file %s: no PEM certificates", caFile)
+	}
+	tr, err := minio.DefaultTransport(true)
+	if err != nil {
+		return nil, err
+	}
+	tr.TLSClientConfig.RootCAs = pool
+	return tr, nil
 }
 
 // splitEndpoint accepts "host:port" or "http(s)://host:port[/]" and returns

@@ -3,6 +3,8 @@ package storage_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -157,5 +159,27 @@ func TestS3OpenReplaced(t *testing.T) {
 	}
 	if n, err := r.ReadAt(p, 4); err == nil {
 		t.Errorf("ReadAt after replace = %q, nil; want an error", p[:n])
+	}
+}
+
+// A CA file is for HTTPS: with a plain-HTTP endpoint, or unreadable, NewS3
+// refuses it rather than silently ignoring it.
+func TestS3CAFileChecks(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cfg  storage.S3Config
+		want string
+	}{
+		{storage.S3Config{Endpoint: "http://127.0.0.1:9", Bucket: "b", CAFile: ca}, "needs HTTPS"},
+		{storage.S3Config{Endpoint: "127.0.0.1:9", Bucket: "b", CAFile: ca}, "needs HTTPS"},
+		{storage.S3Config{Endpoint: "https://127.0.0.1:9", Bucket: "b", CAFile: ca}, "no PEM certificates"},
+		{storage.S3Config{Endpoint: "127.0.0.1:9", Secure: true, Bucket: "b", CAFile: ca + ".missing"}, "no such file"},
+	} {
+		if _, err := storage.NewS3(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewS3(%v): %v, want an error naming %q", tc.cfg, err, tc.want)
+		}
 	}
 }

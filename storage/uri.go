@@ -15,6 +15,7 @@ import (
 //	AccessKey  MINIO_ACCESS_KEY, AWS_ACCESS_KEY_ID
 //	SecretKey  MINIO_SECRET_KEY, AWS_SECRET_ACCESS_KEY
 //	Region     AWS_REGION, AWS_DEFAULT_REGION
+//	CAFile     MINIO_CA_FILE
 //
 // Endpoint and both keys are required; Region is optional.
 type Options struct {
@@ -28,6 +29,9 @@ type Options struct {
 	// host:port means HTTP, as on a MinIO next door). Setting it against the
 	// endpoint's scheme is an error.
 	Secure *bool
+	// CAFile is a PEM bundle of the CAs to trust for HTTPS instead of the
+	// system pool (optional).
+	CAFile string
 }
 
 // Open returns the Store a URI names:
@@ -93,6 +97,9 @@ func s3Config(opts Options, getenv func(string) string) (S3Config, error) {
 		AccessKey: first(opts.AccessKey, "MINIO_ACCESS_KEY", "AWS_ACCESS_KEY_ID"),
 		SecretKey: first(opts.SecretKey, "MINIO_SECRET_KEY", "AWS_SECRET_ACCESS_KEY"),
 		Region:    first(opts.Region, "AWS_REGION", "AWS_DEFAULT_REGION"),
+		// Not AWS_CA_BUNDLE: machines set it globally for their proxies,
+		// and a CA file makes a plain-HTTP MinIO an error.
+		CAFile: first(opts.CAFile, "MINIO_CA_FILE"),
 	}
 	switch {
 	case cfg.Endpoint == "":

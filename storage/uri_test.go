@@ -12,7 +12,7 @@ import (
 var s3EnvVars = []string{
 	"MINIO_ENDPOINT", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY",
 	"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-	"AWS_REGION", "AWS_DEFAULT_REGION",
+	"AWS_REGION", "AWS_DEFAULT_REGION", "MINIO_CA_FILE",
 }
 
 // setEnv clears every variable Open reads, then sets env.

@@ -298,6 +298,21 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
 	}
+	// The image runs as non-root: the last USER of the last stage is
+	// nonroot, and compose does not override it.
+	var user string
+	for _, line := range strings.Split(df, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "USER" {
+			user = f[1]
+		}
+	}
+	if name, _, _ := strings.Cut(user, ":"); name != "nonroot" && name != "65532" {
+		t.Errorf("the image runs as %q, want nonroot", user)
+	}
+	p, _ := loadCompose(t, nil)
+	if u := p.Services["deltaflow"].User; u != "" {
+		t.Errorf("docker-compose.yml runs deltaflow as user %q; the image's nonroot user is the one to use", u)
+	}
 	// Every COPY source of the build context exists.
 	for _, line := range strings.Split(df, "\n") {
 		f := strings.Fields(line)

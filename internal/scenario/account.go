@@ -51,7 +51,9 @@ type Source struct {
 	Topic   string
 	Store   storage.Store // the table root
 	NATSURL string        // server of the DLQ stream
-	Table   string        // table.name, which names the DLQ stream
+	// NATSOptions are extra options to connect with (credentials, TLS).
+	NATSOptions []nats.Option
+	Table       string // table.name, which names the DLQ stream
 }
 
 const maxProblems = 5
@@ -106,7 +108,7 @@ func Account(ctx context.Context, src Source) (Report, error) {
 	if err := tableOffsets(ctx, src.Store, t); err != nil {
 		return r, fmt.Errorf("read table %s: %w", src.Store.URI(), err)
 	}
-	if err := dlqOffsets(ctx, src.NATSURL, src.Table, src.Topic, t); err != nil {
+	if err := dlqOffsets(ctx, src, t); err != nil {
 		return r, fmt.Errorf("read dlq of %s: %w", src.Table, err)
 	}
 	t.finish()
@@ -244,8 +246,30 @@ func tableOffsets(ctx context.Context, store storage.Store, t *tally) error {
 
 // dlqOffsets counts the (partition, offset) headers of the topic's letters
 // in the table's DLQ stream; no stream means no letters.
-func dlqOffsets(ctx context.Context, url, table, topic string, t *tally) error {
-	nc, err := nats.Connect(url, nats.Timeout(10*time.Second))
+func dlqOffsets(ctx context.Context, src Source, t *tally) error {
+	return Letters(ctx, src.NATSURL, src.Table, func(msg jetstream.Msg) error {
+		h := msg.Headers()
+		if h.Get(bridge.HeaderTopic) != src.Topic {
+			return nil
+		}
+		p, perr := strconv.ParseInt(h.Get(bridge.HeaderPartition), 10, 32)
+		off, oerr := strconv.ParseInt(h.Get(bridge.HeaderOffset), 10, 64)
+		if perr != nil || oerr != nil {
+			t.r.Unexpected++
+			t.problem("dlq letter without partition/offset headers: %v", h)
+			return nil
+		}
+		t.r.DLQ++
+		t.see(int32(p), off, "dlq")
+		return nil
+	}, src.NATSOptions...)
+}
+
+// Letters calls each for every message of table's DLQ stream on the NATS
+// server at url (connecting with opts), in stream order, until each returns
+// an error; no stream means no letters.
+func Letters(ctx context.Context, url, table string, each func(jetstream.Msg) error, opts ...nats.Option) error {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(10 * time.Second)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -281,19 +305,9 @@ func dlqOffsets(ctx context.Context, url, table, topic string, t *tally) error {
 		n := 0
 		for msg := range batch.Messages() {
 			n++
-			h := msg.Headers()
-			if h.Get(bridge.HeaderTopic) != topic {
-				continue
+			if err := each(msg); err != nil {
+				return err
 			}
-			p, perr := strconv.ParseInt(h.Get(bridge.HeaderPartition), 10, 32)
-			off, oerr := strconv.ParseInt(h.Get(bridge.HeaderOffset), 10, 64)
-			if perr != nil || oerr != nil {
-				t.r.Unexpected++
-				t.problem("dlq letter without partition/offset headers: %v", h)
-				continue
-			}
-			t.r.DLQ++
-			t.see(int32(p), off, "dlq")
 		}
 		if err := batch.Error(); err != nil {
 			return err

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -217,4 +219,37 @@ func (s Servers) Env(topic, group, tableURI, httpAddr string) []string {
 // and tables on shared servers.
 func Unique(name string) string {
 	return name + "-" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
+}
+
+// DeltaRSTable is a table as delta-rs reads it: its version and its rows,
+// rendered by scripts/deltars.py.
+type DeltaRSTable struct {
+	Version   int64            `json:"version"`
+	Rows      []map[string]any `json:"rows"`
+	RowsError string           `json:"rowsError"`
+}
+
+// DeltaRS reads the table at uri with delta-rs (scripts/deltars.py run by
+// python, with env for its S3 settings; nil: this process's). A table
+// delta-rs cannot read fails the test.
+func DeltaRS(t testing.TB, python string, env []string, uri string) DeltaRSTable {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, filepath.Join(RepoRoot(t), "scripts", "deltars.py"), "read", uri, "--rows")
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scenario: deltars.py read %s: %v\n%s", uri, err, stderr.String())
+	}
+	var res DeltaRSTable
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("scenario: deltars.py read %s: %v", uri, err)
+	}
+	if res.RowsError != "" {
+		t.Fatalf("scenario: delta-rs cannot read the rows of %s: %s", uri, res.RowsError)
+	}
+	return res
 }

@@ -25,6 +25,7 @@ func (f *tableFlags) register(fs *flag.FlagSet, withVersion bool) {
 	fs.StringVar(&f.s3.AccessKey, "s3-access-key", "", "S3 access key (default $MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID)")
 	fs.StringVar(&f.s3.SecretKey, "s3-secret-key", "", "S3 secret key (default $MINIO_SECRET_KEY, $AWS_SECRET_ACCESS_KEY)")
 	fs.StringVar(&f.s3.Region, "s3-region", "", "S3 region (default $AWS_REGION)")
+	fs.StringVar(&f.s3.CAFile, "s3-ca-file", "", "PEM CA bundle to trust for an https:// endpoint (default $MINIO_CA_FILE)")
 	if withVersion {
 		fs.Int64Var(&f.version, "version", -1, "read the table as of this `version` (default: latest)")
 	}
