@@ -11,7 +11,7 @@ GOFLAGS_RELEASE := -trimpath -ldflags="-s -w"
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
 
-.PHONY: help build cross docker test test-short fuzz deps servers-start servers-stop vet bench
+.PHONY: help build cross docker test test-short reliability fuzz deps servers-start servers-stop vet bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,6 +32,9 @@ test: ## full run: install + start MinIO, Kafka, NATS; vet, cross-build, govulnc
 
 test-short: ## go test -short without servers (server tests skip)
 	go test -short -race -count=1 ./...
+
+reliability: ## the long scenario suite on real servers: 1M-record SIGKILL loop, repeated MinIO/NATS/Kafka outages, scale-out (~20 min)
+	DELTAFLOW_SCENARIO_LONG=1 DELTAFLOW_TEST_PKGS=./internal/reliability DELTAFLOW_TEST_TIMEOUT=60m scripts/test.sh -v
 
 # `make fuzz FUZZTIME=30m` for longer; a failing input lands in testdata/fuzz.
 FUZZTIME ?= 5m

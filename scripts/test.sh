@@ -51,9 +51,12 @@ done
 log "govulncheck (database golang.org/x/vulndb@$(cat "$VULNDB/version"), $(go env GOVERSION))"
 govulncheck -db "file://$VULNDB" ./... || die "govulncheck found vulnerabilities reachable from deltaflow (or could not run)"
 
-log "go test -race -shuffle=on -count=1 -timeout 25m ./... $*"
+# DELTAFLOW_TEST_PKGS narrows the packages (make reliability).
+pkgs="${DELTAFLOW_TEST_PKGS:-./...}"
+log "go test -race -shuffle=on -count=1 -timeout ${DELTAFLOW_TEST_TIMEOUT:-25m} $* $pkgs"
 status=0
-go test -race -shuffle=on -count=1 -timeout 25m "$@" ./... || status=$?
+# shellcheck disable=SC2086 # $pkgs may name several packages.
+go test -race -shuffle=on -count=1 -timeout "${DELTAFLOW_TEST_TIMEOUT:-25m}" "$@" $pkgs || status=$?
 
 if [[ $# -eq 0 ]]; then
 	log "fuzz: every target for ${FUZZTIME:-10s}"
