@@ -298,10 +298,15 @@ func (b *Bridge) Healthy() bool { return b.nc.IsConnected() }
 // Mirror returns the bridge's offsets mirror.
 func (b *Bridge) Mirror() *OffsetMirror { return b.mirror }
 
+// closeFlushTimeout bounds how long Close waits for pending mirror writes.
+const closeFlushTimeout = 2 * time.Second
+
 // Close stops the control service and the offsets mirror (pending mirror
-// writes are dropped: the Delta log is the authority), flushes buffered
-// events, closes the connection and shuts the embedded server down. Safe to
-// call more than once.
+// writes get closeFlushTimeout to land, so a clean stop leaves the KV equal
+// to the log; past it they are dropped: the Delta log is the authority and
+// the next start corrects the mirror), flushes buffered events, closes the
+// connection and shuts the embedded server down. Safe to call more than
+// once.
 func (b *Bridge) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -317,6 +322,13 @@ func (b *Bridge) Close() error {
 		if err := svc.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop control service: %w", err))
 		}
+	}
+	if b.nc.IsConnected() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+		if err := b.mirror.Flush(ctx); err != nil {
+			b.logger.Warn("offsets mirror not flushed on close; the next start corrects it", "pending", b.mirror.Pending(), "err", err)
+		}
+		cancel()
 	}
 	b.mirror.close()
 	if b.nc.IsConnected() {

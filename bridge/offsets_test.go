@@ -170,3 +170,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A clean Close writes the offsets still pending in the mirror, so the KV
+// equals the log after a SIGTERM, not only after the next start.
+func TestCloseFlushesPendingMirrorWrites(t *testing.T) {
+	b, ns := externalBridge(t)
+	for p := range int32(50) {
+		b.Mirror().Update("sensor-events", p, OffsetRecord{Offset: int64(p) + 100, Version: 3})
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := newTestBridge(t, Config{URL: ns.ClientURL()})
+	got, err := after.Offsets(t.Context(), "sensor-events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 50 {
+		t.Fatalf("after Close the KV holds %d of 50 partitions' offsets", len(got))
+	}
+	for p, rec := range got {
+		if rec.Offset != int64(p)+100 {
+			t.Errorf("partition %d = %+v, want offset %d", p, rec, p+100)
+		}
+	}
+}
