@@ -237,18 +237,8 @@ func (r *outageRig) account() scenario.Report {
 	if err := r.daemon.Stop(30 * time.Second); err != nil {
 		r.t.Errorf("deltaflow run after SIGTERM: %v\n%s", err, r.daemon.Tail(8000))
 	}
-	ctx, cancel := context.WithTimeout(r.t.Context(), 5*time.Minute)
-	defer cancel()
-	rep, err := scenario.Account(ctx, scenario.Source{Brokers: r.servers.Brokers, Topic: r.topic, Store: r.store,
+	return scenario.Check(r.t, scenario.Source{Brokers: r.servers.Brokers, Topic: r.topic, Store: r.store,
 		NATSURL: r.servers.NATSURL, Table: r.table})
-	if err != nil {
-		r.t.Fatalf("account: %v", err)
-	}
-	r.t.Logf("accounting: %s", rep)
-	if !rep.OK() {
-		r.t.Errorf("not exactly once: %s", rep)
-	}
-	return rep
 }
 
 // outageResult is what outage saw.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -318,4 +319,22 @@ func Letters(ctx context.Context, url, table string, each func(jetstream.Msg) er
 		read += uint64(n)
 	}
 	return nil
+}
+
+// Check accounts src (within 5 minutes), prints the report and fails t
+// unless every record is stored exactly once. It returns the report for
+// the scenario's own checks.
+func Check(t testing.TB, src Source) Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	rep, err := Account(ctx, src)
+	if err != nil {
+		t.Fatalf("account: %v", err)
+	}
+	t.Logf("account: %s", rep)
+	if !rep.OK() {
+		t.Errorf("not exactly once: %s", rep)
+	}
+	return rep
 }
