@@ -162,6 +162,11 @@ func (f *fetcher) run(ctx context.Context) error {
 			if room {
 				continue // resume at once
 			}
+			// Still full after a whole wait: the rows that came after the
+			// last seal may fill the budget on their own, and only another
+			// epoch frees them (the committer runs it after the current
+			// one when it is busy).
+			f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
 			wait = pausedPollWait
 		}
 		// Polls are short so that a reset (a rebuilt pipeline) or the end
