@@ -85,6 +85,11 @@ func (b *Bridge) StartControl(ctrl Controller) error {
 			return fmt.Errorf("add control endpoint %s: %w", ep.name, err)
 		}
 	}
+	// A round trip to the server, so its subscriptions are in place when
+	// this returns: a request right after start must find a responder.
+	if err := b.nc.FlushTimeout(5 * time.Second); err != nil {
+		b.logger.Warn("control service subscriptions not confirmed by the server", "err", err)
+	}
 	b.control = svc
 	b.logger.Info("control service started", "group", ControlGroup(b.build.table))
 	return nil
