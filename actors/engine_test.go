@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -294,11 +293,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	// delta-rs, an independent reader, sees the same rows.
-	out, err := exec.CommandContext(t.Context(), testenv.Python(t), "../scripts/deltars.py", "read",
-		h.store.(*storage.Local).Root(), "--rows").Output()
-	if err != nil {
-		t.Fatalf("delta-rs: %v", err)
-	}
+	out := testenv.DeltaRS(t, nil, "read", h.store.(*storage.Local).Root(), "--rows")
 	var view struct {
 		Version int64            `json:"version"`
 		Rows    []map[string]any `json:"rows"`

@@ -43,24 +43,7 @@ type deltaRSFile struct {
 // deltaRS runs the delta-rs oracle on a table URI.
 func deltaRS(t *testing.T, uri string, args ...string) *deltaRSView {
 	t.Helper()
-	py := testenv.Python(t)
-	var out []byte
-	for attempt := 1; ; attempt++ {
-		cmd := exec.CommandContext(t.Context(), py, append([]string{"../scripts/deltars.py", "read", uri}, args...)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		var err error
-		if out, err = cmd.Output(); err == nil {
-			break
-		}
-		// deltalake 1.6.6 sometimes segfaults reading the edge-timestamp
-		// golden tables; a crash of the oracle is not a verdict.
-		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() && attempt < 4 {
-			t.Logf("delta-rs read %s crashed (%v); retrying", uri, err)
-			continue
-		}
-		t.Fatalf("delta-rs read %s: %v\n%s", uri, err, stderr.String())
-	}
+	out := testenv.DeltaRS(t, nil, append([]string{"read", uri}, args...)...)
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	var v deltaRSView

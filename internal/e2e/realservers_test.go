@@ -72,7 +72,7 @@ func TestRealServers(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	natsURL := testenv.NATS(t)
 	s3 := testenv.MinIO(t)
-	python := testenv.Python(t)
+	testenv.Python(t) // the oracle, before the run
 	natsCLI := testenv.Tool(t, "nats")
 	kcat := testenv.Tool(t, "kcat")
 	bin := scenario.Binary(t)
@@ -257,7 +257,7 @@ func TestRealServers(t *testing.T) {
 	}
 
 	// 7. delta-rs reads exactly the produced rows.
-	checkRows(t, python, pyEnv, tableURI, want, "after run")
+	checkRows(t, pyEnv, tableURI, want, "after run")
 
 	// 8. The KV mirror holds the final offsets (the nats CLI reads it).
 	for p, end := range hw {
@@ -289,10 +289,10 @@ func TestRealServers(t *testing.T) {
 	if after >= before {
 		t.Errorf("optimize left %d live files (was %d)", after, before)
 	}
-	checkRows(t, python, pyEnv, tableURI, want, "after optimize")
+	checkRows(t, pyEnv, tableURI, want, "after optimize")
 	out = run(t, env, 5*time.Minute, bin, "vacuum", "--table", tableURI, "--retain", "0h", "--force")
 	t.Logf("deltaflow vacuum: %s", bytes.TrimSpace(out))
-	checkRows(t, python, pyEnv, tableURI, want, "after vacuum")
+	checkRows(t, pyEnv, tableURI, want, "after vacuum")
 	out = run(t, env, time.Minute, bin, "verify", "--table", tableURI, "--deep")
 	t.Logf("deltaflow verify: %s", bytes.TrimSpace(out))
 }
@@ -309,9 +309,9 @@ func liveFiles(t *testing.T, env []string, bin, tableURI string) int {
 
 // checkRows reads the table with delta-rs and compares its rows with want by
 // (device_id, event_time), and their count.
-func checkRows(t *testing.T, python string, env []string, uri string, want map[string]bool, when string) {
+func checkRows(t *testing.T, env []string, uri string, want map[string]bool, when string) {
 	t.Helper()
-	res := scenario.DeltaRS(t, python, env, uri)
+	res := scenario.DeltaRS(t, env, uri)
 	got := map[string]int{}
 	for _, r := range res.Rows {
 		id, _ := r["device_id"].(string)

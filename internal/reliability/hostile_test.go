@@ -216,7 +216,7 @@ func TestHostileInput(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	natsURL := testenv.NATS(t)
 	s3 := testenv.MinIO(t)
-	python := testenv.Python(t)
+	testenv.Python(t) // the oracle, before the run
 	bin := scenario.Binary(t)
 	srv := scenario.Servers{Brokers: brokers, NATSURL: natsURL, S3: s3}
 	ctx := t.Context()
@@ -290,7 +290,7 @@ func TestHostileInput(t *testing.T) {
 		want := hostileOutcomes(byOffset, hd.permissive)
 		hostileCheckDLQ(t, natsURL, hd.table, topic, want)
 		hostileCheckTable(t, hd.store, want)
-		hostileCheckDeltaRS(t, python, hd.uri, want)
+		hostileCheckDeltaRS(t, hd.uri, want)
 		hostileCheckMetrics(t, hd.http, want)
 	}
 	hostileCheckBucket(t, s3Store, s3, "lake/sensor_events/", hostileOutcomes(byOffset, false))
@@ -468,9 +468,9 @@ func hostileCheckTable(t *testing.T, store storage.Store, byOffset map[int64]*ho
 
 // hostileCheckDeltaRS reads the table with delta-rs and compares every row
 // with its case.
-func hostileCheckDeltaRS(t *testing.T, python, uri string, byOffset map[int64]*hostileCase) {
+func hostileCheckDeltaRS(t *testing.T, uri string, byOffset map[int64]*hostileCase) {
 	t.Helper()
-	rows := scenario.DeltaRS(t, python, nil, uri).Rows
+	rows := scenario.DeltaRS(t, nil, uri).Rows
 	seen := map[int64]bool{}
 	for _, r := range rows {
 		offF, _ := r[scenario.OffsetColumn].(float64)

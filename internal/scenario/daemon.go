@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,21 +228,11 @@ type DeltaRSTable struct {
 	RowsError string           `json:"rowsError"`
 }
 
-// DeltaRS reads the table at uri with delta-rs (scripts/deltars.py run by
-// python, with env for its S3 settings; nil: this process's). A table
+// DeltaRS reads the table at uri with delta-rs (scripts/deltars.py, with env for its S3 settings; nil: this process's). A table
 // delta-rs cannot read fails the test.
-func DeltaRS(t testing.TB, python string, env []string, uri string) DeltaRSTable {
+func DeltaRS(t testing.TB, env []string, uri string) DeltaRSTable {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join(RepoRoot(t), "scripts", "deltars.py"), "read", uri, "--rows")
-	cmd.Env = env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("scenario: deltars.py read %s: %v\n%s", uri, err, stderr.String())
-	}
+	out := testenv.DeltaRS(t, env, "read", uri, "--rows")
 	var res DeltaRSTable
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("scenario: deltars.py read %s: %v", uri, err)

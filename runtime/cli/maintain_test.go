@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,14 +178,7 @@ func TestOptimizeThenVacuum(t *testing.T) {
 	}
 
 	// delta-rs reads the same rows.
-	py := testenv.Python(t)
-	cmd := exec.CommandContext(t.Context(), py, "../../scripts/deltars.py", "read", dir, "--rows")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	raw, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("delta-rs: %v\n%s", err, stderr.String())
-	}
+	raw := testenv.DeltaRS(t, nil, "read", dir, "--rows")
 	var view struct {
 		Files []json.RawMessage `json:"files"`
 		Rows  []map[string]any  `json:"rows"`
