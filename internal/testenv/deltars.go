@@ -15,7 +15,7 @@ import (
 // Python of [Python] and env (nil: this process's) and returns its stdout.
 // deltalake 1.6.6's native code sometimes crashes (SIGSEGV, or abort with
 // "terminate called without an active exception"); a crashed oracle is no
-// verdict, so it is run again, up to three times. Any other failure fails
+// verdict, so it is run again, up to four times in all. Any other failure fails
 // the test with the oracle's stderr.
 func DeltaRS(t testing.TB, env []string, args ...string) []byte {
 	t.Helper()
@@ -29,12 +29,13 @@ func DeltaRS(t testing.TB, env []string, args ...string) []byte {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
+		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil {
 			return out
 		}
 		var ee *exec.ExitError
-		if errors.As(err, &ee) && !ee.Exited() && ctx.Err() == nil && attempt < 3 {
+		if errors.As(err, &ee) && !ee.Exited() && !timedOut && attempt < 4 {
 			t.Logf("delta-rs %v crashed (%v); running it again", args, err)
 			continue
 		}
