@@ -292,19 +292,27 @@ func (p *partMapper) mapBatch(b kafka.Batch) {
 
 // progressLoop prints a progress line every 100 ms until stopped.
 func progressLoop(out *childOut, counts func() (done, committed int64)) (stop func()) {
+	return every(100*time.Millisecond, func() {
+		d, c := counts()
+		out.printf("progress %d %d %d %d\n", time.Now().UnixNano(), d, c, goHeapBytes())
+	})
+}
+
+// every calls f every d in its own goroutine until stop, which returns
+// once f has run for the last time.
+func every(d time.Duration, f func()) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				d, c := counts()
-				out.printf("progress %d %d %d %d\n", time.Now().UnixNano(), d, c, goHeapBytes())
+				f()
 			}
 		}
 	}()
@@ -488,27 +496,14 @@ func natsDirFor(dir, stage string) string { return filepath.Join(dir, "nats-"+st
 // peakHeapProfile writes the heap profile to path each time the Go heap
 // passes its previous peak by 10%, so the file shows what was live then.
 func peakHeapProfile(path string) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var peak int64
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if h := goHeapBytes(); h > peak+peak/10 {
-				peak = h
-				if f, err := os.Create(path); err == nil {
-					rtpprof.Lookup("heap").WriteTo(f, 0)
-					f.Close()
-				}
+	var peak int64
+	return every(100*time.Millisecond, func() {
+		if h := goHeapBytes(); h > peak+peak/10 {
+			peak = h
+			if f, err := os.Create(path); err == nil {
+				rtpprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
 			}
 		}
-	}()
-	return func() { cancel(); <-finished }
+	})
 }
