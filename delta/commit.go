@@ -36,11 +36,9 @@ func (t *Table) Create(ctx context.Context, schema *StructType, partitionColumns
 			return nil, fmt.Errorf("create table: partition column %q is not in the schema", c)
 		}
 	}
+	// Spark's and delta-rs's default; commit raises it to reader 3 /
+	// writer 7 with just the features the schema needs (timestamp_ntz).
 	proto := &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
-	if usesType(schema, TimestampNTZ) {
-		proto = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-			ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}
-	}
 	created := t.now().UnixMilli()
 	meta := &Metadata{
 		ID:               uuid.NewString(),
@@ -93,6 +91,10 @@ func usesType(t DataType, want PrimitiveType) bool {
 // next version. A write whose outcome is unknown is resolved by reading the
 // log, never by blind retry.
 //
+// A commit that changes metaData also carries the protocol the new metadata
+// needs (a timestamp_ntz column needs reader 3 / writer 7, for example): see
+// requiredProtocol.
+//
 // On success s has advanced to the new version (including the concurrent
 // commits it absorbed) and the version is returned. On a conflict s has
 // advanced to the winning commit; re-read what the commit depends on.
@@ -113,6 +115,10 @@ type commitPlan struct {
 }
 
 func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Operation, attempts int) (int64, error) {
+	actions, err := withRequiredProtocol(s, actions)
+	if err != nil {
+		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+	}
 	plan, blind, err := checkActions(s, actions)
 	if err != nil {
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)

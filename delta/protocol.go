@@ -1,0 +1,209 @@
+package delta
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
+
+// tableFeature is one table feature this library can recognise in a
+// metaData action: the legacy protocol versions that implied it before table
+// features existed (0: none; reader features only) and when the metadata
+// makes it active (PROTOCOL.md "Active Features").
+type tableFeature struct {
+	name         string
+	legacyReader int32 // reader version that implies it; 0 for writer-only features
+	legacyWriter int32 // writer version that implies it; 0 when only reader 3 / writer 7 can
+	reader       bool  // a reader feature (listed in readerFeatures and writerFeatures)
+	active       func(m *Metadata, schema *StructType) bool
+}
+
+// tableFeatures are the features a metaData change can make active, with the
+// legacy versions PROTOCOL.md "Writer Version Requirements" and "Reader
+// Version Requirements" give them.
+var tableFeatures = []tableFeature{
+	{name: "appendOnly", legacyWriter: 2, active: func(m *Metadata, _ *StructType) bool {
+		return strings.EqualFold(m.Configuration["delta.appendOnly"], "true")
+	}},
+	{name: "invariants", legacyWriter: 2, active: func(_ *Metadata, s *StructType) bool {
+		return fieldMetadataHas(s, "delta.invariants")
+	}},
+	{name: "checkConstraints", legacyWriter: 3, active: func(m *Metadata, _ *StructType) bool {
+		for k := range m.Configuration {
+			if strings.HasPrefix(k, "delta.constraints.") {
+				return true
+			}
+		}
+		return false
+	}},
+	{name: "changeDataFeed", legacyWriter: 4, active: func(m *Metadata, _ *StructType) bool {
+		return strings.EqualFold(m.Configuration["delta.enableChangeDataFeed"], "true")
+	}},
+	{name: "generatedColumns", legacyWriter: 4, active: func(_ *Metadata, s *StructType) bool {
+		return fieldMetadataHas(s, "delta.generationExpression")
+	}},
+	{name: "columnMapping", legacyReader: 2, legacyWriter: 5, reader: true, active: func(m *Metadata, _ *StructType) bool {
+		mode := m.Configuration["delta.columnMapping.mode"]
+		return mode != "" && mode != "none"
+	}},
+	{name: "identityColumns", legacyWriter: 6, active: func(_ *Metadata, s *StructType) bool {
+		return fieldMetadataHas(s, "delta.identity.start")
+	}},
+	{name: "timestampNtz", reader: true, active: func(_ *Metadata, s *StructType) bool {
+		return usesType(s, TimestampNTZ)
+	}},
+}
+
+// fieldMetadataHas reports whether any field, at any depth, has key in its
+// metadata.
+func fieldMetadataHas(t DataType, key string) bool {
+	quoted := []byte(`"` + key + `"`)
+	switch t := t.(type) {
+	case *StructType:
+		for _, f := range t.Fields {
+			if bytes.Contains(f.Metadata, quoted) || fieldMetadataHas(f.Type, key) {
+				return true
+			}
+		}
+	case *ArrayType:
+		return fieldMetadataHas(t.ElementType, key)
+	case *MapType:
+		return fieldMetadataHas(t.KeyType, key) || fieldMetadataHas(t.ValueType, key)
+	}
+	return false
+}
+
+// supports reports whether p supports f: listed as a table feature at
+// reader 3 / writer 7, or implied by a legacy version below them.
+func (p *Protocol) supports(f *tableFeature) bool {
+	return p.writerSupports(f) && (!f.reader || p.readerSupports(f))
+}
+
+func (p *Protocol) writerSupports(f *tableFeature) bool {
+	if p.MinWriterVersion == 7 {
+		return slices.Contains(p.WriterFeatures, f.name)
+	}
+	return f.legacyWriter > 0 && p.MinWriterVersion >= f.legacyWriter
+}
+
+func (p *Protocol) readerSupports(f *tableFeature) bool {
+	if p.MinReaderVersion == 3 {
+		return slices.Contains(p.ReaderFeatures, f.name)
+	}
+	return f.legacyReader > 0 && p.MinReaderVersion >= f.legacyReader
+}
+
+// legacyFeatures are the features a protocol below reader 3 / writer 7
+// implies by its versions alone.
+func (p *Protocol) legacyFeatures() (reader, writer []string) {
+	for i := range tableFeatures {
+		f := &tableFeatures[i]
+		if p.MinWriterVersion < 7 && p.writerSupports(f) {
+			writer = append(writer, f.name)
+		}
+		if f.reader && p.MinReaderVersion < 3 && p.readerSupports(f) {
+			reader = append(reader, f.name)
+			writer = append(writer, f.name) // reader features are writer features too
+		}
+	}
+	return reader, writer
+}
+
+// requiredProtocol returns the protocol a commit carrying meta must leave the
+// table with, given its current protocol cur, and whether that differs from
+// cur. Readers refuse a table whose metadata uses a feature its protocol does
+// not support (delta-kernel rejects a timestamp_ntz column at reader 1), so a
+// metaData change that activates a feature must upgrade the protocol in the
+// same commit.
+//
+// The upgrade goes to writer 7 (and reader 3 when a reader feature is
+// needed) and, as PROTOCOL.md "Table Features for New and Existing Tables"
+// requires of an existing table, keeps every feature the old versions
+// implied, since the table's history may use them. A new table (history
+// false) has no history, so it gets only the features its metadata uses.
+func requiredProtocol(cur *Protocol, meta *Metadata, history bool) (*Protocol, bool, error) {
+	schema, err := meta.Schema()
+	if err != nil {
+		return nil, false, err
+	}
+	var active []*tableFeature
+	upgrade := false
+	for i := range tableFeatures {
+		if f := &tableFeatures[i]; f.active(meta, schema) {
+			active = append(active, f)
+			upgrade = upgrade || !cur.supports(f)
+		}
+	}
+	if !upgrade {
+		return cur, false, nil
+	}
+	// At writer 7 only the listed features are supported: list every
+	// active one, not just those the old protocol lacked.
+	next := &Protocol{MinReaderVersion: cur.MinReaderVersion, MinWriterVersion: 7}
+	var readerFeatures, writerFeatures []string
+	if history {
+		readerFeatures, writerFeatures = cur.legacyFeatures()
+	}
+	readerFeatures = append(readerFeatures, cur.ReaderFeatures...)
+	writerFeatures = append(writerFeatures, cur.WriterFeatures...)
+	for _, f := range active {
+		writerFeatures = append(writerFeatures, f.name)
+		if f.reader {
+			readerFeatures = append(readerFeatures, f.name)
+			if !cur.readerSupports(f) {
+				next.MinReaderVersion = 3
+			}
+		}
+	}
+	if next.MinReaderVersion == 3 {
+		slices.Sort(readerFeatures)
+		next.ReaderFeatures = slices.Compact(readerFeatures)
+	}
+	slices.Sort(writerFeatures)
+	next.WriterFeatures = slices.Compact(writerFeatures)
+	return next, true, nil
+}
+
+// withRequiredProtocol checks a commit's metaData action, if any, against
+// the protocol the table will have after it (the commit's own protocol
+// action, else the snapshot's) and returns the actions with the protocol
+// upgraded where the metadata needs it: the upgraded protocol replaces the
+// commit's protocol action, or is added before the metaData action. A
+// protocol this library could not then write is refused.
+func withRequiredProtocol(s *Snapshot, actions []Action) ([]Action, error) {
+	metaAt, protoAt := -1, -1
+	for i := range actions {
+		switch {
+		case actions[i].MetaData != nil:
+			metaAt = i
+		case actions[i].Protocol != nil:
+			protoAt = i
+		}
+	}
+	if metaAt < 0 {
+		return actions, nil
+	}
+	cur := s.protocol // nil only for a new table, whose commit carries its protocol
+	if protoAt >= 0 {
+		cur = actions[protoAt].Protocol
+	}
+	next, changed, err := requiredProtocol(cur, actions[metaAt].MetaData, s.version >= 0)
+	if err != nil || !changed {
+		return actions, err
+	}
+	var unsupported []string
+	for _, f := range next.WriterFeatures {
+		if !writeFeatures[f] {
+			unsupported = append(unsupported, f)
+		}
+	}
+	if len(unsupported) > 0 {
+		return nil, &UnsupportedError{Write: true, Version: 7, Features: unsupported}
+	}
+	out := slices.Clone(actions)
+	if protoAt >= 0 {
+		out[protoAt] = Action{Protocol: next}
+		return out, nil
+	}
+	return slices.Insert(out, metaAt, Action{Protocol: next}), nil
+}
