@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,6 +125,7 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
 	}
 	info := t.commitInfo(s, actions, op, blind)
+	actions = stampTxns(actions, info.Timestamp)
 	data, err := EncodeActions(append([]Action{{CommitInfo: info}}, actions...))
 	if err != nil {
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
@@ -187,6 +189,25 @@ func (t *Table) tryCommit(ctx context.Context, v int64, data []byte) (ours bool,
 			return false, fmt.Errorf("outcome unknown: put: %w; read back: %w", err, gerr)
 		}
 	}
+}
+
+// stampTxns sets lastUpdated (ms) on every txn action that lacks it: a txn
+// without one never expires under delta.setTransactionRetentionDuration, so
+// the property would not mean what the table says for it.
+func stampTxns(actions []Action, ms int64) []Action {
+	unstamped := func(a Action) bool { return a.Txn != nil && a.Txn.LastUpdated == nil }
+	if !slices.ContainsFunc(actions, unstamped) {
+		return actions
+	}
+	out := slices.Clone(actions) // the caller's actions stay as they were
+	for i, a := range out {
+		if unstamped(a) {
+			txn := *a.Txn
+			txn.LastUpdated = &ms
+			out[i] = Action{Txn: &txn}
+		}
+	}
+	return out
 }
 
 // conflict checks one winning commit against our plan (DELTA-NOTES §8).

@@ -152,8 +152,37 @@ func (s *Snapshot) Txns() map[string]int64 {
 }
 
 func (s *Snapshot) txnExpired(t Txn, now time.Time) bool {
-	ret, ok := s.duration("delta.setTransactionRetentionDuration", 0)
+	ret, ok := s.duration(txnRetentionKey, 0)
 	return ok && t.LastUpdated != nil && *t.LastUpdated < now.Add(-ret).UnixMilli()
+}
+
+// txnRetentionKey is the table property after which a txn not updated is
+// forgotten (Spark and delta-kernel drop it from snapshots and checkpoints).
+const txnRetentionKey = "delta.setTransactionRetentionDuration"
+
+// StaleTxns returns, for each of appIDs whose txn is older than half of
+// delta.setTransactionRetentionDuration at now (but not yet expired), the
+// same txn with LastUpdated set to now. An application that commits nothing
+// for longer than the retention would have its version forgotten, and its
+// next start would redo what it already committed; committing these keeps
+// its version alive. Nil when the table sets no retention.
+func (s *Snapshot) StaleTxns(appIDs []string, now time.Time) []Txn {
+	ret, ok := s.duration(txnRetentionKey, 0)
+	if !ok {
+		return nil
+	}
+	refreshBefore := now.Add(-ret / 2).UnixMilli()
+	ms := now.UnixMilli()
+	var out []Txn
+	for _, id := range appIDs {
+		t, ok := s.txns[id]
+		if !ok || t.LastUpdated == nil || *t.LastUpdated >= refreshBefore || s.txnExpired(t, now) {
+			continue
+		}
+		t.LastUpdated = &ms
+		out = append(out, t)
+	}
+	return out
 }
 
 // DomainMetadata returns the live domain metadata, sorted by domain.
