@@ -353,11 +353,15 @@ func (c *committer) commitRound(ctx actor.Context) {
 		}
 		c.cfg.health.Recover("nats")
 	}
-	if r.empty() {
+	refresh := c.staleTxns(r)
+	if r.empty() && len(refresh) == 0 {
 		c.finishRound(ctx, nil)
 		return
 	}
 	actions, rows, bytes := r.commitActions(c.cfg.app, time.Now())
+	for i := range refresh {
+		actions = append(actions, delta.Action{Txn: &refresh[i]})
+	}
 	op := delta.Operation{
 		Name:       "STREAMING UPDATE",
 		Parameters: map[string]any{"outputMode": "Append", "queryId": c.cfg.app, "epochId": fmt.Sprint(r.epoch)},
@@ -409,6 +413,26 @@ func (c *committer) movedPartitions(r *round) []int32 {
 	}
 	slices.Sort(moved)
 	return moved
+}
+
+// staleTxns are the txns of the owned partitions this epoch does not
+// advance that are past half of the table's delta.setTransactionRetentionDuration,
+// refreshed (same version, lastUpdated now). Committed with the epoch, or
+// alone when the epoch is empty, they keep an idle partition's offset from
+// expiring: forgotten, the partition would be read again from its start
+// offset and its records committed twice. A partition whose txn another
+// writer moved since we began reading it is not ours to refresh.
+func (c *committer) staleTxns(r *round) []delta.Txn {
+	advanced := r.offsets()
+	owned := c.partitions()
+	table := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, owned)
+	var ids []string
+	for _, p := range owned {
+		if _, ok := advanced[p]; !ok && table[p] == c.base[p] {
+			ids = append(ids, TxnAppID(c.cfg.app, c.cfg.topic, p))
+		}
+	}
+	return c.snap.StaleTxns(ids, time.Now())
 }
 
 // afterCommit does what follows a commit: checkpoint, KV mirror, Kafka
