@@ -63,9 +63,10 @@ func (r *Rule) matches(op Op, keys []string) bool {
 // straight through. It is safe for concurrent use.
 type Faulty struct {
 	Store
-	mu     sync.Mutex
-	rules  []*Rule
-	before func(op Op, key string) error
+	mu        sync.Mutex
+	rules     []*Rule
+	before    func(op Op, key string) error
+	nonAtomic bool
 }
 
 // NewFaulty wraps s with no rules.
@@ -79,11 +80,20 @@ func (f *Faulty) Fail(r Rule) {
 	f.rules = append(f.rules, &r)
 }
 
-// Reset removes all rules and the Before hook.
+// Reset removes all rules, the Before hook and IgnorePutIfAbsent.
 func (f *Faulty) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rules, f.before = nil, nil
+	f.rules, f.before, f.nonAtomic = nil, nil, false
+}
+
+// IgnorePutIfAbsent makes PutIfAbsent overwrite like Put, as an
+// S3-compatible server does that ignores If-None-Match: the store then
+// breaks the one guarantee Delta commits rest on. false restores it.
+func (f *Faulty) IgnorePutIfAbsent(ignore bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nonAtomic = ignore
 }
 
 // Before sets a hook called at the start of every call (Delete: once per key;
@@ -188,6 +198,12 @@ func (f *Faulty) Put(ctx context.Context, key string, data []byte) error {
 
 // PutIfAbsent implements Store.
 func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	f.mu.Lock()
+	nonAtomic := f.nonAtomic
+	f.mu.Unlock()
+	if nonAtomic {
+		return f.write(OpPutIfAbsent, func() error { return f.Store.Put(ctx, key, data) }, key)
+	}
 	return f.write(OpPutIfAbsent, func() error { return f.Store.PutIfAbsent(ctx, key, data) }, key)
 }
 

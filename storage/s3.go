@@ -169,6 +169,10 @@ func (s *S3) GoString() string { return "storage.S3(" + s.URI() + ")" }
 // Client is the underlying minio-go client, for tests and admin tasks.
 func (s *S3) Client() *minio.Client { return s.client }
 
+// Endpoint is the server's URL (scheme://host:port), without credentials:
+// the URI names only the bucket, and errors about the server name this.
+func (s *S3) Endpoint() string { return s.client.EndpointURL().String() }
+
 func (s *S3) name(op, key string) (string, error) {
 	if err := CheckKey(key); err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
