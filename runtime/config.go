@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,10 @@ type StorageConfig struct {
 	// CAFile is a PEM bundle of the CAs to trust for HTTPS instead of the
 	// system pool. Default: none.
 	CAFile string `yaml:"ca_file"`
+	// SingleWriter lets deltaflow write a table whose store does not honour
+	// put-if-absent (see CheckAtomicCommits), on the promise that no other
+	// process ever writes it. Default false: such a store is refused.
+	SingleWriter bool `yaml:"single_writer"`
 }
 
 // FlushConfig is the `flush` section: when an epoch is committed.
@@ -183,6 +188,14 @@ var envOverrides = []struct {
 	{"MINIO_ACCESS_KEY", "storage.access_key", func(c *Config, v string) error { c.Storage.AccessKey = v; return nil }},
 	{"MINIO_SECRET_KEY", "storage.secret_key", func(c *Config, v string) error { c.Storage.SecretKey = kafka.Secret(v); return nil }},
 	{"MINIO_CA_FILE", "storage.ca_file", func(c *Config, v string) error { c.Storage.CAFile = v; return nil }},
+	{SingleWriterEnv, "storage.single_writer", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", SingleWriterEnv, err)
+		}
+		c.Storage.SingleWriter = b
+		return nil
+	}},
 	{"NATS_URL", "nats.url", func(c *Config, v string) error { c.NATS.URL = v; return nil }},
 	{"DELTAFLOW_TABLE_URI", "table.uri", func(c *Config, v string) error { c.Table.URI = v; return nil }},
 	{"DELTAFLOW_LOG_LEVEL", "log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
@@ -479,12 +492,12 @@ func parseLevel(s string) (slog.Level, error) {
 func (c Config) String() string {
 	t, s := c.Table, c.Storage
 	return fmt.Sprintf("table{uri=%s name=%s app_id=%s partition_columns=%v mode=%s max_record_bytes=%s columns=%d checkpoint_interval=%d compression=%s}\n"+
-		"storage{endpoint=%s access_key=%s secret_key=%s region=%s secure=%s ca_file=%s}\n%s\nnats%s\n"+
+		"storage{endpoint=%s access_key=%s secret_key=%s region=%s secure=%s ca_file=%s single_writer=%t}\n%s\nnats%s\n"+
 		"flush{interval=%s max_bytes=%s row_group_rows=%d}\nbackpressure{memory_budget=%s max_unfinished_epochs=%d}\n"+
 		"http{listen=%s}\nlog{level=%s format=%s}\n"+
 		"maintenance{optimize_every=%s optimize_target_size=%s vacuum_every=%s vacuum_retain=%s}",
 		t.URI, t.Name, t.AppID, t.PartitionColumns, t.Mode, t.MaxRecordBytes, len(t.Columns), t.CheckpointInterval, t.Compression,
-		s.Endpoint, s.AccessKey, s.SecretKey, s.Region, boolPtr(s.Secure), s.CAFile, c.Kafka.String(), c.NATS.String(),
+		s.Endpoint, s.AccessKey, s.SecretKey, s.Region, boolPtr(s.Secure), s.CAFile, s.SingleWriter, c.Kafka.String(), c.NATS.String(),
 		c.Flush.Interval, c.Flush.MaxBytes, c.Flush.RowGroupRows, c.Backpressure.MemoryBudget, c.Backpressure.MaxUnfinishedEpochs,
 		c.HTTP.Listen, c.Log.Level, c.Log.Format,
 		c.Maintenance.OptimizeEvery, c.Maintenance.OptimizeTargetSize, c.Maintenance.VacuumEvery, c.Maintenance.VacuumRetain)
@@ -499,7 +512,8 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Group("table", "uri", t.URI, "name", t.Name, "app_id", t.AppID, "partition_columns", t.PartitionColumns,
 			"mode", string(t.Mode), "columns", len(t.Columns), "compression", t.Compression),
-		slog.Group("storage", "endpoint", s.Endpoint, "access_key", s.AccessKey, "secret_key", s.SecretKey, "region", s.Region, "ca_file", s.CAFile),
+		slog.Group("storage", "endpoint", s.Endpoint, "access_key", s.AccessKey, "secret_key", s.SecretKey, "region", s.Region, "ca_file", s.CAFile,
+			"single_writer", s.SingleWriter),
 		slog.Any("kafka", c.Kafka),
 		slog.Any("nats", c.NATS),
 		slog.Group("flush", "interval", c.Flush.Interval, "max_bytes", c.Flush.MaxBytes.String()),

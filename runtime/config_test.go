@@ -126,15 +126,17 @@ func TestEnvOverrides(t *testing.T) {
 		"DELTAFLOW_LOG_LEVEL":   "warn",
 		"DELTAFLOW_HTTP_LISTEN": "0.0.0.0:9090",
 		"FLUSH_INTERVAL":        "15s",
+		SingleWriterEnv:         "true",
 	})
 	cfg, err := Load("testdata/full.good.yaml", env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := []any{cfg.Kafka.Brokers, cfg.Kafka.Topic, cfg.Kafka.Group, cfg.Storage.Endpoint, cfg.Storage.AccessKey,
-		string(cfg.Storage.SecretKey), cfg.NATS.URL, cfg.Table.URI, cfg.Log.Level, cfg.HTTP.Listen, cfg.Flush.Interval}
+		string(cfg.Storage.SecretKey), cfg.NATS.URL, cfg.Table.URI, cfg.Log.Level, cfg.HTTP.Listen, cfg.Flush.Interval,
+		cfg.Storage.SingleWriter}
 	want := []any{[]string{"k1:9092", "k2:9092"}, "other-topic", "g2", "minio2:9000", "ak",
-		"env-secret-000", "nats://n2:4222", "s3://lake2/t", "warn", "0.0.0.0:9090", 15 * time.Second}
+		"env-secret-000", "nats://n2:4222", "s3://lake2/t", "warn", "0.0.0.0:9090", 15 * time.Second, true}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("overrides:\n got %v\nwant %v", got, want)
 	}
@@ -150,6 +152,9 @@ func TestEnvOverrides(t *testing.T) {
 	}
 	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "often"})); err == nil || !strings.Contains(err.Error(), "FLUSH_INTERVAL") {
 		t.Errorf("FLUSH_INTERVAL=often: %v", err)
+	}
+	if _, err := Load("", envMap(map[string]string{SingleWriterEnv: "maybe"})); err == nil || !strings.Contains(err.Error(), SingleWriterEnv) {
+		t.Errorf("%s=maybe: %v", SingleWriterEnv, err)
 	}
 }
 

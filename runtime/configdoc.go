@@ -39,6 +39,7 @@ var fieldDocs = map[string]fieldDoc{
 	"storage.region":                     {doc: "S3 region (optional).", def: "$AWS_REGION"},
 	"storage.secure":                     {doc: "Use HTTPS; unset lets the endpoint's scheme decide (plain host:port is HTTP).", def: "auto"},
 	"storage.ca_file":                    {doc: "PEM CA bundle to trust for HTTPS instead of the system pool (a MinIO with a private CA).", def: "—"},
+	"storage.single_writer":              {doc: "Write even when the store does not honour put-if-absent (an S3-compatible server that ignores `If-None-Match`), which every start checks: only safe when no other process ever writes the table, since two writers could then overwrite one version. The table commands take `--single-writer`.", def: "false"},
 	"kafka.brokers":                      {doc: "Seed brokers, `host:port`."},
 	"kafka.topic":                        {doc: "Topic to read."},
 	"kafka.group":                        {doc: "Consumer group (assignment in mode group; offsets for lag tools always)."},

@@ -109,6 +109,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return fmt.Errorf("open table storage: %w", err)
 	}
+	if err := CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
+		return err
+	}
 	tbl := delta.NewTable(store)
 	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
 	if err != nil {

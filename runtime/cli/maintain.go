@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	optimizeUsage = "--table URI [--where PARTITION-FILTER] [--target-size SIZE] [--dry-run]"
-	vacuumUsage   = "--table URI [--retain DURATION] [--dry-run] [--force]"
+	optimizeUsage = "--table URI [--where PARTITION-FILTER] [--target-size SIZE] [--dry-run] [--single-writer]"
+	vacuumUsage   = "--table URI [--retain DURATION] [--dry-run] [--force] [--single-writer]"
 )
 
 func optimizeCommand() *Command {
@@ -34,6 +34,7 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 	fs := newFlagSet("optimize", optimizeUsage, out.Stderr)
 	var tf tableFlags
 	tf.register(fs, false)
+	tf.registerWriter(fs)
 	where := fs.String("where", "", "compact only partitions matching this `filter` on partition columns, e.g. \"date >= '2024-06-01'\"")
 	targetFlag := fs.String("target-size", "128MiB", "`size` compacted files aim for; files this big are left alone")
 	dryRun := fs.Bool("dry-run", false, "show the plan without writing anything")
@@ -46,7 +47,7 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 	if err != nil || target <= 0 {
 		return usagef("--target-size %q: want a positive size such as 128MiB", *targetFlag)
 	}
-	tbl, snap, err := tf.snapshot(ctx)
+	tbl, snap, err := tf.writable(ctx, out.Stderr, *dryRun)
 	if err != nil {
 		return err
 	}
@@ -138,6 +139,7 @@ func runVacuum(ctx context.Context, out IO, args []string) error {
 	fs := newFlagSet("vacuum", vacuumUsage, out.Stderr)
 	var tf tableFlags
 	tf.register(fs, false)
+	tf.registerWriter(fs)
 	retainFlag := fs.String("retain", "720h", "keep files removed less than this `duration` ago (Go duration or days, e.g. 30d)")
 	dryRun := fs.Bool("dry-run", false, "list the files that would be deleted; delete nothing")
 	force := fs.Bool("force", false, "allow a retention shorter than the table's delta.deletedFileRetentionDuration (default 168h)")
@@ -150,7 +152,7 @@ func runVacuum(ctx context.Context, out IO, args []string) error {
 	if err != nil {
 		return usagef("--retain: %v", err)
 	}
-	tbl, snap, err := tf.snapshot(ctx)
+	tbl, snap, err := tf.writable(ctx, out.Stderr, *dryRun)
 	if err != nil {
 		return err
 	}

@@ -4,18 +4,24 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/runtime"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
 // tableFlags are the flags every table command takes: the table URI and the
 // S3 settings (which default to MINIO_* / AWS_* environment variables).
 type tableFlags struct {
-	uri     string
-	version int64
-	s3      storage.Options
+	uri          string
+	version      int64
+	s3           storage.Options
+	singleWriter bool
 }
 
 func (f *tableFlags) register(fs *flag.FlagSet, withVersion bool) {
@@ -29,6 +35,34 @@ func (f *tableFlags) register(fs *flag.FlagSet, withVersion bool) {
 	if withVersion {
 		fs.Int64Var(&f.version, "version", -1, "read the table as of this `version` (default: latest)")
 	}
+}
+
+// registerWriter adds the flags of commands that write the table.
+func (f *tableFlags) registerWriter(fs *flag.FlagSet) {
+	fs.BoolVar(&f.singleWriter, "single-writer", false, "write even if the store does not honour put-if-absent; only safe when nothing else writes the table (default $"+runtime.SingleWriterEnv+")")
+}
+
+// writable opens the latest table for writing: a store whose put-if-absent
+// is not atomic is refused unless --single-writer (or $DELTAFLOW_SINGLE_WRITER)
+// says this is the only writer. A dry run writes nothing, so its store is
+// not probed.
+func (f *tableFlags) writable(ctx context.Context, stderr io.Writer, dryRun bool) (*delta.Table, *delta.Snapshot, error) {
+	single := f.singleWriter
+	if v := os.Getenv(runtime.SingleWriterEnv); v != "" && !single {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, nil, usagef("$%s: %v", runtime.SingleWriterEnv, err)
+		}
+		single = b
+	}
+	tbl, s, err := f.snapshot(ctx)
+	if err != nil || dryRun {
+		return tbl, s, err
+	}
+	if err := runtime.CheckAtomicCommits(ctx, tbl.Store(), single, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+		return nil, nil, err
+	}
+	return tbl, s, nil
 }
 
 // open opens the table store.
