@@ -140,8 +140,10 @@ func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
 }
 
 // Txns returns appId → latest version for every unexpired txn.
-func (s *Snapshot) Txns() map[string]int64 {
-	now := time.Now()
+func (s *Snapshot) Txns() map[string]int64 { return s.txnVersions(time.Now()) }
+
+// txnVersions returns appId → latest version for every txn unexpired at now.
+func (s *Snapshot) txnVersions(now time.Time) map[string]int64 {
 	out := make(map[string]int64, len(s.txns))
 	for id, t := range s.txns {
 		if !s.txnExpired(t, now) {

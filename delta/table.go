@@ -355,12 +355,31 @@ func (t *Table) listCommits(ctx context.Context) (*logListing, []int64, error) {
 	return l, slices.Sorted(maps.Keys(l.commits)), nil
 }
 
-// Checkpoint writes a checkpoint of s (at s.Version) and then _last_checkpoint.
+// Checkpoint writes the checkpoint of version s.Version() and then
+// _last_checkpoint. The checkpoint is built from the log as stored (the
+// newest checkpoint and the commits after it, read back), never from s
+// itself: a checkpoint replaces the commits before it, which log cleanup then
+// deletes, so a commit that s holds differently from the log (a write lost
+// to a store whose put-if-absent overwrote it, a foreign commit absorbed
+// wrongly) would otherwise be checkpointed away for good. When s differs
+// from the log, s takes the log's state and the error wraps
+// ErrSnapshotDiverged; the checkpoint is written all the same.
 func (t *Table) Checkpoint(ctx context.Context, s *Snapshot) error {
-	if _, err := WriteCheckpoint(ctx, t.store, s.version, s.CheckpointActions(t.now())); err != nil {
+	stored, err := t.SnapshotAt(ctx, s.version)
+	if err != nil {
+		return fmt.Errorf("checkpoint version %d: read the log: %w", s.version, err)
+	}
+	now := t.now()
+	if _, err := WriteCheckpoint(ctx, t.store, s.version, stored.CheckpointActions(now)); err != nil {
 		return fmt.Errorf("checkpoint version %d: %w", s.version, err)
 	}
+	stored.checkpointVersion = s.version
+	diff := s.divergence(stored, now)
 	s.checkpointVersion = s.version
+	if diff != "" {
+		*s = *stored
+		return fmt.Errorf("checkpoint version %d: %w: %s; the checkpoint holds the log's state", stored.version, ErrSnapshotDiverged, diff)
+	}
 	return nil
 }
 
