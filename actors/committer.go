@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -395,7 +396,35 @@ func (c *committer) commitRound(ctx actor.Context) {
 		c.base[p] = off + 1
 	}
 	c.afterCommit(r, version, rows, bytes, time.Since(start))
+	if err := c.checkpoint(version); err != nil {
+		// The snapshot now holds the log's state, which is not what this
+		// writer committed: re-read every partition from the log's offsets.
+		c.abort(ctx, err.Error(), true)
+		return
+	}
 	c.finishRound(ctx, nil)
+}
+
+// checkpoint writes the checkpoint of version when one is due. A failure
+// only costs time (the next checkpoint covers it) and is logged; the error
+// returned is the log differing from the snapshot (delta.ErrSnapshotDiverged):
+// a commit of ours was lost or another writer's misread, so the offsets this
+// writer holds cannot be trusted.
+func (c *committer) checkpoint(version int64) error {
+	if !c.snap.CheckpointDue() {
+		return nil
+	}
+	err := c.cfg.table.Checkpoint(c.ctx, c.snap)
+	switch {
+	case errors.Is(err, delta.ErrSnapshotDiverged):
+		c.cfg.logger.Error("the log differs from what this writer committed (another writer on a store without "+
+			"atomic put-if-absent?); checkpoint written from the log", "version", version, "err", err)
+	case err != nil:
+		c.cfg.logger.Warn("checkpoint failed; the next one will cover it", "version", version, "err", err)
+		return nil
+	}
+	c.cfg.outbox.Publish(&bridge.CheckpointEvent{Version: version})
+	return err
 }
 
 // movedPartitions returns the partitions of the epoch whose committed offset
@@ -435,8 +464,8 @@ func (c *committer) staleTxns(r *round) []delta.Txn {
 	return c.snap.StaleTxns(ids, time.Now())
 }
 
-// afterCommit does what follows a commit: checkpoint, KV mirror, Kafka
-// group offsets, event and metrics. None of it affects correctness.
+// afterCommit does what follows a commit: KV mirror, Kafka group offsets,
+// events and metrics. None of it affects correctness.
 func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.Duration) {
 	m := c.cfg.metrics
 	m.Commits.Inc()
@@ -446,13 +475,6 @@ func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.
 	m.CommitLatency.Observe(took.Seconds())
 	m.EpochDuration.Observe(time.Since(r.started).Seconds())
 	m.TableVersion.Set(float64(version))
-	if c.snap.CheckpointDue() {
-		if err := c.cfg.table.Checkpoint(c.ctx, c.snap); err != nil {
-			c.cfg.logger.Warn("checkpoint failed; the next one will cover it", "version", version, "err", err)
-		} else {
-			c.cfg.outbox.Publish(&bridge.CheckpointEvent{Version: version})
-		}
-	}
 	offsets := r.offsets()
 	next := make(map[int32]int64, len(offsets))
 	for p, off := range offsets {
