@@ -154,13 +154,19 @@ func (s *Snapshot) txnVersions(now time.Time) map[string]int64 {
 }
 
 func (s *Snapshot) txnExpired(t Txn, now time.Time) bool {
-	ret, ok := s.duration(txnRetentionKey, 0)
+	ret, ok := s.TxnRetention()
 	return ok && t.LastUpdated != nil && *t.LastUpdated < now.Add(-ret).UnixMilli()
 }
 
 // txnRetentionKey is the table property after which a txn not updated is
 // forgotten (Spark and delta-kernel drop it from snapshots and checkpoints).
 const txnRetentionKey = "delta.setTransactionRetentionDuration"
+
+// TxnRetention is delta.setTransactionRetentionDuration; ok is false when
+// the table does not set it (txns never expire).
+func (s *Snapshot) TxnRetention() (d time.Duration, ok bool) {
+	return s.duration(txnRetentionKey, 0)
+}
 
 // StaleTxns returns, for each of appIDs whose txn is older than half of
 // delta.setTransactionRetentionDuration at now (but not yet expired), the
@@ -169,7 +175,7 @@ const txnRetentionKey = "delta.setTransactionRetentionDuration"
 // next start would redo what it already committed; committing these keeps
 // its version alive. Nil when the table sets no retention.
 func (s *Snapshot) StaleTxns(appIDs []string, now time.Time) []Txn {
-	ret, ok := s.duration(txnRetentionKey, 0)
+	ret, ok := s.TxnRetention()
 	if !ok {
 		return nil
 	}

@@ -117,6 +117,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTxnRetention(snap, cfg.Flush.Interval); err != nil {
+		return fmt.Errorf("table %s: %w", store.URI(), err)
+	}
 	ready.tableLoaded.Store(true)
 
 	b, err := bridge.New(ctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))
@@ -250,6 +253,20 @@ func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, chec
 	}
 	logger.Info("table schema evolved", "version", v, "added", added)
 	return snap, nil
+}
+
+// checkTxnRetention refuses a table whose txns expire before the committer
+// can refresh them. An owned partition's txn is re-committed by the first
+// epoch after half of delta.setTransactionRetentionDuration has passed, and
+// epochs start every flush interval; with a retention under twice the
+// interval an idle partition's committed offset could expire first, and its
+// records be read and committed again.
+func checkTxnRetention(snap *delta.Snapshot, flushInterval time.Duration) error {
+	if ret, ok := snap.TxnRetention(); ok && ret <= 2*flushInterval {
+		return fmt.Errorf("delta.setTransactionRetentionDuration %s must be more than twice flush.interval (%s): "+
+			"an idle partition's committed offset would expire before it is refreshed", ret, flushInterval)
+	}
+	return nil
 }
 
 func orAbsent(s string) string {

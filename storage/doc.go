@@ -16,7 +16,8 @@
 //   - PutIfAbsent is atomic: of concurrent callers on one key exactly one
 //     succeeds, the others get [ErrExist]. The Delta log relies on it to commit
 //     versions (on a filesystem by link(2), never rename(2); on S3 by
-//     If-None-Match: *).
+//     If-None-Match: *). Some S3-compatible servers ignore If-None-Match;
+//     [ProbePutIfAbsent] finds them out before anything is written.
 //   - Put and PutStream replace atomically: a reader sees the old object or the
 //     new one, never a partial one.
 //   - List returns keys in ascending byte order; directories are not objects.
