@@ -659,6 +659,21 @@ func TestUserPause(t *testing.T) {
 	h.checkExactlyOnce()
 }
 
+// statsRows is the number of rows in the snapshot's live files, by their
+// stats.
+func statsRows(t *testing.T, s *delta.Snapshot) int64 {
+	t.Helper()
+	var rows int64
+	for _, a := range s.Files() {
+		st, err := delta.ParseStats(a.Stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += st.NumRecords
+	}
+	return rows
+}
+
 // produceTo sends n simulated events to partition p.
 func (h *harness) produceTo(p int32, n int, seed int64) {
 	h.t.Helper()
@@ -724,14 +739,7 @@ func TestForeignCommitOfOwnedPartitionDropsTheEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows int64
-	for _, a := range s.Files() {
-		st, err := delta.ParseStats(a.Stats)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows += st.NumRecords
-	}
+	rows := statsRows(t, s)
 	// 200 of partition 0, and of partition 1 only offsets 30..49.
 	if rows != 220 {
 		t.Fatalf("table holds %d rows, want 220: partition 1's offsets 0..29, committed by the other writer, were committed again", rows)

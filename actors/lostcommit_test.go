@@ -55,14 +55,7 @@ func TestCommitReplacedBehindTheCommitter(t *testing.T) {
 	if s.File("foreign.parquet") == nil {
 		t.Fatal("the other writer's file was checkpointed away")
 	}
-	var rows int64
-	for _, a := range s.Files() {
-		st, err := delta.ParseStats(a.Stats)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows += st.NumRecords
-	}
+	rows := statsRows(t, s)
 	p1Offset, _ := s.TxnVersion(p1)
 	if want := 100 + p1Offset + 1 + 5; rows != want {
 		t.Errorf("table holds %d rows, want %d (partition 0's 100 once, partition 1's, the other writer's 5)", rows, want)

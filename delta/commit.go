@@ -65,24 +65,6 @@ func (t *Table) Create(ctx context.Context, schema *StructType, partitionColumns
 	return s, nil
 }
 
-func usesType(t DataType, want PrimitiveType) bool {
-	switch t := t.(type) {
-	case PrimitiveType:
-		return t == want
-	case *StructType:
-		for _, f := range t.Fields {
-			if usesType(f.Type, want) {
-				return true
-			}
-		}
-	case *ArrayType:
-		return usesType(t.ElementType, want)
-	case *MapType:
-		return usesType(t.KeyType, want) || usesType(t.ValueType, want)
-	}
-	return false
-}
-
 // Commit writes actions as the next version after s, with optimistic
 // concurrency: the commit file is created with put-if-absent, and when
 // another writer took the version, the commits in between are checked.

@@ -50,27 +50,34 @@ var tableFeatures = []tableFeature{
 		return fieldMetadataHas(s, "delta.identity.start")
 	}},
 	{name: "timestampNtz", reader: true, active: func(_ *Metadata, s *StructType) bool {
-		return usesType(s, TimestampNTZ)
+		return anyType(s, func(t DataType) bool { return t == TimestampNTZ })
 	}},
+}
+
+// anyType reports whether match holds for t or for any type nested in it.
+func anyType(t DataType, match func(DataType) bool) bool {
+	if match(t) {
+		return true
+	}
+	switch t := t.(type) {
+	case *StructType:
+		return slices.ContainsFunc(t.Fields, func(f StructField) bool { return anyType(f.Type, match) })
+	case *ArrayType:
+		return anyType(t.ElementType, match)
+	case *MapType:
+		return anyType(t.KeyType, match) || anyType(t.ValueType, match)
+	}
+	return false
 }
 
 // fieldMetadataHas reports whether any field, at any depth, has key in its
 // metadata.
 func fieldMetadataHas(t DataType, key string) bool {
 	quoted := []byte(`"` + key + `"`)
-	switch t := t.(type) {
-	case *StructType:
-		for _, f := range t.Fields {
-			if bytes.Contains(f.Metadata, quoted) || fieldMetadataHas(f.Type, key) {
-				return true
-			}
-		}
-	case *ArrayType:
-		return fieldMetadataHas(t.ElementType, key)
-	case *MapType:
-		return fieldMetadataHas(t.KeyType, key) || fieldMetadataHas(t.ValueType, key)
-	}
-	return false
+	return anyType(t, func(t DataType) bool {
+		st, ok := t.(*StructType)
+		return ok && slices.ContainsFunc(st.Fields, func(f StructField) bool { return bytes.Contains(f.Metadata, quoted) })
+	})
 }
 
 // supports reports whether p supports f: listed as a table feature at

@@ -23,6 +23,8 @@ func ntzSchema() *StructType {
 func TestRequiredProtocol(t *testing.T) {
 	ntz := &Metadata{SchemaString: ntzSchema().SchemaString()}
 	plain := &Metadata{SchemaString: testSchema().SchemaString()}
+	nested := &Metadata{SchemaString: (&StructType{Fields: []StructField{{Name: "times", Nullable: true,
+		Type: &ArrayType{ElementType: TimestampNTZ, ContainsNull: true}}}}).SchemaString()}
 	appendOnly := &Metadata{SchemaString: testSchema().SchemaString(), Configuration: map[string]string{"delta.appendOnly": "true"}}
 	features := func(r, w int32, rf, wf []string) *Protocol {
 		return &Protocol{MinReaderVersion: r, MinWriterVersion: w, ReaderFeatures: rf, WriterFeatures: wf}
@@ -51,6 +53,8 @@ func TestRequiredProtocol(t *testing.T) {
 			features(3, 7, []string{"columnMapping", "timestampNtz"}, []string{"appendOnly", "changeDataFeed", "checkConstraints", "columnMapping", "generatedColumns", "identityColumns", "invariants", "timestampNtz"})},
 		{"features kept", features(3, 7, []string{"deletionVectors"}, []string{"deletionVectors", "domainMetadata"}), ntz, true,
 			features(3, 7, []string{"deletionVectors", "timestampNtz"}, []string{"deletionVectors", "domainMetadata", "timestampNtz"})},
+		{"ntz inside an array", features(1, 2, nil, nil), nested, false,
+			features(3, 7, []string{"timestampNtz"}, []string{"timestampNtz"})},
 		{"ntz already supported", features(3, 7, []string{"timestampNtz"}, []string{"timestampNtz"}), ntz, true, nil},
 		{"writer feature at reader 1", features(1, 7, nil, nil), appendOnly, true, features(1, 7, nil, []string{"appendOnly"})},
 		{"appendOnly at writer 2", features(1, 2, nil, nil), appendOnly, true, nil},
