@@ -9,5 +9,8 @@
 // The package is pure: it knows nothing of actors, Kafka or NATS, and reaches
 // storage only through storage.Store. The rules it follows, with their sources,
 // are in DELTA-NOTES.md; every table it writes must read identically in Spark,
-// delta-rs and DuckDB.
+// delta-rs and DuckDB. Two invariants follow from that: a commit that changes
+// metaData carries the protocol the new metadata needs (see Table.Commit), and
+// a checkpoint holds the log's state as stored, never a snapshot's memory
+// (see Table.Checkpoint).
 package delta
