@@ -224,7 +224,8 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // The whole file is built in memory and stored with one Put, so no reader
 // sees a partial file; two writers racing on the same version write the same
 // state, and the last one wins. _last_checkpoint is written only after the checkpoint is
-// complete, since readers (kernel) fail when the hint names a missing file.
+// complete, since readers (kernel) fail when the hint names a missing file,
+// and only when it names an older checkpoint (or none, or is unreadable).
 func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, actions []Action) (*LastCheckpoint, error) {
 	key := CheckpointKey(version)
 	// A checkpoint replaces the commits before it, which log cleanup then
@@ -251,6 +252,12 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, ac
 	}
 	failpoint.Hit(failpoint.Checkpoint)
 	lc := &LastCheckpoint{Version: version, Size: rows, SizeInBytes: int64(len(data)), NumOfAddFiles: adds}
+	// The hint never moves backwards: a slow writer finishing an older
+	// checkpoint after a newer one must not send readers (and log cleanup,
+	// which keeps what the newest checkpoint needs) to the older one.
+	if cur, err := ReadLastCheckpoint(ctx, store); err == nil && cur.Version >= version {
+		return lc, nil
+	}
 	hint, err := json.Marshal(lc)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", LastCheckpointKey, err)
