@@ -319,7 +319,7 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 }
 
 // The checkpoint schema, field for field as Spark 3.5 writes it (parquet-mr
-// 1.13.1; see DELTA-NOTES §4). Every field is optional, integers carry no
+// 1.13.1; see docs/delta-notes.md §4). Every field is optional, integers carry no
 // logical type annotation, maps are MAP(repeated key_value{required key;
 // optional value}) and lists are LIST(repeated list{optional element}).
 // parquet.Group sorts fields by name, so groups are built with orderedGroup.

@@ -183,7 +183,7 @@ func (t *Table) tryCommit(ctx context.Context, v int64, data []byte) (ours bool,
 	}
 }
 
-// conflict checks one winning commit against our plan (DELTA-NOTES §8).
+// conflict checks one winning commit against our plan (docs/delta-notes.md §8).
 func (p *commitPlan) conflict(v int64, winner []Action) *ConflictError {
 	for _, a := range winner {
 		switch {

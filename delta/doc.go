@@ -8,6 +8,6 @@
 //
 // The package is pure: it knows nothing of actors, Kafka or NATS, and reaches
 // storage only through storage.Store. The rules it follows, with their sources,
-// are in DELTA-NOTES.md; every table it writes must read identically in Spark,
+// are in docs/delta-notes.md; every table it writes must read identically in Spark,
 // delta-rs and DuckDB.
 package delta

@@ -249,7 +249,7 @@ func TestOptimizeRacingAppends(t *testing.T) {
 				t.Errorf("%d distinct ids, wrote %d", len(counts), total)
 			}
 
-			// The OPTIMIZE commit's shape (DELTA-NOTES §7).
+			// The OPTIMIZE commit's shape (docs/delta-notes.md §7).
 			data, err := store.Get(ctx, CommitKey(res.Version))
 			if err != nil {
 				t.Fatal(err)
