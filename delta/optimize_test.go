@@ -120,6 +120,34 @@ func writeRows(t *testing.T, store storage.Store, part string, from, n int) *Add
 	return add
 }
 
+// rowsTable is a new local table of n files, one commit each, of 10 rows of
+// partition "a" with ids 0 to 10n-1.
+func rowsTable(t *testing.T, n int) (*storage.Local, *Table, *Snapshot) {
+	t.Helper()
+	store := localStore(t, t.TempDir())
+	tbl, s := newTestTable(t, store)
+	for i := range n {
+		if _, err := tbl.Commit(t.Context(), s, []Action{{Add: writeRows(t, store, "a", i*10, 10)}}, Operation{Name: "WRITE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store, tbl, s
+}
+
+// readCommit reads and parses the commit file of version v.
+func readCommit(t *testing.T, store storage.Store, v int64) []Action {
+	t.Helper()
+	data, err := store.Get(t.Context(), CommitKey(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions, err := ParseActions(CommitKey(v), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return actions
+}
+
 // countIDs reads every live file and counts each id.
 func countIDs(t *testing.T, tbl *Table, s *Snapshot) map[int64]int {
 	t.Helper()
@@ -250,16 +278,8 @@ func TestOptimizeRacingAppends(t *testing.T) {
 			}
 
 			// The OPTIMIZE commit's shape (DELTA-NOTES §7).
-			data, err := store.Get(ctx, CommitKey(res.Version))
-			if err != nil {
-				t.Fatal(err)
-			}
-			actions, err := ParseActions(CommitKey(res.Version), data)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var files int
-			for _, a := range actions {
+			for _, a := range readCommit(t, store, res.Version) {
 				switch {
 				case a.CommitInfo != nil:
 					ci := a.CommitInfo
@@ -292,13 +312,7 @@ func TestOptimizeRacingAppends(t *testing.T) {
 // second aborts with ConflictDelete and the table is as the first left it.
 func TestOptimizeTwiceFromOneSnapshot(t *testing.T) {
 	ctx := t.Context()
-	store := localStore(t, t.TempDir())
-	tbl, s := newTestTable(t, store)
-	for i := range 6 {
-		if _, err := tbl.Commit(ctx, s, []Action{{Add: writeRows(t, store, "a", i*10, 10)}}, Operation{Name: "WRITE"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store, tbl, _ := rowsTable(t, 6)
 	s1, _ := tbl.Snapshot(ctx)
 	s2, _ := tbl.Snapshot(ctx)
 	first, err := tbl.Optimize(ctx, s1, OptimizeOptions{})

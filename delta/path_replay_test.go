@@ -96,13 +96,7 @@ func TestReplayMatchesPathSpellings(t *testing.T) {
 // deleted rows come back.
 func TestOptimizeConflictAcrossPathSpellings(t *testing.T) {
 	ctx := t.Context()
-	store := localStore(t, t.TempDir())
-	tbl, s := newTestTable(t, store)
-	for i := range 4 {
-		if _, err := tbl.Commit(ctx, s, []Action{{Add: writeRows(t, store, "a", i*10, 10)}}, Operation{Name: "WRITE"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store, tbl, s := rowsTable(t, 4)
 	stale, err := tbl.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -155,16 +149,8 @@ func TestReadAbsolutePaths(t *testing.T) {
 	if res.FilesRemoved != 3 {
 		t.Fatalf("optimize removed %d files", res.FilesRemoved)
 	}
-	data, err := store.Get(ctx, CommitKey(res.Version))
-	if err != nil {
-		t.Fatal(err)
-	}
-	actions, err := ParseActions(CommitKey(res.Version), data)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var removed []string
-	for _, a := range actions {
+	for _, a := range readCommit(t, store, res.Version) {
 		if a.Remove != nil {
 			removed = append(removed, a.Remove.Path)
 		}
