@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/internal/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -217,5 +218,43 @@ func TestVacuumAbortsOnPathItCannotPlace(t *testing.T) {
 				t.Errorf("the aborted vacuum committed (version %d)", s.Version())
 			}
 		})
+	}
+}
+
+// TestVacuumKeepsS3PathSpellings: on S3, live files named by s3a://,
+// upper-case S3:// or a bare /prefix path, and their deletion vector files,
+// survive VACUUM; only the orphan goes.
+func TestVacuumKeepsS3PathSpellings(t *testing.T) {
+	ctx := t.Context()
+	cfg := testenv.MinIO(t)
+	cfg.Prefix = "tables/vacuum"
+	store, err := storage.NewS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, s := newTestTable(t, store)
+	for _, k := range []string{"part=a/s3a.parquet", "part=a/upper.parquet", "part=a/bare.parquet", "part=a/orphan.parquet",
+		"ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"} {
+		if err := store.Put(ctx, k, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s3a := fakeAdd("s3a://"+cfg.Bucket+"/"+cfg.Prefix+"/part=a/s3a.parquet", str("a"))
+	s3a.DeletionVector = &DeletionVector{StorageType: "u", PathOrInlineDv: "ab^-aqEH.-t@S}K{vb[*k^", Offset: ptr(int32(1)), SizeInBytes: 40, Cardinality: 6}
+	if _, err := tbl.Commit(ctx, s, []Action{
+		{Add: s3a},
+		{Add: fakeAdd("S3://"+strings.ToUpper(cfg.Bucket)+"/"+cfg.Prefix+"/part=a/upper.parquet", str("a"))},
+		{Add: fakeAdd("/"+cfg.Prefix+"/part=a/bare.parquet", str("a"))},
+	}, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tbl.now = func() time.Time { return now.Add(time.Minute) }
+	res, err := tbl.Vacuum(ctx, s, VacuumOptions{Retention: time.Second, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"part=a/orphan.parquet"}; !slices.Equal(res.Files, want) {
+		t.Fatalf("vacuum deleted %q, want %q", res.Files, want)
 	}
 }
