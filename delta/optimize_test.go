@@ -27,6 +27,12 @@ func planTable(t *testing.T, files map[string][]int64) *Snapshot {
 			actions = append(actions, Action{Add: a})
 		}
 	}
+	// Files the store cannot read: not planned.
+	for i, p := range []string{"file:///elsewhere/f.parquet", "part=b/bad%zz.parquet"} {
+		a := fakeAdd(p, str("b"))
+		a.Size = int64(60 + i)
+		actions = append(actions, Action{Add: a})
+	}
 	dv := fakeAdd("part=a/with-dv.parquet", str("a"))
 	dv.Size = 10
 	dv.DeletionVector = &DeletionVector{StorageType: "i", PathOrInlineDv: "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{r", SizeInBytes: 40, Cardinality: 6}
@@ -56,7 +62,7 @@ func binSizes(bins []OptimizeBin) map[string][][]int64 {
 func TestPlanOptimize(t *testing.T) {
 	s := planTable(t, map[string][]int64{
 		"a": {500, 100, 400, 200, 300, 1000, 2000, 999},
-		"b": {50},             // alone: nothing to compact it with
+		"b": {50},             // alone: nothing to compact it with (planTable adds two it cannot read)
 		"c": {600, 700, 800},  // no two fit together
 		"":  {20, 10},         // the null partition is a partition too
 		"d": {1000, 1000, 30}, // at the target: left alone
