@@ -33,6 +33,8 @@ type tableRoot struct {
 	path   string // absolute, no trailing '/'; "" at a bucket root
 }
 
+// newTableRoot parses a store's URI (storage.Store.URI), or a bare local
+// directory.
 func newTableRoot(uri string) tableRoot {
 	scheme, rest, ok := splitScheme(uri)
 	if !ok { // a bare local directory
