@@ -10,4 +10,9 @@
 // storage only through storage.Store. The rules it follows, with their sources,
 // are in docs/delta-notes.md; every table it writes must read identically in Spark,
 // delta-rs and DuckDB.
+//
+// File paths in the log are URIs, relative to the table root or absolute;
+// replay, checkpoints, commit conflicts, VACUUM and reads compare them in one
+// canonical form (pathID, see path.go), never as the strings written, which
+// stay byte for byte as they were.
 package delta
