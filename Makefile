@@ -11,7 +11,7 @@ GOFLAGS_RELEASE := -trimpath -ldflags="-s -w"
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
 
-.PHONY: help build cross docker test test-short reliability fuzz deps servers-start servers-stop vet bench
+.PHONY: help build cross docker test test-short reliability fuzz deps servers-start servers-stop vet bench bench-steady
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,3 +61,8 @@ bench: ## deltaflow bench: 1M events, then latency and startup, then the target 
 	bin/deltaflow bench --events 1000000 --json bench.json --png bench.png
 	bin/deltaflow bench --throughput=false --latency --duration 30s --startup --json bench-latency.json
 	bin/deltaflow bench --check bench.json bench-latency.json
+
+bench-steady: ## deltaflow bench --steady: the Pi's load (17 events/s) and 1,000 events/s, 10 minutes each, embedded NATS (NATS_URL=… for an external server)
+	go build -o bin/deltaflow ./cmd/deltaflow
+	bin/deltaflow bench --throughput=false --steady 17,1000 $(if $(NATS_URL),--nats-url $(NATS_URL),) --json bench-steady.json
+	bin/deltaflow bench --check bench-steady.json

@@ -17,6 +17,12 @@ type Budget struct {
 	bytes   int64
 	epochs  int
 	changed chan struct{} // closed and replaced whenever usage drops
+	// above is closed once bytes reach aboveAt (WaitAbove); nil when
+	// nobody waits.
+	above   chan struct{}
+	aboveAt int64
+	// observe, if set, sees the buffered bytes after every change.
+	observe func(bytes int64)
 }
 
 // NewBudget returns a budget of limit bytes and maxEpochs unfinished epochs.
@@ -29,8 +35,50 @@ func (b *Budget) Add(gen uint64, n int64) {
 	b.mu.Lock()
 	if gen == b.gen {
 		b.bytes += n
+		b.observeLocked()
+		if b.above != nil && b.bytes >= b.aboveAt {
+			close(b.above)
+			b.above = nil
+		}
 	}
 	b.mu.Unlock()
+}
+
+// Observe makes f see the buffered bytes after every change (a gauge).
+// f runs under the budget's lock: it must be quick and must not call back.
+func (b *Budget) Observe(f func(bytes int64)) {
+	b.mu.Lock()
+	b.observe = f
+	b.observeLocked()
+	b.mu.Unlock()
+}
+
+func (b *Budget) observeLocked() {
+	if b.observe != nil {
+		b.observe(b.bytes)
+	}
+}
+
+// WaitAbove blocks until the buffered bytes reach n or ctx ends, and
+// reports whether they did. One goroutine waits at a time.
+func (b *Budget) WaitAbove(ctx context.Context, n int64) bool {
+	b.mu.Lock()
+	if b.bytes >= n {
+		b.mu.Unlock()
+		return true
+	}
+	if b.above == nil {
+		b.above = make(chan struct{})
+	}
+	ch := b.above
+	b.aboveAt = n
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Release gives back n bytes of generation gen.
@@ -38,6 +86,7 @@ func (b *Budget) Release(gen uint64, n int64) {
 	b.mu.Lock()
 	if gen == b.gen && n != 0 {
 		b.bytes -= n
+		b.observeLocked()
 		b.notifyLocked()
 	}
 	b.mu.Unlock()
@@ -57,6 +106,7 @@ func (b *Budget) Adjust(gen uint64, n int64) {
 func (b *Budget) NewGeneration(gen uint64) {
 	b.mu.Lock()
 	b.gen, b.bytes = gen, 0
+	b.observeLocked()
 	b.notifyLocked()
 	b.mu.Unlock()
 }

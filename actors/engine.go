@@ -265,23 +265,25 @@ func (e *Engine) startMaintenance() error {
 	return nil
 }
 
-// watchBudget starts an epoch early when buffers pass FlushMaxBytes.
+// watchBudget starts an epoch early when buffers pass FlushMaxBytes. It
+// sleeps until they do (no timer while the pipeline is idle), then asks
+// again every budgetRecheck while they stay above it.
 func (e *Engine) watchBudget(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
+	e.budget.Observe(func(b int64) { e.deps.Metrics.BufferedBytes.Set(float64(b)) })
+	for e.budget.WaitAbove(ctx, e.cfg.FlushMaxBytes) {
+		e.system.Root.Send(e.committer, &messages.FlushNow{Reason: "max_bytes"})
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			b := e.budget.Bytes()
-			e.deps.Metrics.BufferedBytes.Set(float64(b))
-			if b >= e.cfg.FlushMaxBytes {
-				e.system.Root.Send(e.committer, &messages.FlushNow{Reason: "max_bytes"})
-			}
+		case <-time.After(budgetRecheck):
 		}
 	}
 }
+
+// budgetRecheck is how often watchBudget repeats its request while the
+// buffers stay past FlushMaxBytes (an epoch already running takes the
+// request as soon as it ends).
+const budgetRecheck = 100 * time.Millisecond
 
 // Flush commits everything read so far and waits for it.
 func (e *Engine) Flush(ctx context.Context) error {
@@ -296,11 +298,12 @@ func (e *Engine) Flush(ctx context.Context) error {
 }
 
 // Pause stops reading Kafka until Resume (the control service). It returns
-// once the fetch loop has paused, which takes up to one poll: records a
-// poll in flight returns are still read, records produced after Pause
-// returns are not. A loop not started yet pauses before its first poll.
+// once the fetch loop has paused (it interrupts the poll in flight): records
+// that poll returns are still read, records produced after Pause returns are
+// not. A loop not started yet pauses before its first poll.
 func (e *Engine) Pause(ctx context.Context) error {
 	e.fetch.userPaused.Store(true)
+	e.fetch.interruptPoll()
 	for e.fetch.looping.Load() && !e.fetch.userPauseDone.Load() {
 		select {
 		case <-ctx.Done():
@@ -312,7 +315,10 @@ func (e *Engine) Pause(ctx context.Context) error {
 }
 
 // Resume undoes Pause.
-func (e *Engine) Resume() { e.fetch.userPaused.Store(false) }
+func (e *Engine) Resume() {
+	e.fetch.userPaused.Store(false)
+	e.fetch.interruptPoll()
+}
 
 // Committed returns the next offset to read of each assigned partition
 // according to the committer's snapshot.

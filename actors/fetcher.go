@@ -25,11 +25,13 @@ type Consumer interface {
 	Close()
 }
 
-// pollWait bounds one Poll; pausedPollWait one Poll while the budget is
-// exhausted, which only keeps the group membership alive between waits for
-// the budget.
+// pollWait bounds one Poll: long, because a reset, Pause and Resume
+// interrupt the poll (interruptPoll), so an idle topic costs no wake-ups of
+// the loop. pausedPollWait bounds one Poll while the budget is exhausted,
+// which only keeps the group membership alive between waits for the
+// budget.
 const (
-	pollWait       = 250 * time.Millisecond
+	pollWait       = 5 * time.Second
 	pausedPollWait = 10 * time.Millisecond
 )
 
@@ -57,6 +59,8 @@ type fetcher struct {
 	mu      sync.Mutex
 	pending *resetRequest
 	wake    chan struct{}
+	// cancelPoll ends the Poll in progress, if any (under mu).
+	cancelPoll context.CancelFunc
 
 	// Owned by the loop goroutine.
 	gen       uint64
@@ -90,6 +94,35 @@ func (f *fetcher) reset(gen uint64, offsets map[int32]int64) {
 	case f.wake <- struct{}{}:
 	default:
 	}
+	f.interruptPoll()
+}
+
+// interruptPoll ends the Poll in progress so that the loop looks at a
+// reset or a pause/resume now rather than when the poll times out. Safe
+// from any goroutine.
+func (f *fetcher) interruptPoll() {
+	f.mu.Lock()
+	if f.cancelPoll != nil {
+		f.cancelPoll()
+	}
+	f.mu.Unlock()
+}
+
+// poll runs one Poll that interruptPoll can end early.
+func (f *fetcher) poll(ctx context.Context, wait time.Duration) ([]kafka.Batch, error) {
+	pollCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	f.mu.Lock()
+	f.cancelPoll = cancel
+	f.mu.Unlock()
+	batches, err := f.cons.Poll(pollCtx)
+	f.mu.Lock()
+	f.cancelPoll = nil
+	f.mu.Unlock()
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		err = nil // interrupted on purpose
+	}
+	return batches, err
 }
 
 // applyReset applies a pending reset and reports whether there was one.
@@ -169,12 +202,10 @@ func (f *fetcher) run(ctx context.Context) error {
 			f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
 			wait = pausedPollWait
 		}
-		// Polls are short so that a reset (a rebuilt pipeline) or the end
-		// of the budget is noticed even when Kafka has nothing new; while
-		// paused, polling still keeps the group membership alive.
-		pollCtx, cancel := context.WithTimeout(ctx, wait)
-		batches, err := f.cons.Poll(pollCtx)
-		cancel()
+		// A reset (a rebuilt pipeline), Pause or Resume interrupts the
+		// poll; while paused, polling still keeps the group membership
+		// alive.
+		batches, err := f.poll(ctx, wait)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			f.logger.Warn("kafka poll", "err", err)
 			if len(batches) == 0 {

@@ -78,8 +78,9 @@ func (dv *DeletionVector) UniqueID() string {
 }
 
 // Add is the add action: a data file that became part of the table. Path is a
-// relative URI, exactly as written in the log (see PartitionPath). A nil value
-// in PartitionValues is a null partition value.
+// URI relative to the table root (EncodePath) or absolute, exactly as written
+// in the log; the table compares paths in canonical form (StoreKey). A nil
+// value in PartitionValues is a null partition value.
 type Add struct {
 	Path                    string             `json:"path"`
 	PartitionValues         map[string]*string `json:"partitionValues"`

@@ -13,7 +13,7 @@ import (
 )
 
 // copyGolden copies a reference table into a temp dir, so that tests can
-// break it without touching shared/, and returns the copy's directory.
+// break it without touching the originals, and returns the copy's directory.
 func copyGolden(t *testing.T, name string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), name)

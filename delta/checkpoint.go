@@ -224,7 +224,8 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // The whole file is built in memory and stored with one Put, so no reader
 // sees a partial file; two writers racing on the same version write the same
 // state, and the last one wins. _last_checkpoint is written only after the checkpoint is
-// complete, since readers (kernel) fail when the hint names a missing file.
+// complete, since readers (kernel) fail when the hint names a missing file,
+// and only when it names an older checkpoint (or none, or is unreadable).
 func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, actions []Action) (*LastCheckpoint, error) {
 	key := CheckpointKey(version)
 	// A checkpoint replaces the commits before it, which log cleanup then
@@ -251,6 +252,12 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, ac
 	}
 	failpoint.Hit(failpoint.Checkpoint)
 	lc := &LastCheckpoint{Version: version, Size: rows, SizeInBytes: int64(len(data)), NumOfAddFiles: adds}
+	// The hint never moves backwards: a slow writer finishing an older
+	// checkpoint after a newer one must not send readers (and log cleanup,
+	// which keeps what the newest checkpoint needs) to the older one.
+	if cur, err := ReadLastCheckpoint(ctx, store); err == nil && cur.Version >= version {
+		return lc, nil
+	}
 	hint, err := json.Marshal(lc)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", LastCheckpointKey, err)
@@ -312,7 +319,7 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 }
 
 // The checkpoint schema, field for field as Spark 3.5 writes it (parquet-mr
-// 1.13.1; see DELTA-NOTES §4). Every field is optional, integers carry no
+// 1.13.1; see docs/delta-notes.md §4). Every field is optional, integers carry no
 // logical type annotation, maps are MAP(repeated key_value{required key;
 // optional value}) and lists are LIST(repeated list{optional element}).
 // parquet.Group sorts fields by name, so groups are built with orderedGroup.

@@ -274,6 +274,37 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLastCheckpointNeverMovesBack: a checkpoint of an older version written
+// after a newer one (a slow writer) leaves the hint at the newer one.
+func TestLastCheckpointNeverMovesBack(t *testing.T) {
+	ctx := context.Background()
+	store := newCkStore()
+	actions := sampleActions()
+	if _, err := WriteCheckpoint(ctx, store, 20, actions); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteCheckpoint(ctx, store, 10, actions); err != nil {
+		t.Fatal(err)
+	}
+	if store.object(CheckpointKey(10)) == nil {
+		t.Error("the older checkpoint file was not written")
+	}
+	lc, err := ReadLastCheckpoint(ctx, store)
+	if err != nil || lc.Version != 20 {
+		t.Fatalf("_last_checkpoint = %+v, %v; want version 20", lc, err)
+	}
+	// A corrupt hint is replaced.
+	if err := store.Put(ctx, LastCheckpointKey, []byte("{")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteCheckpoint(ctx, store, 10, actions); err != nil {
+		t.Fatal(err)
+	}
+	if lc, err := ReadLastCheckpoint(ctx, store); err != nil || lc.Version != 10 {
+		t.Fatalf("after a corrupt hint: %+v, %v; want version 10", lc, err)
+	}
+}
+
 // TestCheckpointNullsAndRequiredFields pins how absent values are written:
 // null partition values and protocol features stay null, while the fields
 // the protocol requires are written empty, never null.

@@ -54,7 +54,7 @@ func (t *Table) Create(ctx context.Context, schema *StructType, partitionColumns
 	op := Operation{Name: "CREATE TABLE", Parameters: map[string]any{
 		"isManaged": "false", "description": nil, "partitionBy": string(partitionBy), "properties": string(props),
 	}}
-	s := newSnapshot()
+	s := newSnapshot(t.root)
 	actions := []Action{{Protocol: proto}, {MetaData: meta}}
 	if _, err := t.commit(ctx, s, actions, op, 1); err != nil {
 		if IsConflict(err) {
@@ -92,9 +92,12 @@ func (t *Table) Commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 }
 
 // commitPlan is what conflict checking needs to know about our commit.
+// Removed files are keyed by canonical path, without the deletion vector: a
+// winner that removed the file under any spelling, with any vector, took it.
 type commitPlan struct {
+	root    tableRoot
 	appIDs  map[string]bool
-	removes map[string]bool
+	removes map[pathID]bool
 }
 
 func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Operation, attempts int) (int64, error) {
@@ -192,7 +195,7 @@ func stampTxns(actions []Action, ms int64) []Action {
 	return out
 }
 
-// conflict checks one winning commit against our plan (DELTA-NOTES §8).
+// conflict checks one winning commit against our plan (docs/delta-notes.md §8).
 func (p *commitPlan) conflict(v int64, winner []Action) *ConflictError {
 	for _, a := range winner {
 		switch {
@@ -200,7 +203,7 @@ func (p *commitPlan) conflict(v int64, winner []Action) *ConflictError {
 			return &ConflictError{Kind: ConflictMetadata, Version: v}
 		case a.Txn != nil && p.appIDs[a.Txn.AppID]:
 			return &ConflictError{Kind: ConflictTxn, Version: v, AppID: a.Txn.AppID}
-		case a.Remove != nil && p.removes[a.Remove.Path]:
+		case a.Remove != nil && p.removes[p.root.id(a.Remove.Path)]:
 			return &ConflictError{Kind: ConflictDelete, Version: v, Path: a.Remove.Path}
 		}
 	}
@@ -211,8 +214,8 @@ func (p *commitPlan) conflict(v int64, winner []Action) *ConflictError {
 // txn per appId, no path added or removed twice, append-only tables) and
 // reports whether the commit is a blind append.
 func checkActions(s *Snapshot, actions []Action) (*commitPlan, bool, error) {
-	plan := &commitPlan{appIDs: map[string]bool{}, removes: map[string]bool{}}
-	added := map[string]bool{}
+	plan := &commitPlan{root: s.root, appIDs: map[string]bool{}, removes: map[pathID]bool{}}
+	added := map[pathID]bool{}
 	var metas, protos int
 	blind := true
 	for _, a := range actions {
@@ -231,16 +234,18 @@ func checkActions(s *Snapshot, actions []Action) (*commitPlan, bool, error) {
 			}
 			plan.appIDs[a.Txn.AppID] = true
 		case a.Add != nil:
-			if added[a.Add.Path] {
+			id := s.root.id(a.Add.Path)
+			if added[id] {
 				return nil, false, fmt.Errorf("file %q added twice", a.Add.Path)
 			}
-			added[a.Add.Path] = true
+			added[id] = true
 			blind = blind && a.Add.DataChange
 		case a.Remove != nil:
-			if plan.removes[a.Remove.Path] {
+			id := s.root.id(a.Remove.Path)
+			if plan.removes[id] {
 				return nil, false, fmt.Errorf("file %q removed twice", a.Remove.Path)
 			}
-			plan.removes[a.Remove.Path] = true
+			plan.removes[id] = true
 			blind = false
 			if a.Remove.DataChange && s.metadata != nil && s.AppendOnly() {
 				return nil, false, fmt.Errorf("table is append-only (delta.appendOnly): cannot remove %q", a.Remove.Path)

@@ -37,9 +37,9 @@ func ReadDataFile(ctx context.Context, store storage.Store, schema *StructType, 
 // error the iteration stops.
 func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
-		key, err := DecodePath(add.Path)
+		key, err := StoreKey(store, add.Path)
 		if err != nil {
-			yield(nil, err)
+			yield(nil, fmt.Errorf("read data file %s: %w", add.Path, err))
 			return
 		}
 		fail := func(err error) { yield(nil, fmt.Errorf("read data file %s: %w", key, err)) }

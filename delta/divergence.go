@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -32,19 +33,20 @@ func (s *Snapshot) divergence(o *Snapshot, now time.Time) string {
 		!maps.Equal(sm.Configuration, om.Configuration) {
 		return "metaData differs between memory and the log"
 	}
-	if d := diffKeys("live file", s.files, o.files, func(a, b *Add) bool { return a.Size == b.Size }); d != "" {
+	if d := diffKeys("live file", s.files, o.files, fileKey.label, func(a, b *Add) bool { return a.Size == b.Size }); d != "" {
 		return d
 	}
-	if d := diffKeys("tombstone", s.liveTombstones(now), o.liveTombstones(now), func(_, _ *Remove) bool { return true }); d != "" {
+	if d := diffKeys("tombstone", s.liveTombstones(now), o.liveTombstones(now), fileKey.label, func(_, _ *Remove) bool { return true }); d != "" {
 		return d
 	}
-	return diffKeys("txn", s.txnVersions(now), o.txnVersions(now), func(a, b int64) bool { return a == b })
+	return diffKeys("txn", s.txnVersions(now), o.txnVersions(now), func(id string) string { return id },
+		func(a, b int64) bool { return a == b })
 }
 
 // liveTombstones are the removes a checkpoint written at now keeps.
-func (s *Snapshot) liveTombstones(now time.Time) map[string]*Remove {
+func (s *Snapshot) liveTombstones(now time.Time) map[fileKey]*Remove {
 	cutoff := now.Add(-s.DeletedFileRetention()).UnixMilli()
-	out := make(map[string]*Remove, len(s.removes))
+	out := make(map[fileKey]*Remove, len(s.removes))
 	for k, r := range s.removes {
 		if r.DeletionTime() > cutoff {
 			out[k] = r
@@ -53,27 +55,36 @@ func (s *Snapshot) liveTombstones(now time.Time) map[string]*Remove {
 	return out
 }
 
-// diffKeys describes the first key (in order) that is in one map and not
-// the other, or whose values same rejects; "" if none.
-func diffKeys[V any](what string, mem, log map[string]V, same func(a, b V) bool) string {
-	keys := slices.Sorted(maps.Keys(mem))
+// diffKeys describes the first key (in label order) that is in one map and
+// not the other, or whose values same rejects; "" if none.
+func diffKeys[K comparable, V any](what string, mem, log map[K]V, label func(K) string, same func(a, b V) bool) string {
+	keys := slices.Collect(maps.Keys(mem))
 	for k := range log {
 		if _, ok := mem[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(label(a), label(b)) })
 	for _, k := range keys {
 		m, inMem := mem[k]
 		l, inLog := log[k]
 		switch {
 		case !inLog:
-			return fmt.Sprintf("%s %q is in memory but not in the log", what, k)
+			return fmt.Sprintf("%s %q is in memory but not in the log", what, label(k))
 		case !inMem:
-			return fmt.Sprintf("%s %q is in the log but not in memory", what, k)
+			return fmt.Sprintf("%s %q is in the log but not in memory", what, label(k))
 		case !same(m, l):
-			return fmt.Sprintf("%s %q differs between memory and the log", what, k)
+			return fmt.Sprintf("%s %q differs between memory and the log", what, label(k))
 		}
 	}
 	return ""
+}
+
+// label names a file key in messages: its canonical path, and the deletion
+// vector's id if any.
+func (k fileKey) label() string {
+	if k.dv == "" {
+		return k.path.path
+	}
+	return k.path.path + " (deletion vector " + k.dv + ")"
 }

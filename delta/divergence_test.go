@@ -73,7 +73,7 @@ func TestCheckpointKeepsWhatMemoryLost(t *testing.T) {
 	tbl, s := newTestTable(t, store)
 	appendCommit(t, tbl, s, "part=a/kept.parquet", nil)
 	appendCommit(t, tbl, s, "part=a/other.parquet", nil)
-	delete(s.files, fileKey("part=a/kept.parquet", nil))
+	delete(s.files, s.keyOf("part=a/kept.parquet", nil))
 
 	err := tbl.Checkpoint(t.Context(), s)
 	want := []string{"part=a/kept.parquet", "part=a/other.parquet"}

@@ -48,7 +48,9 @@ type OptimizeResult struct {
 
 // PlanOptimize bin-packs the small files of each partition (sorted by size)
 // into bins of at most TargetSize bytes; only bins of two or more files are
-// worth rewriting. Files with deletion vectors are left alone.
+// worth rewriting. Files with deletion vectors are left alone, and so are
+// files the table's store cannot read: outside the table root, or with a
+// path that cannot be decoded.
 func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	target := opts.TargetSize
 	if target <= 0 {
@@ -57,6 +59,9 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	byPartition := map[string][]*Add{}
 	for _, a := range s.files {
 		if a.DeletionVector != nil || a.Size >= target || opts.Filter != nil && !opts.Filter(a.PartitionValues) {
+			continue
+		}
+		if _, err := s.root.key(a.Path); err != nil {
 			continue
 		}
 		dir := PartitionDir(s.PartitionColumns(), a.PartitionValues)

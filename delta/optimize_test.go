@@ -27,6 +27,12 @@ func planTable(t *testing.T, files map[string][]int64) *Snapshot {
 			actions = append(actions, Action{Add: a})
 		}
 	}
+	// Files the store cannot read: not planned.
+	for i, p := range []string{"file:///elsewhere/f.parquet", "part=b/bad%zz.parquet"} {
+		a := fakeAdd(p, str("b"))
+		a.Size = int64(60 + i)
+		actions = append(actions, Action{Add: a})
+	}
 	dv := fakeAdd("part=a/with-dv.parquet", str("a"))
 	dv.Size = 10
 	dv.DeletionVector = &DeletionVector{StorageType: "i", PathOrInlineDv: "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{r", SizeInBytes: 40, Cardinality: 6}
@@ -56,7 +62,7 @@ func binSizes(bins []OptimizeBin) map[string][][]int64 {
 func TestPlanOptimize(t *testing.T) {
 	s := planTable(t, map[string][]int64{
 		"a": {500, 100, 400, 200, 300, 1000, 2000, 999},
-		"b": {50},             // alone: nothing to compact it with
+		"b": {50},             // alone: nothing to compact it with (planTable adds two it cannot read)
 		"c": {600, 700, 800},  // no two fit together
 		"":  {20, 10},         // the null partition is a partition too
 		"d": {1000, 1000, 30}, // at the target: left alone
@@ -118,6 +124,34 @@ func writeRows(t *testing.T, store storage.Store, part string, from, n int) *Add
 		return nil
 	}
 	return add
+}
+
+// rowsTable is a new local table of n files, one commit each, of 10 rows of
+// partition "a" with ids 0 to 10n-1.
+func rowsTable(t *testing.T, n int) (*storage.Local, *Table, *Snapshot) {
+	t.Helper()
+	store := localStore(t, t.TempDir())
+	tbl, s := newTestTable(t, store)
+	for i := range n {
+		if _, err := tbl.Commit(t.Context(), s, []Action{{Add: writeRows(t, store, "a", i*10, 10)}}, Operation{Name: "WRITE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store, tbl, s
+}
+
+// readCommit reads and parses the commit file of version v.
+func readCommit(t *testing.T, store storage.Store, v int64) []Action {
+	t.Helper()
+	data, err := store.Get(t.Context(), CommitKey(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions, err := ParseActions(CommitKey(v), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return actions
 }
 
 // countIDs reads every live file and counts each id.
@@ -249,17 +283,9 @@ func TestOptimizeRacingAppends(t *testing.T) {
 				t.Errorf("%d distinct ids, wrote %d", len(counts), total)
 			}
 
-			// The OPTIMIZE commit's shape (DELTA-NOTES §7).
-			data, err := store.Get(ctx, CommitKey(res.Version))
-			if err != nil {
-				t.Fatal(err)
-			}
-			actions, err := ParseActions(CommitKey(res.Version), data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The OPTIMIZE commit's shape (docs/delta-notes.md §7).
 			var files int
-			for _, a := range actions {
+			for _, a := range readCommit(t, store, res.Version) {
 				switch {
 				case a.CommitInfo != nil:
 					ci := a.CommitInfo
@@ -292,13 +318,7 @@ func TestOptimizeRacingAppends(t *testing.T) {
 // second aborts with ConflictDelete and the table is as the first left it.
 func TestOptimizeTwiceFromOneSnapshot(t *testing.T) {
 	ctx := t.Context()
-	store := localStore(t, t.TempDir())
-	tbl, s := newTestTable(t, store)
-	for i := range 6 {
-		if _, err := tbl.Commit(ctx, s, []Action{{Add: writeRows(t, store, "a", i*10, 10)}}, Operation{Name: "WRITE"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store, tbl, _ := rowsTable(t, 6)
 	s1, _ := tbl.Snapshot(ctx)
 	s2, _ := tbl.Snapshot(ctx)
 	first, err := tbl.Optimize(ctx, s1, OptimizeOptions{})

@@ -1,10 +1,6 @@
 package delta
 
-import (
-	"fmt"
-	"net/url"
-	"strings"
-)
+import "strings"
 
 // NullPartitionDir is the directory name Hive and Spark use for a null (or
 // empty) partition value.
@@ -89,22 +85,3 @@ func PartitionDir(columns []string, values map[string]*string) string {
 // controls, space and "#%<>?[\]^`{|} are percent-encoded, so the directory
 // "p=a%3Ab" becomes "p=a%253Ab".
 func EncodePath(key string) string { return escapeBytes(key, &uriEscape) }
-
-// DecodePath turns an add/remove path from the log into a storage key relative
-// to the table root. Absolute URIs are not supported (shallow clones); an
-// error names the path.
-func DecodePath(p string) (string, error) {
-	if i := strings.IndexByte(p, ':'); i > 0 && !strings.ContainsRune(p[:i], '/') && !strings.ContainsRune(p[:i], '=') {
-		return "", fmt.Errorf("delta: absolute file path %q is not supported", p)
-	}
-	key, err := url.PathUnescape(p)
-	if err != nil {
-		return "", fmt.Errorf("delta: bad file path %q: %w", p, err)
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", fmt.Errorf("delta: file path %q leaves the table root", p)
-		}
-	}
-	return key, nil
-}

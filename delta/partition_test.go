@@ -7,27 +7,9 @@ import (
 	"testing"
 )
 
-// goldenDir holds the reference tables: shared/ sits beside the repository
-// (../../shared from here in a checkout, further up from a git worktree), so
-// look for it in each parent directory; a clone elsewhere finds it through
-// $DELTAFLOW_TEST_GOLDEN or at the team's shared path.
-var goldenDir = func() string {
-	const rel = "shared/testdata/delta-golden"
-	if dir := os.Getenv("DELTAFLOW_TEST_GOLDEN"); dir != "" {
-		return dir
-	}
-	for up := "../.."; ; up = filepath.Join(up, "..") {
-		// A log, not just the directory: opening a missing table with a
-		// Local store creates its root.
-		dir := filepath.Join(up, rel)
-		if _, err := os.Stat(filepath.Join(dir, "spark-checkpoint", "_delta_log")); err == nil {
-			return dir
-		}
-		if abs, _ := filepath.Abs(up); abs == filepath.Dir(abs) {
-			return filepath.Join("/work", rel) // tests say where they looked
-		}
-	}
-}()
+// goldenDir holds the reference tables written by Spark and delta-rs
+// (testdata/golden/README.md says where each comes from).
+const goldenDir = "testdata/golden"
 
 func TestPartitionPathVectors(t *testing.T) {
 	for _, tc := range []struct {

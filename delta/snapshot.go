@@ -13,48 +13,53 @@ import (
 // Table.Update and Table.Commit, so it is not safe for concurrent use; it
 // must not be changed otherwise.
 type Snapshot struct {
+	root      tableRoot // where file paths resolve, for their canonical form
 	version   int64
 	timestamp int64 // ms; commit file modification time of version
 	protocol  *Protocol
 	metadata  *Metadata
 	schema    *StructType
-	files     map[string]*Add
-	removes   map[string]*Remove
+	files     map[fileKey]*Add
+	removes   map[fileKey]*Remove
 	txns      map[string]Txn
 	domains   map[string]DomainMetadata
 	// checkpointVersion is the newest checkpoint the snapshot knows of, -1 if none.
 	checkpointVersion int64
 }
 
-func newSnapshot() *Snapshot {
+func newSnapshot(root tableRoot) *Snapshot {
 	return &Snapshot{
+		root:              root,
 		version:           -1,
-		files:             map[string]*Add{},
-		removes:           map[string]*Remove{},
+		files:             map[fileKey]*Add{},
+		removes:           map[fileKey]*Remove{},
 		txns:              map[string]Txn{},
 		domains:           map[string]DomainMetadata{},
 		checkpointVersion: -1,
 	}
 }
 
-// fileKey is the replay key of a file action: its path as written, plus the
-// deletion vector's id. Paths are compared byte for byte, like delta-kernel.
-func fileKey(path string, dv *DeletionVector) string {
-	if dv == nil {
-		return path
-	}
-	return path + "\x00" + dv.UniqueID()
+// fileKey is the replay key of a file action: its path in canonical form
+// (pathID), so that a remove matches its add however either spells the
+// path, plus the deletion vector's unique id.
+type fileKey struct {
+	path pathID
+	dv   string
+}
+
+func (s *Snapshot) keyOf(path string, dv *DeletionVector) fileKey {
+	return fileKey{path: s.root.id(path), dv: dv.UniqueID()}
 }
 
 // apply replays one action onto the state. Later actions win.
 func (s *Snapshot) apply(a *Action) {
 	switch {
 	case a.Add != nil:
-		k := fileKey(a.Add.Path, a.Add.DeletionVector)
+		k := s.keyOf(a.Add.Path, a.Add.DeletionVector)
 		s.files[k] = a.Add
 		delete(s.removes, k)
 	case a.Remove != nil:
-		k := fileKey(a.Remove.Path, a.Remove.DeletionVector)
+		k := s.keyOf(a.Remove.Path, a.Remove.DeletionVector)
 		delete(s.files, k)
 		s.removes[k] = a.Remove
 	case a.Txn != nil:
@@ -114,8 +119,9 @@ func (s *Snapshot) Files() []*Add {
 	return out
 }
 
-// File returns the live file with the path (and no deletion vector), or nil.
-func (s *Snapshot) File(path string) *Add { return s.files[path] }
+// File returns the live file with the path (and no deletion vector), or nil;
+// any spelling of the path finds it.
+func (s *Snapshot) File(path string) *Add { return s.files[s.keyOf(path, nil)] }
 
 // Tombstones returns the remove actions the snapshot still remembers, sorted
 // by path. Expired ones are dropped when a checkpoint is written.

@@ -16,12 +16,13 @@ import (
 // at the table directory. It holds no state of its own; snapshots do.
 type Table struct {
 	store storage.Store
+	root  tableRoot // the store's URI, which paths in the log resolve against
 	now   func() time.Time
 }
 
 // NewTable returns the table rooted at store.
 func NewTable(store storage.Store) *Table {
-	return &Table{store: store, now: time.Now}
+	return &Table{store: store, root: newTableRoot(store.URI()), now: time.Now}
 }
 
 // Store is the table's object store.
@@ -186,7 +187,7 @@ func (l *logListing) plan(target int64, skip map[int64]bool) (int64, []string, e
 // load builds the snapshot at target from checkpoint cp (if >= 0) and the
 // commits after it.
 func (t *Table) load(ctx context.Context, l *logListing, target, cp int64, cpKeys []string) (*Snapshot, error) {
-	s := newSnapshot()
+	s := newSnapshot(t.root)
 	if cp >= 0 {
 		err := ReadCheckpoint(ctx, t.store, cpKeys, func(a *Action) error {
 			s.apply(a)

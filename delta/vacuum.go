@@ -37,7 +37,10 @@ type VacuumResult struct {
 // cutoff, including orphans no commit ever referenced, when they are older
 // than the cutoff. _delta_log and hidden files are never touched; empty
 // directories go with their last file. Like Spark it records VACUUM START and
-// VACUUM END commits.
+// VACUUM END commits. Paths are resolved against the table root (absolute
+// URIs too, and deletion vector files count as referenced); when one of a
+// live or unexpired file cannot be placed, Vacuum deletes nothing and
+// returns an error wrapping ErrBadPath that names it.
 func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*VacuumResult, error) {
 	retention := opts.Retention
 	if retention == 0 {
@@ -48,18 +51,9 @@ func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*V
 	}
 	now := t.now()
 	cutoff := now.Add(-retention)
-	keep := map[string]bool{}
-	for _, a := range s.files {
-		if k, err := DecodePath(a.Path); err == nil {
-			keep[k] = true
-		}
-	}
-	for _, r := range s.removes {
-		if r.DeletionTime() > cutoff.UnixMilli() {
-			if k, err := DecodePath(r.Path); err == nil {
-				keep[k] = true
-			}
-		}
+	keep, err := s.vacuumKeep(cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("vacuum: %w", err)
 	}
 	objs, err := t.store.List(ctx, "", "")
 	if err != nil {
@@ -93,6 +87,49 @@ func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*V
 		return nil, fmt.Errorf("vacuum: %w", err)
 	}
 	return res, nil
+}
+
+// vacuumKeep is the set of storage keys VACUUM must not delete: the files of
+// live adds and of tombstones removed after the cutoff, and their deletion
+// vector files, whatever form their paths take. A path it cannot place is an
+// error naming it (wrapping ErrBadPath): leaving it out would delete a file
+// the table still references. Files outside the root are in no listing of
+// it, so they need no keeping.
+func (s *Snapshot) vacuumKeep(cutoff time.Time) (map[string]bool, error) {
+	keep := map[string]bool{}
+	place := func(kind, path string, dv *DeletionVector) error {
+		loc, err := s.root.locate(path)
+		if err != nil {
+			return fmt.Errorf("%s at version %d: %w", kind, s.version, err)
+		}
+		if loc.kind == pathInside {
+			keep[loc.path] = true
+		}
+		if dv == nil {
+			return nil
+		}
+		loc, ok, err := s.root.dvFile(dv)
+		if err != nil {
+			return fmt.Errorf("deletion vector of %s %q at version %d: %w", kind, path, s.version, err)
+		}
+		if ok && loc.kind == pathInside {
+			keep[loc.path] = true
+		}
+		return nil
+	}
+	for _, a := range s.files {
+		if err := place("live add", a.Path, a.DeletionVector); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range s.removes {
+		if r.DeletionTime() > cutoff.UnixMilli() {
+			if err := place("unexpired tombstone", r.Path, r.DeletionVector); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return keep, nil
 }
 
 // hiddenKey reports whether VACUUM must leave the key alone: the log, and

@@ -48,7 +48,7 @@ var fieldDocs = map[string]fieldDoc{
 	"kafka.start_offset":                 {doc: "Where a partition the table has no offset for starts: `earliest` or `latest`."},
 	"kafka.client_id":                    {doc: "Client id sent to the brokers."},
 	"kafka.instance_id":                  {doc: "Static group membership id, unique per process: restarted after a crash, the process takes its partitions back at once instead of after the dead member's 45 s session timeout. Mode group only.", def: "— (dynamic)"},
-	"kafka.fetch_max_wait":               {doc: "How long a broker holds an empty fetch; short so pause/resume responds quickly."},
+	"kafka.fetch_max_wait":               {doc: "How long a broker holds an empty fetch: how often an idle deltaflow asks Kafka for news (Kafka's consumer default)."},
 	"kafka.fetch_max_bytes":              {doc: "Bound on one fetch response, in bytes."},
 	"kafka.fetch_max_partition_bytes":    {doc: "Bound on one partition's share of a fetch (compressed bytes); keeps fetch memory small."},
 	"kafka.max_poll_records":             {doc: "Bound on the records one poll returns."},

@@ -285,15 +285,7 @@ func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapsho
 		logger.Warn("KV offsets mirror unreadable; the Delta log alone decides", "err", err)
 		return
 	}
-	inLog := map[int32]int64{}
-	prefix := strings.TrimSuffix(actors.TxnAppID(app, topic, 0), "0")
-	for id, v := range snap.Txns() {
-		if rest, ok := strings.CutPrefix(id, prefix); ok {
-			if p, err := strconv.ParseInt(rest, 10, 32); err == nil {
-				inLog[int32(p)] = v
-			}
-		}
-	}
+	inLog := actors.TableOffsets(snap, app, topic)
 	for _, p := range slices.Sorted(maps.Keys(inLog)) {
 		off := inLog[p]
 		rec, ok := kv[p]

@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// sensorMix is a realistic mix of the DESIGN.md records: smart plugs and
+// sensorMix is a realistic mix of the records of docs/design.md: smart plugs and
 // door sensors in equal parts, with varied ids, values and times.
 func sensorMix(n int) []*Record {
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -86,9 +86,11 @@ type Config struct {
 	// back at once, where a dynamic member waits for the session timeout
 	// (45 s) of its dead predecessor. Only in mode group; empty: dynamic.
 	InstanceID string `yaml:"instance_id"`
-	// FetchMaxWait bounds how long a broker holds a fetch with no new data.
-	// Paused and resumed partitions take effect only once the fetch in flight
-	// returns, so this is short. Default 100ms.
+	// FetchMaxWait bounds how long a broker holds a fetch with no new data:
+	// the client's rhythm while the topic is idle (a fetch round trip every
+	// FetchMaxWait). A partition resumed while every other one was idle is
+	// fetched once the fetch in flight returns. Default 500ms, as Kafka's
+	// own consumer (fetch.max.wait.ms).
 	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
 	// FetchMaxBytes bounds one fetch response, so it bounds memory (several
 	// times this once decompressed; a partition's first batch comes whole
@@ -157,7 +159,7 @@ func (c Config) withDefaults() Config {
 		c.ClientID = "deltaflow"
 	}
 	if c.FetchMaxWait == 0 {
-		c.FetchMaxWait = 100 * time.Millisecond
+		c.FetchMaxWait = 500 * time.Millisecond
 	}
 	if c.FetchMaxPartitionBytes == 0 {
 		c.FetchMaxPartitionBytes = 256 << 10

@@ -70,6 +70,15 @@ type Options struct {
 	Latency  bool
 	Rate     float64
 	Duration time.Duration
+	// Steady runs steady mode once per rate (events/s): the daemon at a
+	// constant load for SteadyDuration (default 10m), then idle for
+	// SteadyIdle (default 1m).
+	Steady         []float64
+	SteadyDuration time.Duration
+	SteadyIdle     time.Duration
+	// NATSURL makes the e2e daemons of latency and steady mode use this
+	// NATS server; empty: the embedded one.
+	NATSURL string
 	// Startup runs startup mode on a table of StartupCommits commits
 	// (default 10,000), built once and cached under the temp directory.
 	Startup        bool
@@ -105,6 +114,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Duration <= 0 {
 		o.Duration = time.Minute
+	}
+	if o.SteadyDuration <= 0 {
+		o.SteadyDuration = 10 * time.Minute
+	}
+	if o.SteadyIdle <= 0 {
+		o.SteadyIdle = time.Minute
 	}
 	if o.StartupCommits <= 0 {
 		o.StartupCommits = 10_000
@@ -178,6 +193,7 @@ type Report struct {
 	Stages  []StageReport  `json:"stages,omitempty"`
 	Latency *LatencyReport `json:"latency,omitempty"`
 	Startup *StartupReport `json:"startup,omitempty"`
+	Steady  []SteadyReport `json:"steady,omitempty"`
 }
 
 // Run runs the bench and writes its outputs.
@@ -214,6 +230,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, fmt.Errorf("latency: %w", err)
 		}
 		rep.Latency = lr
+	}
+	for _, rate := range o.Steady {
+		sr, err := steady(ctx, o, k, rate)
+		if err != nil {
+			return rep, fmt.Errorf("steady %g/s: %w", rate, err)
+		}
+		rep.Steady = append(rep.Steady, *sr)
 	}
 	if o.Startup {
 		sr, err := startup(ctx, o, k)
@@ -461,6 +484,15 @@ func PrintReport(w io.Writer, r *Report) {
 	if s := r.Startup; s != nil {
 		fmt.Fprintf(w, "\nstartup on %d commits (checkpoint every %d, %d live files): process start → first fetch %.3f s (→ partitions assigned %.3f s); snapshot load alone %.3f s\n",
 			s.Commits, s.CheckpointInterval, s.Files, s.FirstFetchSeconds, s.AssignedSeconds, s.SnapshotSeconds)
+	}
+	if len(r.Steady) > 0 {
+		fmt.Fprintf(w, "\nsteady load (flush interval %gs):\n", r.Steady[0].FlushIntervalSeconds)
+		fmt.Fprintf(w, "%10s %9s %9s %8s %10s %10s %10s %12s %12s\n", "events/s", "NATS", "minutes", "CPU %", "avg RSS", "peak RSS", "idle CPU %", "idle wake/s", "MB/hour")
+		for _, s := range r.Steady {
+			fmt.Fprintf(w, "%10.0f %9s %9.1f %8.2f %6.1f MiB %6.1f MiB %10.3f %12.1f %12.2f\n", s.Rate, s.NATS, s.DurationSeconds/60,
+				s.CPUPercent, float64(s.AvgRSSBytes)/(1<<20), float64(s.PeakRSSBytes)/(1<<20), s.IdleCPUPercent, s.IdleWakeupsPerSec,
+				s.TableBytesPerHour/1e6)
+		}
 	}
 	fmt.Fprintln(w)
 	for _, c := range Check(r) {

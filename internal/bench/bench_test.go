@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // childEnv marks a re-executed test binary as a stage child.
@@ -89,4 +90,44 @@ type testLog struct{ t *testing.T }
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestBenchSteadyShort runs steady mode briefly (a fast flush so rows commit
+// within the test) and checks that every measurement was taken.
+func TestBenchSteadyShort(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "steady.json")
+	var out strings.Builder
+	r, err := Run(t.Context(), Options{
+		Steady: []float64{17, 200}, SteadyDuration: 4 * time.Second, SteadyIdle: 2 * time.Second, FlushInterval: time.Second,
+		Dir: dir, JSON: jsonPath, Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	if len(r.Steady) != 2 {
+		t.Fatalf("%d steady reports, want 2", len(r.Steady))
+	}
+	for _, s := range r.Steady {
+		if s.Events != int64(s.Rate*4) || s.RowsCommitted != s.Events || s.Commits < 1 || s.Files < 1 {
+			t.Errorf("%g/s: events %d, rows committed %d, commits %d, files %d", s.Rate, s.Events, s.RowsCommitted, s.Commits, s.Files)
+		}
+		if s.CPUPercent <= 0 || s.AvgRSSBytes < 1<<20 || s.PeakRSSBytes < s.AvgRSSBytes || s.NATS != "embedded" {
+			t.Errorf("%g/s: CPU %v%%, RSS avg %d peak %d, NATS %q", s.Rate, s.CPUPercent, s.AvgRSSBytes, s.PeakRSSBytes, s.NATS)
+		}
+		if s.IdleSeconds < 2 || s.IdleWakeupsPerSec <= 0 || s.TableBytes <= 0 || s.TableBytesPerHour <= float64(s.TableBytes) {
+			t.Errorf("%g/s: idle %v s, %v wake-ups/s, table %d bytes, %v bytes/hour", s.Rate, s.IdleSeconds, s.IdleWakeupsPerSec, s.TableBytes, s.TableBytesPerHour)
+		}
+	}
+	lines, err := CheckFiles([]string{jsonPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(lines, "\n")
+	for _, want := range []string{"Pi load CPU < 1%", "Pi load RSS <= 48 MiB", "idle wake-ups <= 50/s"} {
+		if !strings.Contains(joined, want) || strings.Contains(joined, "SKIP  "+want) {
+			t.Errorf("check lines lack a verdict on %q:\n%s", want, joined)
+		}
+	}
 }

@@ -12,6 +12,13 @@ const (
 	TargetPeakRSSBytes   = 64 << 20 // draining 1,000,000 events with default settings
 	TargetStartupSeconds = 1.0      // restart to first fetch with 10,000 commits
 	TargetP99OverFlush   = 1.0      // p99 ≤ flush interval + 1 s at 10k events/s
+
+	// At the Pi's real load (the seed's ~17 records/s; any steady rate up
+	// to PiRate counts): under 1% of one core and at most 48 MiB RSS.
+	PiRate                  = 20
+	TargetPiCPUPercent      = 1.0
+	TargetPiPeakRSSBytes    = 48 << 20
+	TargetIdleWakeupsPerSec = 50 // no busy polling when the topic is idle
 )
 
 // Check returns one PASS/FAIL (or SKIP) line per target. It is
@@ -50,13 +57,27 @@ func Check(r *Report) []string {
 	} else {
 		skip("p99 <= flush + 1 s", "no --latency run")
 	}
+	pi := false
+	for _, st := range r.Steady {
+		if st.Rate <= PiRate {
+			pi = true
+			line(st.CPUPercent < TargetPiCPUPercent, "Pi load CPU < 1%", "%.2f%% of one core at %.0f events/s (NATS %s)", st.CPUPercent, st.Rate, st.NATS)
+			line(st.PeakRSSBytes <= TargetPiPeakRSSBytes, "Pi load RSS <= 48 MiB", "peak %.1f MiB at %.0f events/s (NATS %s)", float64(st.PeakRSSBytes)/(1<<20), st.Rate, st.NATS)
+		}
+		line(st.IdleWakeupsPerSec <= TargetIdleWakeupsPerSec, "idle wake-ups <= 50/s", "%.1f/s, %.3f%% CPU idle after %.0f events/s (NATS %s)",
+			st.IdleWakeupsPerSec, st.IdleCPUPercent, st.Rate, st.NATS)
+	}
+	if !pi {
+		skip("Pi load CPU < 1%", "no --steady run at <= 20 events/s")
+	}
 	return out
 }
 
-// CheckFiles reads reports (several: their throughput, latency and startup
-// parts are merged) and returns the check lines.
+// CheckFiles reads reports (several: their throughput, latency, startup and
+// steady parts are merged) and returns the check lines.
 func CheckFiles(paths []string) ([]string, error) {
 	var merged Report
+	var steady []SteadyReport
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -77,6 +98,8 @@ func CheckFiles(paths []string) ([]string, error) {
 		if r.Startup != nil {
 			merged.Startup = r.Startup
 		}
+		steady = append(steady, r.Steady...)
 	}
+	merged.Steady = steady
 	return Check(&merged), nil
 }

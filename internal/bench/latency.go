@@ -59,7 +59,7 @@ func latency(ctx context.Context, o Options, k *kafkaEnv) (*LatencyReport, error
 		FlushIntervalSeconds: flush.Seconds(), Table: table}
 
 	a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-latency-" + nonce,
-		table: table, natsDir: natsDirFor(o.Dir, "latency"), flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config}
+		table: table, natsDir: natsDirFor(o.Dir, "latency"), natsURL: o.NATSURL, flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config}
 	if o.CPUProfile != "" {
 		a.cpuProfile = o.CPUProfile + ".latency"
 	}

@@ -44,12 +44,16 @@ type stageArgs struct {
 	events      int64 // consume/decode: stop after this many records
 	table       string
 	natsDir     string
+	natsURL     string // external NATS; empty: embedded in natsDir
 	untilLatest bool
-	flush       time.Duration
-	cpuProfile  string
-	memProfile  string
-	config      string // deltaflow YAML whose kafka, flush and backpressure settings apply
-	s3          s3Flags
+	// noProgress: the e2e child does not scrape its own /metrics for
+	// progress lines (steady mode measures the idle daemon's wake-ups).
+	noProgress bool
+	flush      time.Duration
+	cpuProfile string
+	memProfile string
+	config     string // deltaflow YAML whose kafka, flush and backpressure settings apply
+	s3         s3Flags
 }
 
 type s3Flags struct{ endpoint, accessKey, secretKey, region string }
@@ -62,7 +66,9 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.Int64Var(&a.events, "stage-events", 0, "internal")
 	fs.StringVar(&a.table, "stage-table", "", "internal")
 	fs.StringVar(&a.natsDir, "stage-nats-dir", "", "internal")
+	fs.StringVar(&a.natsURL, "stage-nats-url", "", "internal")
 	fs.BoolVar(&a.untilLatest, "stage-until-latest", false, "internal")
+	fs.BoolVar(&a.noProgress, "stage-no-progress", false, "internal")
 	fs.DurationVar(&a.flush, "stage-flush-interval", 0, "internal")
 	fs.StringVar(&a.config, "stage-config", "", "internal")
 	fs.StringVar(&a.memProfile, "memprofile", "", "write a heap profile of each stage child, taken at its peak Go heap, to `FILE`.<stage>")
@@ -75,8 +81,14 @@ func (a *stageArgs) args() []string {
 	if a.table != "" {
 		out = append(out, "--stage-table", a.table, "--stage-nats-dir", a.natsDir)
 	}
+	if a.natsURL != "" {
+		out = append(out, "--stage-nats-url", a.natsURL)
+	}
 	if a.untilLatest {
 		out = append(out, "--stage-until-latest")
+	}
+	if a.noProgress {
+		out = append(out, "--stage-no-progress")
 	}
 	if a.flush > 0 {
 		out = append(out, "--stage-flush-interval", a.flush.String())
@@ -334,8 +346,12 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 	}
 	cfg.Kafka.Brokers = strings.Split(a.brokers, ",")
 	cfg.Kafka.Topic, cfg.Kafka.Group = a.topic, a.group
-	cfg.NATS.Listen = "127.0.0.1:-1"
-	cfg.NATS.StoreDir = a.natsDir
+	if a.natsURL != "" {
+		cfg.NATS.URL = a.natsURL
+	} else {
+		cfg.NATS.Listen = "127.0.0.1:-1"
+		cfg.NATS.StoreDir = a.natsDir
+	}
 	cfg.HTTP.Listen = "127.0.0.1:0" // on, as in the daemon; scraped for progress
 	cfg.Log.Level = "info"
 	if a.flush > 0 {
@@ -350,7 +366,7 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 	// running epoch is only answered by the next one).
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	logw := &logWatch{out: out, w: stderr}
+	logw := &logWatch{out: out, w: stderr, noScrape: a.noProgress}
 	if a.untilLatest && a.events > 0 {
 		logw.target, logw.reached = a.events, cancel
 	}
@@ -376,6 +392,7 @@ type logWatch struct {
 	buf      []byte
 	assigned atomic.Int64
 	started  bool
+	noScrape bool
 	stop     func()
 	records  atomic.Uint64
 	target   int64  // rows committed at which to call reached
@@ -401,7 +418,7 @@ func (l *logWatch) Write(p []byte) (int, error) {
 				l.out.printf("assigned %d\n", now)
 			}
 		}
-		if m := httpAddr.FindStringSubmatch(line); m != nil && !l.started {
+		if m := httpAddr.FindStringSubmatch(line); m != nil && !l.started && !l.noScrape {
 			l.started = true
 			l.stop = l.scrape("http://" + m[1] + "/metrics")
 		}

@@ -1,6 +1,6 @@
 // Package sim generates the sensor records deltaflow ingests, byte for byte in
-// the format the Pi stack's MQTT→Kafka bridge writes (DESIGN.md,
-// "Configuration"): key = device_id, value = a compact JSON envelope whose
+// the format the Pi stack's MQTT→Kafka bridge writes (docs/design.md,
+// "Input records"): key = device_id, value = a compact JSON envelope whose
 // "payload" is a JSON-encoded string written by Python's json.dumps (", " and
 // ": " separators). It feeds `deltaflow produce`, the demo, tests and
 // benchmarks.

@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/deltaflow/deltaflow/internal/bench"
 )
 
-const benchUsage = "[--events N] [--brokers B] [--table URI] [--json FILE] [--png FILE] [--latency [--rate N] [--duration D]] [--startup] | --check FILE..."
+const benchUsage = "[--events N] [--brokers B] [--table URI] [--json FILE] [--png FILE] [--latency [--rate N] [--duration D]] [--steady RATE,... [--steady-duration D] [--steady-idle D]] [--nats-url URL] [--startup] | --check FILE..."
 
 func benchCommand() *Command {
 	return &Command{
@@ -44,6 +45,10 @@ func runBench(ctx context.Context, out IO, args []string) error {
 	fs.BoolVar(&o.Latency, "latency", false, "also measure record → commit latency at a steady rate")
 	fs.Float64Var(&o.Rate, "rate", 10_000, "latency mode: events per second")
 	fs.DurationVar(&o.Duration, "duration", time.Minute, "latency mode: how long to produce")
+	steadyRates := fs.String("steady", "", "also run the daemon at each of these steady `RATES` (events/s, comma-separated; the Pi's load is 17) and measure CPU, RSS, idle wake-ups and bytes written")
+	fs.DurationVar(&o.SteadyDuration, "steady-duration", 10*time.Minute, "steady mode: how long to produce at each rate")
+	fs.DurationVar(&o.SteadyIdle, "steady-idle", time.Minute, "steady mode: how long to watch the idle daemon afterwards")
+	fs.StringVar(&o.NATSURL, "nats-url", "", "latency and steady mode: the daemon uses this NATS `URL`; empty: its embedded server")
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to `FILE`")
@@ -76,6 +81,15 @@ func runBench(ctx context.Context, out IO, args []string) error {
 	}
 	if brokers != "" {
 		o.Brokers = strings.Split(brokers, ",")
+	}
+	if *steadyRates != "" {
+		for _, f := range strings.Split(*steadyRates, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				return usagef("--steady: %q is not a rate > 0", f)
+			}
+			o.Steady = append(o.Steady, r)
+		}
 	}
 	o.Table, o.S3 = tf.uri, tf.s3
 	o.Out, o.Log = out.Stdout, out.Stderr

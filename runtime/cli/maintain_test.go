@@ -290,3 +290,55 @@ func TestVerify(t *testing.T) {
 		t.Errorf("deep verify: exit %d\n%s", code, out)
 	}
 }
+
+// TestAbsolutePaths: a table whose adds name their files by absolute URIs
+// (as SHALLOW CLONE and CONVERT TO DELTA write them) reads, verifies and
+// keeps its files through VACUUM; a path VACUUM cannot place stops it, and
+// the error names the path.
+func TestAbsolutePaths(t *testing.T) {
+	dir, tbl := newRowsTable(t, 2)
+	logs, err := filepath.Glob(filepath.Join(dir, "_delta_log", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := "file://" + delta.EncodePath(filepath.ToSlash(dir))
+	for _, f := range logs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.ReplaceAll(string(data), `"path":"p=`, `"path":"`+root+`/p=`))
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := jsonLines(t, mustRun(t, "cat", "--table", dir)); len(got) != 20 {
+		t.Fatalf("cat: %d rows, want 20", len(got))
+	}
+	if out := mustRun(t, "verify", "--table", dir, "--deep"); !strings.HasPrefix(out, "OK: 4 files, 20 rows verified") {
+		t.Fatalf("verify: %s", out)
+	}
+	mustRun(t, "vacuum", "--table", dir, "--retain", "0h", "--force")
+	if n := parquetFiles(t, dir); n != 4 {
+		t.Fatalf("after vacuum: %d data files on disk, want the 4 live ones", n)
+	}
+	if out := mustRun(t, "verify", "--table", dir); !strings.HasPrefix(out, "OK: 4 files") {
+		t.Fatalf("verify after vacuum: %s", out)
+	}
+
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := &delta.Add{Path: "p=a/x%zz.parquet", PartitionValues: map[string]*string{"p": nil}, Size: 1, DataChange: true}
+	if _, err := tbl.Commit(t.Context(), s, []delta.Action{{Add: bad}}, delta.Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "vacuum", "--table", dir, "--retain", "0h", "--force")
+	if code != 1 || !strings.Contains(errs, fmt.Sprintf(`live add at version %d: delta: undecodable file path "p=a/x%%zz.parquet"`, s.Version())) {
+		t.Fatalf("vacuum with an undecodable path: exit %d, %s", code, errs)
+	}
+	if n := parquetFiles(t, dir); n != 4 {
+		t.Fatalf("after the refused vacuum: %d data files on disk", n)
+	}
+}

@@ -75,13 +75,8 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 		}
 		return rows[p]
 	}
-	prefix := strings.TrimSuffix(actors.TxnAppID(f.app, f.topic, 0), "0")
-	for id, v := range s.Txns() {
-		if rest, ok := strings.CutPrefix(id, prefix); ok {
-			if p, err := strconv.ParseInt(rest, 10, 32); err == nil {
-				row(int32(p)).TxnVersion = &v
-			}
-		}
+	for p, v := range actors.TableOffsets(s, f.app, f.topic) {
+		row(p).TxnVersion = &v
 	}
 	if len(rows) == 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("table: no txn for app %q topic %q", f.app, f.topic))

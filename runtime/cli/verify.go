@@ -74,7 +74,7 @@ func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructTy
 			return []string{fmt.Sprintf("stats unreadable: %v", err)}, 0, nil
 		}
 	}
-	key, err := delta.DecodePath(a.Path)
+	key, err := delta.StoreKey(store, a.Path)
 	if err != nil {
 		return []string{fmt.Sprintf("bad path: %v", err)}, 0, nil
 	}
