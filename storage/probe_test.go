@@ -21,6 +21,11 @@ func probeLeavesNothing(t *testing.T, s storage.Store) {
 	}
 }
 
+// withEndpoint is a store that names its server, as S3 does.
+type withEndpoint struct{ storage.Store }
+
+func (withEndpoint) Endpoint() string { return "http://s3.example:9000" }
+
 // TestProbePutIfAbsent: stores that honour put-if-absent pass; one that
 // overwrites (a server ignoring If-None-Match) is ErrNotAtomic, named.
 func TestProbePutIfAbsent(t *testing.T) {
@@ -42,6 +47,12 @@ func TestProbePutIfAbsent(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotAtomic naming %s", err, f.URI())
 	}
 	probeLeavesNothing(t, f)
+
+	// An S3 store's error names its server, which its URI leaves out.
+	err = storage.ProbePutIfAbsent(t.Context(), withEndpoint{f})
+	if !errors.Is(err, storage.ErrNotAtomic) || !strings.Contains(err.Error(), "endpoint http://s3.example:9000") {
+		t.Fatalf("err = %v, want ErrNotAtomic naming the endpoint", err)
+	}
 
 	// A store that cannot be written at all says so, not ErrNotAtomic.
 	f.Reset()
