@@ -47,17 +47,15 @@ func (f *tableFlags) registerWriter(fs *flag.FlagSet) {
 // says this is the only writer. A dry run writes nothing, so its store is
 // not probed.
 func (f *tableFlags) writable(ctx context.Context, stderr io.Writer, dryRun bool) (*delta.Table, *delta.Snapshot, error) {
-	single := f.singleWriter
-	if v := os.Getenv(runtime.SingleWriterEnv); v != "" && !single {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, nil, usagef("$%s: %v", runtime.SingleWriterEnv, err)
-		}
-		single = b
-	}
 	tbl, s, err := f.snapshot(ctx)
 	if err != nil || dryRun {
 		return tbl, s, err
+	}
+	single := f.singleWriter
+	if v := os.Getenv(runtime.SingleWriterEnv); v != "" && !single {
+		if single, err = strconv.ParseBool(v); err != nil {
+			return nil, nil, usagef("$%s: %v", runtime.SingleWriterEnv, err)
+		}
 	}
 	if err := runtime.CheckAtomicCommits(ctx, tbl.Store(), single, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, nil, err
