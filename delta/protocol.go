@@ -8,8 +8,8 @@ import (
 
 // tableFeature is one table feature this library can recognise in a
 // metaData action: the legacy protocol versions that implied it before table
-// features existed (0: none; reader features only) and when the metadata
-// makes it active (PROTOCOL.md "Active Features").
+// features existed, and when the metadata makes it active (PROTOCOL.md
+// "Active Features").
 type tableFeature struct {
 	name         string
 	legacyReader int32 // reader version that implies it; 0 for writer-only features
