@@ -100,7 +100,7 @@ func (t *Table) Commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 	if s == nil || s.version < 0 {
 		return 0, fmt.Errorf("commit %s: %w (create it first)", op.Name, ErrTableNotFound)
 	}
-	if err := s.CheckWrite(); err != nil {
+	if err := s.Check(opOf(op.Name)); err != nil {
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
 	}
 	return t.commit(ctx, s, actions, op, DefaultMaxCommitAttempts)

@@ -107,7 +107,7 @@ func compareStrings(a, b string) int {
 // one of the compacted files, the commit aborts with a ConflictDelete error;
 // the files written for it are then orphans that VACUUM removes.
 func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions) (*OptimizeResult, error) {
-	if err := s.CheckWrite(); err != nil {
+	if err := s.Check(OpOptimize); err != nil {
 		return nil, fmt.Errorf("optimize: %w", err)
 	}
 	bins := PlanOptimize(s, opts)

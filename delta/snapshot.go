@@ -269,74 +269,14 @@ func (s *Snapshot) CheckpointActions(now time.Time) []Action {
 	return out
 }
 
-// readFeatures lists the reader features this library implements.
-var readFeatures = map[string]bool{"timestampNtz": true, "vacuumProtocolCheck": true}
+// CheckRead refuses a table whose reader protocol or reader features this
+// library does not implement (Check(OpRead)).
+func (s *Snapshot) CheckRead() error { return s.Check(OpRead) }
 
-// writeFeatures lists the writer features this library honours when writing.
-var writeFeatures = map[string]bool{
-	"appendOnly": true, "invariants": true, "timestampNtz": true, "vacuumProtocolCheck": true,
-}
-
-// CheckRead refuses a table whose reader protocol this library does not
-// implement.
-func (s *Snapshot) CheckRead() error {
-	p := s.protocol
-	switch {
-	case p.MinReaderVersion <= 1:
-		return nil
-	case p.MinReaderVersion == 2:
-		if mode := s.metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-			return &UnsupportedError{Version: 2, Features: []string{"columnMapping"}}
-		}
-		return nil
-	case p.MinReaderVersion == 3:
-		var bad []string
-		for _, f := range p.ReaderFeatures {
-			if !readFeatures[f] {
-				bad = append(bad, f)
-			}
-		}
-		if len(bad) > 0 {
-			return &UnsupportedError{Version: 3, Features: bad}
-		}
-		return nil
-	}
-	return &UnsupportedError{Version: p.MinReaderVersion}
-}
-
-// CheckWrite refuses a table this library cannot write without breaking a
-// writer requirement (constraints, generated columns, CDF, column mapping...).
-func (s *Snapshot) CheckWrite() error {
-	if err := s.CheckRead(); err != nil {
-		return err
-	}
-	p := s.protocol
-	switch {
-	case p.MinWriterVersion <= 2:
-	case p.MinWriterVersion == 7:
-		var bad []string
-		for _, f := range p.WriterFeatures {
-			if !writeFeatures[f] {
-				bad = append(bad, f)
-			}
-		}
-		if len(bad) > 0 {
-			return &UnsupportedError{Write: true, Version: 7, Features: bad}
-		}
-	default:
-		return &UnsupportedError{Write: true, Version: p.MinWriterVersion}
-	}
-	st, err := s.Schema()
-	if err != nil {
-		return err
-	}
-	for _, f := range st.Fields {
-		if strings.Contains(string(f.Metadata), "delta.invariants") {
-			return &UnsupportedError{Write: true, Features: []string{"invariants"}}
-		}
-	}
-	return nil
-}
+// CheckWrite refuses appending to a table with a feature this library does
+// not honour while it is active: constraints, generated columns, row
+// tracking, ... (Check(OpAppend)).
+func (s *Snapshot) CheckWrite() error { return s.Check(OpAppend) }
 
 // AppendOnly reports delta.appendOnly: data may be added, never changed.
 func (s *Snapshot) AppendOnly() bool {

@@ -39,6 +39,9 @@ type VacuumResult struct {
 // directories go with their last file. Like Spark it records VACUUM START and
 // VACUUM END commits.
 func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*VacuumResult, error) {
+	if err := s.Check(OpVacuum); err != nil {
+		return nil, fmt.Errorf("vacuum: %w", err)
+	}
 	retention := opts.Retention
 	if retention == 0 {
 		retention = s.DeletedFileRetention()
