@@ -20,7 +20,8 @@ import (
 // ReadDataFile reads all rows of the data file of add, aligned with the full
 // table schema: file columns are matched by name (a column missing from the
 // file reads as null, for schema evolution), partition columns come from
-// add.PartitionValues, and values have the Go types documented on Row.
+// add.PartitionValues, rows add's deletion vector marks are left out, and
+// values have the Go types documented on Row.
 func ReadDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) ([]Row, error) {
 	var rows []Row
 	for r, err := range DataFileRows(ctx, store, schema, partitionColumns, add) {
@@ -59,6 +60,13 @@ func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, 
 			fail(err)
 			return
 		}
+		// Rows the deletion vector marks (by index in the file) are skipped.
+		deleted, err := LoadDeletionVector(ctx, store, add.DeletionVector)
+		if err != nil {
+			fail(err)
+			return
+		}
+		var index uint64
 		buf := make([]parquet.Row, 256)
 		for _, rg := range f.RowGroups() {
 			rows := rg.Rows()
@@ -70,6 +78,9 @@ func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, 
 				}
 				n, rerr := rows.ReadRows(buf)
 				for _, pr := range buf[:n] {
+					if index++; deleted.Contains(index - 1) {
+						continue
+					}
 					row, err := fr.convert(pr)
 					if err != nil {
 						rows.Close()

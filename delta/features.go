@@ -53,7 +53,7 @@ var featureRules = map[string]featureRule{
 	"vacuumProtocolCheck": {read: true},
 	// Reads apply DVs; appends write none; OPTIMIZE leaves files with DVs
 	// alone; VACUUM keeps DV files.
-	"deletionVectors": {active: deletionVectorsInUse, refuse: allWrites},
+	"deletionVectors": {read: true},
 	// Reads resolve physical names; writes use physical names and field ids.
 	"columnMapping": {active: columnMappingOn, refuse: allWrites},
 	// V2 checkpoints and sidecars are read; writers may still write classic
@@ -254,21 +254,6 @@ func walkFields(t DataType, prefix string, fn func(path string, f *StructField))
 		walkFields(t.KeyType, prefix, fn)
 		walkFields(t.ValueType, prefix, fn)
 	}
-}
-
-// deletionVectorsInUse: a live file or a tombstone has a deletion vector.
-func deletionVectorsInUse(s *Snapshot) (bool, string) {
-	for _, a := range s.files {
-		if a.DeletionVector != nil {
-			return true, ""
-		}
-	}
-	for _, r := range s.removes {
-		if r.DeletionVector != nil {
-			return true, ""
-		}
-	}
-	return false, ""
 }
 
 // opOf classifies a commit by its operation name: OPTIMIZE, VACUUM START

@@ -48,7 +48,8 @@ type OptimizeResult struct {
 
 // PlanOptimize bin-packs the small files of each partition (sorted by size)
 // into bins of at most TargetSize bytes; only bins of two or more files are
-// worth rewriting. Files with deletion vectors are left alone.
+// worth rewriting. Files with deletion vectors take part: compaction
+// rewrites them with the deleted rows left out.
 func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	target := opts.TargetSize
 	if target <= 0 {
@@ -56,7 +57,7 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	}
 	byPartition := map[string][]*Add{}
 	for _, a := range s.files {
-		if a.DeletionVector != nil || a.Size >= target || opts.Filter != nil && !opts.Filter(a.PartitionValues) {
+		if a.Size >= target || opts.Filter != nil && !opts.Filter(a.PartitionValues) {
 			continue
 		}
 		dir := PartitionDir(s.PartitionColumns(), a.PartitionValues)
@@ -130,7 +131,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 	now := t.now().UnixMilli()
 	var actions []Action
 	var sizes []int64
-	var done int64
+	var done, dvsRemoved int64
 	for i, b := range bins {
 		add, err := t.compact(ctx, schema, s.PartitionColumns(), b, wopts)
 		if err != nil {
@@ -145,8 +146,11 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 			size, ext := f.Size, true
 			actions = append(actions, Action{Remove: &Remove{
 				Path: f.Path, DeletionTimestamp: &now, DataChange: false, ExtendedFileMetadata: &ext,
-				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags,
+				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags, DeletionVector: f.DeletionVector,
 			}})
+			if f.DeletionVector != nil {
+				dvsRemoved++
+			}
 			res.FilesRemoved++
 			res.BytesRemoved += f.Size
 		}
@@ -168,7 +172,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 			"numAddedFiles": itoa(int64(res.FilesAdded)), "numRemovedFiles": itoa(int64(res.FilesRemoved)),
 			"numAddedBytes": itoa(res.BytesAdded), "numRemovedBytes": itoa(res.BytesRemoved),
 			"minFileSize": itoa(sizes[0]), "p50FileSize": itoa(sizes[len(sizes)/2]), "maxFileSize": itoa(sizes[len(sizes)-1]),
-			"numDeletionVectorsRemoved": "0",
+			"numDeletionVectorsRemoved": itoa(dvsRemoved),
 		},
 	})
 	if err != nil {

@@ -64,6 +64,19 @@ func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*V
 			}
 		}
 	}
+	var kept []*Remove
+	for _, r := range s.removes {
+		if r.DeletionTime() > cutoff.UnixMilli() {
+			kept = append(kept, r)
+		}
+	}
+	dvKeys, err := deletionVectorKeys(t.store, s.Files(), kept)
+	if err != nil {
+		return nil, fmt.Errorf("vacuum: %w", err)
+	}
+	for _, k := range dvKeys {
+		keep[k] = true
+	}
 	objs, err := t.store.List(ctx, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("vacuum: list table: %w", err)

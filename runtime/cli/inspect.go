@@ -113,16 +113,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// numRecords reads numRecords from a file's stats; nil when absent.
+// numRecords is a file's row count from its stats, less the rows its
+// deletion vector removes; nil when the stats do not say.
 func numRecords(a *delta.Add) *int64 {
-	if a.Stats == "" {
+	n, ok := a.NumLogicalRecords()
+	if !ok {
 		return nil
 	}
-	st, err := delta.ParseStats(a.Stats)
-	if err != nil {
-		return nil
-	}
-	n := st.NumRecords
 	return &n
 }
 

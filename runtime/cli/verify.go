@@ -89,8 +89,8 @@ func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructTy
 		return []string{fmt.Sprintf("size: log says %d bytes, storage has %d", a.Size, info.Size)}, 0, nil
 	}
 	if !deep {
-		if st != nil && st.NumRecords > 0 {
-			return nil, st.NumRecords, nil
+		if n, ok := a.NumLogicalRecords(); ok && n > 0 {
+			return nil, n, nil
 		}
 		return nil, 0, nil
 	}
@@ -109,8 +109,17 @@ func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructTy
 		return nil, n, nil
 	}
 	var problems []string
-	if st.NumRecords >= 0 && st.NumRecords != n {
-		problems = append(problems, fmt.Sprintf("numRecords: stats say %d, file has %d rows", st.NumRecords, n))
+	if want, ok := a.NumLogicalRecords(); ok && want != n {
+		dv := ""
+		if a.DeletionVector != nil {
+			dv = fmt.Sprintf(" (%d after the deletion vector)", want)
+		}
+		problems = append(problems, fmt.Sprintf("numRecords: stats say %d%s, file has %d rows", st.NumRecords, dv, n))
+	}
+	if a.DeletionVector != nil {
+		// Stats describe the physical rows; with deleted rows only the
+		// bounds still hold (as wide bounds), not the null counts.
+		st.NullCount = nil
 	}
 	for i := range cols {
 		problems = append(problems, cols[i].check(st)...)

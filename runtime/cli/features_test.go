@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sparkFixture copies a delta-spark fixture (delta/testdata/spark-features,
+// made by its generate.py) to a temporary directory and returns it with the
+// number of rows Spark reads at its latest version.
+func sparkFixture(t *testing.T, name string) (string, int) {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "delta", "testdata", "spark-features", name))); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dst, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dst, "expected.json"))
+	var exp struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatal(err)
+	}
+	return dst, len(exp.Rows)
+}
+
+// TestDeletionVectorRowCounts: inspect, cat and verify count the rows a
+// reader sees, numRecords less the deletion vectors' cardinality.
+func TestDeletionVectorRowCounts(t *testing.T) {
+	for _, name := range []string{"dv", "dv-inline"} {
+		t.Run(name, func(t *testing.T) {
+			dir, want := sparkFixture(t, name)
+			code, out, errs := run(t, "inspect", "snapshot", "--table", dir, "--json")
+			if code != 0 {
+				t.Fatalf("inspect: exit %d: %s", code, errs)
+			}
+			var snap struct {
+				NumRecords int `json:"numRecords"`
+			}
+			if err := json.Unmarshal([]byte(out), &snap); err != nil || snap.NumRecords != want {
+				t.Errorf("inspect snapshot: numRecords %d (%v), Spark reads %d rows", snap.NumRecords, err, want)
+			}
+			code, out, errs = run(t, "inspect", "files", "--table", dir, "--json")
+			var files []struct {
+				NumRecords int `json:"numRecords"`
+			}
+			if err := json.Unmarshal([]byte(out), &files); code != 0 || err != nil {
+				t.Fatalf("inspect files: exit %d, %v: %s", code, err, errs)
+			}
+			sum := 0
+			for _, f := range files {
+				sum += f.NumRecords
+			}
+			if sum != want {
+				t.Errorf("inspect files: records add up to %d, want %d", sum, want)
+			}
+			code, out, errs = run(t, "cat", "--table", dir)
+			if code != 0 {
+				t.Fatalf("cat: exit %d: %s", code, errs)
+			}
+			if lines := strings.Count(out, "\n"); lines != want {
+				t.Errorf("cat printed %d rows, want %d", lines, want)
+			}
+			for _, deleted := range []string{`"id":1,`, `"id":4,`, `"id":7,`, `"id":8,`, `"id":13,`} {
+				if strings.Contains(out, deleted) {
+					t.Errorf("cat printed deleted row %s", deleted)
+				}
+			}
+			for _, args := range [][]string{{"verify", "--table", dir}, {"verify", "--table", dir, "--deep"}} {
+				code, out, errs = run(t, args...)
+				if code != 0 || !strings.Contains(out, " "+strconv.Itoa(want)+" rows") {
+					t.Errorf("%v: exit %d: %s%s", args, code, out, errs)
+				}
+			}
+		})
+	}
+}
