@@ -55,7 +55,7 @@ var featureRules = map[string]featureRule{
 	// alone; VACUUM keeps DV files.
 	"deletionVectors": {read: true},
 	// Reads resolve physical names; writes use physical names and field ids.
-	"columnMapping": {active: columnMappingOn, refuse: allWrites},
+	"columnMapping": {read: true},
 	// V2 checkpoints and sidecars are read; writers may still write classic
 	// V1 checkpoints.
 	"v2Checkpoint": {active: func(*Snapshot) (bool, string) { return true, "" }},
@@ -267,12 +267,6 @@ func opOf(name string) Op {
 		return OpVacuum
 	}
 	return OpAppend
-}
-
-// columnMappingOn: delta.columnMapping.mode is name or id.
-func columnMappingOn(s *Snapshot) (bool, string) {
-	mode := s.metadata.Configuration["delta.columnMapping.mode"]
-	return mode != "" && mode != "none", mode
 }
 
 // inCommitTimestampsOn: delta.enableInCommitTimestamps (or its -preview

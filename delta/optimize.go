@@ -57,10 +57,12 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	}
 	byPartition := map[string][]*Add{}
 	for _, a := range s.files {
-		if a.Size >= target || opts.Filter != nil && !opts.Filter(a.PartitionValues) {
+		// Partition values are keyed by physical names under column mapping.
+		logical := s.logicalPartitionValues(a.PartitionValues)
+		if a.Size >= target || opts.Filter != nil && !opts.Filter(logical) {
 			continue
 		}
-		dir := PartitionDir(s.PartitionColumns(), a.PartitionValues)
+		dir := PartitionDir(s.PartitionColumns(), logical)
 		byPartition[dir] = append(byPartition[dir], a)
 	}
 	var bins []OptimizeBin
@@ -191,8 +193,8 @@ func (t *Table) compact(ctx context.Context, schema *StructType, partitionColumn
 	for _, f := range dataSchema.Fields {
 		dataIdx = append(dataIdx, schema.Index(f.Name))
 	}
-	key := NewDataFileKey(partitionColumns, b.PartitionValues, opts.Compression)
-	w, err := CreateDataFile(ctx, t.store, key, dataSchema, b.PartitionValues, opts)
+	key := NewDataFileKey(partitionColumns, LogicalPartitionValues(schema, b.PartitionValues), opts.Compression)
+	w, err := CreateDataFile(ctx, t.store, key, PhysicalSchema(dataSchema), b.PartitionValues, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // The fixtures in testdata/spark-features were made by delta-spark 3.2 with
@@ -178,7 +180,7 @@ func TestSparkDeletionVectors(t *testing.T) {
 			if logical != int64(len(exp.Rows)) {
 				t.Errorf("record counts add up to %d, Spark reads %d rows", logical, len(exp.Rows))
 			}
-			compareWithDeltaRS(t, tbl, dir, true)
+			compareWithDeltaRSArgs(t, tbl, dir, true, []string{"--query"})
 
 			want := slices.Clone(exp.Rows)
 			if _, err := appendRows(t, tbl, s, []Row{{int64(100), "a", "n100"}}); err != nil {
@@ -203,7 +205,7 @@ func TestSparkDeletionVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkRows(t, tbl, fresh, want)
-			compareWithDeltaRS(t, tbl, dir, true)
+			compareWithDeltaRSArgs(t, tbl, dir, true, []string{"--query"})
 		})
 	}
 }
@@ -271,5 +273,159 @@ func TestDeletionVectorErrorsNameTheFile(t *testing.T) {
 	}
 	if errors.Is(err, ErrCorruptDeletionVector) {
 		t.Errorf("a missing file is not corruption: %v", err)
+	}
+}
+
+// sampleRow is a row for schema with a simple value per column.
+func sampleRow(schema *StructType) (Row, map[string]any) {
+	r := make(Row, len(schema.Fields))
+	m := map[string]any{}
+	for i, f := range schema.Fields {
+		switch f.Type {
+		case Long:
+			r[i] = int64(1000 + i)
+		case Integer:
+			r[i] = int32(7 + i)
+		case Short:
+			r[i] = int16(3 + i)
+		case String:
+			r[i] = "x"
+		}
+		m[f.Name] = r[i]
+	}
+	return r, m
+}
+
+// checkOps runs append, OPTIMIZE and VACUUM on a fixture and checks each
+// is done (and leaves rows Spark's plus the appended one, as delta-rs reads
+// too) or refused with an *UnsupportedError naming feature and operation.
+func checkOps(t *testing.T, dir string, exp *sparkExpected, refused map[Op]string) {
+	t.Helper()
+	tbl := NewTable(localStore(t, dir))
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	checkRows(t, tbl, s, exp.Rows)
+	schema, _ := s.Schema()
+	want := slices.Clone(exp.Rows)
+	refusal := func(op Op, err error) {
+		t.Helper()
+		f := refused[op]
+		var ue *UnsupportedError
+		switch {
+		case f == "" && err != nil:
+			t.Errorf("%s: %v", op, err)
+		case f != "" && (!errors.As(err, &ue) || ue.Op != op || !slices.Contains(ue.Features, f)):
+			t.Errorf("%s: got %v, want a refusal naming %s", op, err, f)
+		case f != "" && !strings.Contains(err.Error(), f):
+			t.Errorf("%s: message %q does not name %s", op, err, f)
+		}
+	}
+	row, m := sampleRow(schema)
+	_, err = appendRows(t, tbl, s, []Row{row, row})
+	refusal(OpAppend, err)
+	if err == nil {
+		want = append(want, m, m)
+	}
+	_, err = tbl.Optimize(t.Context(), s, OptimizeOptions{TargetSize: 1 << 20})
+	refusal(OpOptimize, err)
+	time.Sleep(5 * time.Millisecond)
+	_, err = tbl.Vacuum(t.Context(), s, VacuumOptions{Retention: time.Millisecond, Force: true})
+	refusal(OpVacuum, err)
+	fresh, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, tbl, fresh, want)
+	compareWithDeltaRSArgs(t, tbl, dir, true, []string{"--query"})
+}
+
+// TestSparkFeatureGating: on tables delta-spark made with each feature,
+// reads match Spark, and append, OPTIMIZE and VACUUM are done or refused as
+// the feature table of issue 11 says.
+func TestSparkFeatureGating(t *testing.T) {
+	all := func(f string) map[Op]string { return map[Op]string{OpAppend: f, OpOptimize: f, OpVacuum: f} }
+	for name, refused := range map[string]map[Op]string{
+		"constraints":  {OpAppend: "checkConstraints"},
+		"generated":    {OpAppend: "generatedColumns"},
+		"cdf":          {},
+		"rowtracking":  all("rowTracking"),
+		"typewidening": all("typeWidening-preview"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, exp := sparkFixture(t, name)
+			checkOps(t, dir, exp, refused)
+		})
+	}
+}
+
+// TestSparkColumnMapping: tables with column mapping (name and id mode,
+// after RENAME, DROP and ADD COLUMN) read by display name as Spark reads
+// them at every version; appends and OPTIMIZE write physical names and
+// column ids, readable by delta-rs and by this library.
+func TestSparkColumnMapping(t *testing.T) {
+	for _, name := range []string{"colmap-name", "colmap-id"} {
+		t.Run(name, func(t *testing.T) {
+			dir, exp := sparkFixture(t, name)
+			tbl := NewTable(localStore(t, dir))
+			for v, rows := range exp.RowsByVersion {
+				version, _ := json.Number(v).Int64()
+				s, err := tbl.SnapshotAt(t.Context(), version)
+				if err != nil {
+					t.Fatalf("version %d: %v", version, err)
+				}
+				checkRows(t, tbl, s, rows)
+			}
+			checkOps(t, dir, exp, nil)
+			s, err := tbl.Snapshot(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			schema, _ := s.Schema()
+			for _, a := range s.Files() {
+				for k := range a.PartitionValues {
+					if schema.Field(k) != nil {
+						t.Errorf("%s: partition value keyed by display name %q", a.Path, k)
+					}
+				}
+				if !strings.Contains(a.Stats, `"col-`) {
+					t.Errorf("%s: stats not by physical name: %s", a.Path, a.Stats)
+				}
+				checkFieldIDs(t, dir, a, schema)
+			}
+		})
+	}
+}
+
+// checkFieldIDs fails unless the data file's columns have the physical
+// names and column ids of the table's columns.
+func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
+	t.Helper()
+	key, err := DecodePath(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ff := range pf.Schema().Fields() {
+		found := false
+		for i := range schema.Fields {
+			if PhysicalName(&schema.Fields[i]) == ff.Name() {
+				id, _ := fieldID(&schema.Fields[i])
+				found = id == ff.ID()
+			}
+		}
+		if !found {
+			t.Errorf("%s: column %q (field id %d) is no physical column of the table", a.Path, ff.Name(), ff.ID())
+		}
 	}
 }

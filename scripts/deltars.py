@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """delta-rs (python `deltalake`) as an independent oracle for deltaflow's tests.
 
-  deltars.py read URI [--version N] [--rows] [--txn APPID ...]
+  deltars.py read URI [--version N] [--rows [--query]] [--txn APPID ...]
       Print the table as delta-rs sees it, as canonical JSON: version,
       partitionColumns, schema, files (path as in the log, size,
       partitionValues, numRecords), txn versions, and with --rows every row
-      (values rendered as deltaflow's tests render them).
+      (values rendered as deltaflow's tests render them). --query reads the
+      rows through delta-rs's DataFusion engine (QueryBuilder), which
+      applies deletion vectors and column mapping; to_pyarrow_table, the
+      default, refuses the first and reads the second as nulls.
   deltars.py write-fixture DIR
       Write a table with delta-rs: partitioned appends (with null and special
       partition values), a checkpoint, an optimize and a vacuum.
@@ -97,7 +100,10 @@ def read(args):
     }
     if args.rows:
         try:
-            table = dt.to_pyarrow_table()
+            if args.query:
+                table = pa.table(deltalake.QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
+            else:
+                table = dt.to_pyarrow_table()
         except Exception as e:  # delta-rs itself cannot read some golden tables' data
             out["rowsError"] = str(e)
         else:
@@ -138,6 +144,7 @@ def main():
     r.add_argument("uri")
     r.add_argument("--version", type=int)
     r.add_argument("--rows", action="store_true")
+    r.add_argument("--query", action="store_true")
     r.add_argument("--txn", nargs="*", default=[])
     w = sub.add_parser("write-fixture")
     w.add_argument("dir")

@@ -109,7 +109,7 @@ func catRows(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, schema
 	st.files = len(files)
 	for _, a := range files {
 		if b != nil {
-			ok, err := b.MatchPartition(a.PartitionValues)
+			ok, err := b.MatchPartition(snap.PartitionValues(a))
 			if err != nil {
 				return fmt.Errorf("file %s: %w", a.Path, err)
 			}

@@ -167,7 +167,7 @@ func inspectFiles(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	if asJSON {
 		out := make([]fileJSON, len(files))
 		for i, a := range files {
-			out[i] = fileJSON{Path: a.Path, Size: a.Size, PartitionValues: a.PartitionValues, NumRecords: numRecords(a)}
+			out[i] = fileJSON{Path: a.Path, Size: a.Size, PartitionValues: s.PartitionValues(a), NumRecords: numRecords(a)}
 			if out[i].PartitionValues == nil {
 				out[i].PartitionValues = map[string]*string{}
 			}
@@ -258,10 +258,11 @@ func inspectPartitions(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	cols := s.PartitionColumns()
 	byDir := map[string]*partitionJSON{}
 	for _, a := range s.Files() {
-		dir := delta.PartitionDir(cols, a.PartitionValues)
+		pv := s.PartitionValues(a)
+		dir := delta.PartitionDir(cols, pv)
 		p := byDir[dir]
 		if p == nil {
-			p = &partitionJSON{PartitionValues: a.PartitionValues}
+			p = &partitionJSON{PartitionValues: pv}
 			byDir[dir] = p
 		}
 		p.NumFiles++

@@ -228,10 +228,13 @@ def make_constraints(spark, path):
 
 
 def make_generated(spark, path):
-    t = f"delta.`{path}`"
-    sql(spark,
-        f"CREATE TABLE {t} (id BIGINT, doubled BIGINT GENERATED ALWAYS AS (id * 2)) USING delta",
-        f"INSERT INTO {t} (id) VALUES (1), (2)")
+    # SQL cannot declare generated columns on a path; the builder can.
+    from delta.tables import DeltaTable
+    (DeltaTable.create(spark).location(path)
+     .addColumn("id", "BIGINT")
+     .addColumn("doubled", "BIGINT", generatedAlwaysAs="id * 2")
+     .execute())
+    sql(spark, f"INSERT INTO delta.`{path}` (id) VALUES (1), (2)")
 
 
 def make_cdf(spark, path):
