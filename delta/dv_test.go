@@ -2,8 +2,11 @@ package delta
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -154,6 +157,58 @@ func TestZ85(t *testing.T) {
 	for _, bad := range []string{"Hell", "Hello\"orld", "%%%%%"} {
 		if _, err := z85Decode(bad); err == nil {
 			t.Errorf("z85Decode(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestSparkDeletionVectorFiles: DV files delta-spark wrote for a 70000-row
+// file (a bitmap container, then run containers) decode to exactly the
+// rows its DELETEs removed. Each DELETE's DV holds all rows deleted so far.
+func TestSparkDeletionVectorFiles(t *testing.T) {
+	dir := filepath.Join("testdata", "spark-features", "dv-vectors")
+	data, err := os.ReadFile(filepath.Join(dir, "vectors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vv struct {
+		Rows    uint64 `json:"rows"`
+		Vectors []struct {
+			Deleted        string          `json:"deleted"`
+			DeletionVector *DeletionVector `json:"deletionVector"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(data, &vv); err != nil {
+		t.Fatal(err)
+	}
+	predicates := map[string]func(id uint64) bool{
+		"id % 2 = 0 AND id < 65536":  func(id uint64) bool { return id%2 == 0 && id < 65536 },
+		"id BETWEEN 66000 AND 69000": func(id uint64) bool { return id >= 66000 && id <= 69000 },
+		"id IN (3, 65537)":           func(id uint64) bool { return id == 3 || id == 65537 },
+	}
+	store := localStore(t, dir)
+	var deleted []func(uint64) bool
+	for _, v := range vv.Vectors {
+		p, ok := predicates[v.Deleted]
+		if !ok {
+			t.Fatalf("unknown predicate %q", v.Deleted)
+		}
+		deleted = append(deleted, p)
+		set, err := LoadDeletionVector(t.Context(), store, v.DeletionVector)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Deleted, err)
+		}
+		bad := 0
+		for id := range vv.Rows + 10 {
+			want := false
+			for _, p := range deleted {
+				want = want || p(id) && id < vv.Rows
+			}
+			if set.Contains(id) != want {
+				bad++
+			}
+		}
+		if bad > 0 || set.Cardinality() != v.DeletionVector.Cardinality {
+			t.Errorf("after DELETE %s: %d rows wrong, cardinality %d", v.Deleted, bad, set.Cardinality())
 		}
 	}
 }
