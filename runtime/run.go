@@ -210,6 +210,12 @@ func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, chec
 	if err := snap.CheckWrite(); err != nil {
 		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
 	}
+	if mode := snap.ColumnMappingMode(); mode != "none" {
+		// The pipeline writes files by display name; the table needs
+		// physical names (delta.MapColumns) there.
+		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), &delta.UnsupportedError{Op: delta.OpAppend, Write: true,
+			Features: []string{"columnMapping"}, Detail: "columnMapping: mode " + mode + " (run writes display names)"})
+	}
 	if have := snap.PartitionColumns(); !slices.Equal(have, parts) {
 		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", parts, have)
 	}
