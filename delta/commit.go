@@ -123,6 +123,14 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
 	}
 	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 && info.InCommitTimestamp != nil {
+			// Past the commits we lost to: stay monotonic.
+			ict := s.nextInCommitTimestamp(t.now())
+			info.InCommitTimestamp, info.Timestamp = &ict, ict
+			if data, err = EncodeActions(append([]Action{{CommitInfo: info}}, actions...)); err != nil {
+				return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+			}
+		}
 		v := s.version + 1
 		ours, err := t.tryCommit(ctx, v, data)
 		if err != nil {
@@ -132,7 +140,7 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 			if err := s.applyCommit(actions); err != nil {
 				return 0, err
 			}
-			s.version, s.timestamp = v, info.Timestamp
+			s.version, s.timestamp = v, info.Timestamp // the in-commit timestamp, if any
 			return v, nil
 		}
 		// Another writer won version v: replay it and look for a conflict.
@@ -145,6 +153,9 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 			return 0, err
 		}
 		s.version = v
+		if ict, ok := commitICT(winner[0]); ok {
+			s.timestamp = ict
+		}
 		if conflict != nil {
 			return 0, conflict
 		}
@@ -247,8 +258,9 @@ func checkActions(s *Snapshot, actions []Action) (*commitPlan, bool, error) {
 }
 
 func (t *Table) commitInfo(s *Snapshot, actions []Action, op Operation, blind bool) *CommitInfo {
+	now := t.now()
 	info := &CommitInfo{
-		Timestamp:           t.now().UnixMilli(),
+		Timestamp:           now.UnixMilli(),
 		Operation:           op.Name,
 		OperationParameters: op.Parameters,
 		OperationMetrics:    op.Metrics,
@@ -260,6 +272,10 @@ func (t *Table) commitInfo(s *Snapshot, actions []Action, op Operation, blind bo
 	if s.version >= 0 {
 		rv := s.version
 		info.ReadVersion = &rv
+		if s.inCommitTimestamps() {
+			ict := s.nextInCommitTimestamp(now)
+			info.InCommitTimestamp, info.Timestamp = &ict, ict
+		}
 	}
 	// A commit that only rearranges data (OPTIMIZE) runs at snapshot isolation.
 	rearrangeOnly := true

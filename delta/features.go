@@ -58,10 +58,10 @@ var featureRules = map[string]featureRule{
 	"columnMapping": {read: true},
 	// V2 checkpoints and sidecars are read; writers may still write classic
 	// V1 checkpoints.
-	"v2Checkpoint": {active: func(*Snapshot) (bool, string) { return true, "" }},
+	"v2Checkpoint": {read: true},
 	// Commits write commitInfo.inCommitTimestamp first.
-	"inCommitTimestamp":         {active: inCommitTimestampsOn, refuse: allWrites},
-	"inCommitTimestamp-preview": {active: inCommitTimestampsOn, refuse: allWrites},
+	"inCommitTimestamp":         {active: inCommitTimestampsOn},
+	"inCommitTimestamp-preview": {active: inCommitTimestampsOn},
 	// Appends need no clustering; OPTIMIZE would have to cluster.
 	"clustering": {refuse: []Op{OpOptimize}},
 	// Not implemented for writing: every write is refused while active.

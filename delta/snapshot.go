@@ -14,7 +14,7 @@ import (
 // must not be changed otherwise.
 type Snapshot struct {
 	version   int64
-	timestamp int64 // ms; commit file modification time of version
+	timestamp int64 // ms; in-commit timestamp or commit file modification time of version
 	protocol  *Protocol
 	metadata  *Metadata
 	schema    *StructType
@@ -76,8 +76,9 @@ func (s *Snapshot) apply(a *Action) {
 // Version is the snapshot's table version.
 func (s *Snapshot) Version() int64 { return s.version }
 
-// Timestamp is when the snapshot's version was committed (the commit file's
-// modification time, as Spark and delta-rs use for time travel).
+// Timestamp is when the snapshot's version was committed: its in-commit
+// timestamp, or the commit file's modification time, as Spark and delta-rs
+// use for time travel.
 func (s *Snapshot) Timestamp() time.Time { return time.UnixMilli(s.timestamp).UTC() }
 
 // Protocol is the table's protocol action.

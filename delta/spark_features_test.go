@@ -3,6 +3,7 @@ package delta
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -427,5 +428,127 @@ func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
 		if !found {
 			t.Errorf("%s: column %q (field id %d) is no physical column of the table", a.Path, ff.Name(), ff.ID())
 		}
+	}
+}
+
+// TestSparkV2Checkpoint: tables with V2 checkpoints (JSON and Parquet
+// top-level files, with sidecars) read as Spark reads them at every
+// version, also when the commits before the checkpoint are gone; appends,
+// OPTIMIZE and VACUUM work, and a classic checkpoint written here reads
+// back as delta-rs reads it.
+func TestSparkV2Checkpoint(t *testing.T) {
+	for _, name := range []string{"v2checkpoint"} {
+		t.Run(name, func(t *testing.T) {
+			dir, exp := sparkFixture(t, name)
+			cp, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "*.checkpoint.*"))
+			sidecars, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "_sidecars", "*.parquet"))
+			if len(cp) != 1 || len(sidecars) == 0 {
+				t.Fatalf("fixture: checkpoints %v, sidecars %v", cp, sidecars)
+			}
+			// Only the checkpoint can reconstruct versions up to it now.
+			for v := range int64(3) {
+				if err := os.Remove(logPath(dir, fmt.Sprintf("%020d.json", v))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tbl := NewTable(localStore(t, dir))
+			for v, rows := range exp.RowsByVersion {
+				version, _ := json.Number(v).Int64()
+				s, err := tbl.SnapshotAt(t.Context(), version)
+				if version < 3 {
+					if !errors.Is(err, ErrVersionNotFound) {
+						t.Errorf("version %d: got %v, want ErrVersionNotFound", version, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("version %d: %v", version, err)
+				}
+				if version == 3 && s.CheckpointVersion() != 3 {
+					t.Errorf("version 3 not read from the checkpoint")
+				}
+				checkRows(t, tbl, s, rows)
+			}
+			checkOps(t, dir, exp, nil)
+			s, err := tbl.Snapshot(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tbl.Checkpoint(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+			compareWithDeltaRSArgs(t, tbl, dir, true, []string{"--query"})
+		})
+	}
+}
+
+// TestSparkInCommitTimestamps: history and time travel use the in-commit
+// timestamps (commit files copied now all have about the same modification
+// time), and commits here write inCommitTimestamp first in commitInfo,
+// strictly increasing, also for OPTIMIZE and VACUUM.
+func TestSparkInCommitTimestamps(t *testing.T) {
+	dir, exp := sparkFixture(t, "ict")
+	tbl := NewTable(localStore(t, dir))
+	hist, err := tbl.History(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		want := exp.History[h.Version].Timestamp
+		if got := h.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"); got != want {
+			t.Errorf("history version %d: %s, Spark says %s", h.Version, got, want)
+		}
+	}
+	for _, h := range exp.History {
+		ts, err := time.Parse(time.RFC3339Nano, h.Timestamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tbl.SnapshotAtTime(t.Context(), ts)
+		if err != nil || s.Version() != h.Version {
+			t.Fatalf("as of %s: %v, want version %d", h.Timestamp, err, h.Version)
+		}
+		if !s.Timestamp().Equal(ts) {
+			t.Errorf("version %d: snapshot timestamp %s, want %s", h.Version, s.Timestamp(), ts)
+		}
+		if s, err := tbl.SnapshotAtTime(t.Context(), ts.Add(-time.Millisecond)); h.Version > 0 && (err != nil || s.Version() != h.Version-1) {
+			t.Errorf("1 ms before version %d: %v", h.Version, err)
+		}
+	}
+	checkOps(t, dir, exp, nil)
+	// Make the clock lag behind the last commit: timestamps still increase.
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := s.Timestamp()
+	tbl.now = func() time.Time { return last.Add(-time.Hour) }
+	if _, err := appendRows(t, tbl, s, []Row{{int64(9), "z"}}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "*.json"))
+	slices.Sort(files)
+	prev := int64(0)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(data), `{"commitInfo":{"inCommitTimestamp":`) {
+			t.Errorf("%s does not start with commitInfo.inCommitTimestamp: %.80s", filepath.Base(f), data)
+			continue
+		}
+		actions, err := ParseActions(f, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ict := *actions[0].CommitInfo.InCommitTimestamp
+		if ict <= prev {
+			t.Errorf("%s: inCommitTimestamp %d not after %d", filepath.Base(f), ict, prev)
+		}
+		prev = ict
+	}
+	if got := s.Timestamp().UnixMilli(); got != prev || got != last.UnixMilli()+1 {
+		t.Errorf("snapshot timestamp %d, last commit %d, want %d", got, prev, last.UnixMilli()+1)
 	}
 }

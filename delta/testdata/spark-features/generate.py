@@ -22,7 +22,8 @@ Fixtures:
                   delta-spark 3.2 DML never writes inline DVs itself.
   colmap-name     column mapping mode name, partitioned, RENAME COLUMN.
   colmap-id       column mapping mode id, RENAME COLUMN and DROP COLUMN.
-  v2checkpoint    checkpointPolicy=v2: UUID-named checkpoint with sidecars.
+  v2checkpoint    checkpointPolicy=v2: UUID-named JSON checkpoint with sidecars.
+  v2checkpoint-parquet  the same with a Parquet top-level checkpoint file.
   ict             in-commit timestamps (delta 3.2: inCommitTimestamp-preview).
   constraints     a CHECK constraint.
   generated       a generated column.
@@ -196,9 +197,9 @@ def make_colmap(mode):
     return make
 
 
-def make_v2checkpoint(spark, path):
+def make_v2checkpoint(spark, path, top="json"):
     t = f"delta.`{path}`"
-    spark.conf.set("spark.databricks.delta.checkpointV2.topLevelFileFormat", "json")
+    spark.conf.set("spark.databricks.delta.checkpointV2.topLevelFileFormat", top)
     sql(spark,
         f"CREATE TABLE {t} (id BIGINT, name STRING) USING delta "
         "TBLPROPERTIES ('delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '3')",
@@ -301,6 +302,7 @@ FIXTURES = [
     ("colmap-name", make_colmap("name")),
     ("colmap-id", make_colmap("id")),
     ("v2checkpoint", make_v2checkpoint),
+    ("v2checkpoint-parquet", lambda spark, path: make_v2checkpoint(spark, path, "parquet")),
     ("ict", make_ict),
     ("constraints", make_constraints),
     ("generated", make_generated),
