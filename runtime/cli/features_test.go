@@ -83,3 +83,29 @@ func TestDeletionVectorRowCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectJSONMinimalMetadata: inspect --json works on every table
+// inspect reads, also one whose metaData has only its required id and
+// format (no schemaString, partitionColumns or configuration).
+func TestInspectJSONMinimalMetadata(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commit := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" +
+		`{"metaData":{"id":"x","format":{"provider":"parquet"}}}` + "\n" +
+		`{"add":{"path":"a.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte(commit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"snapshot", "files", "history", "partitions"} {
+		code, text, errs := run(t, "inspect", what, "--table", dir)
+		if code != 0 {
+			t.Errorf("inspect %s: exit %d: %s", what, code, errs)
+		}
+		code, out, errs := run(t, "inspect", what, "--table", dir, "--json")
+		if code != 0 || !json.Valid([]byte(out)) {
+			t.Errorf("inspect %s --json: exit %d: %s%s (text form: %s)", what, code, out, errs, text)
+		}
+	}
+}

@@ -139,11 +139,14 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	m := s.Metadata()
 	js := snapshotJSON{
 		Version: s.Version(), Timestamp: formatTime(s.Timestamp()), NumFiles: len(files), NumRecords: records,
-		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: json.RawMessage(m.SchemaString),
+		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: schemaJSON(m.SchemaString),
 		Txn: s.Txns(), Protocol: s.Protocol(), Configuration: m.Configuration,
 	}
 	if js.PartitionColumns == nil {
 		js.PartitionColumns = []string{}
+	}
+	if js.Configuration == nil {
+		js.Configuration = map[string]string{}
 	}
 	if asJSON {
 		return writeJSON(w, js)
@@ -160,6 +163,19 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 		fmt.Fprintf(tw, "txn %s\t%d\n", id, js.Txn[id])
 	}
 	return tw.Flush()
+}
+
+// schemaJSON is the schemaString as JSON: null when a writer left it out,
+// a JSON string when it is no JSON.
+func schemaJSON(schemaString string) json.RawMessage {
+	switch {
+	case schemaString == "":
+		return json.RawMessage("null")
+	case json.Valid([]byte(schemaString)):
+		return json.RawMessage(schemaString)
+	}
+	b, _ := json.Marshal(schemaString)
+	return b
 }
 
 func inspectFiles(w io.Writer, s *delta.Snapshot, asJSON bool) error {
