@@ -124,6 +124,10 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	ready.bridge.Store(b)
 	reconcileOffsets(ctx, b, snap, cfg.Table.AppID, cfg.Kafka.Topic, logger)
 
+	tableSchema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("table schema: %w", err)
+	}
 	writer := delta.WriterOptions{Compression: cfg.compression(), RowGroupRows: cfg.Flush.RowGroupRows}
 	if err := writer.ApplyTableConfig(snap.Metadata().Configuration); err != nil {
 		return fmt.Errorf("table configuration: %w", err)
@@ -134,7 +138,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
 		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
 			VacuumEvery: cfg.Maintenance.VacuumEvery, VacuumRetain: cfg.Maintenance.VacuumRetain},
-	}, actors.Deps{Table: tbl, Mapper: mapper, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	}, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -210,12 +214,6 @@ func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, chec
 	if err := snap.CheckWrite(); err != nil {
 		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
 	}
-	if mode := snap.ColumnMappingMode(); mode != "none" {
-		// The pipeline writes files by display name; the table needs
-		// physical names (delta.MapColumns) there.
-		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), &delta.UnsupportedError{Op: delta.OpAppend, Write: true,
-			Features: []string{"columnMapping"}, Detail: "columnMapping: mode " + mode + " (run writes display names)"})
-	}
 	if have := snap.PartitionColumns(); !slices.Equal(have, parts) {
 		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", parts, have)
 	}
@@ -242,6 +240,10 @@ func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, chec
 		}
 	}
 	meta := snap.Metadata()
+	// Under column mapping new columns need a physical name and an id.
+	if merged, meta.Configuration, err = delta.AssignColumnMapping(merged, meta.Configuration); err != nil {
+		return nil, fmt.Errorf("table.columns: %w", err)
+	}
 	meta.SchemaString = merged.SchemaString()
 	op := delta.Operation{Name: "CHANGE COLUMN"}
 	if len(added) > 0 {
