@@ -278,6 +278,7 @@ func decodeRoaringArray(data []byte) (*RowIndexSet, error) {
 		return nil, fmt.Errorf("%d buckets do not fit in %d bytes", n, len(data))
 	}
 	set := &RowIndexSet{buckets: make([]dvBucket, 0, n)}
+	var prev uint32
 	for i := range n {
 		if len(data) < 4 {
 			return nil, fmt.Errorf("bucket %d: truncated", i)
@@ -286,21 +287,34 @@ func decodeRoaringArray(data []byte) (*RowIndexSet, error) {
 		if high&0x80000000 != 0 {
 			return nil, fmt.Errorf("bucket %d: key %#x has its high bit set", i, high)
 		}
-		if i > 0 && high <= set.buckets[i-1].high {
+		if i > 0 && high <= prev {
 			return nil, fmt.Errorf("bucket %d: key %d not ascending", i, high)
 		}
+		prev = high
 		bm, used, err := decodeRoaring32(data[4:])
 		if err != nil {
 			return nil, fmt.Errorf("bucket %d: %w", i, err)
 		}
-		set.buckets = append(set.buckets, dvBucket{high: high, bm: bm})
-		set.card += bm.card
+		set.add(high, bm)
 		data = data[4+used:]
 	}
-	if len(data) != 0 {
-		return nil, fmt.Errorf("%d bytes after the last bucket", len(data))
+	return set, noTrailing(data)
+}
+
+// add appends a bucket (keys ascending), leaving out empty ones.
+func (s *RowIndexSet) add(high uint32, bm roaring32) {
+	if bm.card > 0 {
+		s.buckets = append(s.buckets, dvBucket{high: high, bm: bm})
+		s.card += bm.card
 	}
-	return set, nil
+}
+
+// noTrailing fails when bytes are left after the last bitmap.
+func noTrailing(rest []byte) error {
+	if len(rest) != 0 {
+		return fmt.Errorf("%d bytes after the last bitmap", len(rest))
+	}
+	return nil
 }
 
 // decodeNativeRoaringArray decodes the native format after its magic:
@@ -327,16 +341,10 @@ func decodeNativeRoaringArray(data []byte) (*RowIndexSet, error) {
 		if used != size {
 			return nil, fmt.Errorf("bitmap %d: %d of %d bytes used", i, used, size)
 		}
-		if bm.card > 0 {
-			set.buckets = append(set.buckets, dvBucket{high: i, bm: bm})
-			set.card += bm.card
-		}
+		set.add(i, bm)
 		data = data[4+size:]
 	}
-	if len(data) != 0 {
-		return nil, fmt.Errorf("%d bytes after the last bitmap", len(data))
-	}
-	return set, nil
+	return set, noTrailing(data)
 }
 
 // NumLogicalRecords is the number of rows the file holds for readers: its
