@@ -437,7 +437,7 @@ func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
 // OPTIMIZE and VACUUM work, and a classic checkpoint written here reads
 // back as delta-rs reads it.
 func TestSparkV2Checkpoint(t *testing.T) {
-	for _, name := range []string{"v2checkpoint"} {
+	for _, name := range []string{"v2checkpoint", "v2checkpoint-parquet"} {
 		t.Run(name, func(t *testing.T) {
 			dir, exp := sparkFixture(t, name)
 			cp, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "*.checkpoint.*"))
