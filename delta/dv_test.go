@@ -185,7 +185,11 @@ func TestSparkDeletionVectorFiles(t *testing.T) {
 		"id BETWEEN 66000 AND 69000": func(id uint64) bool { return id >= 66000 && id <= 69000 },
 		"id IN (3, 65537)":           func(id uint64) bool { return id == 3 || id == 65537 },
 	}
-	store := localStore(t, dir)
+	tmp := t.TempDir() // a Local store writes below its root
+	if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	store := localStore(t, tmp)
 	var deleted []func(uint64) bool
 	for _, v := range vv.Vectors {
 		p, ok := predicates[v.Deleted]
