@@ -215,3 +215,49 @@ func (s *Snapshot) logicalPartitionValues(values map[string]*string) map[string]
 	}
 	return LogicalPartitionValues(schema, values)
 }
+
+// FileStats parses the file's stats with columns keyed by display name
+// ("a.b" for nested ones), whatever the column mapping: writers key them by
+// physical name.
+func (s *Snapshot) FileStats(a *Add) (*Stats, error) {
+	st, err := ParseStats(a.Stats)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		return st, nil
+	}
+	rename := map[string]string{} // physical path → display path
+	var walk func(t DataType, phys, logical string)
+	walk = func(t DataType, phys, logical string) {
+		if st, ok := t.(*StructType); ok {
+			for i := range st.Fields {
+				f := &st.Fields[i]
+				p, l := phys+PhysicalName(f), logical+f.Name
+				if p != l {
+					rename[p] = l
+				}
+				walk(f.Type, p+".", l+".")
+			}
+		}
+	}
+	walk(schema, "", "")
+	if len(rename) == 0 {
+		return st, nil
+	}
+	st.MinValues, st.MaxValues = renameKeys(st.MinValues, rename), renameKeys(st.MaxValues, rename)
+	st.NullCount = renameKeys(st.NullCount, rename)
+	return st, nil
+}
+
+func renameKeys[V any](m map[string]V, rename map[string]string) map[string]V {
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		if to, ok := rename[k]; ok {
+			k = to
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -119,7 +119,7 @@ func catRows(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, schema
 			}
 			if a.Stats != "" {
 				// Unreadable stats just mean no skipping.
-				if s, err := delta.ParseStats(a.Stats); err == nil && !b.MayMatch(s) {
+				if s, err := snap.FileStats(a); err == nil && !b.MayMatch(s) {
 					st.skipped++
 					continue
 				}

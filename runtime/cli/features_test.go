@@ -109,3 +109,28 @@ func TestInspectJSONMinimalMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnMappingCLI: cat filters by display names (partition values and
+// stats are keyed by physical names), inspect shows display names, and
+// verify --deep checks the stats of the right columns.
+func TestColumnMappingCLI(t *testing.T) {
+	for _, name := range []string{"colmap-name", "colmap-id"} {
+		t.Run(name, func(t *testing.T) {
+			dir, want := sparkFixture(t, name)
+			for where, n := range map[string]int{"label = 'one'": 1, "part = 'y'": want - 2, "id >= 3": want - 2, "part = 'x' AND label = 'three'": 1} {
+				code, out, errs := run(t, "cat", "--table", dir, "--where", where, "--columns", "id,label")
+				if code != 0 || strings.Count(out, "\n") != n {
+					t.Errorf("cat --where %q: exit %d, %d rows, want %d: %s%s", where, code, strings.Count(out, "\n"), n, out, errs)
+				}
+			}
+			code, out, errs := run(t, "inspect", "partitions", "--table", dir, "--json")
+			if code != 0 || !strings.Contains(out, `"part": "x"`) || !strings.Contains(out, `"part": "y"`) {
+				t.Errorf("inspect partitions: exit %d: %s%s", code, out, errs)
+			}
+			code, out, errs = run(t, "verify", "--table", dir, "--deep")
+			if code != 0 || !strings.Contains(out, " "+strconv.Itoa(want)+" rows") {
+				t.Errorf("verify --deep: exit %d: %s%s", code, out, errs)
+			}
+		})
+	}
+}

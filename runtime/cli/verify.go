@@ -40,7 +40,7 @@ func runVerify(ctx context.Context, out IO, args []string) error {
 	var rows int64
 	bad := 0
 	for _, a := range files {
-		problems, n, err := verifyFile(ctx, tbl.Store(), schema, snap.PartitionColumns(), a, *deep)
+		problems, n, err := verifyFile(ctx, tbl.Store(), snap, schema, a, *deep)
 		if err != nil {
 			return err
 		}
@@ -66,11 +66,12 @@ func runVerify(ctx context.Context, out IO, args []string) error {
 // verifyFile checks one live file and returns what differs from its add
 // action, and its row count (read with deep, else from the stats). Only
 // storage failures other than a missing file are errors.
-func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructType, partitionColumns []string, a *delta.Add, deep bool) ([]string, int64, error) {
+func verifyFile(ctx context.Context, store storage.Store, snap *delta.Snapshot, schema *delta.StructType, a *delta.Add, deep bool) ([]string, int64, error) {
+	partitionColumns := snap.PartitionColumns()
 	var st *delta.Stats
 	if a.Stats != "" {
 		var err error
-		if st, err = delta.ParseStats(a.Stats); err != nil {
+		if st, err = snap.FileStats(a); err != nil {
 			return []string{fmt.Sprintf("stats unreadable: %v", err)}, 0, nil
 		}
 	}
