@@ -51,8 +51,8 @@ var featureRules = map[string]featureRule{
 	"domainMetadata":      {},
 	"timestampNtz":        {read: true},
 	"vacuumProtocolCheck": {read: true},
-	// Reads apply DVs; appends write none; OPTIMIZE leaves files with DVs
-	// alone; VACUUM keeps DV files.
+	// Reads apply DVs; appends write none; OPTIMIZE rewrites files with
+	// their DVs applied; VACUUM keeps DV files.
 	"deletionVectors": {read: true},
 	// Reads resolve physical names; writes use physical names and field ids.
 	"columnMapping": {read: true},
@@ -82,7 +82,7 @@ var legacyWriterFeatures = [][]string{
 	6: {"identityColumns"},
 }
 
-// ReaderFeatures are the reader features the table's protocol supports:
+// readerFeatureSet is the reader features the protocol supports:
 // readerFeatures at reader version 3, columnMapping at version 2.
 func (p *Protocol) readerFeatureSet() []string {
 	switch {
