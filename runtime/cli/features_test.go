@@ -134,3 +134,42 @@ func TestColumnMappingCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestInCommitTimestampsCLI: inspect history shows, and cat --timestamp
+// travels by, the in-commit timestamps Spark wrote (the copied commit
+// files' modification times are all about now).
+func TestInCommitTimestampsCLI(t *testing.T) {
+	dir, _ := sparkFixture(t, "ict")
+	data, err := os.ReadFile(filepath.Join("..", "..", "delta", "testdata", "spark-features", "ict", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp struct {
+		History []struct {
+			Version   int64  `json:"version"`
+			Timestamp string `json:"timestamp"`
+		} `json:"history"`
+	}
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "inspect", "history", "--table", dir, "--json")
+	var hist []struct {
+		Version   int64  `json:"version"`
+		Timestamp string `json:"timestamp"`
+	}
+	if err := json.Unmarshal([]byte(out), &hist); code != 0 || err != nil || len(hist) != len(exp.History) {
+		t.Fatalf("inspect history: exit %d, %v: %s%s", code, err, out, errs)
+	}
+	for _, h := range hist {
+		want := strings.Replace(exp.History[h.Version].Timestamp, "T", " ", 1)
+		if h.Timestamp != want {
+			t.Errorf("version %d: %s, Spark says %s", h.Version, h.Timestamp, want)
+		}
+	}
+	// As of version 1's time the table is version 1: one row.
+	code, out, errs = run(t, "cat", "--table", dir, "--timestamp", exp.History[1].Timestamp)
+	if code != 0 || strings.Count(out, "\n") != 1 {
+		t.Errorf("cat --timestamp %s: exit %d: %s%s", exp.History[1].Timestamp, code, out, errs)
+	}
+}
