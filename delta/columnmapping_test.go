@@ -3,6 +3,8 @@ package delta
 import (
 	"strings"
 	"testing"
+
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // TestAssignColumnMapping: new columns get a fresh physical name and the
@@ -34,5 +36,28 @@ func TestAssignColumnMapping(t *testing.T) {
 	same, conf2, _ := AssignColumnMapping(schema, map[string]string{})
 	if same != schema || len(conf2) != 0 {
 		t.Error("mode none changed the schema")
+	}
+}
+
+// TestReadByFieldID: a file whose column names are not the physical names
+// (written by another engine in id mode) is read by its field ids.
+func TestReadByFieldID(t *testing.T) {
+	store := storage.NewMem()
+	written, err := ParseSchema(`{"type":"struct","fields":[{"name":"original","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":5}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add, err := WriteDataFile(t.Context(), store, written, nil, nil, []Row{{int64(42)}}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ParseSchema(`{"type":"struct","fields":[{"name":"renamed","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":5,"delta.columnMapping.physicalName":"col-x"}},` +
+		`{"name":"other","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":6,"delta.columnMapping.physicalName":"col-y"}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadDataFile(t.Context(), store, table, nil, add)
+	if err != nil || len(rows) != 1 || rows[0][0] != int64(42) || rows[0][1] != nil {
+		t.Fatalf("got %v, %v; want [[42 <nil>]]", rows, err)
 	}
 }
