@@ -201,9 +201,16 @@ func TestSparkDeletionVectors(t *testing.T) {
 					t.Errorf("partition a still has a file with a DV after OPTIMIZE: %s", a.Path)
 				}
 			}
+			// A checkpoint keeps the DVs: the table reads the same from it.
+			if err := tbl.Checkpoint(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
 			fresh, err := tbl.Snapshot(t.Context())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if fresh.CheckpointVersion() != s.Version() {
+				t.Fatalf("snapshot not read from the checkpoint at %d", s.Version())
 			}
 			checkRows(t, tbl, fresh, want)
 			compareWithDeltaRSArgs(t, tbl, dir, true, []string{"--query"})
