@@ -99,6 +99,22 @@ func checkRows(t *testing.T, tbl *Table, s *Snapshot, want []map[string]any) {
 	}
 }
 
+// checkEveryVersion fails unless every version reads as Spark read it.
+func checkEveryVersion(t *testing.T, tbl *Table, exp *sparkExpected) {
+	t.Helper()
+	for v, rows := range exp.RowsByVersion {
+		version, err := json.Number(v).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tbl.SnapshotAt(t.Context(), version)
+		if err != nil {
+			t.Fatalf("version %d: %v", version, err)
+		}
+		checkRows(t, tbl, s, rows)
+	}
+}
+
 // appendRows writes rows (full table schema) to one new file per partition
 // value of the first partition column and commits them as a WRITE.
 func appendRows(t *testing.T, tbl *Table, s *Snapshot, rows []Row) (int64, error) {
@@ -155,17 +171,7 @@ func TestSparkDeletionVectors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, exp := sparkFixture(t, name)
 			tbl := NewTable(localStore(t, dir))
-			for v, rows := range exp.RowsByVersion {
-				var version int64
-				if err := json.Unmarshal([]byte(v), &version); err != nil {
-					t.Fatal(err)
-				}
-				s, err := tbl.SnapshotAt(t.Context(), version)
-				if err != nil {
-					t.Fatalf("version %d: %v", version, err)
-				}
-				checkRows(t, tbl, s, rows)
-			}
+			checkEveryVersion(t, tbl, exp)
 			s, err := tbl.Snapshot(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -377,14 +383,7 @@ func TestSparkColumnMapping(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, exp := sparkFixture(t, name)
 			tbl := NewTable(localStore(t, dir))
-			for v, rows := range exp.RowsByVersion {
-				version, _ := json.Number(v).Int64()
-				s, err := tbl.SnapshotAt(t.Context(), version)
-				if err != nil {
-					t.Fatalf("version %d: %v", version, err)
-				}
-				checkRows(t, tbl, s, rows)
-			}
+			checkEveryVersion(t, tbl, exp)
 			checkOps(t, dir, exp, nil)
 			s, err := tbl.Snapshot(t.Context())
 			if err != nil {
