@@ -67,25 +67,25 @@ func (t *Table) readCommitICT(ctx context.Context, l *logListing, v int64) (int6
 }
 
 // timeTravelICT finds the latest version committed at or before ts when
-// the table has in-commit timestamps: by binary search over the commits
-// from the enablement version on. handled is false when the latest commit
-// has none, or ts is before the enablement version's, and the
-// modification times decide.
-func (t *Table) timeTravelICT(ctx context.Context, l *logListing, versions []int64, ts time.Time) (found int64, handled bool, err error) {
+// the table has in-commit timestamps, by binary search over the commits
+// from the enablement version on. When ts is before those, or the table has
+// none, found is -1 and rest are the versions whose modification times
+// decide.
+func (t *Table) timeTravelICT(ctx context.Context, l *logListing, versions []int64, ts time.Time) (found int64, rest []int64, err error) {
 	last := versions[len(versions)-1]
 	if _, ok, err := t.readCommitICT(ctx, l, last); err != nil || !ok {
-		return 0, false, err
+		return -1, versions, err
 	}
 	latest, err := t.Snapshot(ctx)
 	if err != nil {
-		return 0, false, err
+		return -1, nil, err
 	}
 	if !latest.inCommitTimestamps() {
-		return 0, false, nil
+		return -1, versions, nil
 	}
 	enabled, err := ictEnablementVersion(latest.metadata.Configuration)
 	if err != nil {
-		return 0, false, err
+		return -1, nil, err
 	}
 	first := sort.Search(len(versions), func(i int) bool { return versions[i] >= enabled })
 	ictVersions := versions[first:]
@@ -103,12 +103,12 @@ func (t *Table) timeTravelICT(ctx context.Context, l *logListing, versions []int
 		return err != nil || ict > want
 	})
 	if searchErr != nil {
-		return 0, false, searchErr
+		return -1, nil, searchErr
 	}
 	if i == 0 {
-		return 0, false, nil // before in-commit timestamps began
+		return -1, versions[:first], nil // before in-commit timestamps began
 	}
-	return ictVersions[i-1], true, nil
+	return ictVersions[i-1], nil, nil
 }
 
 // inCommitTimestamps reports whether commits must carry in-commit

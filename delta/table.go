@@ -337,12 +337,14 @@ func (t *Table) SnapshotAtTime(ctx context.Context, ts time.Time) (*Snapshot, er
 	if err != nil {
 		return nil, err
 	}
-	if v, ok, err := t.timeTravelICT(ctx, l, versions, ts); err != nil {
+	found, versions, err := t.timeTravelICT(ctx, l, versions, ts)
+	if err != nil {
 		return nil, err
-	} else if ok {
-		return t.SnapshotAt(ctx, v)
 	}
-	found, prev := int64(-1), int64(-1)
+	if found >= 0 {
+		return t.SnapshotAt(ctx, found)
+	}
+	prev := int64(-1)
 	for _, v := range versions {
 		ms := l.commits[v].ModTime.UnixMilli()
 		if ms <= prev {
