@@ -10,4 +10,12 @@
 // storage only through storage.Store. The rules it follows, with their sources,
 // are in DELTA-NOTES.md; every table it writes must read identically in Spark,
 // delta-rs and DuckDB.
+//
+// Tables other engines made may use table features. Snapshot.Check gates
+// each operation (read, append, OPTIMIZE, VACUUM) by the features that are
+// active, not merely supported (features.go), and refuses with an
+// *UnsupportedError naming the features and the operation. Reads apply
+// deletion vectors (dv.go, roaring.go), resolve column mapping
+// (columnmapping.go), read V2 checkpoints with sidecars (checkpoint_v2.go)
+// and take version times from in-commit timestamps (ict.go).
 package delta
