@@ -173,3 +173,28 @@ func TestInCommitTimestampsCLI(t *testing.T) {
 		t.Errorf("cat --timestamp %s: exit %d: %s%s", exp.History[1].Timestamp, code, out, errs)
 	}
 }
+
+// TestVerifyDeletionVectors: verify fails, naming the file, when a DV file
+// is missing or corrupt.
+func TestVerifyDeletionVectors(t *testing.T) {
+	dir, _ := sparkFixture(t, "dv")
+	dvs, _ := filepath.Glob(filepath.Join(dir, "deletion_vector_*.bin"))
+	if len(dvs) != 2 {
+		t.Fatalf("fixture has %d DV files", len(dvs))
+	}
+	data, err := os.ReadFile(dvs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xFF // the checksum
+	if err := os.WriteFile(dvs[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(dvs[1]); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, "verify", "--table", dir)
+	if code == 0 || !strings.Contains(out, filepath.Base(dvs[0])) || !strings.Contains(out, filepath.Base(dvs[1])) || !strings.Contains(out, "checksum") {
+		t.Errorf("verify: exit %d: %s", code, out)
+	}
+}

@@ -89,6 +89,11 @@ func verifyFile(ctx context.Context, store storage.Store, snap *delta.Snapshot, 
 	if info.Size != a.Size {
 		return []string{fmt.Sprintf("size: log says %d bytes, storage has %d", a.Size, info.Size)}, 0, nil
 	}
+	// The deletion vector must be there and intact (size, checksum,
+	// cardinality), or readers fail or return deleted rows.
+	if _, err := delta.LoadDeletionVector(ctx, store, a.DeletionVector); err != nil {
+		return []string{fmt.Sprintf("deletion vector: %v", err)}, 0, nil
+	}
 	if !deep {
 		if n, ok := a.NumLogicalRecords(); ok && n > 0 {
 			return nil, n, nil
