@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,5 +197,31 @@ func TestVerifyDeletionVectors(t *testing.T) {
 	code, out, _ := run(t, "verify", "--table", dir)
 	if code == 0 || !strings.Contains(out, filepath.Base(dvs[0])) || !strings.Contains(out, filepath.Base(dvs[1])) || !strings.Contains(out, "checksum") {
 		t.Errorf("verify: exit %d: %s", code, out)
+	}
+}
+
+// TestInspectActiveFeatures: inspect snapshot lists the features in use,
+// not those merely supported.
+func TestInspectActiveFeatures(t *testing.T) {
+	for name, want := range map[string][]string{
+		"dv":          {"deletionVectors"},
+		"colmap-name": {"columnMapping"}, // writer 5 also supports appendOnly, invariants, ...: none in use
+		"constraints": {"checkConstraints"},
+		"cdf":         {"changeDataFeed"},
+		"ict":         {"inCommitTimestamp-preview"},
+	} {
+		dir, _ := sparkFixture(t, name)
+		code, out, errs := run(t, "inspect", "snapshot", "--table", dir, "--json")
+		var snap struct {
+			ActiveFeatures []string `json:"activeFeatures"`
+		}
+		if err := json.Unmarshal([]byte(out), &snap); code != 0 || err != nil {
+			t.Fatalf("%s: exit %d, %v: %s", name, code, err, errs)
+		}
+		slices.Sort(snap.ActiveFeatures)
+		slices.Sort(want)
+		if !slices.Equal(snap.ActiveFeatures, want) {
+			t.Errorf("%s: active features %v, want %v", name, snap.ActiveFeatures, want)
+		}
 	}
 }

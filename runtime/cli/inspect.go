@@ -35,6 +35,7 @@ type snapshotJSON struct {
 	Schema           json.RawMessage   `json:"schema"`
 	Txn              map[string]int64  `json:"txn"`
 	Protocol         delta.Protocol    `json:"protocol"`
+	ActiveFeatures   []string          `json:"activeFeatures"`
 	Configuration    map[string]string `json:"configuration"`
 }
 
@@ -140,7 +141,10 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	js := snapshotJSON{
 		Version: s.Version(), Timestamp: formatTime(s.Timestamp()), NumFiles: len(files), NumRecords: records,
 		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: schemaJSON(m.SchemaString),
-		Txn: s.Txns(), Protocol: s.Protocol(), Configuration: m.Configuration,
+		Txn: s.Txns(), Protocol: s.Protocol(), ActiveFeatures: s.ActiveFeatures(), Configuration: m.Configuration,
+	}
+	if js.ActiveFeatures == nil {
+		js.ActiveFeatures = []string{}
 	}
 	if js.PartitionColumns == nil {
 		js.PartitionColumns = []string{}
@@ -159,6 +163,9 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	fmt.Fprintf(tw, "size\t%s\n", humanBytes(js.SizeBytes))
 	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(js.PartitionColumns, ", "))
 	fmt.Fprintf(tw, "protocol\treader %d, writer %d\n", js.Protocol.MinReaderVersion, js.Protocol.MinWriterVersion)
+	if len(js.ActiveFeatures) > 0 {
+		fmt.Fprintf(tw, "active features\t%s\n", strings.Join(js.ActiveFeatures, ", "))
+	}
 	for _, id := range slices.Sorted(maps.Keys(js.Txn)) {
 		fmt.Fprintf(tw, "txn %s\t%d\n", id, js.Txn[id])
 	}
