@@ -53,9 +53,9 @@ var featureRules = map[string]featureRule{
 	"vacuumProtocolCheck": {read: true},
 	// Reads apply DVs; appends write none; OPTIMIZE rewrites files with
 	// their DVs applied; VACUUM keeps DV files.
-	"deletionVectors": {read: true},
+	"deletionVectors": {read: true, active: deletionVectorsOn},
 	// Reads resolve physical names; writes use physical names and field ids.
-	"columnMapping": {read: true},
+	"columnMapping": {read: true, active: columnMappingOn},
 	// V2 checkpoints and sidecars are read; writers may still write classic
 	// V1 checkpoints.
 	"v2Checkpoint": {read: true},
@@ -267,6 +267,25 @@ func opOf(name string) Op {
 		return OpVacuum
 	}
 	return OpAppend
+}
+
+// deletionVectorsOn: new DVs may be written (delta.enableDeletionVectors)
+// or a live file has one.
+func deletionVectorsOn(s *Snapshot) (bool, string) {
+	if strings.EqualFold(s.metadata.Configuration["delta.enableDeletionVectors"], "true") {
+		return true, ""
+	}
+	for _, a := range s.files {
+		if a.DeletionVector != nil {
+			return true, ""
+		}
+	}
+	return false, ""
+}
+
+// columnMappingOn: delta.columnMapping.mode is name or id.
+func columnMappingOn(s *Snapshot) (bool, string) {
+	return s.ColumnMappingMode() != "none", s.ColumnMappingMode()
 }
 
 // inCommitTimestampsOn: delta.enableInCommitTimestamps (or its -preview

@@ -127,3 +127,17 @@ func TestCommitGatedByOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveFeatures: supported features count only when in use.
+func TestActiveFeatures(t *testing.T) {
+	p := features37([]string{"columnMapping", "deletionVectors"}, "checkConstraints", "domainMetadata")
+	s := featureSnapshot(p, nil, "")
+	if got := s.ActiveFeatures(); !slices.Equal(got, []string{"domainMetadata"}) {
+		t.Errorf("nothing enabled: %v", got)
+	}
+	s = featureSnapshot(p, map[string]string{"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true",
+		"delta.constraints.c": "c > 0"}, "")
+	if got := s.ActiveFeatures(); !slices.Equal(got, []string{"columnMapping", "deletionVectors", "checkConstraints", "domainMetadata"}) {
+		t.Errorf("all enabled: %v", got)
+	}
+}
