@@ -558,3 +558,59 @@ func TestSparkInCommitTimestamps(t *testing.T) {
 		t.Errorf("snapshot timestamp %d, last commit %d, want %d", got, prev, last.UnixMilli()+1)
 	}
 }
+
+// TestAbsoluteDeletionVectorPaths: DVs stored by absolute path (storageType
+// 'p', which delta-spark 3.2 does not write: the dv fixture's descriptors
+// are rewritten) read the same, and VACUUM keeps their files.
+func TestAbsoluteDeletionVectorPaths(t *testing.T) {
+	dir, exp := sparkFixture(t, "dv")
+	commits, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "*.json"))
+	rewritten := 0
+	for _, f := range commits {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions, err := ParseActions(f, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range actions {
+			var dv *DeletionVector
+			if a.Add != nil {
+				dv = a.Add.DeletionVector
+			} else if a.Remove != nil {
+				dv = a.Remove.DeletionVector
+			}
+			if dv == nil {
+				continue
+			}
+			rel, _, err := dv.RelativePath()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dv.StorageType, dv.PathOrInlineDv = "p", "file://"+filepath.ToSlash(filepath.Join(dir, rel))
+			rewritten++
+		}
+		if data, err = EncodeActions(actions); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rewritten == 0 {
+		t.Fatal("no DV rewritten")
+	}
+	tbl := NewTable(localStore(t, dir))
+	checkEveryVersion(t, tbl, exp)
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := tbl.Vacuum(t.Context(), s, VacuumOptions{Retention: time.Millisecond, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, tbl, s, exp.Rows)
+}
