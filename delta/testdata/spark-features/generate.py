@@ -12,8 +12,11 @@ Rerun (needs Java 17 and network access to Maven Central for the Delta jars):
     /tmp/sparkvenv/bin/pip install pyspark==3.5.1 delta-spark==3.2.0
     /tmp/sparkvenv/bin/python delta/testdata/spark-features/generate.py
 
-It deletes and rewrites every fixture directory it knows. A fixture whose
-feature this Spark version cannot make is reported and left out.
+It deletes and rewrites every fixture directory it knows (or only those
+named as arguments, e.g. `generate.py dv ict`). A fixture whose feature this
+Spark version cannot make is reported and left out. delta-spark 3.2 writes
+no .crc version checksum files for these tables. The tests read each
+fixture from a copy (delta/spark_features_test.go, runtime/cli).
 
 Fixtures:
   dv              DELETE with deletion vectors (file DVs, storageType 'u'),
@@ -29,7 +32,8 @@ Fixtures:
   generated       a generated column.
   cdf             change data feed enabled (no constraint or generated column).
   rowtracking     row tracking (rowTracking + domainMetadata).
-  identity        an identity column (if this delta-spark supports it).
+  identity        an identity column: delta-spark 3.2 cannot make one, so
+                  there is no such fixture (the run reports it).
   typewidening    type widening (typeWidening-preview).
   dv-vectors      not a table: DV files Spark wrote for a 70000-row file
                   (bitmap, array and run containers), each with its
