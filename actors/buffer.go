@@ -18,7 +18,8 @@ import (
 // except for the partition.
 type bufferConfig struct {
 	store            storage.Store
-	dataSchema       *delta.StructType
+	dataSchema       *delta.StructType // physical names under column mapping
+	tableSchema      *delta.StructType // nil: partition values keyed as configured
 	partitionColumns []string
 	writer           delta.WriterOptions
 	committer        *actor.PID
@@ -197,8 +198,12 @@ func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats
 		return messages.DataFile{}, fmt.Errorf("upload %s: %w", key, err)
 	}
 	b.cfg.health.Recover("storage")
+	values := b.values
+	if b.cfg.tableSchema != nil {
+		values = delta.PhysicalPartitionValues(b.cfg.tableSchema, values)
+	}
 	return messages.DataFile{
-		Path: delta.EncodePath(key), Size: size, PartitionValues: b.values,
+		Path: delta.EncodePath(key), Size: size, PartitionValues: values,
 		ModificationTime: time.Now().UnixMilli(), Stats: st.Stats, Rows: st.NumRecords,
 	}, nil
 }

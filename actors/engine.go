@@ -94,12 +94,15 @@ const streamPageSize = 32 << 10
 
 // Deps are the engine's connections to the outside.
 type Deps struct {
-	Table   *delta.Table
-	Mapper  *mapping.Mapper
-	Outbox  Outbox
-	Metrics *Metrics
-	Health  *Health
-	Logger  *slog.Logger
+	Table  *delta.Table
+	Mapper *mapping.Mapper
+	// TableSchema, if set, is the table's schema: data files then use its
+	// physical column names and column ids (column mapping).
+	TableSchema *delta.StructType
+	Outbox      Outbox
+	Metrics     *Metrics
+	Health      *Health
+	Logger      *slog.Logger
 }
 
 // Engine runs the actors. Create it, create the Kafka consumer with the
@@ -202,8 +205,15 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	if writer.PageBufferSize == 0 {
 		writer.PageBufferSize = streamPageSize
 	}
+	dataSchema := e.deps.Mapper.DataSchema()
+	if e.deps.TableSchema != nil {
+		var err error
+		if dataSchema, err = delta.MapColumns(e.deps.TableSchema, dataSchema); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
 	bcfg := &bufferConfig{
-		store: store, dataSchema: e.deps.Mapper.DataSchema(), partitionColumns: partitionColumns,
+		store: store, dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: partitionColumns,
 		writer: writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.RetryBackoff,
 		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}

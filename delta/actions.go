@@ -141,6 +141,8 @@ type Txn struct {
 // CommitInfo is the commitInfo action: provenance of one commit. Fields that
 // other writers add and this library does not know are dropped on read.
 type CommitInfo struct {
+	// InCommitTimestamp is written first, as in-commit timestamps require.
+	InCommitTimestamp   *int64         `json:"inCommitTimestamp,omitempty"`
 	Timestamp           int64          `json:"timestamp"`
 	Operation           string         `json:"operation,omitempty"`
 	OperationParameters map[string]any `json:"operationParameters,omitempty"`
@@ -162,6 +164,22 @@ type DomainMetadata struct {
 	Removed       bool   `json:"removed"`
 }
 
+// Sidecar is the sidecar action of a V2 checkpoint: a Parquet file in
+// _delta_log/_sidecars holding some of the checkpoint's file actions. Path
+// is URI-encoded, usually just the file name.
+type Sidecar struct {
+	Path             string            `json:"path"`
+	SizeInBytes      int64             `json:"sizeInBytes"`
+	ModificationTime int64             `json:"modificationTime"`
+	Tags             map[string]string `json:"tags,omitempty"`
+}
+
+// CheckpointMetadata is the checkpointMetadata action of a V2 checkpoint.
+type CheckpointMetadata struct {
+	Version int64             `json:"version"`
+	Tags    map[string]string `json:"tags,omitempty"`
+}
+
 // Action is one line of a commit file: exactly one field is set. A line whose
 // action this library does not know (cdc, sidecar, checkpointMetadata, ...) is
 // kept verbatim in Unknown and ignored by replay.
@@ -173,7 +191,11 @@ type Action struct {
 	Add            *Add            `json:"add,omitempty"`
 	Remove         *Remove         `json:"remove,omitempty"`
 	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"`
-	Unknown        json.RawMessage `json:"-"`
+	// Sidecar and CheckpointMetadata only occur in V2 checkpoints; replay
+	// ignores them.
+	Sidecar            *Sidecar            `json:"sidecar,omitempty"`
+	CheckpointMetadata *CheckpointMetadata `json:"checkpointMetadata,omitempty"`
+	Unknown            json.RawMessage     `json:"-"`
 }
 
 // MarshalJSON writes a known action, or the unknown line verbatim.
@@ -250,7 +272,7 @@ func parseAction(raw []byte) (Action, error) {
 
 func (a *Action) isEmpty() bool {
 	return a.CommitInfo == nil && a.Protocol == nil && a.MetaData == nil && a.Txn == nil &&
-		a.Add == nil && a.Remove == nil && a.DomainMetadata == nil
+		a.Add == nil && a.Remove == nil && a.DomainMetadata == nil && a.Sidecar == nil && a.CheckpointMetadata == nil
 }
 
 // EncodeActions writes actions as a commit file: one JSON object a line,

@@ -243,12 +243,13 @@ func appendProtocol(t *testing.T, dir string, p *Protocol) {
 }
 
 // TestUnsupportedProtocol: tables needing reader features this library lacks
-// are refused, not misread; unknown writer features refuse writes only.
+// are refused, not misread; unknown writer features refuse writes only;
+// supported features that are not active refuse nothing.
 func TestUnsupportedProtocol(t *testing.T) {
 	for name, p := range map[string]*Protocol{
-		"deletionVectors": {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"deletionVectors"}},
-		"reader v4":       {MinReaderVersion: 4, MinWriterVersion: 7},
-		"column mapping":  {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "columnMapping"}, WriterFeatures: []string{"columnMapping"}},
+		"variantType":    {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"variantType"}, WriterFeatures: []string{"variantType"}},
+		"reader v4":      {MinReaderVersion: 4, MinWriterVersion: 7},
+		"catalogManaged": {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "catalogManaged"}, WriterFeatures: []string{"catalogManaged"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := copyGolden(t, "spark-checkpoint")
@@ -269,14 +270,14 @@ func TestUnsupportedProtocol(t *testing.T) {
 	}
 	t.Run("unknown writer feature", func(t *testing.T) {
 		dir := copyGolden(t, "spark-checkpoint")
-		appendProtocol(t, dir, &Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "generatedColumns"}})
+		appendProtocol(t, dir, &Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "fancyNewThing"}})
 		tbl := NewTable(localStore(t, dir))
 		s, err := tbl.Snapshot(t.Context())
 		if err != nil {
 			t.Fatalf("reading needs no writer feature: %v", err)
 		}
 		var ue *UnsupportedError
-		if err := s.CheckWrite(); !errors.As(err, &ue) || !ue.Write || !slices.Equal(ue.Features, []string{"generatedColumns"}) {
+		if err := s.CheckWrite(); !errors.As(err, &ue) || !ue.Write || !slices.Equal(ue.Features, []string{"fancyNewThing"}) {
 			t.Fatalf("CheckWrite: got %v", err)
 		}
 		if _, err := tbl.Commit(t.Context(), s, []Action{{Add: fakeAdd("x.parquet", nil)}}, Operation{Name: "WRITE"}); !errors.As(err, &ue) {
@@ -284,6 +285,21 @@ func TestUnsupportedProtocol(t *testing.T) {
 		}
 		if _, err := os.Stat(logPath(dir, "00000000000000000016.json")); !errors.Is(err, os.ErrNotExist) {
 			t.Fatal("a refused commit was written")
+		}
+	})
+	t.Run("supported, not active", func(t *testing.T) {
+		dir := copyGolden(t, "spark-checkpoint")
+		appendProtocol(t, dir, &Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{"deletionVectors", "columnMapping"},
+			WriterFeatures: []string{"deletionVectors", "columnMapping", "generatedColumns", "checkConstraints"}})
+		s, err := openDir(t, dir)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		for _, op := range []Op{OpAppend, OpOptimize, OpVacuum} {
+			if err := s.Check(op); err != nil {
+				t.Errorf("%s: %v", op, err)
+			}
 		}
 	})
 }

@@ -61,8 +61,9 @@ const (
 	LogFileMultiPartCheckpoint             // %020d.checkpoint.%010d.%010d.parquet
 	LogFileCRC                             // %020d.crc
 	LogFileLastCheckpoint                  // _last_checkpoint
-	// LogFileUnsupportedCheckpoint is a V2 checkpoint
-	// (%020d.checkpoint.<uuid>.json|parquet); this package cannot read it.
+	// LogFileUnsupportedCheckpoint is a UUID-named V2 checkpoint
+	// (%020d.checkpoint.<uuid>.json|parquet); ReadCheckpoint reads it (the
+	// name predates that).
 	LogFileUnsupportedCheckpoint
 	// LogFileCompacted is a log compaction file (%020d.%020d.compacted.json);
 	// an optional optimization that readers may ignore.

@@ -12,10 +12,11 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// ReadCheckpoint reads a classic checkpoint, single-file or multi-part (keys
-// lists every part, in order), and calls fn for each action in it; rows
-// holding no action this package knows (cdc, commitInfo, sidecar, ...) are
-// skipped. fn may keep the *Action.
+// ReadCheckpoint reads a checkpoint, single-file, multi-part (keys lists
+// every part, in order) or V2 (JSON or Parquet, with the sidecar files it
+// names, see checkpoint_v2.go), and calls fn for each action in it; rows
+// holding no action this package knows (cdc, commitInfo, ...) are skipped.
+// fn may keep the *Action.
 //
 // Columns are found by path in each file's own schema, so any writer's
 // subset of fields, field order, map/list naming (key_value or entries,
@@ -28,7 +29,7 @@ import (
 // seen some actions before the error). An error from fn is returned as is.
 func ReadCheckpoint(ctx context.Context, store storage.Store, keys []string, fn func(*Action) error) error {
 	for _, key := range keys {
-		if err := readCheckpointFile(ctx, store, key, fn); err != nil {
+		if err := readCheckpointPart(ctx, store, key, fn); err != nil {
 			return err
 		}
 	}
@@ -288,6 +289,14 @@ type (
 			ckGroup
 			domain, configuration, removed ckLeaf
 		}
+		sidecar struct {
+			ckGroup
+			path, sizeInBytes, modificationTime ckLeaf
+		}
+		checkpointMetadata struct {
+			ckGroup
+			version ckLeaf
+		}
 	}
 )
 
@@ -507,6 +516,17 @@ func bindCheckpoint(b *binder, root *parquet.Column) *ckColumns {
 	d.domain = b.leaf(c, "domain", str)
 	d.configuration = b.leaf(c, "configuration", str)
 	d.removed = b.leaf(c, "removed", boolean)
+
+	c = child(root, "sidecar")
+	sc := &s.sidecar
+	sc.ckGroup = b.group(c)
+	sc.path = b.leaf(c, "path", str)
+	sc.sizeInBytes = b.leaf(c, "sizeInBytes", num)
+	sc.modificationTime = b.leaf(c, "modificationTime", num)
+
+	c = child(root, "checkpointMetadata")
+	s.checkpointMetadata.ckGroup = b.group(c)
+	s.checkpointMetadata.version = b.leaf(c, "version", num)
 	return s
 }
 
@@ -808,6 +828,20 @@ func (s *ckColumns) decode(rv [][]parquet.Value, fn func(*Action) error) error {
 			Removed:       d.removed.boolean(rv),
 		}
 		if err := fn(&Action{DomainMetadata: dm}); err != nil {
+			return err
+		}
+	}
+	if sc := &s.sidecar; sc.present(rv) {
+		a := &Sidecar{Path: sc.path.str(rv), SizeInBytes: sc.sizeInBytes.i64(rv), ModificationTime: sc.modificationTime.i64(rv)}
+		if a.Path == "" {
+			return errors.New("sidecar without path")
+		}
+		if err := fn(&Action{Sidecar: a}); err != nil {
+			return err
+		}
+	}
+	if cm := &s.checkpointMetadata; cm.present(rv) {
+		if err := fn(&Action{CheckpointMetadata: &CheckpointMetadata{Version: cm.version.i64(rv)}}); err != nil {
 			return err
 		}
 	}

@@ -85,7 +85,7 @@ func (t *Table) Commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 	if s == nil || s.version < 0 {
 		return 0, fmt.Errorf("commit %s: %w (create it first)", op.Name, ErrTableNotFound)
 	}
-	if err := s.CheckWrite(); err != nil {
+	if err := s.Check(opOf(op.Name)); err != nil {
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
 	}
 	return t.commit(ctx, s, actions, op, DefaultMaxCommitAttempts)
@@ -116,6 +116,14 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
 	}
 	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 && info.InCommitTimestamp != nil {
+			// Past the commits we lost to: stay monotonic.
+			ict := s.nextInCommitTimestamp(t.now())
+			info.InCommitTimestamp, info.Timestamp = &ict, ict
+			if data, err = EncodeActions(append([]Action{{CommitInfo: info}}, actions...)); err != nil {
+				return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+			}
+		}
 		v := s.version + 1
 		ours, err := t.tryCommit(ctx, v, data)
 		if err != nil {
@@ -125,7 +133,7 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 			if err := s.applyCommit(actions); err != nil {
 				return 0, err
 			}
-			s.version, s.timestamp = v, info.Timestamp
+			s.version, s.timestamp = v, info.Timestamp // the in-commit timestamp, if any
 			return v, nil
 		}
 		// Another writer won version v: replay it and look for a conflict.
@@ -138,6 +146,9 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 			return 0, err
 		}
 		s.version = v
+		if ict, ok := commitICT(winner[0]); ok {
+			s.timestamp = ict
+		}
 		if conflict != nil {
 			return 0, conflict
 		}
@@ -261,8 +272,9 @@ func checkActions(s *Snapshot, actions []Action) (*commitPlan, bool, error) {
 }
 
 func (t *Table) commitInfo(s *Snapshot, actions []Action, op Operation, blind bool) *CommitInfo {
+	now := t.now()
 	info := &CommitInfo{
-		Timestamp:           t.now().UnixMilli(),
+		Timestamp:           now.UnixMilli(),
 		Operation:           op.Name,
 		OperationParameters: op.Parameters,
 		OperationMetrics:    op.Metrics,
@@ -274,6 +286,10 @@ func (t *Table) commitInfo(s *Snapshot, actions []Action, op Operation, blind bo
 	if s.version >= 0 {
 		rv := s.version
 		info.ReadVersion = &rv
+		if s.inCommitTimestamps() {
+			ict := s.nextInCommitTimestamp(now)
+			info.InCommitTimestamp, info.Timestamp = &ict, ict
+		}
 	}
 	// A commit that only rearranges data (OPTIMIZE) runs at snapshot isolation.
 	rearrangeOnly := true

@@ -189,6 +189,9 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 		} else {
 			node = parquet.Required(node)
 		}
+		if id, ok := fieldID(&f); ok {
+			node = parquet.FieldID(node, id) // column mapping: the column id
+		}
 		root = append(root, field(f.Name, node))
 		ps.def = append(ps.def, def)
 		ps.kinds = append(ps.kinds, node.Type().Kind())

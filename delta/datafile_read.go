@@ -20,7 +20,8 @@ import (
 // ReadDataFile reads all rows of the data file of add, aligned with the full
 // table schema: file columns are matched by name (a column missing from the
 // file reads as null, for schema evolution), partition columns come from
-// add.PartitionValues, and values have the Go types documented on Row.
+// add.PartitionValues, rows add's deletion vector marks are left out, and
+// values have the Go types documented on Row.
 func ReadDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) ([]Row, error) {
 	var rows []Row
 	for r, err := range DataFileRows(ctx, store, schema, partitionColumns, add) {
@@ -59,6 +60,13 @@ func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, 
 			fail(err)
 			return
 		}
+		// Rows the deletion vector marks (by index in the file) are skipped.
+		deleted, err := LoadDeletionVector(ctx, store, add.DeletionVector)
+		if err != nil {
+			fail(err)
+			return
+		}
+		var index uint64
 		buf := make([]parquet.Row, 256)
 		for _, rg := range f.RowGroups() {
 			rows := rg.Rows()
@@ -70,6 +78,9 @@ func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, 
 				}
 				n, rerr := rows.ReadRows(buf)
 				for _, pr := range buf[:n] {
+					if index++; deleted.Contains(index - 1) {
+						continue
+					}
 					row, err := fr.convert(pr)
 					if err != nil {
 						rows.Close()
@@ -125,26 +136,38 @@ func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []st
 	// Leaf column index of each top-level file field.
 	leafStart := map[string]int{}
 	fileFields := map[string]parquet.Field{}
+	byID := map[int]string{} // Parquet field_id → name
 	col := 0
 	for _, ff := range fs.Fields() {
 		leafStart[ff.Name()] = col
 		fileFields[ff.Name()] = ff
+		if id := ff.ID(); id != 0 {
+			byID[id] = ff.Name()
+		}
 		col += countLeaves(ff)
 	}
 	fr.start = make([]int, col)
 	fr.end = make([]int, col)
 	for i, sf := range schema.Fields {
 		fd := &fr.fields[i]
-		fd.name, fd.typ = sf.Name, sf.Type
+		// With column mapping, files, partition values and nested values
+		// use physical names; a file without them may still carry the
+		// column ids as field ids.
+		phys := PhysicalName(&schema.Fields[i])
+		fd.name, fd.typ = phys, sf.Type
 		if containsString(partitionColumns, sf.Name) {
-			v, err := ParsePartitionValue(sf.Type, partitionValues[sf.Name])
+			v, err := ParsePartitionValue(sf.Type, partitionValues[phys])
 			if err != nil {
 				return nil, fmt.Errorf("partition column %q: %w", sf.Name, err)
 			}
 			fd.constant = v
 			continue
 		}
-		ff, ok := fileFields[sf.Name]
+		ff, ok := fileFields[phys]
+		if id, hasID := fieldID(&schema.Fields[i]); !ok && hasID && byID[id] != "" {
+			phys = byID[id]
+			fd.name, ff, ok = phys, fileFields[phys], true
+		}
 		if !ok {
 			continue // not in this file: null
 		}
@@ -153,7 +176,7 @@ func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []st
 			if err != nil {
 				return nil, fmt.Errorf("column %q: %w", sf.Name, err)
 			}
-			fd.kind, fd.leaf, fd.conv = fieldLeaf, leafStart[sf.Name], conv
+			fd.kind, fd.leaf, fd.conv = fieldLeaf, leafStart[phys], conv
 			continue
 		}
 		fd.kind = fieldNested
@@ -384,8 +407,8 @@ func nestedValue(t DataType, v any) any {
 			return v
 		}
 		out := make(map[string]any, len(t.Fields))
-		for _, f := range t.Fields {
-			out[f.Name] = nestedValue(f.Type, m[f.Name])
+		for i, f := range t.Fields {
+			out[f.Name] = nestedValue(f.Type, m[PhysicalName(&t.Fields[i])])
 		}
 		return out
 	case *ArrayType:

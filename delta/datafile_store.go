@@ -109,8 +109,10 @@ func (w *StoreFileWriter) Abort(cause error) {
 }
 
 // WriteDataFile writes rows (aligned with the full table schema; partition
-// column entries are ignored, their values come from partitionValues) as one
-// new data file of the partition and returns its add action.
+// column entries are ignored, their values come from partitionValues, keyed
+// by column name) as one new data file of the partition and returns its add
+// action. Under column mapping the file's columns and the add's partition
+// values use physical names, and columns carry their ids as field ids.
 func WriteDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string,
 	partitionValues map[string]*string, rows []Row, opts WriterOptions) (*Add, error) {
 	dataSchema := DataSchema(schema, partitionColumns)
@@ -121,7 +123,8 @@ func WriteDataFile(ctx context.Context, store storage.Store, schema *StructType,
 		}
 	}
 	key := NewDataFileKey(partitionColumns, partitionValues, opts.Compression)
-	w, err := CreateDataFile(ctx, store, key, dataSchema, partitionValues, opts)
+	// Under column mapping the file and the add use physical names.
+	w, err := CreateDataFile(ctx, store, key, PhysicalSchema(dataSchema), PhysicalPartitionValues(schema, partitionValues), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -19,4 +19,12 @@
 // A commit that changes metaData carries the protocol the new metadata needs
 // (see Table.Commit), and a checkpoint holds the log's state as stored, never
 // a snapshot's memory (see Table.Checkpoint).
+//
+// Tables other engines made may use table features. Snapshot.Check gates
+// each operation (read, append, OPTIMIZE, VACUUM) by the features that are
+// active, not merely supported (features.go), and refuses with an
+// *UnsupportedError naming the features and the operation. Reads apply
+// deletion vectors (dv.go, roaring.go), resolve column mapping
+// (columnmapping.go), read V2 checkpoints with sidecars (checkpoint_v2.go)
+// and take version times from in-commit timestamps (ict.go).
 package delta

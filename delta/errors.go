@@ -20,20 +20,30 @@ var ErrVersionNotFound = errors.New("delta: version not found")
 var ErrVersionGap = errors.New("delta: log has a version gap")
 
 // UnsupportedError reports a table this library must not read or write: a
-// reader/writer version or a table feature it does not implement.
+// reader/writer version or a table feature it does not implement, or one
+// that is active and that Op does not honour.
 type UnsupportedError struct {
+	Op       Op   // the refused operation; "" means read or (Write) append
 	Write    bool // false: reading is refused; true: only writing is
 	Version  int32
 	Features []string
+	Detail   string // where the features are in use, e.g. "checkConstraints: positive"
 }
 
 func (e *UnsupportedError) Error() string {
-	op := "read"
-	if e.Write {
-		op = "write"
+	op := e.Op
+	if op == "" {
+		op = OpRead
+		if e.Write {
+			op = OpAppend
+		}
 	}
 	if len(e.Features) > 0 {
-		return fmt.Sprintf("delta: cannot %s table: unsupported table features %s", op, strings.Join(e.Features, ", "))
+		msg := fmt.Sprintf("delta: cannot %s table: table features %s not supported for %s", op, strings.Join(e.Features, ", "), op)
+		if e.Detail != "" {
+			msg += " (" + e.Detail + ")"
+		}
+		return msg
 	}
 	return fmt.Sprintf("delta: cannot %s table: protocol version %d is not supported", op, e.Version)
 }

@@ -19,8 +19,9 @@ type HistoryEntry struct {
 }
 
 // History returns the commits whose JSON files still exist, newest first, at
-// most limit of them (0: all). The timestamp is commitInfo's, or the commit
-// file's modification time when a writer left it out.
+// most limit of them (0: all). The timestamp is commitInfo's in-commit
+// timestamp, else its timestamp, or the commit file's modification time when
+// a writer left both out.
 func (t *Table) History(ctx context.Context, limit int) ([]HistoryEntry, error) {
 	l, versions, err := t.listCommits(ctx)
 	if err != nil {
@@ -43,7 +44,9 @@ func (t *Table) History(ctx context.Context, limit int) ([]HistoryEntry, error) 
 		e := HistoryEntry{Version: v, Timestamp: l.commits[v].ModTime.UTC()}
 		for _, a := range commits[i] {
 			if ci := a.CommitInfo; ci != nil {
-				if ci.Timestamp > 0 {
+				if ci.InCommitTimestamp != nil {
+					e.Timestamp = time.UnixMilli(*ci.InCommitTimestamp).UTC()
+				} else if ci.Timestamp > 0 {
 					e.Timestamp = time.UnixMilli(ci.Timestamp).UTC()
 				}
 				e.Operation, e.OperationParameters, e.OperationMetrics = ci.Operation, ci.OperationParameters, ci.OperationMetrics

@@ -118,7 +118,14 @@ func canonRow(schema *StructType, get func(i int, name string) any) string {
 // the same rows.
 func compareWithDeltaRS(t *testing.T, tbl *Table, uri string, rows bool, apps ...string) {
 	t.Helper()
-	args := []string{}
+	compareWithDeltaRSArgs(t, tbl, uri, rows, nil, apps...)
+}
+
+// compareWithDeltaRSArgs is compareWithDeltaRS with more oracle arguments
+// (such as --query).
+func compareWithDeltaRSArgs(t *testing.T, tbl *Table, uri string, rows bool, extra []string, apps ...string) {
+	t.Helper()
+	args := append([]string{}, extra...)
 	if rows {
 		args = append(args, "--rows")
 	}
@@ -145,7 +152,7 @@ func compareWithDeltaRS(t *testing.T, tbl *Table, uri string, rows bool, apps ..
 		var pv []string
 		for _, c := range s.PartitionColumns() {
 			typ := schema.Field(c).Type
-			val, err := ParsePartitionValue(typ, a.PartitionValues[c])
+			val, err := ParsePartitionValue(typ, s.PartitionValues(a)[c])
 			if err != nil {
 				t.Fatalf("%s: partition value %s: %v", a.Path, c, err)
 			}

@@ -48,9 +48,10 @@ type OptimizeResult struct {
 
 // PlanOptimize bin-packs the small files of each partition (sorted by size)
 // into bins of at most TargetSize bytes; only bins of two or more files are
-// worth rewriting. Files with deletion vectors are left alone, and so are
-// files the table's store cannot read: outside the table root, or with a
-// path that cannot be decoded.
+// worth rewriting. Files with deletion vectors take part: compaction
+// rewrites them with the deleted rows left out. Files the table's store
+// cannot read (outside the table root, or with a path that cannot be
+// decoded) are left alone.
 func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	target := opts.TargetSize
 	if target <= 0 {
@@ -58,13 +59,15 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	}
 	byPartition := map[string][]*Add{}
 	for _, a := range s.files {
-		if a.DeletionVector != nil || a.Size >= target || opts.Filter != nil && !opts.Filter(a.PartitionValues) {
+		// Partition values are keyed by physical names under column mapping.
+		logical := s.logicalPartitionValues(a.PartitionValues)
+		if a.Size >= target || opts.Filter != nil && !opts.Filter(logical) {
 			continue
 		}
 		if _, err := s.root.key(a.Path); err != nil {
 			continue
 		}
-		dir := PartitionDir(s.PartitionColumns(), a.PartitionValues)
+		dir := PartitionDir(s.PartitionColumns(), logical)
 		byPartition[dir] = append(byPartition[dir], a)
 	}
 	var bins []OptimizeBin
@@ -112,7 +115,7 @@ func compareStrings(a, b string) int {
 // one of the compacted files, the commit aborts with a ConflictDelete error;
 // the files written for it are then orphans that VACUUM removes.
 func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions) (*OptimizeResult, error) {
-	if err := s.CheckWrite(); err != nil {
+	if err := s.Check(OpOptimize); err != nil {
 		return nil, fmt.Errorf("optimize: %w", err)
 	}
 	bins := PlanOptimize(s, opts)
@@ -135,7 +138,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 	now := t.now().UnixMilli()
 	var actions []Action
 	var sizes []int64
-	var done int64
+	var done, dvsRemoved int64
 	for i, b := range bins {
 		add, err := t.compact(ctx, schema, s.PartitionColumns(), b, wopts)
 		if err != nil {
@@ -150,8 +153,11 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 			size, ext := f.Size, true
 			actions = append(actions, Action{Remove: &Remove{
 				Path: f.Path, DeletionTimestamp: &now, DataChange: false, ExtendedFileMetadata: &ext,
-				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags,
+				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags, DeletionVector: f.DeletionVector,
 			}})
+			if f.DeletionVector != nil {
+				dvsRemoved++
+			}
 			res.FilesRemoved++
 			res.BytesRemoved += f.Size
 		}
@@ -173,7 +179,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 			"numAddedFiles": itoa(int64(res.FilesAdded)), "numRemovedFiles": itoa(int64(res.FilesRemoved)),
 			"numAddedBytes": itoa(res.BytesAdded), "numRemovedBytes": itoa(res.BytesRemoved),
 			"minFileSize": itoa(sizes[0]), "p50FileSize": itoa(sizes[len(sizes)/2]), "maxFileSize": itoa(sizes[len(sizes)-1]),
-			"numDeletionVectorsRemoved": "0",
+			"numDeletionVectorsRemoved": itoa(dvsRemoved),
 		},
 	})
 	if err != nil {
@@ -192,8 +198,8 @@ func (t *Table) compact(ctx context.Context, schema *StructType, partitionColumn
 	for _, f := range dataSchema.Fields {
 		dataIdx = append(dataIdx, schema.Index(f.Name))
 	}
-	key := NewDataFileKey(partitionColumns, b.PartitionValues, opts.Compression)
-	w, err := CreateDataFile(ctx, t.store, key, dataSchema, b.PartitionValues, opts)
+	key := NewDataFileKey(partitionColumns, LogicalPartitionValues(schema, b.PartitionValues), opts.Compression)
+	w, err := CreateDataFile(ctx, t.store, key, PhysicalSchema(dataSchema), b.PartitionValues, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -195,7 +195,7 @@ func TestDeltaRSReadsAbsolutePaths(t *testing.T) {
 		}
 	}
 	compareWithDeltaRS(t, tbl, dir, false)
-	v := deltaRS(t, dir, "--rows", "--sql")
+	v := deltaRS(t, dir, "--rows", "--query")
 	if v.RowsError != "" {
 		t.Fatalf("delta-rs: %s", v.RowsError)
 	}

@@ -140,7 +140,7 @@ func TestZ85(t *testing.T) {
 	if want := "864fd26fb559f75b"; err != nil || hex.EncodeToString(got) != want {
 		t.Errorf("z85Decode(HelloWorld) = %x, %v; want %s", got, err, want)
 	}
-	for _, bad := range []string{"Hell", "Hello World", "Hell~"} {
+	for _, bad := range []string{"Hell", "Hello World", "Hell~", "Hello\"orld", "%%%%%"} {
 		if _, err := z85Decode(bad); err == nil {
 			t.Errorf("z85Decode(%q) accepted", bad)
 		}

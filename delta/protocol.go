@@ -198,14 +198,11 @@ func withRequiredProtocol(s *Snapshot, actions []Action) ([]Action, error) {
 	if err != nil || !changed {
 		return actions, err
 	}
-	var unsupported []string
-	for _, f := range next.WriterFeatures {
-		if !writeFeatures[f] {
-			unsupported = append(unsupported, f)
-		}
-	}
-	if len(unsupported) > 0 {
-		return nil, &UnsupportedError{Write: true, Version: 7, Features: unsupported}
+	// The table as it will be: refused if this library could not append to it.
+	after := *s
+	after.protocol, after.metadata, after.schema = next, actions[metaAt].MetaData, nil
+	if err := after.Check(OpAppend); err != nil {
+		return nil, err
 	}
 	out := slices.Clone(actions)
 	if protoAt >= 0 {

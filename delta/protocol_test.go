@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -165,19 +166,34 @@ func TestCreateProtocol(t *testing.T) {
 }
 
 // TestMetadataNeedingUnwritableFeatureRefused: a metaData change that
-// activates a feature this library cannot write (change data feed) is
-// refused rather than committed under a protocol that does not list it.
+// activates a feature this library cannot append under (a CHECK constraint
+// it does not evaluate) is refused rather than committed.
 func TestMetadataNeedingUnwritableFeatureRefused(t *testing.T) {
 	tbl, s := newTestTable(t, storage.NewMem())
 	meta := s.Metadata()
-	meta.Configuration = map[string]string{"delta.enableChangeDataFeed": "true"}
+	meta.Configuration = map[string]string{"delta.constraints.positive": "id > 0"}
 	meta.SchemaString = ntzSchema().SchemaString()
 	_, err := tbl.Commit(t.Context(), s, []Action{{MetaData: &meta}}, Operation{Name: "SET TBLPROPERTIES"})
 	var ue *UnsupportedError
-	if !errors.As(err, &ue) || !reflect.DeepEqual(ue.Features, []string{"changeDataFeed"}) {
-		t.Fatalf("err = %v, want an UnsupportedError naming changeDataFeed", err)
+	if !errors.As(err, &ue) || !reflect.DeepEqual(ue.Features, []string{"checkConstraints"}) {
+		t.Fatalf("err = %v, want an UnsupportedError naming checkConstraints", err)
 	}
 	if s.Version() != 0 {
 		t.Errorf("version %d: something was committed", s.Version())
+	}
+}
+
+// TestMetadataEnablingChangeDataFeed: change data feed asks nothing of an
+// append, so a metaData change turning it on upgrades the protocol and is
+// committed.
+func TestMetadataEnablingChangeDataFeed(t *testing.T) {
+	tbl, s := newTestTable(t, storage.NewMem())
+	meta := s.Metadata()
+	meta.Configuration = map[string]string{"delta.enableChangeDataFeed": "true"}
+	if _, err := tbl.Commit(t.Context(), s, []Action{{MetaData: &meta}}, Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Protocol(); p.MinWriterVersion != 7 || !slices.Contains(p.WriterFeatures, "changeDataFeed") {
+		t.Errorf("protocol %+v does not list changeDataFeed", p)
 	}
 }

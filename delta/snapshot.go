@@ -15,7 +15,7 @@ import (
 type Snapshot struct {
 	root      tableRoot // where file paths resolve, for their canonical form
 	version   int64
-	timestamp int64 // ms; commit file modification time of version
+	timestamp int64 // ms; in-commit timestamp or commit file modification time of version
 	protocol  *Protocol
 	metadata  *Metadata
 	schema    *StructType
@@ -81,8 +81,9 @@ func (s *Snapshot) apply(a *Action) {
 // Version is the snapshot's table version.
 func (s *Snapshot) Version() int64 { return s.version }
 
-// Timestamp is when the snapshot's version was committed (the commit file's
-// modification time, as Spark and delta-rs use for time travel).
+// Timestamp is when the snapshot's version was committed: its in-commit
+// timestamp, or the commit file's modification time, as Spark and delta-rs
+// use for time travel.
 func (s *Snapshot) Timestamp() time.Time { return time.UnixMilli(s.timestamp).UTC() }
 
 // Protocol is the table's protocol action.
@@ -312,74 +313,14 @@ func (s *Snapshot) CheckpointActions(now time.Time) []Action {
 	return out
 }
 
-// readFeatures lists the reader features this library implements.
-var readFeatures = map[string]bool{"timestampNtz": true, "vacuumProtocolCheck": true}
+// CheckRead refuses a table whose reader protocol or reader features this
+// library does not implement (Check(OpRead)).
+func (s *Snapshot) CheckRead() error { return s.Check(OpRead) }
 
-// writeFeatures lists the writer features this library honours when writing.
-var writeFeatures = map[string]bool{
-	"appendOnly": true, "invariants": true, "timestampNtz": true, "vacuumProtocolCheck": true,
-}
-
-// CheckRead refuses a table whose reader protocol this library does not
-// implement.
-func (s *Snapshot) CheckRead() error {
-	p := s.protocol
-	switch {
-	case p.MinReaderVersion <= 1:
-		return nil
-	case p.MinReaderVersion == 2:
-		if mode := s.metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-			return &UnsupportedError{Version: 2, Features: []string{"columnMapping"}}
-		}
-		return nil
-	case p.MinReaderVersion == 3:
-		var bad []string
-		for _, f := range p.ReaderFeatures {
-			if !readFeatures[f] {
-				bad = append(bad, f)
-			}
-		}
-		if len(bad) > 0 {
-			return &UnsupportedError{Version: 3, Features: bad}
-		}
-		return nil
-	}
-	return &UnsupportedError{Version: p.MinReaderVersion}
-}
-
-// CheckWrite refuses a table this library cannot write without breaking a
-// writer requirement (constraints, generated columns, CDF, column mapping...).
-func (s *Snapshot) CheckWrite() error {
-	if err := s.CheckRead(); err != nil {
-		return err
-	}
-	p := s.protocol
-	switch {
-	case p.MinWriterVersion <= 2:
-	case p.MinWriterVersion == 7:
-		var bad []string
-		for _, f := range p.WriterFeatures {
-			if !writeFeatures[f] {
-				bad = append(bad, f)
-			}
-		}
-		if len(bad) > 0 {
-			return &UnsupportedError{Write: true, Version: 7, Features: bad}
-		}
-	default:
-		return &UnsupportedError{Write: true, Version: p.MinWriterVersion}
-	}
-	st, err := s.Schema()
-	if err != nil {
-		return err
-	}
-	for _, f := range st.Fields {
-		if strings.Contains(string(f.Metadata), "delta.invariants") {
-			return &UnsupportedError{Write: true, Features: []string{"invariants"}}
-		}
-	}
-	return nil
-}
+// CheckWrite refuses appending to a table with a feature this library does
+// not honour while it is active: constraints, generated columns, row
+// tracking, ... (Check(OpAppend)).
+func (s *Snapshot) CheckWrite() error { return s.Check(OpAppend) }
 
 // AppendOnly reports delta.appendOnly: data may be added, never changed.
 func (s *Snapshot) AppendOnly() bool {

@@ -31,7 +31,7 @@ func (t *Table) Store() storage.Store { return t.store }
 // logListing is what one listing of _delta_log found.
 type logListing struct {
 	commits     map[int64]storage.ObjectInfo
-	checkpoints map[int64]map[int][]string // version → parts count → keys (1: single file)
+	checkpoints map[int64]map[int][]string // version → parts count → keys (1: single file, 0: UUID-named)
 	maxVersion  int64                      // highest commit or checkpoint version, -1 if none
 }
 
@@ -49,7 +49,8 @@ func (t *Table) listLog(ctx context.Context, startAfter string) (*logListing, er
 		switch kind {
 		case LogFileCommit:
 			l.commits[v] = o
-		case LogFileCheckpoint, LogFileMultiPartCheckpoint:
+		case LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileUnsupportedCheckpoint:
+			// A UUID-named V2 checkpoint is complete in one file: parts 0.
 			if l.checkpoints[v] == nil {
 				l.checkpoints[v] = map[int][]string{}
 			}
@@ -75,6 +76,10 @@ func (l *logListing) checkpoint(target int64, skip map[int64]bool) (int64, []str
 				slices.Sort(ks)
 				best, keys = v, ks
 				break
+			}
+			if parts == 0 && len(ks) > 0 { // any UUID-named checkpoint will do
+				slices.Sort(ks)
+				best, keys = v, ks[:1]
 			}
 		}
 	}
@@ -214,6 +219,13 @@ func (t *Table) load(ctx context.Context, l *logListing, target, cp int64, cpKey
 	s.version = target
 	if o, ok := l.commits[target]; ok {
 		s.timestamp = o.ModTime.UnixMilli()
+		if len(commits) > 0 {
+			s.timestamp = commitTime(o.ModTime, commits[len(commits)-1])
+		} else if s.metadata != nil && s.inCommitTimestamps() {
+			if ict, ok, err := t.readCommitICT(ctx, l, target); err == nil && ok {
+				s.timestamp = ict
+			}
+		}
 	} else if info, err := t.store.Stat(ctx, cpKeys[0]); err == nil {
 		s.timestamp = info.ModTime.UnixMilli()
 	}
@@ -288,7 +300,7 @@ func (t *Table) Update(ctx context.Context, s *Snapshot) error {
 			return err
 		}
 		s.version++
-		s.timestamp = l.commits[s.version].ModTime.UnixMilli()
+		s.timestamp = commitTime(l.commits[s.version].ModTime, actions)
 	}
 	for v := range l.checkpoints {
 		if v <= s.version {
@@ -318,14 +330,22 @@ func (s *Snapshot) applyCommit(actions []Action) error {
 }
 
 // SnapshotAtTime loads the latest version committed at or before ts, using
-// commit file modification times made strictly increasing as Spark does.
+// in-commit timestamps where the table has them (see ict.go), else commit
+// file modification times made strictly increasing as Spark does.
 // ErrVersionNotFound if ts is before the oldest reconstructable version.
 func (t *Table) SnapshotAtTime(ctx context.Context, ts time.Time) (*Snapshot, error) {
 	l, versions, err := t.listCommits(ctx)
 	if err != nil {
 		return nil, err
 	}
-	found, prev := int64(-1), int64(-1)
+	found, versions, err := t.timeTravelICT(ctx, l, versions, ts)
+	if err != nil {
+		return nil, err
+	}
+	if found >= 0 {
+		return t.SnapshotAt(ctx, found)
+	}
+	prev := int64(-1)
 	for _, v := range versions {
 		ms := l.commits[v].ModTime.UnixMilli()
 		if ms <= prev {

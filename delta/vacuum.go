@@ -42,6 +42,9 @@ type VacuumResult struct {
 // live or unexpired file cannot be placed, Vacuum deletes nothing and
 // returns an error wrapping ErrBadPath that names it.
 func (t *Table) Vacuum(ctx context.Context, s *Snapshot, opts VacuumOptions) (*VacuumResult, error) {
+	if err := s.Check(OpVacuum); err != nil {
+		return nil, fmt.Errorf("vacuum: %w", err)
+	}
 	retention := opts.Retention
 	if retention == 0 {
 		retention = s.DeletedFileRetention()

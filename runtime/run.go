@@ -130,6 +130,10 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	ready.bridge.Store(b)
 	reconcileOffsets(ctx, b, snap, cfg.Table.AppID, cfg.Kafka.Topic, logger)
 
+	tableSchema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("table schema: %w", err)
+	}
 	writer := delta.WriterOptions{Compression: cfg.compression(), RowGroupRows: cfg.Flush.RowGroupRows}
 	if err := writer.ApplyTableConfig(snap.Metadata().Configuration); err != nil {
 		return fmt.Errorf("table configuration: %w", err)
@@ -140,7 +144,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
 		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
 			VacuumEvery: cfg.Maintenance.VacuumEvery, VacuumRetain: cfg.Maintenance.VacuumRetain},
-	}, actors.Deps{Table: tbl, Mapper: mapper, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	}, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -242,6 +246,10 @@ func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, chec
 		}
 	}
 	meta := snap.Metadata()
+	// Under column mapping new columns need a physical name and an id.
+	if merged, meta.Configuration, err = delta.AssignColumnMapping(merged, meta.Configuration); err != nil {
+		return nil, fmt.Errorf("table.columns: %w", err)
+	}
 	meta.SchemaString = merged.SchemaString()
 	op := delta.Operation{Name: "CHANGE COLUMN"}
 	if len(added) > 0 {

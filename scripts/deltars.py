@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """delta-rs (python `deltalake`) as an independent oracle for deltaflow's tests.
 
-  deltars.py read URI [--version N] [--rows [--sql]] [--txn APPID ...]
+  deltars.py read URI [--version N] [--rows [--query]] [--txn APPID ...]
       Print the table as delta-rs sees it, as canonical JSON: version,
       partitionColumns, schema, files (path as in the log, size,
       partitionValues, numRecords), txn versions, and with --rows every row
-      (values rendered as deltaflow's tests render them). --sql reads the
-      rows with delta-rs's query engine (QueryBuilder), which resolves
-      absolute add paths; to_pyarrow_table joins them onto the table root.
+      (values rendered as deltaflow's tests render them). --query reads the
+      rows through delta-rs's DataFusion engine (QueryBuilder), which
+      applies deletion vectors and column mapping and resolves absolute add
+      paths; to_pyarrow_table, the default, refuses the first, reads the
+      second as nulls and joins absolute paths onto the table root.
   deltars.py write-fixture DIR
       Write a table with delta-rs: partitioned appends (with null and special
       partition values), a checkpoint, an optimize and a vacuum.
@@ -99,7 +101,7 @@ def read(args):
     }
     if args.rows:
         try:
-            if args.sql:
+            if args.query:
                 table = pa.table(deltalake.QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
             else:
                 table = dt.to_pyarrow_table()
@@ -143,7 +145,7 @@ def main():
     r.add_argument("uri")
     r.add_argument("--version", type=int)
     r.add_argument("--rows", action="store_true")
-    r.add_argument("--sql", action="store_true")
+    r.add_argument("--query", action="store_true")
     r.add_argument("--txn", nargs="*", default=[])
     w = sub.add_parser("write-fixture")
     w.add_argument("dir")

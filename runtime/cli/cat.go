@@ -109,7 +109,7 @@ func catRows(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, schema
 	st.files = len(files)
 	for _, a := range files {
 		if b != nil {
-			ok, err := b.MatchPartition(a.PartitionValues)
+			ok, err := b.MatchPartition(snap.PartitionValues(a))
 			if err != nil {
 				return fmt.Errorf("file %s: %w", a.Path, err)
 			}
@@ -119,7 +119,7 @@ func catRows(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, schema
 			}
 			if a.Stats != "" {
 				// Unreadable stats just mean no skipping.
-				if s, err := delta.ParseStats(a.Stats); err == nil && !b.MayMatch(s) {
+				if s, err := snap.FileStats(a); err == nil && !b.MayMatch(s) {
 					st.skipped++
 					continue
 				}

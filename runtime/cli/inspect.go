@@ -35,6 +35,7 @@ type snapshotJSON struct {
 	Schema           json.RawMessage   `json:"schema"`
 	Txn              map[string]int64  `json:"txn"`
 	Protocol         delta.Protocol    `json:"protocol"`
+	ActiveFeatures   []string          `json:"activeFeatures"`
 	Configuration    map[string]string `json:"configuration"`
 }
 
@@ -113,16 +114,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// numRecords reads numRecords from a file's stats; nil when absent.
+// numRecords is a file's row count from its stats, less the rows its
+// deletion vector removes; nil when the stats do not say.
 func numRecords(a *delta.Add) *int64 {
-	if a.Stats == "" {
+	n, ok := a.NumLogicalRecords()
+	if !ok {
 		return nil
 	}
-	st, err := delta.ParseStats(a.Stats)
-	if err != nil {
-		return nil
-	}
-	n := st.NumRecords
 	return &n
 }
 
@@ -142,11 +140,17 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	m := s.Metadata()
 	js := snapshotJSON{
 		Version: s.Version(), Timestamp: formatTime(s.Timestamp()), NumFiles: len(files), NumRecords: records,
-		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: json.RawMessage(m.SchemaString),
-		Txn: s.Txns(), Protocol: s.Protocol(), Configuration: m.Configuration,
+		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: schemaJSON(m.SchemaString),
+		Txn: s.Txns(), Protocol: s.Protocol(), ActiveFeatures: s.ActiveFeatures(), Configuration: m.Configuration,
+	}
+	if js.ActiveFeatures == nil {
+		js.ActiveFeatures = []string{}
 	}
 	if js.PartitionColumns == nil {
 		js.PartitionColumns = []string{}
+	}
+	if js.Configuration == nil {
+		js.Configuration = map[string]string{}
 	}
 	if asJSON {
 		return writeJSON(w, js)
@@ -159,10 +163,26 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	fmt.Fprintf(tw, "size\t%s\n", humanBytes(js.SizeBytes))
 	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(js.PartitionColumns, ", "))
 	fmt.Fprintf(tw, "protocol\treader %d, writer %d\n", js.Protocol.MinReaderVersion, js.Protocol.MinWriterVersion)
+	if len(js.ActiveFeatures) > 0 {
+		fmt.Fprintf(tw, "active features\t%s\n", strings.Join(js.ActiveFeatures, ", "))
+	}
 	for _, id := range slices.Sorted(maps.Keys(js.Txn)) {
 		fmt.Fprintf(tw, "txn %s\t%d\n", id, js.Txn[id])
 	}
 	return tw.Flush()
+}
+
+// schemaJSON is the schemaString as JSON: null when a writer left it out,
+// a JSON string when it is no JSON.
+func schemaJSON(schemaString string) json.RawMessage {
+	switch {
+	case schemaString == "":
+		return json.RawMessage("null")
+	case json.Valid([]byte(schemaString)):
+		return json.RawMessage(schemaString)
+	}
+	b, _ := json.Marshal(schemaString)
+	return b
 }
 
 func inspectFiles(w io.Writer, s *delta.Snapshot, asJSON bool) error {
@@ -170,7 +190,7 @@ func inspectFiles(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	if asJSON {
 		out := make([]fileJSON, len(files))
 		for i, a := range files {
-			out[i] = fileJSON{Path: a.Path, Size: a.Size, PartitionValues: a.PartitionValues, NumRecords: numRecords(a)}
+			out[i] = fileJSON{Path: a.Path, Size: a.Size, PartitionValues: s.PartitionValues(a), NumRecords: numRecords(a)}
 			if out[i].PartitionValues == nil {
 				out[i].PartitionValues = map[string]*string{}
 			}
@@ -261,10 +281,11 @@ func inspectPartitions(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	cols := s.PartitionColumns()
 	byDir := map[string]*partitionJSON{}
 	for _, a := range s.Files() {
-		dir := delta.PartitionDir(cols, a.PartitionValues)
+		pv := s.PartitionValues(a)
+		dir := delta.PartitionDir(cols, pv)
 		p := byDir[dir]
 		if p == nil {
-			p = &partitionJSON{PartitionValues: a.PartitionValues}
+			p = &partitionJSON{PartitionValues: pv}
 			byDir[dir] = p
 		}
 		p.NumFiles++

@@ -63,7 +63,7 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 		// A partition value the filter cannot read fails here, before
 		// anything is written, instead of silently leaving files out.
 		for _, a := range snap.Files() {
-			if _, err := b.MatchPartition(a.PartitionValues); err != nil {
+			if _, err := b.MatchPartition(snap.PartitionValues(a)); err != nil {
 				return fmt.Errorf("--where on %s: %w", a.Path, err)
 			}
 		}
@@ -100,7 +100,7 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 	case *dryRun:
 		fmt.Fprintf(out.Stdout, "dry run: would compact %d files (%s) into %d at version %d\n", files, humanBytes(bytes), len(res.Bins), snap.Version())
 		for _, b := range res.Bins {
-			fmt.Fprintf(out.Stdout, "  %s: %d files, %s\n", partitionLabel(snap, b.PartitionValues), len(b.Files), humanBytes(b.Bytes))
+			fmt.Fprintf(out.Stdout, "  %s: %d files, %s\n", partitionLabel(snap, b.Files[0]), len(b.Files), humanBytes(b.Bytes))
 		}
 	default:
 		fmt.Fprintf(out.Stdout, "optimized: removed %d files (%s), added %d files (%s); version %d; took %s\n",
@@ -110,8 +110,8 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 	return nil
 }
 
-func partitionLabel(s *delta.Snapshot, pv map[string]*string) string {
-	if d := delta.PartitionDir(s.PartitionColumns(), pv); d != "" {
+func partitionLabel(s *delta.Snapshot, a *delta.Add) string {
+	if d := delta.PartitionDir(s.PartitionColumns(), s.PartitionValues(a)); d != "" {
 		return d
 	}
 	return "(unpartitioned)"

@@ -40,7 +40,7 @@ func runVerify(ctx context.Context, out IO, args []string) error {
 	var rows int64
 	bad := 0
 	for _, a := range files {
-		problems, n, err := verifyFile(ctx, tbl.Store(), schema, snap.PartitionColumns(), a, *deep)
+		problems, n, err := verifyFile(ctx, tbl.Store(), snap, schema, a, *deep)
 		if err != nil {
 			return err
 		}
@@ -66,11 +66,12 @@ func runVerify(ctx context.Context, out IO, args []string) error {
 // verifyFile checks one live file and returns what differs from its add
 // action, and its row count (read with deep, else from the stats). Only
 // storage failures other than a missing file are errors.
-func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructType, partitionColumns []string, a *delta.Add, deep bool) ([]string, int64, error) {
+func verifyFile(ctx context.Context, store storage.Store, snap *delta.Snapshot, schema *delta.StructType, a *delta.Add, deep bool) ([]string, int64, error) {
+	partitionColumns := snap.PartitionColumns()
 	var st *delta.Stats
 	if a.Stats != "" {
 		var err error
-		if st, err = delta.ParseStats(a.Stats); err != nil {
+		if st, err = snap.FileStats(a); err != nil {
 			return []string{fmt.Sprintf("stats unreadable: %v", err)}, 0, nil
 		}
 	}
@@ -88,9 +89,14 @@ func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructTy
 	if info.Size != a.Size {
 		return []string{fmt.Sprintf("size: log says %d bytes, storage has %d", a.Size, info.Size)}, 0, nil
 	}
+	// The deletion vector must be there and intact (size, checksum,
+	// cardinality), or readers fail or return deleted rows.
+	if _, err := delta.LoadDeletionVector(ctx, store, a.DeletionVector); err != nil {
+		return []string{fmt.Sprintf("deletion vector: %v", err)}, 0, nil
+	}
 	if !deep {
-		if st != nil && st.NumRecords > 0 {
-			return nil, st.NumRecords, nil
+		if n, ok := a.NumLogicalRecords(); ok && n > 0 {
+			return nil, n, nil
 		}
 		return nil, 0, nil
 	}
@@ -109,8 +115,17 @@ func verifyFile(ctx context.Context, store storage.Store, schema *delta.StructTy
 		return nil, n, nil
 	}
 	var problems []string
-	if st.NumRecords >= 0 && st.NumRecords != n {
-		problems = append(problems, fmt.Sprintf("numRecords: stats say %d, file has %d rows", st.NumRecords, n))
+	if want, ok := a.NumLogicalRecords(); ok && want != n {
+		dv := ""
+		if a.DeletionVector != nil {
+			dv = fmt.Sprintf(" (%d after the deletion vector)", want)
+		}
+		problems = append(problems, fmt.Sprintf("numRecords: stats say %d%s, file has %d rows", st.NumRecords, dv, n))
+	}
+	if a.DeletionVector != nil {
+		// Stats describe the physical rows; with deleted rows only the
+		// bounds still hold (as wide bounds), not the null counts.
+		st.NullCount = nil
 	}
 	for i := range cols {
 		problems = append(problems, cols[i].check(st)...)
