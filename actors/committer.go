@@ -34,6 +34,11 @@ type committerConfig struct {
 	health        *Health
 	metrics       *Metrics
 	logger        *slog.Logger
+	// eventTime names the column whose committed maximum the freshness
+	// metric follows ("" or absent from the stats: not followed).
+	eventTime string
+	// maintenance hears about checkpoints (log cleanup); nil when off.
+	maintenance *actor.PID
 }
 
 // Committer-internal messages.
@@ -191,6 +196,7 @@ func (c *committer) stopTimers() {
 
 func (c *committer) storageRetrying(what string) func(int, error) {
 	return func(attempt int, err error) {
+		c.cfg.metrics.retrying(componentStorage)
 		c.cfg.health.Degrade("storage", err.Error())
 		c.cfg.logger.Warn(what+" failed; retrying", "attempt", attempt+1, "err", err)
 	}
@@ -341,6 +347,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 			// The commit waits (the epoch's bad records must be stored
 			// first), at most maxRetry; then the epoch is dropped and
 			// re-read. Said in the log, /readyz and a metric.
+			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
 			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
@@ -390,7 +397,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 	for p, off := range r.offsets() {
 		c.base[p] = off + 1
 	}
-	c.afterCommit(r, version, rows, bytes, time.Since(start))
+	c.afterCommit(ctx, r, version, rows, bytes, time.Since(start))
 	c.finishRound(ctx, nil)
 }
 
@@ -413,7 +420,7 @@ func (c *committer) movedPartitions(r *round) []int32 {
 
 // afterCommit does what follows a commit: checkpoint, KV mirror, Kafka
 // group offsets, event and metrics. None of it affects correctness.
-func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.Duration) {
+func (c *committer) afterCommit(ctx actor.Context, r *round, version, rows, bytes int64, took time.Duration) {
 	m := c.cfg.metrics
 	m.Commits.Inc()
 	m.Rows.Add(float64(rows))
@@ -422,11 +429,19 @@ func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.
 	m.CommitLatency.Observe(took.Seconds())
 	m.EpochDuration.Observe(time.Since(r.started).Seconds())
 	m.TableVersion.Set(float64(version))
+	m.LastCommit.Set(float64(time.Now().UnixMilli()) / 1e3)
+	if newest, ok := newestValue(r.files, c.cfg.eventTime); ok {
+		m.committedEvents(newest)
+	}
 	if c.snap.CheckpointDue() {
 		if err := c.cfg.table.Checkpoint(c.ctx, c.snap); err != nil {
+			c.cfg.metrics.Errors.WithLabelValues(componentStorage).Inc()
 			c.cfg.logger.Warn("checkpoint failed; the next one will cover it", "version", version, "err", err)
 		} else {
 			c.cfg.outbox.Publish(&bridge.CheckpointEvent{Version: version})
+			if c.cfg.maintenance != nil {
+				ctx.Send(c.cfg.maintenance, &checkpointed{})
+			}
 		}
 	}
 	offsets := r.offsets()

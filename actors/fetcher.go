@@ -176,6 +176,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		batches, err := f.cons.Poll(pollCtx)
 		cancel()
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			f.metrics.Errors.WithLabelValues(componentKafka).Inc()
 			f.logger.Warn("kafka poll", "err", err)
 			if len(batches) == 0 {
 				time.Sleep(200 * time.Millisecond)

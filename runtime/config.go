@@ -123,16 +123,24 @@ type LogConfig struct {
 	Format string `yaml:"format"`
 }
 
-// MaintenanceConfig is the `maintenance` section (OPTIMIZE and VACUUM).
+// MaintenanceConfig is the `maintenance` section (OPTIMIZE, VACUUM and
+// log cleanup).
 type MaintenanceConfig struct {
 	// OptimizeEvery runs OPTIMIZE this often; 0 (default) never.
 	OptimizeEvery time.Duration `yaml:"optimize_every"`
 	// OptimizeTargetSize is the size compacted files aim for. Default 128MiB.
 	OptimizeTargetSize ByteSize `yaml:"optimize_target_size"`
+	// OptimizeMinFiles compacts only the partitions holding at least this
+	// many files under the target size. Default 2; must be >= 2.
+	OptimizeMinFiles int `yaml:"optimize_min_files"`
 	// VacuumEvery runs VACUUM this often; 0 (default) never.
 	VacuumEvery time.Duration `yaml:"vacuum_every"`
 	// VacuumRetain keeps removed files this long. Default 720h (30 days).
 	VacuumRetain time.Duration `yaml:"vacuum_retain"`
+	// LogCleanup deletes log files older than the table's
+	// delta.logRetentionDuration after a checkpoint, at most once a day
+	// (Spark's delta.enableExpiredLogCleanup). Default true.
+	LogCleanup bool `yaml:"log_cleanup"`
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -157,7 +165,8 @@ func DefaultConfig() Config {
 		Backpressure: BackpressureConfig{MemoryBudget: 16 << 20, MaxUnfinishedEpochs: 2},
 		HTTP:         HTTPConfig{Listen: "127.0.0.1:8080"},
 		Log:          LogConfig{Level: "info", Format: "text"},
-		Maintenance:  MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), VacuumRetain: 720 * time.Hour},
+		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: 2,
+			VacuumRetain: 720 * time.Hour, LogCleanup: true},
 	}
 }
 
@@ -426,6 +435,9 @@ func (c *Config) Validate() error {
 	}
 	if m.OptimizeTargetSize <= 0 {
 		bad("maintenance.optimize_target_size must be > 0, got %s", m.OptimizeTargetSize)
+	}
+	if m.OptimizeMinFiles < 2 {
+		bad("maintenance.optimize_min_files must be >= 2, got %d", m.OptimizeMinFiles)
 	}
 	if m.VacuumEvery < 0 {
 		bad("maintenance.vacuum_every must be >= 0 (0 disables), got %s", m.VacuumEvery)

@@ -85,8 +85,10 @@ var fieldDocs = map[string]fieldDoc{
 	"log.format":                         {doc: "`text` or `json`."},
 	"maintenance.optimize_every":         {doc: "Run OPTIMIZE (compaction) this often; 0 never.", def: "0 (never)"},
 	"maintenance.optimize_target_size":   {doc: "Size compacted files aim for."},
-	"maintenance.vacuum_every":           {doc: "Run VACUUM this often; 0 never.", def: "0 (never)"},
+	"maintenance.optimize_min_files":     {doc: "OPTIMIZE compacts only the partitions holding at least this many files under the target size."},
+	"maintenance.vacuum_every":           {doc: "Run VACUUM (then log cleanup) this often; 0 never.", def: "0 (never)"},
 	"maintenance.vacuum_retain":          {doc: "VACUUM keeps removed files younger than this."},
+	"maintenance.log_cleanup":            {doc: "After a checkpoint, delete log files older than the table's `delta.logRetentionDuration` (default 30 days), at most once a day, as Spark does with `delta.enableExpiredLogCleanup`; a table setting that property to false is left alone."},
 }
 
 // configKey is one key of Config with its default value.

@@ -133,7 +133,8 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
 		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
 		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
-			VacuumEvery: cfg.Maintenance.VacuumEvery, VacuumRetain: cfg.Maintenance.VacuumRetain},
+			OptimizeMinFiles: cfg.Maintenance.OptimizeMinFiles, VacuumEvery: cfg.Maintenance.VacuumEvery,
+			VacuumRetain: cfg.Maintenance.VacuumRetain, LogCleanupAfterCheckpoint: cfg.Maintenance.LogCleanup},
 	}, actors.Deps{Table: tbl, Mapper: mapper, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err
