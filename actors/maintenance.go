@@ -22,10 +22,16 @@ type Maintenance struct {
 	// OptimizeTargetSize is the size compacted files aim for; 0 means
 	// delta.DefaultTargetFileSize.
 	OptimizeTargetSize int64
-	// OptimizeMinFiles leaves a partition alone until it holds at least
-	// this many files under the target size; 0 or 1 means 2 (any two small
-	// files of a partition are worth one rewrite).
+	// OptimizeMinFiles leaves a partition still being written alone until
+	// it holds at least this many files under OptimizeOpenTargetSize; 0 or
+	// 1 means 2. A closed partition (nothing added since the previous
+	// round) is compacted whenever it has two small files.
 	OptimizeMinFiles int
+	// OptimizeOpenTargetSize is the size files of a partition still being
+	// written are compacted to (files at or above it are left alone, so a
+	// round rewrites at most this much of a growing partition); 0 means
+	// DefaultOpenTargetSize.
+	OptimizeOpenTargetSize int64
 	// VacuumEvery runs VACUUM (then log cleanup) this often; 0 never.
 	VacuumEvery time.Duration
 	// VacuumRetain keeps removed files this long; 0 means the table's
@@ -48,6 +54,16 @@ func (m Maintenance) enabled() bool {
 
 func (m Maintenance) minFiles() int { return max(m.OptimizeMinFiles, 2) }
 
+// DefaultOpenTargetSize is Maintenance.OptimizeOpenTargetSize's default.
+const DefaultOpenTargetSize = 8 << 20
+
+func (m Maintenance) openTarget() int64 {
+	if m.OptimizeOpenTargetSize <= 0 {
+		return DefaultOpenTargetSize
+	}
+	return m.OptimizeOpenTargetSize
+}
+
 // maintainer runs one OPTIMIZE or VACUUM round on its own fresh snapshot,
 // independent of the committer's: delta's commit protocol reconciles the
 // compaction with concurrent appends.
@@ -62,6 +78,10 @@ type maintainer struct {
 	// cleanedUpTo is the log cleanup cutoff (a UTC midnight) of the last
 	// cleanup that succeeded; the next one waits for a later cutoff.
 	cleanedUpTo time.Time
+	// newest is, per partition directory, the newest file's modification
+	// time at the last OPTIMIZE round: a partition whose newest file is
+	// unchanged since is closed.
+	newest map[string]int64
 }
 
 func (m *maintainer) now() time.Time {
@@ -96,70 +116,127 @@ func (m *maintainer) observe(task, result string, start time.Time) {
 	m.metrics.MaintenanceDuration.WithLabelValues(task).Observe(time.Since(start).Seconds())
 }
 
-// compactable returns the partition directories holding at least
-// OptimizeMinFiles files under the target size: the only ones worth a
-// rewrite this round.
-func (m *maintainer) compactable(snap *delta.Snapshot) map[string]bool {
+// compaction is one OPTIMIZE pass: the partitions it covers and the size
+// it compacts files to (files at or above it are left alone).
+type compaction struct {
+	dirs   map[string]bool
+	target int64
+	what   string // for the commitInfo predicate and the log
+}
+
+// plan splits the partitions worth compacting into two passes. A closed
+// partition (no file added since the previous round) with two small files
+// or more is compacted to the target size. An open one (still being
+// written, or unknown on the first round) is compacted only once it holds
+// OptimizeMinFiles files under OptimizeOpenTargetSize, and only those: the
+// growing compacted file of the current partition is not rewritten every
+// round, which at the seed's load would write the day's data again each
+// hour (555 MiB a day instead of 40 on an SD card). plan remembers each
+// partition's newest file for the next round.
+func (m *maintainer) plan(snap *delta.Snapshot) []compaction {
 	target := m.cfg.OptimizeTargetSize
 	if target <= 0 {
 		target = delta.DefaultTargetFileSize
 	}
-	small := map[string]int{}
+	open := min(m.cfg.openTarget(), target)
+	type stats struct {
+		newest           int64
+		small, openSmall int
+	}
+	parts := map[string]*stats{}
 	for _, a := range snap.Files() {
-		if a.Size < target && a.DeletionVector == nil {
-			small[delta.PartitionDir(snap.PartitionColumns(), a.PartitionValues)]++
+		dir := delta.PartitionDir(snap.PartitionColumns(), a.PartitionValues)
+		st := parts[dir]
+		if st == nil {
+			st = &stats{}
+			parts[dir] = st
+		}
+		st.newest = max(st.newest, a.ModificationTime)
+		if a.DeletionVector != nil {
+			continue
+		}
+		if a.Size < target {
+			st.small++
+		}
+		if a.Size < open {
+			st.openSmall++
 		}
 	}
-	out := map[string]bool{}
-	for dir, n := range small {
-		if n >= m.cfg.minFiles() {
-			out[dir] = true
+	closed := compaction{dirs: map[string]bool{}, target: target, what: "closed partitions with 2 or more small files"}
+	growing := compaction{dirs: map[string]bool{}, target: open,
+		what: fmt.Sprintf("open partitions with %d or more files under %d bytes", m.cfg.minFiles(), open)}
+	for dir, st := range parts {
+		prev, seen := m.newest[dir]
+		switch {
+		case seen && prev == st.newest && st.small >= 2:
+			closed.dirs[dir] = true
+		case (!seen || prev != st.newest) && st.openSmall >= m.cfg.minFiles():
+			growing.dirs[dir] = true
+		}
+	}
+	m.newest = make(map[string]int64, len(parts))
+	for dir, st := range parts {
+		m.newest[dir] = st.newest
+	}
+	var out []compaction
+	for _, c := range []compaction{closed, growing} {
+		if len(c.dirs) > 0 {
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// optimize runs one round over the partitions with enough small files. A
-// ConflictDelete (another compaction removed a file first) is not a
-// failure: the next round plans again.
+// optimize runs one round (see plan). A ConflictDelete (another compaction
+// removed a file first) is not a failure: the next round plans again.
 func (m *maintainer) optimize(ctx context.Context) {
 	start := time.Now()
-	result := resultError
+	result := resultNoop
 	defer func() { m.observe(taskOptimize, result, start) }()
 	snap, err := m.table.Snapshot(ctx)
 	if err != nil {
+		result = resultError
 		m.logger.Warn("optimize: cannot read the table; trying next round", "err", err)
 		return
 	}
-	dirs := m.compactable(snap)
-	if len(dirs) == 0 {
-		result = resultNoop
-		m.logger.Debug("optimize: no partition has enough small files", "min_files", m.cfg.minFiles(), "version", snap.Version())
+	passes := m.plan(snap)
+	if len(passes) == 0 {
+		m.logger.Debug("optimize: no partition to compact", "version", snap.Version())
 		return
 	}
-	cols := snap.PartitionColumns()
-	res, err := m.table.Optimize(ctx, snap, delta.OptimizeOptions{TargetSize: m.cfg.OptimizeTargetSize, Writer: m.writer,
-		Filter:    func(pv map[string]*string) bool { return dirs[delta.PartitionDir(cols, pv)] },
-		Predicate: fmt.Sprintf("partitions with at least %d small files", m.cfg.minFiles())})
-	switch {
-	case delta.IsConflict(err, delta.ConflictDelete):
-		result = resultConflict
-		m.logger.Info("optimize: a concurrent commit removed a file being compacted; trying next round", "err", err)
-		return
-	case err != nil:
-		m.logger.Warn("optimize failed; trying next round", "err", err)
-		return
-	case res.Version < 0:
-		result = resultNoop
-		m.logger.Debug("optimize: nothing to compact", "version", snap.Version())
-		return
+	for i, c := range passes {
+		if i > 0 {
+			if err := m.table.Update(ctx, snap); err != nil {
+				result = resultError
+				m.logger.Warn("optimize: cannot re-read the table; trying next round", "err", err)
+				return
+			}
+		}
+		cols := snap.PartitionColumns()
+		passStart := time.Now()
+		res, err := m.table.Optimize(ctx, snap, delta.OptimizeOptions{TargetSize: c.target, Writer: m.writer,
+			Filter:    func(pv map[string]*string) bool { return c.dirs[delta.PartitionDir(cols, pv)] },
+			Predicate: c.what})
+		switch {
+		case delta.IsConflict(err, delta.ConflictDelete):
+			result = resultConflict
+			m.logger.Info("optimize: a concurrent commit removed a file being compacted; trying next round", "err", err)
+			return
+		case err != nil:
+			result = resultError
+			m.logger.Warn("optimize failed; trying next round", "err", err)
+			return
+		case res.Version < 0:
+			continue
+		}
+		result = resultDone
+		ev := &bridge.OptimizeEvent{Version: res.Version, FilesAdded: res.FilesAdded, FilesRemoved: res.FilesRemoved,
+			BytesAdded: res.BytesAdded, BytesRemoved: res.BytesRemoved, DurationMS: time.Since(passStart).Milliseconds()}
+		m.logger.Info("optimized", "partitions", c.what, "version", ev.Version, "files_removed", ev.FilesRemoved,
+			"files_added", ev.FilesAdded, "bytes_removed", ev.BytesRemoved, "bytes_added", ev.BytesAdded,
+			"took", time.Since(passStart).Round(time.Millisecond))
+		m.outbox.Publish(ev)
 	}
-	result = resultDone
-	ev := &bridge.OptimizeEvent{Version: res.Version, FilesAdded: res.FilesAdded, FilesRemoved: res.FilesRemoved,
-		BytesAdded: res.BytesAdded, BytesRemoved: res.BytesRemoved, DurationMS: time.Since(start).Milliseconds()}
-	m.logger.Info("optimized", "version", ev.Version, "files_removed", ev.FilesRemoved, "files_added", ev.FilesAdded,
-		"bytes_removed", ev.BytesRemoved, "bytes_added", ev.BytesAdded, "took", time.Since(start).Round(time.Millisecond))
-	m.outbox.Publish(ev)
 }
 
 // vacuum runs one VACUUM round, then deletes expired log files.
