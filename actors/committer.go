@@ -39,6 +39,8 @@ type committerConfig struct {
 	eventTime string
 	// maintenance hears about checkpoints (log cleanup); nil when off.
 	maintenance *actor.PID
+	// progress is what the stall watchdog reads (Engine.Progress).
+	progress *progress
 }
 
 // Committer-internal messages.
@@ -113,6 +115,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			delete(c.assigned, p)
 			delete(c.base, p)
 		}
+		c.cfg.progress.setCommitted(c.base)
 		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
 		close(m.Reply)
 	case *messages.Sealed:
@@ -219,6 +222,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	}
 	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
+	c.cfg.progress.setCommitted(c.base)
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
 		c.startRound(ctx, "request")
@@ -251,6 +255,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	}
 	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions)
 	maps.Copy(c.base, offsets)
+	c.cfg.progress.setCommitted(c.base)
 	m.Reply <- offsets
 }
 
@@ -372,6 +377,10 @@ func (c *committer) commitRound(ctx actor.Context) {
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}
 	failpoint.Hit(failpoint.Commit)
+	// In flight from here until the checkpoint and mirror are written:
+	// the stall watchdog never exits the process meanwhile.
+	c.cfg.progress.committing.Store(true)
+	defer c.cfg.progress.committing.Store(false)
 	start := time.Now()
 	var version int64
 	var conflict error
@@ -397,6 +406,8 @@ func (c *committer) commitRound(ctx actor.Context) {
 	for p, off := range r.offsets() {
 		c.base[p] = off + 1
 	}
+	c.cfg.progress.setCommitted(c.base)
+	c.cfg.progress.committedNow(time.Now())
 	c.afterCommit(ctx, r, version, rows, bytes, time.Since(start))
 	c.finishRound(ctx, nil)
 }
@@ -518,6 +529,7 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 		c.lastFail = time.Now()
 		delay = c.cfg.backoff.Delay(c.failures)
 		c.failures++
+		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, c.lastFail)
 		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
 		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
 			Reason: reason, Restarts: c.failures})

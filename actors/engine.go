@@ -125,6 +125,7 @@ type Engine struct {
 	maintenance *actor.PID  // nil when maintenance is disabled
 	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it)
 	cons        Consumer
+	progress    *progress
 	cancel      context.CancelFunc
 	loopDone    chan error
 	stopping    atomic.Bool
@@ -206,6 +207,7 @@ func (e *Engine) BrokerDialed(addr string, err error) {
 // Start spawns the committer (which loads the table) and the fetch loop.
 func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Store, partitionColumns []string) error {
 	e.cons = cons
+	e.progress = newProgress(time.Now())
 	e.fetch = newFetcher(cons, e.reg, e.budget, e.deps.Metrics, e.deps.Logger)
 	e.fetch.system = e.system
 	writer := e.cfg.Writer
@@ -224,7 +226,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 		roundTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleRounds: 3,
 		backoff: e.cfg.Backoff, maxRetry: e.cfg.MaxRetry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: offsets, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn,
+		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, progress: e.progress,
 	}
 	// Maintenance first: the committer tells it about checkpoints.
 	if err := e.startMaintenance(); err != nil {

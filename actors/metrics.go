@@ -43,6 +43,12 @@ type Metrics struct {
 	// MaintenanceDuration times them by task.
 	MaintenanceRuns     *prometheus.CounterVec
 	MaintenanceDuration *prometheus.HistogramVec
+	// Stalled is 1 while the stall watchdog sees records waiting and no
+	// commit (see Watchdog).
+	Stalled prometheus.Gauge
+	// Pending is, by partition, the records in Kafka the table does not
+	// hold yet: the high watermark minus the committed offset.
+	Pending *prometheus.GaugeVec
 
 	// newestEvent backs EventFreshness: Unix nanoseconds, 0 while unknown.
 	newestEvent atomic.Int64
@@ -102,6 +108,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"task", "result"}),
 		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "deltaflow_maintenance_duration_seconds",
 			Help: "Time a maintenance round took, by task.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"task"}),
+		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
+			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_after (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
+		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_uncommitted_records",
+			Help: "Records in Kafka the table does not hold yet (high watermark minus committed offset), by partition; checked by the stall watchdog."}, []string{"partition"}),
 		now: time.Now,
 	}
 	freshness := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltaflow_event_freshness_seconds",
@@ -113,15 +123,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Errors.WithLabelValues(c)
 		m.Retries.WithLabelValues(c)
 	}
+	for _, a := range []string{"committer", "pipeline", "maintenance"} {
+		m.Restarts.WithLabelValues(a)
+	}
 	for _, task := range []string{taskOptimize, taskVacuum, taskLogCleanup} {
 		for _, r := range []string{resultDone, resultNoop, resultConflict, resultError} {
 			m.MaintenanceRuns.WithLabelValues(task, r)
 		}
+		m.MaintenanceDuration.WithLabelValues(task)
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
 			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.Lag, m.Restarts, m.TableVersion,
-			m.LastCommit, m.NewestEvent, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration)
+			m.LastCommit, m.NewestEvent, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
+			m.Stalled, m.Pending)
 	}
 	return m
 }

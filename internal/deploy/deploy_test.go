@@ -332,9 +332,13 @@ func TestDockerfile(t *testing.T) {
 // imageBuildLine is the Dockerfile's build command; imageBuildArgs are its
 // flags as exec arguments, for TestImageBinary to build what the image
 // carries.
-const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow`
+const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow`
 
-var imageBuildArgs = []string{"-tags", "nonatsserver", "-trimpath", "-ldflags=-s -w"}
+// imageVersion is what TestImageBinary stamps in for ${VERSION}.
+const imageVersion = "9.8.7-test"
+
+var imageBuildArgs = []string{"-tags", "nonatsserver", "-trimpath",
+	"-ldflags=-s -w -X github.com/deltaflow/deltaflow/runtime.version=" + imageVersion}
 
 // imageBinaryBudget keeps the image under 30 MB: distroless/static is
 // about 2 MB.
@@ -370,6 +374,10 @@ func TestImageBinary(t *testing.T) {
 
 	host := filepath.Join(dir, "deltaflow")
 	build(goruntime.GOOS, goruntime.GOARCH, host)
+	// The version is stamped in, as `make docker` passes it.
+	if out, err := exec.Command(host, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "deltaflow "+imageVersion+" ") {
+		t.Errorf("deltaflow version: %v, %q; want the stamped %s", err, out, imageVersion)
+	}
 	table := filepath.Join(dir, "table")
 	conf := filepath.Join(dir, "deltaflow.yaml")
 	if err := os.WriteFile(conf, []byte("table: {uri: "+table+"}\n"), 0o600); err != nil {
