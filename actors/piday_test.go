@@ -282,7 +282,7 @@ func TestPiMaintenanceKeepsTableFlat(t *testing.T) {
 	const days = 4
 	plan := dayPlan{hours: days * 24, epochsPerHour: 2, recordsPerEpch: 10, maintenance: true, minFiles: 3,
 		tableConfig: map[string]string{
-			"delta.checkpointInterval":          "10",
+			"delta.checkpointInterval":           "10",
 			"delta.deletedFileRetentionDuration": "interval 1 second",
 			"delta.logRetentionDuration":         "interval 1 hour",
 		}}

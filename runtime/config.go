@@ -195,7 +195,7 @@ func DefaultConfig() Config {
 		Log:          LogConfig{Level: "info", Format: "text"},
 		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: 2,
 			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize,
-			VacuumRetain: 720 * time.Hour, LogCleanup: true},
+			VacuumRetain:           720 * time.Hour, LogCleanup: true},
 		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
 	}
 }

@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
 		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
 			OptimizeMinFiles: cfg.Maintenance.OptimizeMinFiles, OptimizeOpenTargetSize: int64(cfg.Maintenance.OptimizeOpenTargetSize),
-			VacuumEvery: cfg.Maintenance.VacuumEvery,
+			VacuumEvery:  cfg.Maintenance.VacuumEvery,
 			VacuumRetain: cfg.Maintenance.VacuumRetain, LogCleanupAfterCheckpoint: cfg.Maintenance.LogCleanup},
 	}, actors.Deps{Table: tbl, Mapper: mapper, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {

@@ -23,9 +23,9 @@ const watchdogKeep = 8
 type verdict int
 
 const (
-	healthy  verdict = iota // committing, or nothing waits
-	stalled                 // stalled, within the grace period (or the exit is deferred)
-	exitNow                 // stalled past the grace period, nothing in flight, backoff respected
+	healthy verdict = iota // committing, or nothing waits
+	stalled                // stalled, within the grace period (or the exit is deferred)
+	exitNow                // stalled past the grace period, nothing in flight, backoff respected
 )
 
 // stallWatch is the stall watchdog's logic, a plain type driven by
