@@ -7,6 +7,8 @@
 #   - govulncheck ($BIN) and its vulnerability database ($VULNDB), run by
 #     test.sh
 #   - kcat, a Kafka client deltaflow did not write (Debian package)
+#   - promtool, which checks and unit-tests deploy/prometheus/alerts.yml
+#     (Debian package prometheus; its server is not left running)
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
@@ -113,6 +115,23 @@ else
 		apt-get update -qq
 		apt-get install -y -qq kcat >/dev/null
 	}
+fi
+
+# promtool: from Debian's prometheus package, whose server the tests do not
+# want: on a machine with systemd, the package starts it; stop it again.
+if command -v promtool >/dev/null; then
+	log "promtool: installed ($(command -v promtool))"
+else
+	[[ "$(id -u)" == 0 ]] || die "promtool missing; install it (sudo apt-get install prometheus)"
+	log "promtool: apt-get install prometheus"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq prometheus >/dev/null 2>&1 || {
+		apt-get update -qq
+		apt-get install -y -qq prometheus >/dev/null
+	}
+	if [[ -d /run/systemd/system ]]; then
+		systemctl disable --now prometheus >/dev/null 2>&1 || true
+	fi
 fi
 
 want="deltalake==$DELTALAKE_VERSION pyarrow==$PYARROW_VERSION"
