@@ -482,6 +482,7 @@ func (c *committer) afterCommit(ctx actor.Context, r *round, version, rows, byte
 // requests that arrived meanwhile start the next round at once (their rows
 // were read after this round was sealed).
 func (c *committer) finishRound(ctx actor.Context, err error) {
+	c.cfg.progress.roundDone()
 	if c.cur != nil {
 		c.cfg.budget.EpochDone()
 		c.cur = nil

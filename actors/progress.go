@@ -53,12 +53,19 @@ func (p *progress) setCommitted(next map[int32]int64) {
 	p.committed.Store(&c)
 }
 
-// failing records a pipeline failure; atCap says its backoff is at the cap.
+// failing records a pipeline failure; atCap says its backoff is at the
+// cap (below it, the failures are not persistent yet).
 func (p *progress) failing(atCap bool, now time.Time) {
-	if atCap {
-		p.failingSince.CompareAndSwap(0, now.UnixNano())
+	if !atCap {
+		p.failingSince.Store(0)
+		return
 	}
+	p.failingSince.CompareAndSwap(0, now.UnixNano())
 }
+
+// roundDone records an epoch round that ended without a failure: the
+// pipeline works, whether or not it had rows to commit.
+func (p *progress) roundDone() { p.failingSince.Store(0) }
 
 // committedNow records a commit that landed.
 func (p *progress) committedNow(now time.Time) {
