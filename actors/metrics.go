@@ -109,7 +109,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "deltaflow_maintenance_duration_seconds",
 			Help: "Time a maintenance round took, by task.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"task"}),
 		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
-			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_after (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
+			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_intervals flush intervals (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_uncommitted_records",
 			Help: "Records in Kafka the table does not hold yet (high watermark minus committed offset), by partition; checked by the stall watchdog."}, []string{"partition"}),
 		now: time.Now,
