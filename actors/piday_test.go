@@ -104,6 +104,8 @@ type dayPlan struct {
 	recordsPerEpch int
 	maintenance    bool
 	minFiles       int
+	openTarget     int64 // OptimizeOpenTargetSize; 0: the default
+	vacuumRetain   time.Duration
 	tableConfig    map[string]string
 }
 
@@ -164,8 +166,8 @@ func simulateDay(t *testing.T, plan dayPlan) dayRun {
 	}
 	cfg := Config{FlushInterval: time.Hour} // epochs are flushed explicitly
 	if plan.maintenance {
-		cfg.Maintenance = Maintenance{OptimizeMinFiles: plan.minFiles, VacuumRetain: time.Second,
-			LogCleanupAfterCheckpoint: true, now: aging.now}
+		cfg.Maintenance = Maintenance{OptimizeMinFiles: plan.minFiles, OptimizeOpenTargetSize: plan.openTarget,
+			VacuumRetain: plan.vacuumRetain, LogCleanupAfterCheckpoint: true, now: aging.now}
 	}
 	r := h.start(cfg, nil)
 	defer r.stop(t)
@@ -282,7 +284,7 @@ func peak(fs []storeFigures) storeFigures {
 // maintenance both would hold all four days.
 func TestPiMaintenanceKeepsTableFlat(t *testing.T) {
 	const days = 4
-	plan := dayPlan{hours: days * 24, epochsPerHour: 2, recordsPerEpch: 10, maintenance: true, minFiles: 3,
+	plan := dayPlan{hours: days * 24, epochsPerHour: 2, recordsPerEpch: 10, maintenance: true, minFiles: 3, vacuumRetain: time.Second,
 		tableConfig: map[string]string{
 			"delta.checkpointInterval":           "10",
 			"delta.deletedFileRetentionDuration": "interval 1 second",
@@ -319,14 +321,16 @@ func TestPiMaintenanceKeepsTableFlat(t *testing.T) {
 }
 
 // measurePiDay measures a day of the seed's load (1,000 records/min, a 60 s
-// epoch) with the Pi config's maintenance and without. Retentions are the
-// Pi's (30 days), so within a day VACUUM and log cleanup delete nothing:
-// the figures show what a day adds.
+// epoch) with the Pi config's maintenance (configs/deltaflow.yaml:
+// optimize_min_files 10, optimize_open_target_size 1MiB, vacuum_retain
+// 720h) and without. Retentions are the Pi's (30 days), so within a day
+// VACUUM and log cleanup delete nothing: the figures show what a day adds.
 func measurePiDay(t *testing.T) {
 	for _, maintained := range []bool{false, true} {
 		start := time.Now()
-		run := simulateDay(t, dayPlan{hours: 24, epochsPerHour: 60, recordsPerEpch: 1000, maintenance: maintained, minFiles: 10})
-		t.Logf("maintenance %v, after 24 h (%d commits, simulated in %s): %s", maintained, run.commits,
-			time.Since(start).Round(time.Second), run.hourly[len(run.hourly)-1])
+		run := simulateDay(t, dayPlan{hours: 24, epochsPerHour: 60, recordsPerEpch: 1000, maintenance: maintained, minFiles: 10,
+			openTarget: 1 << 20, vacuumRetain: 720 * time.Hour})
+		t.Logf("maintenance %v, after 24 h (%d commits, simulated in %s): %s; written %s", maintained, run.commits,
+			time.Since(start).Round(time.Second), run.hourly[len(run.hourly)-1], run.written)
 	}
 }
