@@ -77,8 +77,23 @@ func (s *agingStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 }
 
 func (s *agingStore) PutStream(ctx context.Context, key string, r io.Reader, size int64) error {
-	s.wrote(key, size)
-	return s.Store.PutStream(ctx, key, r, size)
+	// size may be -1 (unknown): count what the store is given.
+	cr := &countingReader{r: r}
+	err := s.Store.PutStream(ctx, key, cr, size)
+	s.wrote(key, cr.n)
+	return err
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *agingStore) List(ctx context.Context, prefix, startAfter string) ([]storage.ObjectInfo, error) {
