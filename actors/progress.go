@@ -22,6 +22,9 @@ type Progress struct {
 	// FailingSince is when the pipeline started failing with its rebuild
 	// backoff at the cap; zero when it is not.
 	FailingSince time.Time
+	// Paused is true while the control service has paused reading: records
+	// wait on purpose.
+	Paused bool
 }
 
 // HighWatermarker is what Progress needs of the Kafka consumer (a
@@ -78,7 +81,8 @@ func (p *progress) committedNow(now time.Time) {
 // deltaflow_uncommitted_records.
 func (e *Engine) Progress(ctx context.Context) Progress {
 	p := e.progress
-	out := Progress{LastCommit: time.Unix(0, p.lastCommit.Load()), Committing: p.committing.Load(), Uncommitted: -1}
+	out := Progress{LastCommit: time.Unix(0, p.lastCommit.Load()), Committing: p.committing.Load(), Uncommitted: -1,
+		Paused: e.fetch.userPaused.Load()}
 	if f := p.failingSince.Load(); f != 0 {
 		out.FailingSince = time.Unix(0, f)
 	}

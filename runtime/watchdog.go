@@ -50,6 +50,8 @@ type stallWatch struct {
 func (w *stallWatch) observe(now time.Time, p actors.Progress, exits func() []time.Time) (v verdict, notBefore time.Time) {
 	reason := ""
 	switch idle := now.Sub(p.LastCommit); {
+	case p.Paused:
+		// Paused by the control service: records wait on purpose.
 	case p.Uncommitted > 0 && idle >= w.stallAfter:
 		reason = fmt.Sprintf("%d records wait in Kafka and no epoch committed for %s", p.Uncommitted, idle.Round(time.Second))
 	case !p.FailingSince.IsZero() && now.Sub(p.FailingSince) >= w.stallAfter:

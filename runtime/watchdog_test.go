@@ -28,6 +28,9 @@ func TestStallWatch(t *testing.T) {
 		if v, _ := w.observe(t0.Add(24*time.Hour), actors.Progress{LastCommit: t0, Uncommitted: -1}, noExits); v != healthy {
 			t.Fatalf("verdict %d with Kafka unreachable", v)
 		}
+		if v, _ := w.observe(t0.Add(24*time.Hour), actors.Progress{LastCommit: t0, Uncommitted: 500, Paused: true}, noExits); v != healthy {
+			t.Fatalf("verdict %d while paused by the control service", v)
+		}
 	})
 	t.Run("stall, grace, exit", func(t *testing.T) {
 		w := newWatch()
