@@ -5,8 +5,11 @@
 # command fetches it from the module proxy the first time.
 export GOTOOLCHAIN := $(shell sed -n 's/^GO_TOOLCHAIN="\(.*\)"/\1/p' scripts/lib.sh)
 
-# Release build flags: static, no build paths, no symbol tables.
-GOFLAGS_RELEASE := -trimpath -ldflags="-s -w"
+# The version stamped into release builds (`deltaflow version`,
+# deltaflow_build_info): the git tag, else the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+# Release build flags: static, no build paths, no symbol tables, the version.
+GOFLAGS_RELEASE := -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=$(VERSION)"
 # `make docker PLATFORMS=linux/arm64` for the Pi alone.
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
@@ -25,7 +28,7 @@ cross: ## static release binaries bin/deltaflow-linux-arm64 (the Pi) and -amd64
 	@ls -l bin/deltaflow-linux-*
 
 docker: ## multi-arch image with buildx (needs a Docker engine; not run in CI): IMAGE=, PLATFORMS=, PUSH=1
-	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) $(if $(PUSH),--push,) .
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) -t $(IMAGE) $(if $(PUSH),--push,) .
 
 test: ## full run: install + start MinIO, Kafka, NATS; vet, cross-build, govulncheck, go test -race, 10s per fuzz target (what CI runs)
 	scripts/test.sh

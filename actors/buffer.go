@@ -25,6 +25,7 @@ type bufferConfig struct {
 	committer        *actor.PID
 	budget           *Budget
 	health           *Health
+	metrics          *Metrics
 	backoff          Backoff
 	maxRetry         time.Duration // how long an upload is retried before the epoch fails
 	logger           *slog.Logger
@@ -191,6 +192,7 @@ func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats
 		body := failpoint.Reader(failpoint.Upload, data.Reader(), size/2)
 		return b.cfg.store.PutStream(ctx, key, body, size)
 	}, func(attempt int, err error) {
+		b.cfg.metrics.retrying(componentStorage)
 		b.cfg.health.Degrade("storage", err.Error())
 		b.cfg.logger.Warn("upload failed; retrying", "file", key, "attempt", attempt+1, "err", err)
 	})

@@ -35,6 +35,13 @@ type committerConfig struct {
 	health        *Health
 	metrics       *Metrics
 	logger        *slog.Logger
+	// eventTime names the column whose committed maximum the freshness
+	// metric follows ("" or absent from the stats: not followed).
+	eventTime string
+	// maintenance hears about checkpoints (log cleanup); nil when off.
+	maintenance *actor.PID
+	// progress is what the stall watchdog reads (Engine.Progress).
+	progress *progress
 }
 
 // Committer-internal messages.
@@ -109,6 +116,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			delete(c.assigned, p)
 			delete(c.base, p)
 		}
+		c.cfg.progress.setCommitted(c.base)
 		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
 		close(m.Reply)
 	case *messages.Sealed:
@@ -192,6 +200,7 @@ func (c *committer) stopTimers() {
 
 func (c *committer) storageRetrying(what string) func(int, error) {
 	return func(attempt int, err error) {
+		c.cfg.metrics.retrying(componentStorage)
 		c.cfg.health.Degrade("storage", err.Error())
 		c.cfg.logger.Warn(what+" failed; retrying", "attempt", attempt+1, "err", err)
 	}
@@ -214,6 +223,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	}
 	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
+	c.cfg.progress.setCommitted(c.base)
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
 		c.startRound(ctx, "request")
@@ -246,6 +256,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	}
 	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions)
 	maps.Copy(c.base, offsets)
+	c.cfg.progress.setCommitted(c.base)
 	m.Reply <- offsets
 }
 
@@ -342,6 +353,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 			// The commit waits (the epoch's bad records must be stored
 			// first), at most maxRetry; then the epoch is dropped and
 			// re-read. Said in the log, /readyz and a metric.
+			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
 			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
@@ -370,6 +382,10 @@ func (c *committer) commitRound(ctx actor.Context) {
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}
 	failpoint.Hit(failpoint.Commit)
+	// In flight from here until the checkpoint and mirror are written:
+	// the stall watchdog never exits the process meanwhile.
+	c.cfg.progress.committing.Store(true)
+	defer c.cfg.progress.committing.Store(false)
 	start := time.Now()
 	var version int64
 	var conflict error
@@ -395,8 +411,10 @@ func (c *committer) commitRound(ctx actor.Context) {
 	for p, off := range r.offsets() {
 		c.base[p] = off + 1
 	}
+	c.cfg.progress.setCommitted(c.base)
+	c.cfg.progress.committedNow(time.Now())
 	c.afterCommit(r, version, rows, bytes, time.Since(start))
-	if err := c.checkpoint(version); err != nil {
+	if err := c.checkpoint(ctx, version); err != nil {
 		// The snapshot now holds the log's state, which is not what this
 		// writer committed: re-read every partition from the log's offsets.
 		c.abort(ctx, err.Error(), true)
@@ -410,7 +428,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 // returned is the log differing from the snapshot (delta.ErrSnapshotDiverged):
 // a commit of ours was lost or another writer's misread, so the offsets this
 // writer holds cannot be trusted.
-func (c *committer) checkpoint(version int64) error {
+func (c *committer) checkpoint(ctx actor.Context, version int64) error {
 	if !c.snap.CheckpointDue() {
 		return nil
 	}
@@ -420,10 +438,14 @@ func (c *committer) checkpoint(version int64) error {
 		c.cfg.logger.Error("the log differs from what this writer committed (another writer on a store without "+
 			"atomic put-if-absent?); checkpoint written from the log", "version", version, "err", err)
 	case err != nil:
+		c.cfg.metrics.Errors.WithLabelValues(componentStorage).Inc()
 		c.cfg.logger.Warn("checkpoint failed; the next one will cover it", "version", version, "err", err)
 		return nil
 	}
 	c.cfg.outbox.Publish(&bridge.CheckpointEvent{Version: version})
+	if c.cfg.maintenance != nil {
+		ctx.Send(c.cfg.maintenance, &checkpointed{}) // log cleanup follows checkpoints
+	}
 	return err
 }
 
@@ -475,6 +497,10 @@ func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.
 	m.CommitLatency.Observe(took.Seconds())
 	m.EpochDuration.Observe(time.Since(r.started).Seconds())
 	m.TableVersion.Set(float64(version))
+	m.LastCommit.Set(float64(time.Now().UnixMilli()) / 1e3)
+	if newest, ok := newestValue(r.files, c.cfg.eventTime); ok {
+		m.committedEvents(newest)
+	}
 	offsets := r.offsets()
 	next := make(map[int32]int64, len(offsets))
 	for p, off := range offsets {
@@ -502,6 +528,7 @@ func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.
 // requests that arrived meanwhile start the next round at once (their rows
 // were read after this round was sealed).
 func (c *committer) finishRound(ctx actor.Context, err error) {
+	c.cfg.progress.roundDone()
 	if c.cur != nil {
 		c.cfg.budget.EpochDone()
 		c.cur = nil
@@ -549,6 +576,7 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 		c.lastFail = time.Now()
 		delay = c.cfg.backoff.Delay(c.failures)
 		c.failures++
+		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, c.lastFail)
 		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
 		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
 			Reason: reason, Restarts: c.failures})

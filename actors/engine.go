@@ -50,8 +50,13 @@ type Config struct {
 	// MaxRetry is how long storage and DLQ operations are retried before
 	// the epoch is given up (and re-read); default 10m.
 	MaxRetry time.Duration
-	// Maintenance schedules OPTIMIZE and VACUUM; disabled by default.
+	// Maintenance schedules OPTIMIZE, VACUUM and log cleanup; disabled by
+	// default.
 	Maintenance Maintenance
+	// EventTimeColumn is the timestamp column whose newest committed value
+	// deltaflow_event_freshness_seconds follows; default "event_time". A
+	// table without it reports no freshness.
+	EventTimeColumn string
 
 	beforeRows func(key string) // test hook, see bufferConfig
 }
@@ -80,6 +85,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRetry <= 0 {
 		c.MaxRetry = 10 * time.Minute
+	}
+	if c.EventTimeColumn == "" {
+		c.EventTimeColumn = "event_time"
 	}
 	if c.Writer.RowGroupRows == 0 {
 		c.Writer.RowGroupRows = 16 << 10 // bounds each buffer's encoder memory
@@ -117,8 +125,10 @@ type Engine struct {
 	ready  chan struct{} // closed once the committer is spawned
 
 	committer   *actor.PID
-	maintenance *actor.PID // nil when maintenance is disabled
+	maintenance *actor.PID  // nil when maintenance is disabled
+	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it)
 	cons        Consumer
+	progress    *progress
 	cancel      context.CancelFunc
 	loopDone    chan error
 	stopping    atomic.Bool
@@ -190,6 +200,7 @@ func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) 
 // broker makes /readyz report Kafka degraded until a connection succeeds.
 func (e *Engine) BrokerDialed(addr string, err error) {
 	if err != nil {
+		e.deps.Metrics.Errors.WithLabelValues(componentKafka).Inc()
 		e.deps.Health.Degrade("kafka", fmt.Sprintf("broker %s: %v", addr, err))
 		return
 	}
@@ -199,6 +210,7 @@ func (e *Engine) BrokerDialed(addr string, err error) {
 // Start spawns the committer (which loads the table) and the fetch loop.
 func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Store, partitionColumns []string) error {
 	e.cons = cons
+	e.progress = newProgress(time.Now())
 	e.fetch = newFetcher(cons, e.reg, e.budget, e.deps.Metrics, e.deps.Logger)
 	e.fetch.system = e.system
 	writer := e.cfg.Writer
@@ -214,7 +226,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	}
 	bcfg := &bufferConfig{
 		store: store, dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: partitionColumns,
-		writer: writer, budget: e.budget, health: e.deps.Health, backoff: e.cfg.RetryBackoff,
+		writer: writer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics, backoff: e.cfg.RetryBackoff,
 		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,
@@ -224,8 +236,13 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 		roundTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleRounds: 3,
 		backoff: e.cfg.Backoff, maxRetry: e.cfg.MaxRetry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: offsets, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		logger: e.deps.Logger,
+		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, progress: e.progress,
 	}
+	// Maintenance first: the committer tells it about checkpoints.
+	if err := e.startMaintenance(); err != nil {
+		return err
+	}
+	ccfg.maintenance = e.maintenance
 	guardian := &restartStrategy{backoff: e.cfg.Backoff, onRestart: func(child *actor.PID, reason any, n int, delay time.Duration) {
 		e.deps.Logger.Error("committer failed; restarting", "reason", reason, "restarts", n, "delay", delay)
 		e.deps.Metrics.Restarts.WithLabelValues("committer").Inc()
@@ -241,9 +258,6 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	e.fetch.committer = pid
 	close(e.ready)
 	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStarted})
-	if err := e.startMaintenance(); err != nil {
-		return err
-	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -260,7 +274,8 @@ func (e *Engine) startMaintenance() error {
 		return nil
 	}
 	m := &maintainer{cfg: e.cfg.Maintenance, table: e.deps.Table, writer: e.cfg.Writer, outbox: e.deps.Outbox,
-		logger: e.deps.Logger.With("component", "maintenance")}
+		metrics: e.deps.Metrics, logger: e.deps.Logger.With("component", "maintenance")}
+	e.maintainer = m
 	guardian := &restartStrategy{backoff: e.cfg.Backoff, onRestart: func(_ *actor.PID, reason any, n int, delay time.Duration) {
 		e.deps.Logger.Error("maintenance failed; restarting", "reason", reason, "restarts", n, "delay", delay)
 		e.deps.Metrics.Restarts.WithLabelValues("maintenance").Inc()

@@ -207,6 +207,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		// alive.
 		batches, err := f.poll(ctx, wait)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			f.metrics.Errors.WithLabelValues(componentKafka).Inc()
 			f.logger.Warn("kafka poll", "err", err)
 			if len(batches) == 0 {
 				time.Sleep(200 * time.Millisecond)

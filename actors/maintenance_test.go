@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,55 @@ func TestMaintenanceDisabled(t *testing.T) {
 	defer r.stop(t)
 	if r.engine.maintenance != nil {
 		t.Fatal("maintenance actor spawned with both intervals 0")
+	}
+}
+
+// OPTIMIZE's plan: a partition still being written is compacted once it
+// has OptimizeMinFiles small files, leaving its earlier compacted file
+// alone; a partition nothing was added to since the previous round is
+// compacted whole.
+func TestOptimizePlan(t *testing.T) {
+	tbl := delta.NewTable(storage.NewMem())
+	schema := &delta.StructType{Fields: []delta.StructField{
+		{Name: "v", Type: delta.Long, Nullable: true}, {Name: "day", Type: delta.String, Nullable: true}}}
+	snap, err := tbl.Create(t.Context(), schema, []string{"day"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	add := func(day string, size int64) {
+		n++
+		a := &delta.Add{Path: fmt.Sprintf("day=%s/f%d.parquet", day, n), PartitionValues: map[string]*string{"day": &day},
+			Size: size, ModificationTime: int64(n), DataChange: true}
+		if _, err := tbl.Commit(t.Context(), snap, []delta.Action{{Add: a}}, delta.Operation{Name: "WRITE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &maintainer{cfg: Maintenance{OptimizeMinFiles: 3, OptimizeOpenTargetSize: 1 << 20}, table: tbl}
+	plan := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, c := range m.plan(snap) {
+			for dir := range c.dirs {
+				out[dir] = c.target
+			}
+		}
+		return out
+	}
+	add("d1", 4<<20) // compacted earlier: over the open target
+	add("d1", 1000)
+	add("d1", 1000)
+	add("d2", 1000)
+	if got := plan(); len(got) != 0 {
+		t.Fatalf("first round: %v; want nothing (2 small files in d1, 1 in d2)", got)
+	}
+	add("d1", 1000)
+	if got := plan(); len(got) != 1 || got["day=d1"] != 1<<20 {
+		t.Fatalf("second round: %v; want d1 with the open target (3 small files)", got)
+	}
+	// Nothing added to d1 since: closed, compacted whole (its 4 MiB file
+	// too). d2 gets a file: open, one small file.
+	add("d2", 1000)
+	if got := plan(); len(got) != 1 || got["day=d1"] != delta.DefaultTargetFileSize {
+		t.Fatalf("third round: %v; want d1 closed, with the full target", got)
 	}
 }

@@ -2,13 +2,17 @@ package actors
 
 import (
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are the engine's Prometheus metrics (served at /metrics). Create
 // them with NewMetrics on the registry the process serves; nothing here is
-// global.
+// global. Durations are histograms named *_duration_seconds, points in
+// time gauges named *_timestamp_seconds (Unix time), as Prometheus names
+// them.
 type Metrics struct {
 	Records       *prometheus.CounterVec // records consumed, by partition
 	DeadLetters   prometheus.Counter
@@ -25,7 +29,38 @@ type Metrics struct {
 	Lag           *prometheus.GaugeVec // records behind the high watermark, by partition
 	Restarts      *prometheus.CounterVec
 	TableVersion  prometheus.Gauge
+	// LastCommit is when this process last committed an epoch.
+	LastCommit prometheus.Gauge
+	// NewestEvent is the newest event time committed (the maximum of the
+	// event time column over the committed files' stats).
+	NewestEvent prometheus.Gauge
+	// Errors counts failed operations against a server, by component
+	// (storage, nats, kafka); Retries the ones retried after a backoff.
+	Errors  *prometheus.CounterVec
+	Retries *prometheus.CounterVec
+	// MaintenanceRuns counts maintenance rounds by task (optimize, vacuum,
+	// log_cleanup) and result (done, noop, conflict, error);
+	// MaintenanceDuration times them by task.
+	MaintenanceRuns     *prometheus.CounterVec
+	MaintenanceDuration *prometheus.HistogramVec
+	// Stalled is 1 while the stall watchdog sees records waiting and no
+	// commit (see Watchdog).
+	Stalled prometheus.Gauge
+	// Pending is, by partition, the records in Kafka the table does not
+	// hold yet: the high watermark minus the committed offset.
+	Pending *prometheus.GaugeVec
+
+	// newestEvent backs EventFreshness: Unix nanoseconds, 0 while unknown.
+	newestEvent atomic.Int64
+	now         func() time.Time
 }
+
+// Metric components of Errors and Retries.
+const (
+	componentStorage = "storage"
+	componentNATS    = "nats"
+	componentKafka   = "kafka"
+)
 
 // NewMetrics creates and registers the metrics on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -44,9 +79,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Delta commits written."}),
 		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_commit_conflicts_total",
 			Help: "Epochs dropped because a concurrent commit conflicted."}),
-		CommitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltaflow_commit_seconds",
+		CommitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltaflow_commit_duration_seconds",
 			Help: "Time to write one Delta commit.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
-		EpochDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltaflow_epoch_seconds",
+		EpochDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltaflow_epoch_duration_seconds",
 			Help: "Time from sealing an epoch to its commit.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
 		BufferedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_buffered_bytes",
 			Help: "Bytes of rows buffered and not yet uploaded."}),
@@ -60,12 +95,80 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Actor and pipeline restarts after failures."}, []string{"actor"}),
 		TableVersion: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_table_version",
 			Help: "Latest Delta version this process committed or read."}),
+		LastCommit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_last_commit_timestamp_seconds",
+			Help: "When this process last committed an epoch (Unix time); 0 before its first commit."}),
+		NewestEvent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_newest_event_timestamp_seconds",
+			Help: "Newest event time committed to the table by this process (Unix time, from the files' stats); 0 before its first commit."}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_errors_total",
+			Help: "Failed operations against a server, by component (storage, nats, kafka)."}, []string{"component"}),
+		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_retries_total",
+			Help: "Operations retried after a backoff, by component (storage, nats)."}, []string{"component"}),
+		MaintenanceRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_maintenance_runs_total",
+			Help: "Maintenance rounds by task (optimize, vacuum, log_cleanup) and result (done, noop, conflict, error)."},
+			[]string{"task", "result"}),
+		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "deltaflow_maintenance_duration_seconds",
+			Help: "Time a maintenance round took, by task.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"task"}),
+		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
+			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_intervals flush intervals (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
+		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_uncommitted_records",
+			Help: "Records in Kafka the table does not hold yet (high watermark minus committed offset), by partition; checked by the stall watchdog."}, []string{"partition"}),
+		now: time.Now,
+	}
+	freshness := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltaflow_event_freshness_seconds",
+		Help: "Now minus the newest event time committed: how old the newest row in the table is; 0 before the first commit."},
+		m.eventFreshness)
+	// The components are known up front, so each series exists (at 0)
+	// from the start and rate() sees the first error.
+	for _, c := range []string{componentStorage, componentNATS, componentKafka} {
+		m.Errors.WithLabelValues(c)
+		m.Retries.WithLabelValues(c)
+	}
+	for _, a := range []string{"committer", "pipeline", "maintenance"} {
+		m.Restarts.WithLabelValues(a)
+	}
+	for _, task := range []string{taskOptimize, taskVacuum, taskLogCleanup} {
+		for _, r := range []string{resultDone, resultNoop, resultConflict, resultError} {
+			m.MaintenanceRuns.WithLabelValues(task, r)
+		}
+		m.MaintenanceDuration.WithLabelValues(task)
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
-			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.Lag, m.Restarts, m.TableVersion)
+			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.Lag, m.Restarts, m.TableVersion,
+			m.LastCommit, m.NewestEvent, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
+			m.Stalled, m.Pending)
 	}
 	return m
 }
 
+// committedEvents records that events up to newest are in the table.
+func (m *Metrics) committedEvents(newest time.Time) {
+	for {
+		old := m.newestEvent.Load()
+		if newest.UnixNano() <= old {
+			return
+		}
+		if m.newestEvent.CompareAndSwap(old, newest.UnixNano()) {
+			m.NewestEvent.Set(float64(newest.UnixNano()) / 1e9)
+			return
+		}
+	}
+}
+
+// eventFreshness is now minus the newest committed event time, in seconds
+// (0 while no event was committed).
+func (m *Metrics) eventFreshness() float64 {
+	n := m.newestEvent.Load()
+	if n == 0 {
+		return 0
+	}
+	return m.now().Sub(time.Unix(0, n)).Seconds()
+}
+
 func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }
+
+// retrying counts a failed operation of component that is retried.
+func (m *Metrics) retrying(component string) {
+	m.Errors.WithLabelValues(component).Inc()
+	m.Retries.WithLabelValues(component).Inc()
+}

@@ -124,3 +124,27 @@ func (r *round) commitActions(app string, now time.Time) (actions []delta.Action
 	}
 	return actions, rows, bytes
 }
+
+// newestValue returns the largest maximum of the timestamp column col over
+// the files' stats; false when no file's stats carry one.
+func newestValue(files []messages.DataFile, col string) (time.Time, bool) {
+	var newest time.Time
+	if col == "" {
+		return newest, false
+	}
+	for _, f := range files {
+		st, err := delta.ParseStats(f.Stats)
+		if err != nil {
+			continue
+		}
+		s, ok := st.MaxValues[col].(string)
+		if !ok {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err == nil && t.After(newest) {
+			newest = t
+		}
+	}
+	return newest, !newest.IsZero()
+}

@@ -22,6 +22,7 @@ const (
 	KindLag        Kind = "lag"
 	KindOptimize   Kind = "optimize"
 	KindVacuum     Kind = "vacuum"
+	KindStalled    Kind = "stalled"
 )
 
 // EventTypePrefix starts every event's type; a breaking change to a body
@@ -44,7 +45,7 @@ func (h *Header) header() *Header { return h }
 
 // Event is one of the typed events below, passed by pointer: *CommitEvent,
 // *FlushEvent, *CheckpointEvent, *ActorEvent, *DLQEvent, *LagEvent,
-// *OptimizeEvent, *VacuumEvent.
+// *OptimizeEvent, *VacuumEvent, *StalledEvent.
 type Event interface {
 	Kind() Kind
 	header() *Header
@@ -140,6 +141,19 @@ type VacuumEvent struct {
 	DurationMS   int64 `json:"duration_ms" doc:"time taken"`
 }
 
+// StalledEvent is published when the stall watchdog finds records waiting
+// in Kafka and no epoch committed for too long (or the pipeline failing
+// past its backoff cap), and again when it exits the process over it.
+type StalledEvent struct {
+	Header
+	Reason        string    `json:"reason" doc:"what the watchdog saw"`
+	Since         time.Time `json:"since" doc:"when the stall was first seen"`
+	LastCommit    time.Time `json:"last_commit" doc:"this process's last commit (its start if none)"`
+	Uncommitted   int64     `json:"uncommitted" doc:"records in Kafka the table does not hold; -1 if unknown"`
+	Exiting       bool      `json:"exiting" doc:"true when the process is exiting now for its restart policy to start a fresh one"`
+	ExitNotBefore time.Time `json:"exit_not_before,omitempty" doc:"earliest exit allowed by the restart backoff (the last exits are kept in the KV bucket)"`
+}
+
 // Kind implements Event.
 func (*CommitEvent) Kind() Kind { return KindCommit }
 
@@ -164,6 +178,9 @@ func (*OptimizeEvent) Kind() Kind { return KindOptimize }
 // Kind implements Event.
 func (*VacuumEvent) Kind() Kind { return KindVacuum }
 
+// Kind implements Event.
+func (*StalledEvent) Kind() Kind { return KindStalled }
+
 // eventCatalogue lists every event, in documentation order, with what
 // publishes it.
 var eventCatalogue = []struct {
@@ -178,6 +195,7 @@ var eventCatalogue = []struct {
 	{&LagEvent{}, "periodically, with the consumer lag"},
 	{&OptimizeEvent{}, "after an OPTIMIZE commit"},
 	{&VacuumEvent{}, "after a VACUUM"},
+	{&StalledEvent{}, "when the stall watchdog sees a stall, and when it exits over it"},
 }
 
 // Publish sends ev on deltaflow.<table>.events.<kind>, filling its header

@@ -35,6 +35,9 @@ const (
 	// OffsetKeyT formats the KV key of one partition's recovery offset:
 	// table token, topic token, partition.
 	OffsetKeyT = "%s.%s.%d"
+	// WatchdogKeyT formats the KV key of a table's stall watchdog exits:
+	// table token. Two tokens, so it never matches an offset key.
+	WatchdogKeyT = "%s.watchdog"
 )
 
 // Control endpoint names, the last token of a control subject.
@@ -118,4 +121,9 @@ func DefaultDLQStream(table string) string {
 		}
 	}
 	return DLQStreamPrefix + string(b)
+}
+
+// WatchdogKey returns the KV key holding the table's last watchdog exits.
+func WatchdogKey(table string) string {
+	return fmt.Sprintf(WatchdogKeyT, Token(table))
 }

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
@@ -37,6 +38,7 @@ type Config struct {
 	HTTP         HTTPConfig         `yaml:"http"`
 	Log          LogConfig          `yaml:"log"`
 	Maintenance  MaintenanceConfig  `yaml:"maintenance"`
+	Watchdog     WatchdogConfig     `yaml:"watchdog"`
 }
 
 // TableConfig is the `table` section: where the table lives and how records
@@ -128,16 +130,50 @@ type LogConfig struct {
 	Format string `yaml:"format"`
 }
 
-// MaintenanceConfig is the `maintenance` section (OPTIMIZE and VACUUM).
+// MaintenanceConfig is the `maintenance` section (OPTIMIZE, VACUUM and
+// log cleanup).
 type MaintenanceConfig struct {
 	// OptimizeEvery runs OPTIMIZE this often; 0 (default) never.
 	OptimizeEvery time.Duration `yaml:"optimize_every"`
 	// OptimizeTargetSize is the size compacted files aim for. Default 128MiB.
 	OptimizeTargetSize ByteSize `yaml:"optimize_target_size"`
+	// OptimizeMinFiles compacts a partition still being written only once
+	// it holds this many files under optimize_open_target_size (a closed
+	// one, with nothing added since the previous round, whenever it has
+	// two small files). Default 2; must be >= 2.
+	OptimizeMinFiles int `yaml:"optimize_min_files"`
+	// OptimizeOpenTargetSize is the size the files of a partition still
+	// being written are compacted to; larger ones are left alone, so a
+	// round never rewrites the whole growing partition. Default 8MiB.
+	OptimizeOpenTargetSize ByteSize `yaml:"optimize_open_target_size"`
 	// VacuumEvery runs VACUUM this often; 0 (default) never.
 	VacuumEvery time.Duration `yaml:"vacuum_every"`
 	// VacuumRetain keeps removed files this long. Default 720h (30 days).
 	VacuumRetain time.Duration `yaml:"vacuum_retain"`
+	// LogCleanup deletes log files older than the table's
+	// delta.logRetentionDuration after a checkpoint, at most once a day
+	// (Spark's delta.enableExpiredLogCleanup). Default true.
+	LogCleanup bool `yaml:"log_cleanup"`
+}
+
+// WatchdogConfig is the `watchdog` section: process-level self-healing.
+// Records waiting in Kafka with no epoch committed for StallIntervals
+// flush intervals (or the pipeline failing at its backoff cap that long) is
+// a stall: /healthz and /readyz report it and a `stalled` event goes out;
+// lasting Grace, the process exits non-zero (never while a commit is in
+// flight) for its restart policy to start a fresh one.
+type WatchdogConfig struct {
+	// StallIntervals is how many flush.interval without a commit, while
+	// records wait, make a stall; 0 disables the watchdog. Default 10.
+	StallIntervals int `yaml:"stall_intervals"`
+	// Grace is how long a stall lasts before the process exits. Default 1m.
+	Grace time.Duration `yaml:"grace"`
+	// RestartBackoff is the least time between two watchdog exits of the
+	// table's processes (the KV bucket remembers them), doubling with each
+	// exit of the last 4 × RestartBackoffMax. Default 1m.
+	RestartBackoff time.Duration `yaml:"restart_backoff"`
+	// RestartBackoffMax caps RestartBackoff's doubling. Default 30m.
+	RestartBackoffMax time.Duration `yaml:"restart_backoff_max"`
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -162,7 +198,10 @@ func DefaultConfig() Config {
 		Backpressure: BackpressureConfig{MemoryBudget: 16 << 20, MaxUnfinishedEpochs: 2},
 		HTTP:         HTTPConfig{Listen: "127.0.0.1:8080"},
 		Log:          LogConfig{Level: "info", Format: "text"},
-		Maintenance:  MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), VacuumRetain: 720 * time.Hour},
+		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: 2,
+			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize,
+			VacuumRetain:           720 * time.Hour, LogCleanup: true},
+		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
 	}
 }
 
@@ -440,11 +479,30 @@ func (c *Config) Validate() error {
 	if m.OptimizeTargetSize <= 0 {
 		bad("maintenance.optimize_target_size must be > 0, got %s", m.OptimizeTargetSize)
 	}
+	if m.OptimizeOpenTargetSize <= 0 {
+		bad("maintenance.optimize_open_target_size must be > 0, got %s", m.OptimizeOpenTargetSize)
+	}
+	if m.OptimizeMinFiles < 2 {
+		bad("maintenance.optimize_min_files must be >= 2, got %d", m.OptimizeMinFiles)
+	}
 	if m.VacuumEvery < 0 {
 		bad("maintenance.vacuum_every must be >= 0 (0 disables), got %s", m.VacuumEvery)
 	}
 	if m.VacuumRetain <= 0 {
 		bad("maintenance.vacuum_retain must be > 0, got %s", m.VacuumRetain)
+	}
+	w := c.Watchdog
+	if w.StallIntervals < 0 {
+		bad("watchdog.stall_intervals must be >= 0 (0 disables), got %d", w.StallIntervals)
+	}
+	if w.Grace < 0 {
+		bad("watchdog.grace must be >= 0, got %s", w.Grace)
+	}
+	if w.RestartBackoff <= 0 {
+		bad("watchdog.restart_backoff must be > 0, got %s", w.RestartBackoff)
+	}
+	if w.RestartBackoffMax < w.RestartBackoff {
+		bad("watchdog.restart_backoff_max must be >= watchdog.restart_backoff (%s), got %s", w.RestartBackoff, w.RestartBackoffMax)
 	}
 	return errors.Join(errs...)
 }

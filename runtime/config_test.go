@@ -52,6 +52,9 @@ func TestBadConfigs(t *testing.T) {
 		{"budget.bad.yaml", "backpressure.memory_budget must be > 0"},
 		{"budget.bad.yaml", "backpressure.max_unfinished_epochs must be >= 1, got 0"},
 		{"vacuum.bad.yaml", "maintenance.vacuum_retain must be > 0"},
+		{"watchdog.bad.yaml", "maintenance.optimize_min_files must be >= 2, got 1"},
+		{"watchdog.bad.yaml", "watchdog.stall_intervals must be >= 0 (0 disables), got -1"},
+		{"watchdog.bad.yaml", "watchdog.restart_backoff_max must be >= watchdog.restart_backoff (10m0s), got 1m0s"},
 		{"checkpoint.bad.yaml", "table.checkpoint_interval must be > 0, got 0"},
 		{"not_yaml.bad.yaml", "yaml:"},
 	}
@@ -110,6 +113,10 @@ func TestDefaults(t *testing.T) {
 	if cfg.Table.MaxRecordBytes != 2<<20 || cfg.Flush.MaxBytes != 64_000_000 || cfg.Backpressure.MemoryBudget != 96<<20 ||
 		cfg.Maintenance.OptimizeTargetSize != 256<<20 || len(cfg.Table.Columns) != 6 || cfg.NATS.StoreDir != "" {
 		t.Errorf("full: %v", cfg)
+	}
+	if m, w := cfg.Maintenance, cfg.Watchdog; m.OptimizeMinFiles != 10 || m.LogCleanup || w.StallIntervals != 5 ||
+		w.Grace != 30*time.Second || w.RestartBackoff != 2*time.Minute || w.RestartBackoffMax != time.Hour {
+		t.Errorf("full: maintenance %+v, watchdog %+v", m, w)
 	}
 }
 

@@ -23,8 +23,12 @@ import (
 type readiness struct {
 	tableLoaded atomic.Bool
 	stopping    atomic.Bool
-	bridge      atomic.Pointer[bridge.Bridge]
-	health      *actors.Health
+	// stalled is the stall watchdog's reason while it sees a stall; nil
+	// otherwise. /healthz reports it too: the process is alive but not
+	// doing its job, and exits after watchdog.grace.
+	stalled atomic.Pointer[string]
+	bridge  atomic.Pointer[bridge.Bridge]
+	health  *actors.Health
 }
 
 // reasons lists why the process is not ready; empty means ready.
@@ -32,6 +36,9 @@ func (r *readiness) reasons() []string {
 	var out []string
 	if r.stopping.Load() {
 		out = append(out, "shutting down")
+	}
+	if s := r.stalled.Load(); s != nil {
+		out = append(out, "stalled: "+*s)
 	}
 	if !r.tableLoaded.Load() {
 		out = append(out, "table: not loaded yet")
@@ -60,8 +67,14 @@ func startHTTP(listen string, reg *prometheus.Registry, ready *readiness, logger
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		// Alive as long as the process answers; restarts are for /readyz
-		// failures that last, which the orchestrator decides on.
+		// Alive as long as the process answers and the stall watchdog
+		// sees no stall (on a stall the process exits by itself after
+		// watchdog.grace); other degradations are /readyz's.
+		if s := ready.stalled.Load(); s != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "stalled: "+*s)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

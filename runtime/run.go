@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"regexp"
+	goruntime "runtime"
 	rtdebug "runtime/debug"
 	"slices"
 	"strconv"
@@ -89,7 +90,8 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(opts.Version))
 	metrics := actors.NewMetrics(reg)
 	health := actors.NewHealth()
 	ready := &readiness{health: health}
@@ -143,7 +145,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
 		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
 		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
-			VacuumEvery: cfg.Maintenance.VacuumEvery, VacuumRetain: cfg.Maintenance.VacuumRetain},
+			OptimizeMinFiles: cfg.Maintenance.OptimizeMinFiles, OptimizeOpenTargetSize: int64(cfg.Maintenance.OptimizeOpenTargetSize),
+			VacuumEvery:  cfg.Maintenance.VacuumEvery,
+			VacuumRetain: cfg.Maintenance.VacuumRetain, LogCleanupAfterCheckpoint: cfg.Maintenance.LogCleanup},
 	}, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err
@@ -155,6 +159,15 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err := engine.Start(cons, cons, store, snap.PartitionColumns()); err != nil {
 		cons.Close()
 		return err
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if w := cfg.Watchdog; w.StallIntervals > 0 {
+		watch := &stallWatch{stallAfter: time.Duration(w.StallIntervals) * cfg.Flush.Interval, grace: w.Grace,
+			backoff: actors.Backoff{Initial: w.RestartBackoff, Max: w.RestartBackoffMax}}
+		check := min(max(cfg.Flush.Interval/4, time.Second), 15*time.Second)
+		go runWatchdog(ctx, watch, check, watchdogDeps{engine: engine, bridge: b, metrics: metrics, ready: ready,
+			logger: logger.With("component", "watchdog"), stop: stop})
 	}
 	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name}
 	if err := b.StartControl(ctrl); err != nil {
@@ -171,6 +184,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	} else {
 		<-ctx.Done()
 		logger.Info("shutting down", "cause", context.Cause(ctx))
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
+		runErr = cause
 	}
 	ready.stopping.Store(true)
 	return errors.Join(runErr, stopEngine(engine, logger))
@@ -430,13 +446,34 @@ func NewLogger(c LogConfig, w io.Writer) (*slog.Logger, error) {
 
 var semver = regexp.MustCompile(`^v(\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)(\+[0-9A-Za-z.-]+)?$`)
 
-// Version is the module version the binary was built from ("0.0.0-dev" for
-// a development build), as the control service reports it.
+// version is stamped in by release builds:
+//
+//	go build -ldflags "-X github.com/deltaflow/deltaflow/runtime.version=1.2.3" ./cmd/deltaflow
+//
+// (the Makefile and the Dockerfile do it); empty in other builds.
+var version string
+
+// Version is the version the binary was built as: the one stamped in with
+// -ldflags -X (a leading "v" dropped), else the module version it was built
+// from, else "0.0.0-dev". The control service, `deltaflow version` and
+// deltaflow_build_info report it.
 func Version() string {
+	if version != "" {
+		return strings.TrimPrefix(version, "v")
+	}
 	if bi, ok := rtdebug.ReadBuildInfo(); ok {
 		if m := semver.FindStringSubmatch(bi.Main.Version); m != nil {
 			return m[1]
 		}
 	}
 	return "0.0.0-dev"
+}
+
+// buildInfo is deltaflow_build_info: always 1, labelled with the version
+// and the Go toolchain, as Prometheus exporters report their build.
+func buildInfo(version string) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_build_info",
+		Help: "Always 1; the labels say which deltaflow build is running."}, []string{"version", "goversion"})
+	g.WithLabelValues(version, goruntime.Version()).Set(1)
+	return g
 }

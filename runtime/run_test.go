@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	rtdebug "runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,16 +200,24 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 	waitFor("/healthz", func() bool { code, _ := get("/healthz"); return code == 200 })
 	waitFor("/readyz", func() bool { code, _ := get("/readyz"); return code == 200 })
-	waitFor("a commit in /metrics", func() bool {
+	waitFor("a commit and the watchdog's first look in /metrics", func() bool {
 		_, body := get("/metrics")
-		return strings.Contains(body, "deltaflow_commits_total ") && !strings.Contains(body, "deltaflow_commits_total 0\n")
+		return strings.Contains(body, "deltaflow_commits_total ") && !strings.Contains(body, "deltaflow_commits_total 0\n") &&
+			strings.Contains(body, "deltaflow_uncommitted_records{")
 	})
 	_, body := get("/metrics")
-	for _, m := range []string{"deltaflow_rows_committed_total 500", "deltaflow_table_version", "go_goroutines"} {
+	for _, m := range []string{"deltaflow_rows_committed_total 500", "deltaflow_table_version", "go_goroutines",
+		`deltaflow_build_info{goversion="go`, `deltaflow_maintenance_runs_total{result="noop",task="vacuum"} 0`} {
 		if !strings.Contains(body, m) {
 			t.Errorf("/metrics lacks %q", m)
 		}
 	}
+	for _, m := range []string{"deltaflow_last_commit_timestamp_seconds", "deltaflow_newest_event_timestamp_seconds", "deltaflow_event_freshness_seconds"} {
+		if v := metricValue(t, body, m); v <= 0 {
+			t.Errorf("%s = %v after a commit, want > 0", m, v)
+		}
+	}
+	checkMonitoring(t, body)
 	cancel()
 	select {
 	case err := <-done:
@@ -326,4 +335,21 @@ func TestMemoryLimit(t *testing.T) {
 	if got := memoryLimit(16<<20, getenv); got != prev || rtdebug.SetMemoryLimit(-1) != prev {
 		t.Fatalf("with GOMEMLIMIT set the limit changed to %d (was %d)", got, prev)
 	}
+}
+
+// metricValue returns the value of the unlabelled metric name in a
+// /metrics body.
+func metricValue(t *testing.T, body, name string) float64 {
+	t.Helper()
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics lacks %s", name)
+	return 0
 }

@@ -7,6 +7,8 @@
 #   - govulncheck ($BIN) and its vulnerability database ($VULNDB), run by
 #     test.sh
 #   - kcat, a Kafka client deltaflow did not write (Debian package)
+#   - promtool, which checks and unit-tests deploy/prometheus/alerts.yml
+#     (Debian package prometheus; its server is not left running)
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
@@ -102,17 +104,29 @@ POM
 	echo "$kafka_want" >"$KAFKA_HOME/version"
 fi
 
-# kcat: the one system package; apt-get update only when it is missing.
-if command -v kcat >/dev/null; then
-	log "kcat: installed ($(command -v kcat))"
-else
-	[[ "$(id -u)" == 0 ]] || die "kcat missing; install it (sudo apt-get install kcat)"
-	log "kcat: apt-get install kcat"
+# apt_tool COMMAND PACKAGE: the Debian package providing COMMAND, installed
+# when COMMAND is missing (apt-get update only if the first try fails).
+apt_tool() {
+	local cmd="$1" pkg="$2"
+	if command -v "$cmd" >/dev/null; then
+		log "$cmd: installed ($(command -v "$cmd"))"
+		return 1
+	fi
+	[[ "$(id -u)" == 0 ]] || die "$cmd missing; install it (sudo apt-get install $pkg)"
+	log "$cmd: apt-get install $pkg"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq kcat >/dev/null 2>&1 || {
+	apt-get install -y -qq "$pkg" >/dev/null 2>&1 || {
 		apt-get update -qq
-		apt-get install -y -qq kcat >/dev/null
+		apt-get install -y -qq "$pkg" >/dev/null
 	}
+}
+
+# kcat: a Kafka client deltaflow did not write.
+apt_tool kcat kcat || true
+# promtool: from Debian's prometheus package, whose server the tests do not
+# want: on a machine with systemd the package starts it; stop it again.
+if apt_tool promtool prometheus && [[ -d /run/systemd/system ]]; then
+	systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 
 want="deltalake==$DELTALAKE_VERSION pyarrow==$PYARROW_VERSION"

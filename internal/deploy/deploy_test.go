@@ -225,6 +225,82 @@ func TestComposeFile(t *testing.T) {
 	}
 }
 
+// Every service, in every profile, rotates its logs (json-file with
+// max-size and max-file) so that months of logs never fill the SD card; a
+// healthcheck never starts a JVM (Kafka's ran a JVM client every minute
+// beside the broker).
+func TestComposeLogsAndHealthchecks(t *testing.T) {
+	p, _ := loadCompose(t, []string{"tools", "monitoring"})
+	for name, s := range p.Services {
+		l := s.Logging
+		if l == nil || l.Driver != "json-file" || l.Options["max-size"] == "" || l.Options["max-file"] == "" {
+			t.Errorf("%s: logging %+v, want json-file with max-size and max-file", name, l)
+		}
+		if hc := s.HealthCheck; hc != nil {
+			test := strings.Join(hc.Test, " ")
+			if strings.Contains(test, "/opt/kafka/bin/") || strings.Contains(test, "java") {
+				t.Errorf("%s: healthcheck %q starts a JVM", name, test)
+			}
+		}
+	}
+}
+
+// The monitoring profile runs Prometheus and Grafana provisioned with the
+// shipped alert rules and dashboard (which the runtime tests check against
+// /metrics), within memory limits, on loopback ports.
+func TestComposeMonitoringProfile(t *testing.T) {
+	p, _ := loadCompose(t, []string{"monitoring"})
+	root := scenario.RepoRoot(t)
+	mounts := map[string]string{ // service → a repo path it must mount
+		"prometheus": "deploy/prometheus",
+		"grafana":    "deploy/grafana/dashboards",
+	}
+	for name, want := range mounts {
+		s, ok := p.Services[name]
+		if !ok {
+			t.Fatalf("%s not in the monitoring profile", name)
+		}
+		if !slices.Equal(s.Profiles, []string{"monitoring"}) {
+			t.Errorf("%s: profiles %v, want [monitoring]", name, s.Profiles)
+		}
+		if s.Deploy == nil || s.Deploy.Resources.Limits == nil || s.Deploy.Resources.Limits.MemoryBytes == 0 {
+			t.Errorf("%s: no memory limit", name)
+		}
+		found := false
+		for _, v := range s.Volumes {
+			rel, err := filepath.Rel(p.WorkingDir, v.Source)
+			if v.Type != types.VolumeTypeBind || err != nil || rel != filepath.FromSlash(want) {
+				continue
+			}
+			found = true
+			if !v.ReadOnly {
+				t.Errorf("%s: %s mounted read-write", name, want)
+			}
+			if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+				t.Errorf("%s mounts %s: %v", name, want, err)
+			}
+		}
+		if !found {
+			t.Errorf("%s does not mount %s: %+v", name, want, s.Volumes)
+		}
+		for _, port := range s.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes %s:%s beyond loopback by default", name, port.HostIP, port.Published)
+			}
+		}
+	}
+	if _, ok := p.Services["node-exporter"]; !ok {
+		t.Error("no node-exporter: the disk alerts have nothing to read")
+	}
+	// Without the profile, none of it runs.
+	def, _ := loadCompose(t, nil)
+	for _, name := range []string{"prometheus", "grafana", "node-exporter"} {
+		if _, ok := def.Services[name]; ok {
+			t.Errorf("%s runs without --profile monitoring", name)
+		}
+	}
+}
+
 // Without the tools profile, nats-box is not started.
 func TestComposeDefaultProfile(t *testing.T) {
 	p, _ := loadCompose(t, nil)
@@ -263,6 +339,16 @@ func TestShippedConfigLoads(t *testing.T) {
 		cfg.Storage.Endpoint != "minio:9000" || cfg.Storage.AccessKey != env["MINIO_ACCESS_KEY"] {
 		t.Errorf("config with .env.example: table %s topic %s brokers %v nats %s storage %s/%s",
 			cfg.Table.URI, cfg.Kafka.Topic, cfg.Kafka.Brokers, cfg.NATS.URL, cfg.Storage.Endpoint, cfg.Storage.AccessKey)
+	}
+	// Months unattended on an SD card: maintenance on (OPTIMIZE hourly,
+	// VACUUM daily with the Spark stack's 30 days, expired log files
+	// cleaned up), and the stall watchdog on.
+	if m := cfg.Maintenance; m.OptimizeEvery != time.Hour || m.VacuumEvery != 24*time.Hour || m.VacuumRetain != 720*time.Hour ||
+		!m.LogCleanup || m.OptimizeMinFiles < 2 {
+		t.Errorf("Pi config maintenance %+v: want OPTIMIZE hourly, VACUUM daily keeping 720h, log cleanup on", m)
+	}
+	if cfg.Watchdog.StallIntervals <= 0 {
+		t.Errorf("Pi config watchdog %+v: want it on", cfg.Watchdog)
 	}
 	// The healthcheck in the image and compose file polls this port.
 	if cfg.HTTP.Listen != "0.0.0.0:8080" {
@@ -332,9 +418,13 @@ func TestDockerfile(t *testing.T) {
 // imageBuildLine is the Dockerfile's build command; imageBuildArgs are its
 // flags as exec arguments, for TestImageBinary to build what the image
 // carries.
-const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w" -o /out/deltaflow ./cmd/deltaflow`
+const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow`
 
-var imageBuildArgs = []string{"-tags", "nonatsserver", "-trimpath", "-ldflags=-s -w"}
+// imageVersion is what TestImageBinary stamps in for ${VERSION}.
+const imageVersion = "9.8.7-test"
+
+var imageBuildArgs = []string{"-tags", "nonatsserver", "-trimpath",
+	"-ldflags=-s -w -X github.com/deltaflow/deltaflow/runtime.version=" + imageVersion}
 
 // imageBinaryBudget keeps the image under 30 MB: distroless/static is
 // about 2 MB.
@@ -370,6 +460,10 @@ func TestImageBinary(t *testing.T) {
 
 	host := filepath.Join(dir, "deltaflow")
 	build(goruntime.GOOS, goruntime.GOARCH, host)
+	// The version is stamped in, as `make docker` passes it.
+	if out, err := exec.Command(host, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "deltaflow "+imageVersion+" ") {
+		t.Errorf("deltaflow version: %v, %q; want the stamped %s", err, out, imageVersion)
+	}
 	table := filepath.Join(dir, "table")
 	conf := filepath.Join(dir, "deltaflow.yaml")
 	if err := os.WriteFile(conf, []byte("table: {uri: "+table+"}\n"), 0o600); err != nil {

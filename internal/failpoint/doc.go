@@ -8,7 +8,9 @@
 // the n-th time the process hits that point it writes
 // "failpoint <name> hit <n>: SIGKILL" to stderr and sends itself SIGKILL, so
 // nothing after the point runs — no deferred call, no flush, exactly like a
-// power cut there.
+// power cut there. "name=n:hang" instead blocks the goroutine that hits the
+// point forever, deaf to its context, like a connection that never answers
+// (the stall watchdog's scenario).
 package failpoint
 
 // Env is the environment variable that selects the failpoints.

@@ -16,10 +16,12 @@ import (
 // failpoints).
 const Enabled = true
 
-// point is one selected failpoint: the process dies on hit number at.
+// point is one selected failpoint: the process dies (or, with hang, the
+// goroutine blocks) on hit number at.
 type point struct {
 	name string
 	at   int64
+	hang bool
 	hits atomic.Int64
 }
 
@@ -34,20 +36,26 @@ func parse(spec string) []*point {
 			continue
 		}
 		name, n, ok := strings.Cut(item, "=")
+		n, action, _ := strings.Cut(n, ":")
 		at, err := strconv.ParseInt(n, 10, 64)
-		if !ok || err != nil || at < 1 {
-			fmt.Fprintf(os.Stderr, "failpoint: %s=%q: want name=n with n >= 1\n", Env, item)
+		if !ok || err != nil || at < 1 || (action != "" && action != "hang") {
+			fmt.Fprintf(os.Stderr, "failpoint: %s=%q: want name=n or name=n:hang with n >= 1\n", Env, item)
 			os.Exit(2)
 		}
-		out = append(out, &point{name: name, at: at})
+		out = append(out, &point{name: name, at: at, hang: action == "hang"})
 	}
 	return out
 }
 
-// Hit SIGKILLs the process when name is selected and this is its n-th hit.
+// Hit SIGKILLs the process when name is selected and this is its n-th hit,
+// or blocks forever for a point selected with ":hang".
 func Hit(name string) {
 	for _, p := range points {
 		if p.name == name && p.hits.Add(1) == p.at {
+			if p.hang {
+				fmt.Fprintf(os.Stderr, "failpoint %s hit %d: hanging\n", name, p.at)
+				select {}
+			}
 			fmt.Fprintf(os.Stderr, "failpoint %s hit %d: SIGKILL\n", name, p.at)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // never run past the point while the signal lands

@@ -42,6 +42,10 @@ func WriteConfig(t testing.TB, name string, sections map[string]any) string {
 		},
 		"flush": map[string]any{"interval": "1s"},
 		"log":   map[string]any{"level": "info", "format": "json"},
+		// The stall watchdog after 5 minutes, not 10 flush intervals: the
+		// outage scenarios keep a server down for a minute and expect the
+		// process to ride it out (the stall scenario sets its own).
+		"watchdog": map[string]any{"stall_intervals": 300},
 	}
 	for k, v := range sections {
 		if base, ok := doc[k].(map[string]any); ok {

@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"context"
+	"maps"
+	"sync/atomic"
+	"time"
+)
+
+// Progress is what the engine tells a stall watchdog: whether epochs still
+// commit while records wait.
+type Progress struct {
+	// LastCommit is this engine's last commit; its start until the first.
+	LastCommit time.Time
+	// Committing is true while a commit, or the checkpoint and mirror
+	// updates that follow it, is in flight: never the moment to exit.
+	Committing bool
+	// Uncommitted is the number of records in Kafka (up to the high
+	// watermarks) the table does not hold for the owned partitions; -1
+	// when the watermarks are unknown (Kafka unreachable).
+	Uncommitted int64
+	// FailingSince is when the pipeline started failing with its rebuild
+	// backoff at the cap; zero when it is not.
+	FailingSince time.Time
+	// Paused is true while the control service has paused reading: records
+	// wait on purpose.
+	Paused bool
+}
+
+// HighWatermarker is what Progress needs of the Kafka consumer (a
+// *kafka.Consumer) to count the records waiting.
+type HighWatermarker interface {
+	HighWatermarks(ctx context.Context) (map[int32]int64, error)
+}
+
+// progress is the committer's side of Progress, written by the committer
+// and read from any goroutine.
+type progress struct {
+	lastCommit   atomic.Int64 // Unix nanoseconds
+	committing   atomic.Bool
+	failingSince atomic.Int64                    // Unix nanoseconds; 0 when not failing at the cap
+	committed    atomic.Pointer[map[int32]int64] // next offset per owned partition, -1: none yet
+}
+
+func newProgress(now time.Time) *progress {
+	p := &progress{}
+	p.lastCommit.Store(now.UnixNano())
+	empty := map[int32]int64{}
+	p.committed.Store(&empty)
+	return p
+}
+
+// setCommitted publishes the committer's per-partition next offsets.
+func (p *progress) setCommitted(next map[int32]int64) {
+	c := maps.Clone(next)
+	p.committed.Store(&c)
+}
+
+// failing records a pipeline failure; atCap says its backoff is at the
+// cap (below it, the failures are not persistent yet).
+func (p *progress) failing(atCap bool, now time.Time) {
+	if !atCap {
+		p.failingSince.Store(0)
+		return
+	}
+	p.failingSince.CompareAndSwap(0, now.UnixNano())
+}
+
+// roundDone records an epoch round that ended without a failure: the
+// pipeline works, whether or not it had rows to commit.
+func (p *progress) roundDone() { p.failingSince.Store(0) }
+
+// committedNow records a commit that landed.
+func (p *progress) committedNow(now time.Time) {
+	p.lastCommit.Store(now.UnixNano())
+	p.failingSince.Store(0)
+}
+
+// Progress reports the engine's progress. Uncommitted asks Kafka for the
+// high watermarks (bounded by ctx), and updates
+// deltaflow_uncommitted_records.
+func (e *Engine) Progress(ctx context.Context) Progress {
+	p := e.progress
+	out := Progress{LastCommit: time.Unix(0, p.lastCommit.Load()), Committing: p.committing.Load(), Uncommitted: -1,
+		Paused: e.fetch.userPaused.Load()}
+	if f := p.failingSince.Load(); f != 0 {
+		out.FailingSince = time.Unix(0, f)
+	}
+	hwm, ok := e.cons.(HighWatermarker)
+	if !ok {
+		return out
+	}
+	ends, err := hwm.HighWatermarks(ctx)
+	if err != nil {
+		return out
+	}
+	out.Uncommitted = 0
+	read := e.fetch.position()
+	for part, next := range *p.committed.Load() {
+		end, known := ends[part]
+		if !known {
+			continue
+		}
+		var n int64
+		switch pos, reading := read[part]; {
+		case next >= 0:
+			n = max(end-next, 0)
+		case reading:
+			// Nothing committed yet, but records were read: those wait,
+			// and what lies beyond them.
+			n = max(end-pos, 0) + 1
+		default:
+			// Nothing committed or read: where the partition starts
+			// (retention, start_offset) is the consumer's to know, and
+			// an empty partition must not look stalled.
+			continue
+		}
+		e.deps.Metrics.Pending.WithLabelValues(partitionLabel(part)).Set(float64(n))
+		out.Uncommitted += n
+	}
+	return out
+}

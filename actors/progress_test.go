@@ -1,0 +1,35 @@
+package actors
+
+import (
+	"testing"
+	"time"
+)
+
+// The committer's side of Progress: failing at the backoff cap starts a
+// failure period that only a working round or a commit ends, and a commit
+// moves LastCommit.
+func TestProgressFailurePeriod(t *testing.T) {
+	t0 := time.Date(2026, 6, 22, 9, 0, 0, 0, time.UTC)
+	p := newProgress(t0)
+	if got := time.Unix(0, p.lastCommit.Load()); !got.Equal(t0) {
+		t.Fatalf("last commit %v before any; want the start %v", got, t0)
+	}
+	p.failing(false, t0.Add(time.Second))
+	if p.failingSince.Load() != 0 {
+		t.Fatal("a failure below the backoff cap started a failure period")
+	}
+	p.failing(true, t0.Add(time.Minute))
+	p.failing(true, t0.Add(2*time.Minute))
+	if got := time.Unix(0, p.failingSince.Load()); !got.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("failing since %v; want the first failure at the cap", got)
+	}
+	p.roundDone()
+	if p.failingSince.Load() != 0 {
+		t.Fatal("a working round did not end the failure period")
+	}
+	p.failing(true, t0.Add(3*time.Minute))
+	p.committedNow(t0.Add(4 * time.Minute))
+	if p.failingSince.Load() != 0 || !time.Unix(0, p.lastCommit.Load()).Equal(t0.Add(4*time.Minute)) {
+		t.Fatal("a commit did not end the failure period and move the last commit")
+	}
+}
