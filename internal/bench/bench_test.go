@@ -80,7 +80,7 @@ func TestBenchShort(t *testing.T) {
 		t.Errorf("PNG: %v", err)
 	}
 	lines, err := CheckFiles([]string{jsonPath})
-	if err != nil || len(lines) != 4 {
+	if err != nil || len(lines) != 5 {
 		t.Errorf("check: %v, %q", err, lines)
 	}
 }
