@@ -106,6 +106,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		return err
 	}
 	store := tbl.Store()
+	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
+		return err
+	}
 	ready.tableLoaded.Store(true)
 
 	b, err := bridge.New(ctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))

@@ -37,7 +37,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // commands lists every subcommand, in help order.
 func commands() []*Command {
 	return []*Command{runCommand(), demoCommand(), produceCommand(), inspectCommand(), optimizeCommand(),
-		vacuumCommand(), catCommand(), verifyCommand(), takeoverCommand(), benchCommand(), healthcheckCommand()}
+		vacuumCommand(), catCommand(), verifyCommand(), takeoverCommand(), seekCommand(), benchCommand(), healthcheckCommand()}
 }
 
 // Main runs the subcommand named by args[0] and returns the exit code.

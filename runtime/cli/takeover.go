@@ -176,7 +176,8 @@ func heldOffsets(s *delta.Snapshot, app, topic string) []int32 {
 // startPlan is where deltaflow will start each partition, next to what
 // the topic holds.
 type startPlan struct {
-	rows []startRow
+	source string // header of the "from" column
+	rows   []startRow
 }
 
 type startRow struct {
@@ -194,7 +195,7 @@ func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) 
 	if err != nil {
 		return nil, err
 	}
-	plan := &startPlan{}
+	plan := &startPlan{source: "SPARK (NEXT OFFSET)"}
 	for _, p := range slices.Sorted(maps.Keys(ends)) {
 		r := startRow{partition: p, from: "-", logStart: starts[p], end: ends[p], start: starts[p]}
 		if n, ok := next[p]; ok {
@@ -267,7 +268,7 @@ func (p *startPlan) startsSpec() string {
 
 func (p *startPlan) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tSPARK (NEXT OFFSET)\tDELTAFLOW START\tLOG START\tEND\tLAG")
+	fmt.Fprintf(tw, "PARTITION\t%s\tDELTAFLOW START\tLOG START\tEND\tLAG\n", p.source)
 	for _, r := range p.rows {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", r.partition, r.from, r.start, r.logStart, r.end, max(r.end-r.start, 0))
 	}
