@@ -160,17 +160,7 @@ func openExisting(ctx context.Context, uri string, opts storage.Options) (*delta
 // heldOffsets lists the partitions for which the table holds deltaflow's
 // txn for topic.
 func heldOffsets(s *delta.Snapshot, app, topic string) []int32 {
-	prefix := strings.TrimSuffix(actors.TxnAppID(app, topic, 0), "0")
-	var out []int32
-	for id := range s.Txns() {
-		if rest, ok := strings.CutPrefix(id, prefix); ok {
-			if p, err := strconv.ParseInt(rest, 10, 32); err == nil {
-				out = append(out, int32(p))
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(actors.TableOffsets(s, app, topic)))
 }
 
 // startPlan is where deltaflow will start each partition, next to what

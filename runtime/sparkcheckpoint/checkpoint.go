@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -283,6 +282,3 @@ func truncate(b []byte) string {
 	}
 	return string(b)
 }
-
-// Base is the checkpoint's root, for messages.
-func (c *Checkpoint) Base() string { return path.Clean(c.store.URI()) }

@@ -32,6 +32,10 @@ def build(app_name):
         # The Pi's job runs with a 512 MB heap; so do the tests.
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "512m"))
         .config("spark.sql.shuffle.partitions", "2")
+        # Small tables: replaying the Delta log in 50 tasks (the default)
+        # costs a JVM on 2 cores tens of seconds per batch.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
