@@ -23,22 +23,11 @@ type Admin struct {
 // NewAdmin connects lazily to cfg's brokers. A nil logger discards logs.
 // Close it when done.
 func NewAdmin(cfg Config, logger *slog.Logger) (*Admin, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	opts, err := cfg.clientOpts(logger)
+	cl, err := cfg.newClient("admin", logger)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: new admin client: %w", err)
-	}
-	return &Admin{topic: cfg.Topic, cl: cl, adm: kadm.NewClient(cl)}, nil
+	return &Admin{topic: cfg.withDefaults().Topic, cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
 // Close closes the client.

@@ -357,6 +357,28 @@ func (c Config) clientOpts(logger *slog.Logger) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// newClient validates cfg and returns a client with the shared options
+// (clientOpts) plus extra; what names the client in errors. A nil logger
+// discards logs.
+func (c Config) newClient(what string, logger *slog.Logger, extra ...kgo.Opt) (*kgo.Client, error) {
+	c = c.withDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts, err := c.clientOpts(logger)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: new %s: %w", what, err)
+	}
+	return cl, nil
+}
+
 func (t TLS) config() (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by config
 	if t.CAFile != "" {
