@@ -15,7 +15,8 @@ import (
 )
 
 // TestStartPositions: on fresh tables, kafka.start_offsets,
-// kafka.start_timestamp and `seek --group` make run start exactly there:
+// kafka.start_timestamp and `seek --group|--offsets|--timestamp` make run
+// start exactly there:
 // the table holds every record from the start position on, once, and none
 // before it.
 func TestStartPositions(t *testing.T) {
@@ -62,20 +63,31 @@ func TestStartPositions(t *testing.T) {
 		r.with(t).run(table, map[string]any{"kafka": map[string]any{"start_timestamp": at.UTC().Format(time.RFC3339Nano)}})
 		expect(t, table, skipped(before))
 	})
-	t.Run("seek --group", func(t *testing.T) {
-		table := filepath.Join(work, "group")
-		group := scenario.Unique("connect")
-		next := map[int32]int64{0: 3, 1: 4, 2: 5}
-		commitGroup(t, r.brokers, group, r.topic, next)
-		out, err := r.deltaflow("seek", "--table", table, "--group", group, "--topic", r.topic, "--brokers", strings.Join(r.brokers, ","),
-			"--config", scenario.WriteConfig(t, "sensor_events", nil))
-		if err != nil {
-			t.Fatalf("seek --group: %v\n%s", err, out)
-		}
-		t.Logf("seek --group:\n%s", out)
-		r.with(t).run(table, nil)
-		expect(t, table, skipped(next))
-	})
+	group := scenario.Unique("connect")
+	groupNext := map[int32]int64{0: 3, 1: 4, 2: 5}
+	commitGroup(t, r.brokers, group, r.topic, groupNext)
+	for _, tc := range []struct {
+		name string
+		args []string
+		skip int
+	}{
+		{"seek --group", []string{"--group", group}, skipped(groupNext)},
+		{"seek --offsets", []string{"--offsets", "0:7,2:9"}, 16},
+		{"seek --timestamp", []string{"--timestamp", at.UTC().Format(time.RFC3339Nano)}, skipped(before)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := filepath.Join(work, strings.ReplaceAll(tc.name, " ", ""))
+			args := append([]string{"seek", "--table", table, "--topic", r.topic, "--brokers", strings.Join(r.brokers, ","),
+				"--config", scenario.WriteConfig(t, "sensor_events", nil)}, tc.args...)
+			out, err := r.with(t).deltaflow(args...)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tc.name, err, out)
+			}
+			t.Logf("%s:\n%s", tc.name, out)
+			r.with(t).run(table, nil)
+			expect(t, table, tc.skip)
+		})
+	}
 }
 
 // commitGroup commits offsets for group, as a Kafka-Connect-like consumer
