@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -97,6 +98,9 @@ func TestTakeoverFromSpark(t *testing.T) {
 	if rep := r.check(table); rep.Rows != 2500 {
 		t.Fatalf("rows %d, want 2500", rep.Rows)
 	}
+	if rs := scenario.DeltaRS(t, nil, table); len(rs.Rows) != 2500 {
+		t.Fatalf("delta-rs reads %d rows of the table Spark created and deltaflow appended to, want 2500", len(rs.Rows))
+	}
 
 	t.Run("commits of the last batch missing, batch in the table", func(t *testing.T) {
 		r := r.with(t)
@@ -117,7 +121,9 @@ func TestTakeoverFromSpark(t *testing.T) {
 		prod := scenario.Start(t, "produce", r.bin, os.Environ(), "produce", "--brokers", strings.Join(r.brokers, ","),
 			"--topic", r.topic, "--rate", "300", "--count", "0", "--seed", "3")
 		start := time.Now()
-		opt := exec.Command(r.py, filepath.Join(r.dir, "optimize.py"), "--table", table, "--report")
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+		defer cancel()
+		opt := exec.CommandContext(ctx, r.py, filepath.Join(r.dir, "optimize.py"), "--table", table, "--report")
 		opt.Env = os.Environ()
 		optOut, err := opt.CombinedOutput()
 		t.Logf("optimize.py ran %s (a JVM)", time.Since(start).Round(100*time.Millisecond))
