@@ -18,6 +18,7 @@ import (
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/scenario"
+	"github.com/deltaflow/deltaflow/internal/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -113,6 +114,41 @@ func TestTakeoverFromSpark(t *testing.T) {
 		}
 		r.run(tableDel, nil)
 		r.check(tableDel)
+	})
+
+	t.Run("checkpoint on S3 as s3a://", func(t *testing.T) {
+		r := r.with(t)
+		s3 := testenv.MinIO(t)
+		store, err := storage.NewS3(s3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = filepath.WalkDir(ckRet, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(d.Name(), ".crc") { // s3a writes no checksum files
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(ckRet, path)
+			return store.Put(t.Context(), "checkpoints/sensor_stream/"+filepath.ToSlash(rel), data)
+		})
+		if err != nil {
+			t.Fatalf("upload Spark's checkpoint: %v", err)
+		}
+		t.Setenv("MINIO_ENDPOINT", s3.Endpoint)
+		t.Setenv("MINIO_ACCESS_KEY", s3.AccessKey)
+		t.Setenv("MINIO_SECRET_KEY", s3.SecretKey)
+		out, err := r.takeover(tableRet, "s3a://"+s3.Bucket+"/checkpoints/sensor_stream", "--dry-run", quiet)
+		if err != nil || !strings.Contains(out, fmt.Sprintf("last batch in the table: %d (commits/%d exists)", n, n)) {
+			t.Fatalf("takeover from s3a://: %v\n%s", err, out)
+		}
+		for p, o := range sparkNext {
+			if !strings.Contains(out, fmt.Sprintf("\n%d  ", p)) || !strings.Contains(out, strconv.FormatInt(o, 10)) {
+				t.Errorf("plan lacks partition %d at %d:\n%s", p, o, out)
+			}
+		}
 	})
 
 	t.Run("Spark reads it; optimize.py while deltaflow appends", func(t *testing.T) {
