@@ -36,7 +36,7 @@ func runTakeover(ctx context.Context, out IO, args []string) error {
 	tf.register(fs)
 	ckURI := fs.String("from-spark-checkpoint", "", "the Spark query's checkpoint `URI`: s3a://bucket/path, s3://, file:// or a path (required)")
 	dryRun := fs.Bool("dry-run", false, "show the plan; write nothing")
-	force := fs.Bool("force", false, "replace offsets deltaflow already holds in the table")
+	force := fs.Bool("force", false, "replace offsets deltaflow already holds in the table; take over even if the table has no txn of the Spark query")
 	quietFor := fs.Duration("quiet-for", defaultQuietFor, "refuse while Spark wrote its checkpoint or the table less than this `duration` ago")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
@@ -68,6 +68,11 @@ func runTakeover(ctx context.Context, out IO, args []string) error {
 			"and those offsets are where it resumes; pass --force to replace them with where Spark's checkpoint ends", cfg.Table.URI, topic, held, app)
 	}
 	sparkTxn, hasTxn := snap.Txn(ck.QueryID)
+	if !hasTxn && !*force {
+		return fmt.Errorf("refusing: table %s holds no txn of Spark query %s, so the query of %s never wrote to it: "+
+			"check that --table and --from-spark-checkpoint belong to the same Spark job (--force trusts the checkpoint alone)",
+			cfg.Table.URI, ck.QueryID, *ckURI)
+	}
 	last, lastWhat := ck.LastActivity(), "its checkpoint"
 	if hasTxn && sparkTxn.LastUpdated != nil && time.UnixMilli(*sparkTxn.LastUpdated).After(last) {
 		last, lastWhat = time.UnixMilli(*sparkTxn.LastUpdated), "the table"

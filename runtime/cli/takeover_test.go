@@ -77,6 +77,17 @@ func TestTakeoverBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("another job's checkpoint", func(t *testing.T) {
+		ck := filepath.Join(t.TempDir(), "ckpt")
+		writeFiles(t, ck, map[string]string{"metadata": meta, "offsets/0": batch + `{"sensor-events":{"0":5}}`, "commits/0": "v1\n{}"})
+		code, _, errOut := run(t, "takeover", "--from-spark-checkpoint", ck, "--table", table, "--brokers", "127.0.0.1:1")
+		if code != 1 || !strings.Contains(errOut, "holds no txn of Spark query 6a4d2e5c") || !strings.Contains(errOut, "same Spark job") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if v := tableVersion(t, table); v != before {
+			t.Errorf("table at version %d, want %d", v, before)
+		}
+	})
 	t.Run("no table", func(t *testing.T) {
 		ck := filepath.Join(t.TempDir(), "ckpt")
 		writeFiles(t, ck, map[string]string{"metadata": meta, "offsets/0": batch + `{"sensor-events":{"0":5}}`, "commits/0": "v1\n{}"})
