@@ -162,7 +162,7 @@ func TestTakeoverFromSpark(t *testing.T) {
 		opt := exec.CommandContext(ctx, r.py, filepath.Join(r.dir, "optimize.py"), "--table", table, "--report")
 		opt.Env = os.Environ()
 		optOut, err := opt.CombinedOutput()
-		t.Logf("optimize.py ran %s (a JVM)", time.Since(start).Round(100*time.Millisecond))
+		t.Logf("optimize.py ran %s (a JVM): %s", time.Since(start).Round(100*time.Millisecond), eventLine(optOut, "done"))
 		if err != nil {
 			t.Fatalf("optimize.py: %v\n%s", err, tail(optOut))
 		}
@@ -322,6 +322,16 @@ func historyHas(t *testing.T, table, op string) bool {
 		}
 	}
 	return false
+}
+
+// eventLine returns the output's JSON line of the event, or "".
+func eventLine(out []byte, event string) string {
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "{") && strings.Contains(line, `"event": "`+event+`"`) {
+			return line
+		}
+	}
+	return ""
 }
 
 func tail(b []byte) string {

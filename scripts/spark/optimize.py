@@ -8,6 +8,7 @@ table has them): the tests' proof that Spark reads the table.
 """
 import argparse
 import json
+import time
 
 from pyspark.sql.functions import countDistinct
 
@@ -21,7 +22,10 @@ def main():
     ap.add_argument("--report", action="store_true")
     a = ap.parse_args()
 
+    t0 = time.monotonic()
     spark = session.build("sensor_optimize")
+    took = {"startSeconds": round(time.monotonic() - t0, 1)}
+    t = time.monotonic()
     if a.report:
         from delta.tables import DeltaTable
 
@@ -32,12 +36,17 @@ def main():
         if "kafka_offset" in df.columns:
             report["distinct"] = df.select(countDistinct("kafka_partition", "kafka_offset")).collect()[0][0]
         print(json.dumps(report), flush=True)
+        took["readSeconds"] = round(time.monotonic() - t, 1)
+        t = time.monotonic()
     spark.sql(f"OPTIMIZE delta.`{a.table}`").show(truncate=False)
+    took["optimizeSeconds"] = round(time.monotonic() - t, 1)
+    t = time.monotonic()
     hours = a.retain_days * 24
     if hours < 168:
         spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     spark.sql(f"VACUUM delta.`{a.table}` RETAIN {hours} HOURS")
-    print(json.dumps({"event": "done"}), flush=True)
+    took["vacuumSeconds"] = round(time.monotonic() - t, 1)
+    print(json.dumps({"event": "done", **took}), flush=True)
     spark.stop()
 
 
