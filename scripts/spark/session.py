@@ -36,6 +36,8 @@ def build(app_name):
         # costs a JVM on 2 cores tens of seconds per batch.
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.ui.showConsoleProgress", "false")
+        # VACUUM lists the table in this many tasks (default 10000).
+        .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
