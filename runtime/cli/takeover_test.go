@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/storage"
@@ -21,6 +22,28 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// copyTree copies the files under src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -86,6 +109,38 @@ func TestTakeoverBadInput(t *testing.T) {
 		}
 		if v := tableVersion(t, table); v != before {
 			t.Errorf("table at version %d, want %d", v, before)
+		}
+	})
+	t.Run("Spark wrote the table just now", func(t *testing.T) {
+		// The checkpoint is an hour old, but the table's txn of the query
+		// was updated a moment ago: the query is alive.
+		ck := filepath.Join(t.TempDir(), "ckpt")
+		writeFiles(t, ck, map[string]string{"metadata": meta, "offsets/0": batch + `{"sensor-events":{"0":5}}`, "commits/0": "v1\n{}"})
+		old := time.Now().Add(-time.Hour)
+		for _, f := range []string{"offsets/0", "commits/0"} {
+			if err := os.Chtimes(filepath.Join(ck, f), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		live := filepath.Join(t.TempDir(), "live")
+		copyTree(t, table, live)
+		store, err := storage.NewLocal(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl := delta.NewTable(store)
+		snap, err := tbl.Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UnixMilli()
+		txn := &delta.Txn{AppID: "6a4d2e5c-0f3b-4a57-9d0e-1b2c3d4e5f60", Version: 0, LastUpdated: &now}
+		if _, err := tbl.Commit(t.Context(), snap, []delta.Action{{Txn: txn}}, delta.Operation{Name: "STREAMING UPDATE"}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, "takeover", "--from-spark-checkpoint", ck, "--table", live, "--brokers", "127.0.0.1:1")
+		if code != 1 || !strings.Contains(errOut, "looks alive: it wrote the table") {
+			t.Fatalf("exit %d: %s", code, errOut)
 		}
 	})
 	t.Run("no table", func(t *testing.T) {
