@@ -1,9 +1,13 @@
 package actors
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -53,4 +57,29 @@ func CommittedOffsets(s *delta.Snapshot, app, topic string, partitions []int32) 
 		}
 	}
 	return out
+}
+
+// SetOffsets writes, in one Delta commit, a txn action for every partition
+// of next so that deltaflow resumes partition p at offset next[p] (txn
+// version next[p]-1): how takeover, seek and the configured start positions
+// tell the engine where to start, the Delta log staying the only authority.
+// op names the commit in the table's history. s advances to the new version,
+// which is returned.
+func SetOffsets(ctx context.Context, tbl *delta.Table, s *delta.Snapshot, app, topic string, next map[int32]int64, op delta.Operation) (int64, error) {
+	if len(next) == 0 {
+		return 0, fmt.Errorf("set offsets of %s: no partitions", topic)
+	}
+	now := time.Now().UnixMilli()
+	actions := make([]delta.Action, 0, len(next))
+	for _, p := range slices.Sorted(maps.Keys(next)) {
+		if next[p] < 0 {
+			return 0, fmt.Errorf("set offsets of %s: partition %d: negative offset %d", topic, p, next[p])
+		}
+		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: TxnAppID(app, topic, p), Version: next[p] - 1, LastUpdated: &now}})
+	}
+	v, err := tbl.Commit(ctx, s, actions, op)
+	if err != nil {
+		return 0, fmt.Errorf("set offsets of %s: %w", topic, err)
+	}
+	return v, nil
 }

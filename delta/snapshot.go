@@ -146,6 +146,16 @@ func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
 	return t.Version, true
 }
 
+// Txn returns the latest txn action of the application (with its
+// lastUpdated, when the writer set it), and whether an unexpired one exists.
+func (s *Snapshot) Txn(appID string) (Txn, bool) {
+	t, ok := s.txns[appID]
+	if !ok || s.txnExpired(t, time.Now()) {
+		return Txn{}, false
+	}
+	return t, true
+}
+
 // Txns returns appId → latest version for every unexpired txn.
 func (s *Snapshot) Txns() map[string]int64 { return s.txnVersions(time.Now()) }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,9 @@ func TestBadConfigs(t *testing.T) {
 		{"watchdog.bad.yaml", "watchdog.restart_backoff_max must be >= watchdog.restart_backoff (10m0s), got 1m0s"},
 		{"checkpoint.bad.yaml", "table.checkpoint_interval must be > 0, got 0"},
 		{"not_yaml.bad.yaml", "yaml:"},
+		{"start_offsets.bad.yaml", "kafka.start_offsets: partition 1: offset -5"},
+		{"start_both.bad.yaml", "kafka.start_timestamp: set together with start_offsets"},
+		{"start_timestamp.bad.yaml", `kafka.start_timestamp: "yesterday": want RFC 3339`},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -258,5 +262,24 @@ func TestConfigDocIsFresh(t *testing.T) {
 	}
 	if string(committed) != ConfigDoc() {
 		t.Fatal("docs/configuration.md is stale: run `go generate ./runtime` and commit it")
+	}
+}
+
+// TestStartPositions: the two ways of choosing start positions decode as
+// written (a date counts as midnight UTC).
+func TestStartPositions(t *testing.T) {
+	cfg, err := Load("testdata/start_offsets.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]int64{0: 123, 1: 456}; !maps.Equal(cfg.Kafka.StartOffsets, want) {
+		t.Errorf("start_offsets %v, want %v", cfg.Kafka.StartOffsets, want)
+	}
+	cfg, err = Load("testdata/start_date.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := cfg.Kafka.StartTime(); err != nil || !at.Equal(time.Date(2026, 6, 22, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("start_timestamp %v (%v), want 2026-06-22 00:00 UTC", at, err)
 	}
 }

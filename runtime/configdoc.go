@@ -46,6 +46,8 @@ var fieldDocs = map[string]fieldDoc{
 	"kafka.mode":                            {doc: "`group` (Kafka assigns partitions; several instances share a topic) or `partitions` (fixed list, no group)."},
 	"kafka.partitions":                      {doc: "Partitions to read in mode `partitions`.", def: "—"},
 	"kafka.start_offset":                    {doc: "Where a partition the table has no offset for starts: `earliest` or `latest`."},
+	"kafka.start_offsets":                   {doc: "Explicit first offsets, `{partition: offset}`, for partitions the table has no offset for; written into the table as txn actions at start (also `deltaflow seek --offsets`). Others fall back to `start_offset`.", def: "—"},
+	"kafka.start_timestamp":                 {doc: "Start partitions the table has no offset for at their first record at or after this time (RFC 3339 or a date; Kafka's ListOffsets by time); written into the table at start. Exclusive with `start_offsets`.", def: "—"},
 	"kafka.client_id":                       {doc: "Client id sent to the brokers."},
 	"kafka.instance_id":                     {doc: "Static group membership id, unique per process: restarted after a crash, the process takes its partitions back at once instead of after the dead member's 45 s session timeout. Mode group only.", def: "— (dynamic)"},
 	"kafka.fetch_max_wait":                  {doc: "How long a broker holds an empty fetch: how often an idle deltaflow asks Kafka for news (Kafka's consumer default)."},

@@ -103,20 +103,12 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	}
 	defer srv.close()
 
-	mapper, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
+	tbl, snap, mapper, err := openTable(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	store, err := storage.Open(ctx, cfg.Table.URI, cfg.storageOptions())
-	if err != nil {
-		return fmt.Errorf("open table storage: %w", err)
-	}
-	if err := CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
-		return err
-	}
-	tbl := delta.NewTable(store)
-	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
-	if err != nil {
+	store := tbl.Store()
+	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
 		return err
 	}
 	if err := checkTxnRetention(snap, cfg.Flush.Interval); err != nil {
@@ -210,6 +202,38 @@ func stopEngine(e *actors.Engine, logger *slog.Logger) error {
 	case <-time.After(StopTimeout + time.Second):
 		return fmt.Errorf("engine did not stop within %s (uncommitted records are re-read on the next start)", StopTimeout)
 	}
+}
+
+// OpenTable opens the configured table as `run` does before it streams:
+// created from table.columns when missing, its schema evolved when the
+// configuration adds nullable columns, refused when they are incompatible.
+// A nil logger discards logs.
+func OpenTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tbl, snap, _, err := openTable(ctx, cfg, logger)
+	return tbl, snap, err
+}
+
+func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
+	mapper, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open table storage: %w", err)
+	}
+	if err := CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
+		return nil, nil, nil, err
+	}
+	tbl := delta.NewTable(store)
+	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tbl, snap, mapper, nil
 }
 
 // prepareTable loads the table, creating it when missing and evolving its
@@ -424,8 +448,8 @@ func untilLatest(ctx context.Context, e *actors.Engine, cons *kafka.Consumer, lo
 	return nil
 }
 
-// storageOptions converts the storage section.
-func (c *Config) storageOptions() storage.Options {
+// StorageOptions converts the storage section to what storage.Open takes.
+func (c *Config) StorageOptions() storage.Options {
 	s := c.Storage
 	return storage.Options{Endpoint: s.Endpoint, AccessKey: s.AccessKey, SecretKey: string(s.SecretKey), Region: s.Region, Secure: s.Secure,
 		CAFile: s.CAFile}

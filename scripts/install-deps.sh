@@ -10,6 +10,8 @@
 #   - promtool, which checks and unit-tests deploy/prometheus/alerts.yml
 #     (Debian package prometheus; its server is not left running)
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
+#   - pyspark + delta-spark in that venv, and the Spark jars the seed's job
+#     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -142,4 +144,34 @@ else
 	# shellcheck disable=SC2086 # $want is two arguments on purpose.
 	"$VENV/bin/pip" install --quiet --disable-pip-version-check $want
 	echo "$want" >"$VENV/deps.version"
+fi
+
+# pyspark + delta-spark: the seed's Spark job for the takeover tests. Their
+# stamp lives in the venv, so a new venv reinstalls them.
+spark_want="pyspark==$PYSPARK_VERSION delta-spark==$DELTA_SPARK_VERSION"
+if [[ "$(cat "$VENV/spark.version" 2>/dev/null)" == "$spark_want" ]] &&
+	"$VENV/bin/python" -c 'import pyspark, delta' 2>/dev/null; then
+	log "pyspark: cached ($VENV)"
+else
+	log "pyspark: installing $spark_want into $VENV"
+	# shellcheck disable=SC2086 # $spark_want is two arguments on purpose.
+	"$VENV/bin/pip" install --quiet --disable-pip-version-check $spark_want
+	echo "$spark_want" >"$VENV/spark.version"
+fi
+
+# The Spark jars: one Spark start resolves spark.jars.packages from Maven
+# Central into $SPARK_IVY; later starts find them there.
+spark_dir="$(cd "$(dirname "$0")/spark" && pwd)"
+jars_want="$(cd "$spark_dir" && "$VENV/bin/python" -c 'import session; print(",".join(session.PACKAGES))')"
+if [[ "$(cat "$SPARK_IVY/packages.version" 2>/dev/null)" == "$jars_want" ]]; then
+	log "spark jars: cached ($SPARK_IVY)"
+else
+	command -v java >/dev/null || die "java not found (Spark $PYSPARK_VERSION needs Java 8, 11 or 17)"
+	log "spark jars: resolving $jars_want into $SPARK_IVY"
+	mkdir -p "$SPARK_IVY"
+	start=$SECONDS
+	(cd "$spark_dir" && DELTAFLOW_CACHE="$CACHE" "$VENV/bin/python" session.py) >"$SPARK_IVY/resolve.log" 2>&1 ||
+		{ tail -50 "$SPARK_IVY/resolve.log" >&2; die "spark could not resolve its jars"; }
+	log "spark jars: resolved in $((SECONDS - start))s"
+	echo "$jars_want" >"$SPARK_IVY/packages.version"
 fi

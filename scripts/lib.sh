@@ -25,6 +25,12 @@ export GOTOOLCHAIN="$GO_TOOLCHAIN"
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 DELTALAKE_VERSION="1.6.6"
 PYARROW_VERSION="26.0.1"
+# The seed's Spark job (scripts/spark), run by the takeover tests: pyspark and
+# delta-spark from PyPI into the same venv; their jars (scripts/spark/session.py
+# names them) from Maven Central through spark.jars.packages into SPARK_IVY.
+PYSPARK_VERSION="3.5.1"
+DELTA_SPARK_VERSION="3.2.0"
+SPARK_IVY="$CACHE/ivy"
 # Kafka broker jars from Maven Central (no Docker engine here, and the Apache
 # download site is not reachable): 4.1 runs KRaft-only on the machine's Java 17.
 KAFKA_VERSION="4.1.1"

@@ -79,6 +79,17 @@ type Config struct {
 	// no offset yet: "earliest" or "latest". It also applies when a stored
 	// offset has fallen out of the log. Default "earliest".
 	StartOffset string `yaml:"start_offset"`
+	// StartOffsets are explicit start positions, partition → first offset
+	// to read, for partitions the Delta table holds no offset for yet. `run`
+	// writes them into the table as txn actions before it reads (the Delta
+	// log stays the only authority); unlisted partitions fall back to
+	// StartOffset. Exclusive with StartTimestamp. Default: none.
+	StartOffsets map[int32]int64 `yaml:"start_offsets"`
+	// StartTimestamp (RFC 3339) starts every partition the table holds no
+	// offset for yet at its first record at or after that time (Kafka's
+	// ListOffsets by time; a partition with none starts at its end), written
+	// into the table like StartOffsets. Default: none.
+	StartTimestamp string `yaml:"start_timestamp"`
 	// ClientID identifies the client to the brokers. Default "deltaflow".
 	ClientID string `yaml:"client_id"`
 	// InstanceID makes the process a static member of the group (KIP-345),
@@ -213,6 +224,19 @@ func (c Config) Validate() error {
 	if c.StartOffset != StartEarliest && c.StartOffset != StartLatest {
 		bad("start_offset", "unknown %q (want %q or %q)", c.StartOffset, StartEarliest, StartLatest)
 	}
+	for p, o := range c.StartOffsets {
+		if p < 0 || o < 0 {
+			bad("start_offsets", "partition %d: offset %d (want a partition >= 0 and an offset >= 0)", p, o)
+		}
+	}
+	if c.StartTimestamp != "" {
+		if len(c.StartOffsets) > 0 {
+			bad("start_timestamp", "set together with start_offsets; choose one")
+		}
+		if _, err := c.StartTime(); err != nil {
+			bad("start_timestamp", "%v", err)
+		}
+	}
 	if c.FetchMaxWait < 0 {
 		bad("fetch_max_wait", "must be > 0, got %s", c.FetchMaxWait)
 	}
@@ -249,11 +273,32 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// StartTime parses StartTimestamp: RFC 3339, or a date (midnight UTC).
+// The zero time when unset.
+func (c Config) StartTime() (time.Time, error) {
+	return ParseTime(c.StartTimestamp)
+}
+
+// ParseTime parses a start time: RFC 3339 ("2026-06-22T09:15:00Z") or a
+// date ("2026-06-22", midnight UTC); "" is the zero time.
+func ParseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-06-22T09:15:00Z) or a date (2026-06-22)", s)
+}
+
 // String describes the configuration on one line, without the SASL password.
 func (c Config) String() string {
-	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s client_id=%s instance_id=%s "+
+	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
 		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d sasl=%s user=%s password=%s tls=%t}",
-		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.ClientID, c.InstanceID,
+		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
 		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
 }
 
@@ -269,6 +314,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mode", c.Mode),
 		slog.Any("partitions", c.Partitions),
 		slog.String("start_offset", c.StartOffset),
+		slog.Any("start_offsets", c.StartOffsets),
+		slog.String("start_timestamp", c.StartTimestamp),
 		slog.String("client_id", c.ClientID),
 		slog.String("instance_id", c.InstanceID),
 		slog.Duration("fetch_max_wait", c.FetchMaxWait),
@@ -308,6 +355,28 @@ func (c Config) clientOpts(logger *slog.Logger) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	return opts, nil
+}
+
+// newClient validates cfg and returns a client with the shared options
+// (clientOpts) plus extra; what names the client in errors. A nil logger
+// discards logs.
+func (c Config) newClient(what string, logger *slog.Logger, extra ...kgo.Opt) (*kgo.Client, error) {
+	c = c.withDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts, err := c.clientOpts(logger)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: new %s: %w", what, err)
+	}
+	return cl, nil
 }
 
 func (t TLS) config() (*tls.Config, error) {

@@ -25,21 +25,9 @@ type Producer struct {
 // NewProducer creates a producer from the connection settings of cfg
 // (brokers, client_id, sasl, tls). A nil logger discards logs.
 func NewProducer(cfg Config, logger *slog.Logger) (*Producer, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	opts, err := cfg.clientOpts(logger)
+	cl, err := cfg.newClient("producer", logger, kgo.DefaultProduceTopic(cfg.withDefaults().Topic))
 	if err != nil {
 		return nil, err
-	}
-	opts = append(opts, kgo.DefaultProduceTopic(cfg.Topic))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: new producer: %w", err)
 	}
 	return &Producer{cl: cl}, nil
 }

@@ -8,6 +8,7 @@ package deploy_test
 import (
 	"bufio"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,9 +59,16 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // own .env never changes the outcome).
 func loadCompose(t *testing.T, profiles []string) (*types.Project, map[string]string) {
 	t.Helper()
+	return loadComposeFile(t, "docker-compose.yml", "deltaflow", []string{"Dockerfile", "configs/deltaflow.yaml"}, profiles, nil)
+}
+
+// loadComposeFile loads compose file (with the files it names copied
+// beside it) as project name, with .env made from .env.example plus extra.
+func loadComposeFile(t *testing.T, file, name string, files, profiles []string, extra map[string]string) (*types.Project, map[string]string) {
+	t.Helper()
 	root := scenario.RepoRoot(t)
 	dir := t.TempDir()
-	for _, f := range []string{"docker-compose.yml", "Dockerfile", "configs/deltaflow.yaml"} {
+	for _, f := range append([]string{file}, files...) {
 		data, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
 			t.Fatal(err)
@@ -80,14 +88,15 @@ func loadCompose(t *testing.T, profiles []string) (*types.Project, map[string]st
 		t.Fatal(err)
 	}
 	env := readEnvFile(t, filepath.Join(dir, ".env"))
+	maps.Copy(env, extra)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	p, err := loader.LoadWithContext(ctx, types.ConfigDetails{
 		WorkingDir:  dir,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "docker-compose.yml")}},
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, file)}},
 		Environment: env,
 	}, func(o *loader.Options) {
-		o.SetProjectName("deltaflow", true)
+		o.SetProjectName(name, true)
 		o.Profiles = profiles
 		o.ResolvePaths = true
 	})
@@ -503,5 +512,52 @@ func TestImageToolchain(t *testing.T) {
 	}
 	if want := "ARG GO_VERSION=" + string(m[1]) + "\n"; !strings.Contains(string(df), want) {
 		t.Errorf("Dockerfile lacks %q (scripts/lib.sh builds with go%s)", strings.TrimSpace(want), m[1])
+	}
+}
+
+// TestSeedComposeFile: docker-compose.seed.yml runs deltaflow alone on the
+// seed stack's network against its Kafka, MinIO and table, NATS only with
+// the nats profile, and configs/seed.yaml points at the Spark job's table.
+func TestSeedComposeFile(t *testing.T) {
+	creds := map[string]string{"MINIO_ACCESS_KEY": "seed", "MINIO_SECRET_KEY": "seed-secret", "SEED_NETWORK": "sensors_default"}
+	p, _ := loadComposeFile(t, "docker-compose.seed.yml", "deltaflow-seed", []string{"Dockerfile", "configs/seed.yaml"}, nil, creds)
+	if _, ok := p.Services["nats"]; ok {
+		t.Error("nats runs without --profile nats; it is only for stacks that have none")
+	}
+	d, ok := p.Services["deltaflow"]
+	if !ok {
+		t.Fatal("no deltaflow service")
+	}
+	if n := p.Networks["seed"]; !bool(n.External) || n.Name != "sensors_default" {
+		t.Errorf("network seed: %+v, want the external network $SEED_NETWORK", n)
+	}
+	if _, ok := d.Networks["seed"]; !ok {
+		t.Errorf("deltaflow is not on the seed network: %v", d.Networks)
+	}
+	mounted := false
+	for _, v := range d.Volumes {
+		mounted = mounted || (strings.HasSuffix(v.Source, "configs/seed.yaml") && v.Target == "/etc/deltaflow/deltaflow.yaml" && v.ReadOnly)
+	}
+	if !mounted {
+		t.Errorf("configs/seed.yaml not mounted read-only at /etc/deltaflow/deltaflow.yaml: %+v", d.Volumes)
+	}
+	withNATS, _ := loadComposeFile(t, "docker-compose.seed.yml", "deltaflow-seed", []string{"Dockerfile", "configs/seed.yaml"}, []string{"nats"}, creds)
+	if _, ok := withNATS.Services["nats"]; !ok {
+		t.Error("--profile nats does not add NATS")
+	}
+	env := func(k string) string {
+		if v, ok := d.Environment[k]; ok && v != nil {
+			return *v
+		}
+		return ""
+	}
+	cfg, err := dfruntime.Load(filepath.Join(scenario.RepoRoot(t), "configs", "seed.yaml"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "s3a://sensor-data/delta/sensor_events" || !slices.Equal(cfg.Kafka.Brokers, []string{"kafka:9092"}) ||
+		cfg.Kafka.Topic != "sensor-events" || cfg.Storage.Endpoint != "minio:9000" || cfg.NATS.URL != "nats://nats:4222" ||
+		cfg.Storage.AccessKey != "seed" || cfg.Flush.Interval != time.Minute {
+		t.Errorf("configs/seed.yaml does not target the seed stack: %s", cfg)
 	}
 }

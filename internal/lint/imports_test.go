@@ -20,6 +20,8 @@ var forbidden = map[string][]string{
 	"bridge":         {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
 	"bridge/kafka":   {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
 	"actors":         {module + "/runtime"},
+	"runtime/sparkcheckpoint": {module + "/actors", module + "/bridge", module + "/delta", module + "/runtime/cli",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 }
 
 func TestForbiddenImports(t *testing.T) {

@@ -37,7 +37,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // commands lists every subcommand, in help order.
 func commands() []*Command {
 	return []*Command{runCommand(), demoCommand(), produceCommand(), inspectCommand(), optimizeCommand(),
-		vacuumCommand(), catCommand(), verifyCommand(), benchCommand(), healthcheckCommand(), versionCommand()}
+		vacuumCommand(), catCommand(), verifyCommand(), takeoverCommand(), seekCommand(), benchCommand(),
+		healthcheckCommand(), versionCommand()}
 }
 
 // Main runs the subcommand named by args[0] and returns the exit code.

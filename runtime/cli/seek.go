@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/runtime"
+)
+
+const seekUsage = "--table URI [--config FILE] (--offsets 'P:OFFSET,...' | --timestamp T | --group G) [--dry-run] [--force]"
+
+func seekCommand() *Command {
+	return &Command{Name: "seek", Usage: seekUsage, Summary: "set where deltaflow starts reading (offsets, a time, a consumer group's offsets)", Run: runSeek}
+}
+
+// runSeek writes deltaflow's txn actions for the chosen start positions
+// into the table (creating it from the configuration when missing), as
+// kafka-delta-ingest's --seek_offsets does: the Delta log stays the only
+// record of where `run` resumes.
+func runSeek(ctx context.Context, out IO, args []string) error {
+	fs := newFlagSet("seek", seekUsage, out.Stderr)
+	var tf targetFlags
+	tf.register(fs)
+	offsets := fs.String("offsets", "", "start partitions at these offsets: `P:OFFSET,...` (the first offset to read)")
+	timestamp := fs.String("timestamp", "", "start every partition at its first record at or after this `time` (RFC 3339 or a date)")
+	group := fs.String("group", "", "start where this Kafka consumer `group` committed (adopt its offsets)")
+	dryRun := fs.Bool("dry-run", false, "show the plan; write nothing")
+	force := fs.Bool("force", false, "replace offsets deltaflow already holds, and allow offsets below the log start")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if n := countSet(*offsets, *timestamp, *group); n != 1 {
+		return usagef("give exactly one of --offsets, --timestamp and --group")
+	}
+	cfg, _, err := tf.load()
+	if err != nil {
+		return err
+	}
+	next, by, err := seekTargets(ctx, cfg.Kafka, *offsets, *timestamp, *group)
+	if err != nil {
+		return err
+	}
+	starts, ends, err := topicBounds(ctx, cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	plan := &startPlan{source: strings.ToUpper(by)}
+	for _, p := range slices.Sorted(maps.Keys(next)) {
+		end, ok := ends[p]
+		if !ok {
+			return fmt.Errorf("partition %d: topic %s has no such partition (it has %d)", p, cfg.Kafka.Topic, len(ends))
+		}
+		if next[p] > end {
+			return fmt.Errorf("partition %d: offset %d is beyond the end offset %d of %s", p, next[p], end, cfg.Kafka.Topic)
+		}
+		plan.rows = append(plan.rows, startRow{partition: p, from: strconv.FormatInt(next[p], 10), start: next[p], logStart: starts[p], end: end})
+	}
+	if err := plan.print(out.Stdout); err != nil {
+		return err
+	}
+	if lost := plan.lost(); lost > 0 {
+		if !*force {
+			return fmt.Errorf("refusing: %d records from the requested offsets on were already deleted by retention (%s); "+
+				"pass --force to start at the log start instead", lost, plan.lostDetail())
+		}
+		for i := range plan.rows {
+			plan.rows[i].start = max(plan.rows[i].start, plan.rows[i].logStart)
+		}
+	}
+	if *dryRun {
+		fmt.Fprintln(out.Stdout, "dry run: nothing written")
+		return nil
+	}
+	tbl, snap, err := runtime.OpenTable(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	app, topic := cfg.Table.AppID, cfg.Kafka.Topic
+	if held := heldOffsets(snap, app, topic); len(held) > 0 && !*force {
+		return fmt.Errorf("refusing: table %s already holds deltaflow offsets for topic %s (partitions %v, app %s); "+
+			"pass --force to replace them", cfg.Table.URI, topic, held, app)
+	}
+	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
+	if err != nil {
+		return fmt.Errorf("write deltaflow's offsets: %w", err)
+	}
+	fmt.Fprintf(out.Stdout, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
+	return nil
+}
+
+func countSet(vals ...string) int {
+	n := 0
+	for _, v := range vals {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// seekTargets returns the next offset to read per partition and what it
+// came from ("offsets", "timestamp", "group").
+func seekTargets(ctx context.Context, kcfg kafka.Config, offsets, timestamp, group string) (map[int32]int64, string, error) {
+	if offsets != "" {
+		next, err := parseOffsets(offsets)
+		if err != nil {
+			return nil, "", usagef("--offsets: %v", err)
+		}
+		return next, "offsets", nil
+	}
+	adm, err := kafka.NewAdmin(kcfg, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if timestamp != "" {
+		t, err := kafka.ParseTime(timestamp)
+		if err != nil {
+			return nil, "", usagef("--timestamp: %v", err)
+		}
+		next, err := adm.OffsetsAt(ctx, t)
+		return next, "timestamp", err
+	}
+	next, err := adm.GroupOffsets(ctx, group)
+	if err == nil && len(next) == 0 {
+		err = fmt.Errorf("consumer group %s has committed no offsets for topic %s", group, kcfg.Topic)
+	}
+	return next, "group", err
+}
+
+// parseOffsets parses "0:123,1:456".
+func parseOffsets(s string) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	for _, item := range strings.Split(s, ",") {
+		ps, offs, ok := strings.Cut(strings.TrimSpace(item), ":")
+		p, perr := strconv.ParseInt(ps, 10, 32)
+		o, oerr := strconv.ParseInt(offs, 10, 64)
+		if !ok || perr != nil || oerr != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("%q: want PARTITION:OFFSET, e.g. 0:123", item)
+		}
+		if _, dup := out[int32(p)]; dup {
+			return nil, fmt.Errorf("partition %d given twice", p)
+		}
+		out[int32(p)] = o
+	}
+	return out, nil
+}
