@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 
-
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -281,4 +280,3 @@ func (a *Add) NumLogicalRecords() (n int64, ok bool) {
 	}
 	return st.NumRecords, true
 }
-
