@@ -92,20 +92,24 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestBenchSteadyShort runs steady mode briefly (a fast flush so rows commit
-// within the test) and checks that every measurement was taken.
+// TestBenchSteadyShort runs steady and latency mode briefly (a fast flush so
+// rows commit within the test) and checks that every measurement was taken.
 func TestBenchSteadyShort(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "steady.json")
 	var out strings.Builder
 	r, err := Run(t.Context(), Options{
 		Steady: []float64{17, 200}, SteadyDuration: 4 * time.Second, SteadyIdle: 2 * time.Second, FlushInterval: time.Second,
+		Latency: true, Rate: 200, Duration: 3 * time.Second,
 		Dir: dir, JSON: jsonPath, Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(out.String())
+	if l := r.Latency; l == nil || l.Events != 600 || l.Uncommitted != 0 || l.Commits < 1 || l.P50Seconds <= 0 || l.P99Seconds < l.P50Seconds {
+		t.Errorf("latency report %+v", l)
+	}
 	if len(r.Steady) != 2 {
 		t.Fatalf("%d steady reports, want 2", len(r.Steady))
 	}

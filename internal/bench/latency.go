@@ -3,18 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/runtime"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -37,80 +32,27 @@ type LatencyReport struct {
 }
 
 func latency(ctx context.Context, o Options, k *kafkaEnv) (*LatencyReport, error) {
-	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
-	topic := k.prefix + "latency-" + nonce
-	if err := k.createTopic(ctx, topic, o.Partitions); err != nil {
-		return nil, err
-	}
-	table := filepath.Join(o.Dir, "latency-table")
-	if strings.HasPrefix(o.Table, "s3://") || strings.HasPrefix(o.Table, "s3a://") {
-		table = strings.TrimSuffix(o.Table, "/") + "/bench-latency-" + nonce
-	}
-	base, err := runtime.Load(o.Config, os.Getenv)
+	d, err := startDaemon(ctx, o, k, "latency", func(a *stageArgs) {
+		if o.CPUProfile != "" {
+			a.cpuProfile = o.CPUProfile + ".latency"
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	flush := o.FlushInterval
-	if flush <= 0 {
-		flush = base.Flush.Interval
-	}
+	topic, table := d.topic, d.table
 	events := int(o.Rate * o.Duration.Seconds())
 	rep := &LatencyReport{Events: int64(events), Rate: o.Rate, DurationSeconds: o.Duration.Seconds(),
-		FlushIntervalSeconds: flush.Seconds(), Table: table}
-
-	a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-latency-" + nonce,
-		table: table, natsDir: natsDirFor(o.Dir, "latency"), natsURL: o.NATSURL, flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config}
-	if o.CPUProfile != "" {
-		a.cpuProfile = o.CPUProfile + ".latency"
-	}
-	assigned := make(chan struct{})
-	c, err := startChild(append(slices.Clone(o.Self), a.args()...), o.ChildEnv, filepath.Join(o.Dir, "latency.log"),
-		func(time.Time) { close(assigned) })
-	if err != nil {
-		return nil, err
-	}
-	childCtx, stopChild := context.WithCancel(ctx)
-	defer stopChild()
-	fail := func(err error) (*LatencyReport, error) {
-		stopChild()
-		c.wait(childCtx)
-		return nil, err
-	}
-	select {
-	case <-assigned:
-	case <-c.readDone:
-		return fail(fmt.Errorf("daemon exited before partitions were assigned (log: %s)", c.stderr.Name()))
-	case <-time.After(time.Minute):
-		return fail(fmt.Errorf("no partitions assigned within a minute (log: %s)", c.stderr.Name()))
-	}
-	fmt.Fprintf(o.Log, "bench: latency: producing %d events at %.0f/s, flush interval %s ...\n", events, o.Rate, flush)
+		FlushIntervalSeconds: d.flush.Seconds(), Table: table}
+	fmt.Fprintf(o.Log, "bench: latency: producing %d events at %.0f/s, flush interval %s ...\n", events, o.Rate, d.flush)
 	if _, err := k.produce(ctx, topic, events, o.Devices, o.Rate, 2); err != nil {
-		return fail(fmt.Errorf("produce: %w", err))
+		return nil, d.abort(fmt.Errorf("produce: %w", err))
 	}
-	// Wait until every row is committed: about one flush interval.
-	deadline := time.Now().Add(2*flush + time.Minute)
-	var sum *tableSummary
-	for {
-		sum, err = summarize(ctx, table, o.S3)
-		if err == nil && sum.Rows >= int64(events) {
-			break
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("%d of %d rows committed by the deadline", sum.Rows, events)
-			}
-			return fail(err)
-		}
-		select {
-		case <-ctx.Done():
-			return fail(ctx.Err())
-		case <-c.readDone:
-			return fail(fmt.Errorf("daemon exited early (log: %s)", c.stderr.Name()))
-		case <-time.After(250 * time.Millisecond):
-		}
+	sum, err := d.waitCommitted(ctx, o, int64(events))
+	if err != nil {
+		return nil, d.abort(err)
 	}
-	stopChild() // SIGTERM: a graceful stop
-	run, err := c.wait(childCtx)
+	run, err := d.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +79,7 @@ func latency(ctx context.Context, o Options, k *kafkaEnv) (*LatencyReport, error
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			app := actors.TxnAppID(base.Table.AppID, topic, r.Partition)
+			app := actors.TxnAppID(d.appID, topic, r.Partition)
 			for _, cm := range sum.commits {
 				if v, ok := cm.Txns[app]; ok && v >= r.Offset {
 					delays = append(delays, cm.At.Sub(r.Timestamp).Seconds())

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/deltaflow/deltaflow/runtime"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -43,99 +41,41 @@ type SteadyReport struct {
 // steady runs the daemon at rate events/s for o.SteadyDuration, then idle
 // for o.SteadyIdle once every row is committed.
 func steady(ctx context.Context, o Options, k *kafkaEnv, rate float64) (*SteadyReport, error) {
-	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
-	topic := k.prefix + "steady-" + nonce
-	if err := k.createTopic(ctx, topic, o.Partitions); err != nil {
-		return nil, err
-	}
-	table := filepath.Join(o.Dir, "steady-"+nonce)
-	if strings.HasPrefix(o.Table, "s3://") || strings.HasPrefix(o.Table, "s3a://") {
-		table = strings.TrimSuffix(o.Table, "/") + "/bench-steady-" + nonce
-	}
-	base, err := runtime.Load(o.Config, os.Getenv)
+	d, err := startDaemon(ctx, o, k, "steady", func(a *stageArgs) { a.noProgress = true })
 	if err != nil {
 		return nil, err
 	}
-	flush := o.FlushInterval
-	if flush <= 0 {
-		flush = base.Flush.Interval
-	}
+	table := d.table
 	events := int(rate * o.SteadyDuration.Seconds())
 	rep := &SteadyReport{Rate: rate, NATS: "embedded", DurationSeconds: o.SteadyDuration.Seconds(),
-		FlushIntervalSeconds: flush.Seconds(), Events: int64(events), Table: table}
+		FlushIntervalSeconds: d.flush.Seconds(), Events: int64(events), Table: table}
 	if o.NATSURL != "" {
 		rep.NATS = "external"
 	}
-	a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-steady-" + nonce,
-		table: table, natsDir: natsDirFor(o.Dir, "steady-"+nonce), natsURL: o.NATSURL, flush: o.FlushInterval,
-		s3: s3FlagsOf(o.S3), config: o.Config, noProgress: true}
-	assigned := make(chan struct{})
-	c, err := startChild(append(slices.Clone(o.Self), a.args()...), o.ChildEnv, filepath.Join(o.Dir, "steady-"+nonce+".log"),
-		func(time.Time) { close(assigned) })
-	if err != nil {
-		return nil, err
-	}
-	childCtx, stopChild := context.WithCancel(ctx)
-	defer stopChild()
-	fail := func(err error) (*SteadyReport, error) {
-		stopChild()
-		c.wait(childCtx)
-		return nil, err
-	}
-	select {
-	case <-assigned:
-	case <-c.readDone:
-		return fail(fmt.Errorf("daemon exited before partitions were assigned (log: %s)", c.stderr.Name()))
-	case <-time.After(time.Minute):
-		return fail(fmt.Errorf("no partitions assigned within a minute (log: %s)", c.stderr.Name()))
-	}
-	pid := c.cmd.Process.Pid
+	pid := d.pid()
 	fmt.Fprintf(o.Log, "bench: steady: %d events at %.0f/s for %s (NATS %s, flush interval %s) ...\n",
-		events, rate, o.SteadyDuration, rep.NATS, flush)
+		events, rate, o.SteadyDuration, rep.NATS, d.flush)
 	cpu0, t0 := procCPU(pid), time.Now()
-	if _, err := k.produce(ctx, topic, events, o.Devices, rate, 3); err != nil {
-		return fail(fmt.Errorf("produce: %w", err))
+	if _, err := k.produce(ctx, d.topic, events, o.Devices, rate, 3); err != nil {
+		return nil, d.abort(fmt.Errorf("produce: %w", err))
 	}
 	cpu1, t1 := procCPU(pid), time.Now()
 	rep.CPUPercent = round3(100 * (cpu1 - cpu0).Seconds() / t1.Sub(t0).Seconds())
-	rep.AvgRSSBytes, rep.PeakRSSBytes = c.rssBetween(t0, t1)
-
-	// Every row committed: about one flush interval after the last record.
-	deadline := time.Now().Add(2*flush + time.Minute)
-	var sum *tableSummary
-	for {
-		sum, err = summarize(ctx, table, o.S3)
-		if err == nil && sum.Rows >= int64(events) {
-			break
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("%d of %d rows committed by the deadline", sum.Rows, events)
-			}
-			return fail(err)
-		}
-		select {
-		case <-ctx.Done():
-			return fail(ctx.Err())
-		case <-c.readDone:
-			return fail(fmt.Errorf("daemon exited early (log: %s)", c.stderr.Name()))
-		case <-time.After(250 * time.Millisecond):
-		}
+	rep.AvgRSSBytes, rep.PeakRSSBytes = d.c.rssBetween(t0, t1)
+	sum, err := d.waitCommitted(ctx, o, int64(events))
+	if err != nil {
+		return nil, d.abort(err)
 	}
 	rep.RowsCommitted, rep.Commits, rep.Files = sum.Rows, sum.Commits, sum.Files
 	if rep.TableBytes, err = storedBytes(ctx, table, o.S3); err != nil {
-		return fail(err)
+		return nil, d.abort(err)
 	}
 	rep.TableBytesPerHour = round3(float64(rep.TableBytes) / t1.Sub(t0).Hours())
 
 	// Idle: nothing arrives; what does the process do?
 	cpu2, sw2, t2 := procCPU(pid), procSwitches(pid), time.Now()
-	select {
-	case <-ctx.Done():
-		return fail(ctx.Err())
-	case <-c.readDone:
-		return fail(fmt.Errorf("daemon exited while idle (log: %s)", c.stderr.Name()))
-	case <-time.After(o.SteadyIdle):
+	if err := d.sleep(ctx, o.SteadyIdle); err != nil {
+		return nil, d.abort(err)
 	}
 	cpu3, sw3, t3 := procCPU(pid), procSwitches(pid), time.Now()
 	idle := t3.Sub(t2).Seconds()
@@ -143,8 +83,7 @@ func steady(ctx context.Context, o Options, k *kafkaEnv, rate float64) (*SteadyR
 	rep.IdleCPUPercent = round3(100 * (cpu3 - cpu2).Seconds() / idle)
 	rep.IdleWakeupsPerSec = round3(float64(sw3-sw2) / idle)
 
-	stopChild() // SIGTERM: a graceful stop
-	if _, err := c.wait(childCtx); err != nil {
+	if _, err := d.stop(); err != nil {
 		return nil, err
 	}
 	return rep, nil
