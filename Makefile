@@ -14,7 +14,7 @@ GOFLAGS_RELEASE := -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/r
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
 
-.PHONY: help build cross docker test test-short reliability fuzz deps servers-start servers-stop vet bench bench-steady
+.PHONY: help build cross release docker test test-short reliability fuzz deps servers-start servers-stop vet bench bench-steady
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,6 +26,9 @@ cross: ## static release binaries bin/deltaflow-linux-arm64 (the Pi) and -amd64
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $(GOFLAGS_RELEASE) -o bin/deltaflow-linux-arm64 ./cmd/deltaflow
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build $(GOFLAGS_RELEASE) -o bin/deltaflow-linux-amd64 ./cmd/deltaflow
 	@ls -l bin/deltaflow-linux-*
+
+release: ## dist/: linux/arm64 and linux/amd64 tarballs, an SPDX SBOM each, SHA256SUMS (VERSION=, DIST=)
+	VERSION=$(VERSION) scripts/release.sh
 
 docker: ## multi-arch image with buildx (needs a Docker engine; not run in CI): IMAGE=, PLATFORMS=, PUSH=1
 	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) -t $(IMAGE) $(if $(PUSH),--push,) .

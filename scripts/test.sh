@@ -2,9 +2,10 @@
 # test.sh — the full test run (README's test command, `make test`, CI):
 # installs the pinned test servers and tools if missing (install-deps.sh),
 # starts MinIO, Kafka (KRaft) and nats-server (servers.sh), then runs go vet,
-# the static cross-builds for the Pi (linux/arm64) and linux/amd64,
-# govulncheck, and every test with -race. Tests that need a server fail rather
-# than skip here (DELTAFLOW_TEST_REQUIRE_SERVERS=1). Extra arguments go to
+# govulncheck, and every test with -race (TestRelease in internal/deploy
+# cross-builds the static release binaries for the Pi, linux/arm64, and for
+# linux/amd64). Tests that need a server fail rather than skip here
+# (DELTAFLOW_TEST_REQUIRE_SERVERS=1). Extra arguments go to
 # go test, e.g. scripts/test.sh -run S3 -v. Without them, every fuzz target
 # then runs briefly (scripts/fuzz.sh, FUZZTIME=10s; `make fuzz` runs long).
 set -euo pipefail
@@ -34,16 +35,6 @@ source "$STATE/env.sh"
 
 log "go vet ./..."
 go vet ./...
-
-# The Pi runs linux/arm64: the static binary must build there with no cgo
-# (the Docker image is FROM scratch-like distroless/static). Built with the
-# release flags so the log shows what the image will carry.
-for arch in arm64 amd64; do
-	out="$STATE/deltaflow-linux-$arch"
-	GOOS=linux GOARCH="$arch" CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$out" ./cmd/deltaflow
-	log "cross-build linux/$arch ok: $(du -k "$out" | cut -f1) KiB ($(stat -c %s "$out") bytes, -s -w)"
-	rm -f "$out"
-done
 
 # govulncheck against the local copy of the Go vulnerability database
 # (install-deps.sh): any known vulnerability reachable from deltaflow's code
