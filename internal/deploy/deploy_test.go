@@ -607,8 +607,10 @@ func TestImageBinary(t *testing.T) {
 	}
 }
 
-// The image builds with the toolchain CI tests with (scripts/lib.sh's
-// GO_TOOLCHAIN, chosen for its security fixes), not an older one.
+// The images build with the toolchain CI tests with (scripts/lib.sh's
+// GO_TOOLCHAIN, chosen for its security fixes), not an older one, and the
+// MinIO built from source (deploy/minio) is the one the tests run against
+// (scripts/lib.sh's MINIO_MODULE).
 func TestImageToolchain(t *testing.T) {
 	root := scenario.RepoRoot(t)
 	lib, err := os.ReadFile(filepath.Join(root, "scripts", "lib.sh"))
@@ -619,12 +621,24 @@ func TestImageToolchain(t *testing.T) {
 	if m == nil {
 		t.Fatal(`scripts/lib.sh has no GO_TOOLCHAIN="goX.Y.Z" line`)
 	}
-	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
+	minio := regexp.MustCompile(`(?m)^MINIO_MODULE="([^"]+)"$`).FindSubmatch(lib)
+	if minio == nil {
+		t.Fatal(`scripts/lib.sh has no MINIO_MODULE="github.com/minio/minio@..." line`)
 	}
-	if want := "ARG GO_VERSION=" + string(m[1]) + "\n"; !strings.Contains(string(df), want) {
-		t.Errorf("Dockerfile lacks %q (scripts/lib.sh builds with go%s)", strings.TrimSpace(want), m[1])
+	wants := map[string][]string{
+		"Dockerfile":              {"ARG GO_VERSION=" + string(m[1]) + "\n"},
+		"deploy/minio/Dockerfile": {"ARG GO_VERSION=" + string(m[1]) + "\n", "ARG MINIO_MODULE=" + string(minio[1]) + "\n"},
+	}
+	for file, lines := range wants {
+		df, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range lines {
+			if !strings.Contains(string(df), want) {
+				t.Errorf("%s lacks %q (scripts/lib.sh builds with go%s and tests %s)", file, strings.TrimSpace(want), m[1], minio[1])
+			}
+		}
 	}
 }
 
