@@ -250,8 +250,9 @@ var envOverrides = []struct {
 }
 
 // Load reads the YAML file at path (empty: no file, defaults only), applies
-// the environment overrides read through getenv, fills the derived defaults
-// and validates the result.
+// the environment overrides read through getenv, fills the derived defaults,
+// expands the {hostname} placeholder of kafka.instance_id and validates the
+// result.
 //
 // Defaults are in place before the file is decoded, so a key the file omits
 // keeps its default while a key set to zero stays zero and is reported by
@@ -277,6 +278,9 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		}
 	}
 	cfg.deriveDefaults()
+	if err := cfg.expandInstanceID(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

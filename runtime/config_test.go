@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -61,6 +62,8 @@ func TestBadConfigs(t *testing.T) {
 		{"start_offsets.bad.yaml", "kafka.start_offsets: partition 1: offset -5"},
 		{"start_both.bad.yaml", "kafka.start_timestamp: set together with start_offsets"},
 		{"start_timestamp.bad.yaml", `kafka.start_timestamp: "yesterday": want RFC 3339`},
+		{"instance_id_placeholder.bad.yaml", `kafka.instance_id: unknown placeholder in "deltaflow-{host}" (the one placeholder is {hostname})`},
+		{"instance_id_chars.bad.yaml", `kafka.instance_id: "deltaflow pi 1" has ' '`},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -211,6 +214,46 @@ func TestByteSize(t *testing.T) {
 	}
 	if s := ByteSize(48 << 20).String(); s != "48MiB" {
 		t.Errorf("String = %s", s)
+	}
+}
+
+// kafka.instance_id's {hostname} takes the host's name, so replicas sharing
+// one file get distinct static member ids; a name Kafka would refuse, or no
+// name, stops the start naming the key, and a literal id is kept as is.
+func TestInstanceIDHostname(t *testing.T) {
+	defer func(h func() (string, error)) { hostname = h }(hostname)
+	load := func(name string, err error) (*Config, error) {
+		hostname = func() (string, error) { return name, err }
+		return Load("testdata/instance_id_hostname.good.yaml", noEnv)
+	}
+	for _, h := range []string{"3f2a9c1d7b4e", "deltaflow-2", "pi.local"} {
+		cfg, err := load(h, nil)
+		if err != nil || cfg.Kafka.InstanceID != "deltaflow-"+h {
+			t.Errorf("hostname %q: instance_id %v, %v; want deltaflow-%s", h, cfg, err, h)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"", errors.New("uname failed"), "kafka.instance_id: {hostname}: uname failed"},
+		{"", nil, "kafka.instance_id: {hostname}: the host has no name"},
+		{"pi 4", nil, `kafka.instance_id: "deltaflow-pi 4" has ' '`},
+		{strings.Repeat("h", 240), nil, "is longer than 249 characters"},
+	} {
+		if _, err := load(c.name, c.err); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("hostname %q, %v: error %v, want %q", c.name, c.err, err, c.want)
+		}
+	}
+	hostname = func() (string, error) { t.Error("hostname asked for a literal instance_id"); return "", nil }
+	cfg, err := Load("", envMap(nil))
+	if err != nil || cfg.Kafka.InstanceID != "" {
+		t.Errorf("no instance_id: %q, %v", cfg.Kafka.InstanceID, err)
+	}
+	cfg, err = Load("../configs/seed.yaml", noEnv)
+	if err != nil || cfg.Kafka.InstanceID != "deltaflow-pi-1" {
+		t.Errorf("literal instance_id: %v, %v", cfg, err)
 	}
 }
 

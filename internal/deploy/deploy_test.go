@@ -8,7 +8,9 @@ package deploy_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/deltaflow/deltaflow/internal/scenario"
 	dfruntime "github.com/deltaflow/deltaflow/runtime"
@@ -321,6 +324,116 @@ func TestComposeDefaultProfile(t *testing.T) {
 	}
 }
 
+// `docker compose up -d --scale deltaflow=3` works, with the monitoring
+// profile too: deltaflow has no container_name and no fixed host port (each
+// replica gets a free loopback port), every process's static member id
+// comes from its hostname instead of a literal shared by all, and
+// Prometheus discovers every replica by the service's DNS name instead of
+// scraping one fixed target.
+func TestComposeScaleOut(t *testing.T) {
+	p, env := loadCompose(t, []string{"monitoring"})
+	d := p.Services["deltaflow"]
+	if d.ContainerName != "" {
+		t.Errorf("deltaflow: container_name %q; replicas cannot share one name", d.ContainerName)
+	}
+	if d.Scale != nil && *d.Scale != 1 {
+		t.Errorf("deltaflow: scale %d; one process unless --scale asks for more", *d.Scale)
+	}
+	root := scenario.RepoRoot(t)
+	cfg, err := dfruntime.Load(filepath.Join(root, "configs", "deltaflow.yaml"), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, httpPort, err := net.SplitHostPort(cfg.HTTP.Listen)
+	if err != nil {
+		t.Fatalf("http.listen %q: %v", cfg.HTTP.Listen, err)
+	}
+	if len(d.Ports) == 0 {
+		t.Error("deltaflow: :8080 not published; /healthz and /metrics unreachable from the Pi")
+	}
+	for _, port := range d.Ports {
+		if port.Published != "" {
+			t.Errorf("deltaflow publishes host port %s: a second replica cannot bind it", port.Published)
+		}
+		if port.HostIP != "127.0.0.1" {
+			t.Errorf("deltaflow publishes on %q, want loopback by default", port.HostIP)
+		}
+		if fmt.Sprint(port.Target) != httpPort {
+			t.Errorf("deltaflow publishes container port %d; http.listen is %s", port.Target, cfg.HTTP.Listen)
+		}
+	}
+
+	// kafka.instance_id: a placeholder for the hostname, not one literal
+	// that would make the replicas fence each other out of the group.
+	var raw struct {
+		Kafka struct {
+			InstanceID string `yaml:"instance_id"`
+		} `yaml:"kafka"`
+	}
+	data, err := os.ReadFile(filepath.Join(root, "configs", "deltaflow.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(raw.Kafka.InstanceID, dfruntime.HostnamePlaceholder) {
+		t.Errorf("configs/deltaflow.yaml: kafka.instance_id %q is one fixed id for every replica; want it to contain %s",
+			raw.Kafka.InstanceID, dfruntime.HostnamePlaceholder)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.ReplaceAll(raw.Kafka.InstanceID, dfruntime.HostnamePlaceholder, host); cfg.Kafka.InstanceID != want {
+		t.Errorf("loaded kafka.instance_id %q, want %q", cfg.Kafka.InstanceID, want)
+	}
+
+	// Prometheus resolves the service name to every replica's address.
+	var prom struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+			DNSSDConfigs []struct {
+				Names []string `yaml:"names"`
+				Type  string   `yaml:"type"`
+				Port  int      `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	data, err = os.ReadFile(filepath.Join(root, "deploy", "prometheus", "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &prom); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sc := range prom.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			for _, target := range st.Targets {
+				if strings.HasPrefix(target, "deltaflow:") {
+					t.Errorf("job %s scrapes the fixed target %s: one replica of many", sc.JobName, target)
+				}
+			}
+		}
+		for _, dns := range sc.DNSSDConfigs {
+			if slices.Contains(dns.Names, "deltaflow") && dns.Type == "A" && fmt.Sprint(dns.Port) == httpPort {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("deploy/prometheus/prometheus.yml: no dns_sd_configs {names: [deltaflow], type: A, port: %s}: "+
+			"Prometheus would not find every replica", httpPort)
+	}
+	if pn, dn := slices.Sorted(maps.Keys(p.Services["prometheus"].Networks)), slices.Sorted(maps.Keys(d.Networks)); !slices.Equal(pn, dn) {
+		t.Errorf("prometheus on networks %v, deltaflow on %v: the service name does not resolve", pn, dn)
+	}
+}
+
 func hasVolume(t *testing.T, p *types.Project, service, target string) {
 	t.Helper()
 	for _, v := range p.Services[service].Volumes {
@@ -494,8 +607,10 @@ func TestImageBinary(t *testing.T) {
 	}
 }
 
-// The image builds with the toolchain CI tests with (scripts/lib.sh's
-// GO_TOOLCHAIN, chosen for its security fixes), not an older one.
+// The images build with the toolchain CI tests with (scripts/lib.sh's
+// GO_TOOLCHAIN, chosen for its security fixes), not an older one, and the
+// MinIO built from source (deploy/minio) is the one the tests run against
+// (scripts/lib.sh's MINIO_MODULE).
 func TestImageToolchain(t *testing.T) {
 	root := scenario.RepoRoot(t)
 	lib, err := os.ReadFile(filepath.Join(root, "scripts", "lib.sh"))
@@ -506,12 +621,24 @@ func TestImageToolchain(t *testing.T) {
 	if m == nil {
 		t.Fatal(`scripts/lib.sh has no GO_TOOLCHAIN="goX.Y.Z" line`)
 	}
-	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
+	minio := regexp.MustCompile(`(?m)^MINIO_MODULE="([^"]+)"$`).FindSubmatch(lib)
+	if minio == nil {
+		t.Fatal(`scripts/lib.sh has no MINIO_MODULE="github.com/minio/minio@..." line`)
 	}
-	if want := "ARG GO_VERSION=" + string(m[1]) + "\n"; !strings.Contains(string(df), want) {
-		t.Errorf("Dockerfile lacks %q (scripts/lib.sh builds with go%s)", strings.TrimSpace(want), m[1])
+	wants := map[string][]string{
+		"Dockerfile":              {"ARG GO_VERSION=" + string(m[1]) + "\n"},
+		"deploy/minio/Dockerfile": {"ARG GO_VERSION=" + string(m[1]) + "\n", "ARG MINIO_MODULE=" + string(minio[1]) + "\n"},
+	}
+	for file, lines := range wants {
+		df, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range lines {
+			if !strings.Contains(string(df), want) {
+				t.Errorf("%s lacks %q (scripts/lib.sh builds with go%s and tests %s)", file, strings.TrimSpace(want), m[1], minio[1])
+			}
+		}
 	}
 }
 
