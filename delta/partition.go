@@ -83,5 +83,14 @@ func PartitionDir(columns []string, values map[string]*string) string {
 
 // EncodePath turns a relative storage key into the add.path URI Spark writes:
 // controls, space and "#%<>?[\]^`{|} are percent-encoded, so the directory
-// "p=a%3Ab" becomes "p=a%253Ab".
-func EncodePath(key string) string { return escapeBytes(key, &uriEscape) }
+// "p=a%3Ab" becomes "p=a%253Ab". A colon that would make the first segment
+// read as a URI scheme ("a+:b") is encoded too (RFC 3986 §4.2); partition
+// directories never have one, their '=' comes first.
+func EncodePath(key string) string {
+	enc := escapeBytes(key, &uriEscape)
+	if _, _, scheme := splitScheme(enc); scheme {
+		i := strings.IndexByte(enc, ':')
+		enc = enc[:i] + "%3A" + enc[i+1:]
+	}
+	return enc
+}

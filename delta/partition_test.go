@@ -11,6 +11,28 @@ import (
 // (testdata/golden/README.md says where each comes from).
 const goldenDir = "testdata/golden"
 
+// TestEncodePathSchemeColon: a key whose first segment would read as a URI
+// scheme has that colon encoded, so the path stays relative; colons
+// elsewhere stay raw, as Spark writes them.
+func TestEncodePathSchemeColon(t *testing.T) {
+	for key, want := range map[string]string{
+		"a+:b/x.parquet":      "a+%3Ab/x.parquet",
+		"C:/x.parquet":        "C%3A/x.parquet",
+		"p=a:b/x.parquet":     "p=a:b/x.parquet",
+		"part-0:1.parquet":    "part-0%3A1.parquet",
+		"dir/a:b.parquet":     "dir/a:b.parquet",
+		"1a:b/x.parquet":      "1a:b/x.parquet", // a scheme starts with a letter
+		"p=x/part-00.parquet": "p=x/part-00.parquet",
+	} {
+		if got := EncodePath(key); got != want {
+			t.Errorf("EncodePath(%q) = %q, want %q", key, got, want)
+		}
+		if back, err := DecodePath(EncodePath(key)); err != nil || back != key {
+			t.Errorf("DecodePath(EncodePath(%q)) = %q, %v", key, back, err)
+		}
+	}
+}
+
 func TestPartitionPathVectors(t *testing.T) {
 	for _, tc := range []struct {
 		value   *string
