@@ -188,8 +188,13 @@ func TestDLQEventsAfterUnacknowledgedPublish(t *testing.T) {
 
 	ns = runServer(t, opts)
 	waitFor(t, "reconnect", b.Healthy)
-	sub, err := connect(t, ns.ClientURL()).SubscribeSync(EventSubject(testTable, KindDLQ))
+	nc := connect(t, ns.ClientURL())
+	sub, err := nc.SubscribeSync(EventSubject(testTable, KindDLQ))
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The server must know the subscription before the events go out.
+	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.PublishDLQ(t.Context(), letters); err != nil {
