@@ -27,7 +27,7 @@ ARG VERSION=0.0.0-dev
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow
+    go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/deltaflow /usr/bin/deltaflow

@@ -9,7 +9,7 @@ export GOTOOLCHAIN := $(shell sed -n 's/^GO_TOOLCHAIN="\(.*\)"/\1/p' scripts/lib
 # deltaflow_build_info): the git tag, else the commit.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
 # Release build flags: static, no build paths, no symbol tables, the version.
-GOFLAGS_RELEASE := -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=$(VERSION)"
+GOFLAGS_RELEASE := -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=$(VERSION)"
 # `make docker PLATFORMS=linux/arm64` for the Pi alone.
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
@@ -40,7 +40,7 @@ test-short: ## go test -short without servers (server tests skip)
 	go test -short -race -count=1 ./...
 
 reliability: ## the long scenario suite on real servers: 1M-record SIGKILL loop, repeated MinIO/NATS/Kafka outages, scale-out (~20 min)
-	DELTAFLOW_SCENARIO_LONG=1 DELTAFLOW_TEST_PKGS=./internal/reliability DELTAFLOW_TEST_TIMEOUT=60m scripts/test.sh -v
+	DELTAFLOW_SCENARIO_LONG=1 DELTAFLOW_TEST_PKGS=./internal/tests/reliability DELTAFLOW_TEST_TIMEOUT=60m scripts/test.sh -v
 
 # `make fuzz FUZZTIME=30m` for longer; a failing input lands in testdata/fuzz.
 FUZZTIME ?= 5m

@@ -146,7 +146,7 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 		done = append(done, b.files[0])
 		b.files = b.files[1:]
 	}
-	reply := &messages.Flushed{Gen: b.gen, Epoch: m.Epoch, Key: b.id}
+	reply := &messages.Flushed{Gen: b.gen, Epoch: m.Epoch, Buffer: b.id}
 	if len(done) == 0 {
 		reply.Idle = true
 		c.Send(b.cfg.committer, reply)

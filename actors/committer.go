@@ -23,8 +23,8 @@ type committerConfig struct {
 	topic         string
 	table         *delta.Table
 	flushInterval time.Duration
-	roundTimeout  time.Duration // a round not committed by then is aborted
-	idleRounds    int           // idle rounds after which a buffer is stopped
+	epochTimeout  time.Duration // an epoch not committed by then is aborted
+	idleEpochs    int           // idle epochs after which a buffer is stopped
 	backoff       Backoff       // pipeline rebuilds after failures
 	maxRetry      time.Duration // storage/DLQ retries before giving up on an epoch
 	pipeline      *pipelineConfig
@@ -48,7 +48,7 @@ type committerConfig struct {
 type (
 	tick         struct{}
 	rebuild      struct{ gen uint64 }
-	roundExpired struct {
+	epochExpired struct {
 		gen   uint64
 		epoch uint64
 	}
@@ -75,11 +75,11 @@ type committer struct {
 	// zombie), the epoch re-read records that writer committed.
 	base    map[int32]int64
 	epoch   uint64 // the epoch readers are filling
-	cur     *round
-	waiters []chan error // FlushNow replies for the current round
-	queued  []chan error // FlushNow replies for the next round
-	// again is the reason of a FlushNow that came during a round: the
-	// next round starts as soon as this one ends. (A full memory budget
+	cur     *epochState
+	waiters []chan error // CommitNow replies for the current epoch
+	queued  []chan error // CommitNow replies for the next epoch
+	// again is the reason of a CommitNow that came during an epoch: the
+	// next epoch starts as soon as this one ends. (A full memory budget
 	// asks once; dropped, reading would stall until the flush timer.)
 	again    string
 	idle     map[string]int
@@ -105,9 +105,9 @@ func (c *committer) Receive(ctx actor.Context) {
 		c.stopTimers()
 	case *tick:
 		if c.cur == nil && c.pipeline != nil {
-			c.startRound(ctx, "timer")
+			c.sealEpoch(ctx, "timer")
 		}
-	case *messages.FlushNow:
+	case *messages.CommitNow:
 		c.handleFlushNow(ctx, m)
 	case *messages.Assign:
 		c.handleAssign(ctx, m)
@@ -121,19 +121,19 @@ func (c *committer) Receive(ctx actor.Context) {
 		close(m.Reply)
 	case *messages.Sealed:
 		if m.Gen == c.gen && c.cur != nil && c.cur.onSealed(m) && len(c.cur.waitFlush) == 0 {
-			c.flushRound(ctx)
+			c.flushEpoch(ctx)
 		}
 	case *messages.Flushed:
 		if m.Gen == c.gen && c.cur != nil && c.cur.allSealed() && c.cur.onFlushed(m) {
-			c.commitRound(ctx)
+			c.commitEpoch(ctx)
 		}
 	case *messages.PipelineFailed:
 		if m.Gen == c.gen {
 			c.abort(ctx, fmt.Sprintf("%s failed: %s", m.Actor, m.Reason), true)
 		}
-	case *roundExpired:
+	case *epochExpired:
 		if m.gen == c.gen && c.cur != nil && c.cur.epoch == m.epoch {
-			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.roundTimeout), true)
+			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.epochTimeout), true)
 		}
 	case *committedOffsets:
 		ctx.Respond(CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
@@ -226,7 +226,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
-		c.startRound(ctx, "request")
+		c.sealEpoch(ctx, "request")
 	}
 }
 
@@ -240,7 +240,7 @@ func (c *committer) spawnReaders(ctx actor.Context, partitions []int32) {
 func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	// The partitions' previous owner committed them up to its revocation,
 	// after our snapshot was read: start where the log says now, not
-	// where it said then (commitRound drops the epoch if we do not).
+	// where it said then (commitEpoch drops the epoch if we do not).
 	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
 		c.cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
 	}
@@ -260,7 +260,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	m.Reply <- offsets
 }
 
-func (c *committer) handleFlushNow(ctx actor.Context, m *messages.FlushNow) {
+func (c *committer) handleFlushNow(ctx actor.Context, m *messages.CommitNow) {
 	if m.Reply != nil {
 		c.queued = append(c.queued, m.Reply)
 	}
@@ -269,28 +269,28 @@ func (c *committer) handleFlushNow(ctx actor.Context, m *messages.FlushNow) {
 		return
 	}
 	if c.pipeline != nil {
-		c.startRound(ctx, m.Reason)
+		c.sealEpoch(ctx, m.Reason)
 	}
 }
 
-// startRound seals epoch c.epoch: readers tag later rows with the next one.
-func (c *committer) startRound(ctx actor.Context, reason string) {
+// sealEpoch seals epoch c.epoch: readers tag later rows with the next one.
+func (c *committer) sealEpoch(ctx actor.Context, reason string) {
 	partitions, pids := c.cfg.pipeline.reg.readerList()
 	c.waiters, c.queued = append(c.waiters, c.queued...), nil
 	c.again = ""
 	if len(partitions) == 0 {
-		c.finishRound(ctx, nil)
+		c.finishEpoch(ctx, nil)
 		return
 	}
 	e := c.epoch
 	c.epoch++
-	c.cur = newRound(e, c.cfg.topic, partitions, time.Now())
+	c.cur = newEpochState(e, c.cfg.topic, partitions, time.Now())
 	c.cfg.budget.EpochStarted()
-	// Buffers idle for long stop with this round: forgotten by the registry
+	// Buffers idle for long stop with this epoch: forgotten by the registry
 	// now and by the readers at Seal, flushed once more, then stopped.
 	var retire []string
 	for key, pid := range c.cfg.pipeline.reg.bufferList() {
-		if c.idle[pid.Id] >= c.cfg.idleRounds {
+		if c.idle[pid.Id] >= c.cfg.idleEpochs {
 			c.cfg.pipeline.reg.removeBuffer(key, pid)
 			c.retiring = append(c.retiring, pid)
 			retire = append(retire, key)
@@ -302,11 +302,11 @@ func (c *committer) startRound(ctx actor.Context, reason string) {
 	}
 	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(pids), "buffers", len(c.cfg.pipeline.reg.bufferList()))
 	gen, self := c.gen, ctx.Self()
-	time.AfterFunc(c.cfg.roundTimeout, func() { ctx.ActorSystem().Root.Send(self, &roundExpired{gen: gen, epoch: e}) })
+	time.AfterFunc(c.cfg.epochTimeout, func() { ctx.ActorSystem().Root.Send(self, &epochExpired{gen: gen, epoch: e}) })
 }
 
-// flushRound asks every live (and retiring) buffer to flush the epoch.
-func (c *committer) flushRound(ctx actor.Context) {
+// flushEpoch asks every live (and retiring) buffer to flush the epoch.
+func (c *committer) flushEpoch(ctx actor.Context) {
 	buffers := c.cfg.pipeline.reg.bufferList()
 	targets := append(slices.Collect(maps.Values(buffers)), c.retiring...)
 	ids := make([]string, len(targets))
@@ -315,7 +315,7 @@ func (c *committer) flushRound(ctx actor.Context) {
 	}
 	c.cur.expectFlushes(ids)
 	if len(targets) == 0 {
-		c.commitRound(ctx)
+		c.commitEpoch(ctx)
 		return
 	}
 	for _, pid := range targets {
@@ -323,8 +323,8 @@ func (c *committer) flushRound(ctx actor.Context) {
 	}
 }
 
-// commitRound makes the epoch durable: DLQ acknowledged, then one commit.
-func (c *committer) commitRound(ctx actor.Context) {
+// commitEpoch makes the epoch durable: DLQ acknowledged, then one commit.
+func (c *committer) commitEpoch(ctx actor.Context) {
 	r := c.cur
 	if r.err != nil {
 		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, r.err), true)
@@ -368,7 +368,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 	}
 	refresh := c.staleTxns(r)
 	if r.empty() && len(refresh) == 0 {
-		c.finishRound(ctx, nil)
+		c.finishEpoch(ctx, nil)
 		return
 	}
 	actions, rows, bytes := r.commitActions(c.cfg.app, time.Now())
@@ -420,7 +420,7 @@ func (c *committer) commitRound(ctx actor.Context) {
 		c.abort(ctx, err.Error(), true)
 		return
 	}
-	c.finishRound(ctx, nil)
+	c.finishEpoch(ctx, nil)
 }
 
 // checkpoint writes the checkpoint of version when one is due. A failure
@@ -453,7 +453,7 @@ func (c *committer) checkpoint(ctx actor.Context, version int64) error {
 // in the snapshot is no longer the one we began reading from. Commit checks
 // the versions after the snapshot; this covers those the snapshot absorbed
 // (our earlier commits replaying other writers', a re-read on assignment).
-func (c *committer) movedPartitions(r *round) []int32 {
+func (c *committer) movedPartitions(r *epochState) []int32 {
 	offsets := r.offsets()
 	now := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, slices.Sorted(maps.Keys(offsets)))
 	var moved []int32
@@ -473,7 +473,7 @@ func (c *committer) movedPartitions(r *round) []int32 {
 // expiring: forgotten, the partition would be read again from its start
 // offset and its records committed twice. A partition whose txn another
 // writer moved since we began reading it is not ours to refresh.
-func (c *committer) staleTxns(r *round) []delta.Txn {
+func (c *committer) staleTxns(r *epochState) []delta.Txn {
 	advanced := r.offsets()
 	owned := c.partitions()
 	table := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, owned)
@@ -488,7 +488,7 @@ func (c *committer) staleTxns(r *round) []delta.Txn {
 
 // afterCommit does what follows a commit: KV mirror, Kafka group offsets,
 // events and metrics. None of it affects correctness.
-func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.Duration) {
+func (c *committer) afterCommit(r *epochState, version, rows, bytes int64, took time.Duration) {
 	m := c.cfg.metrics
 	m.Commits.Inc()
 	m.Rows.Add(float64(rows))
@@ -524,11 +524,11 @@ func (c *committer) afterCommit(r *round, version, rows, bytes int64, took time.
 		"records", r.records(), "dlq", len(r.deadLetters()), "took", took.Round(time.Millisecond))
 }
 
-// finishRound ends the current round and answers its FlushNow waiters;
-// requests that arrived meanwhile start the next round at once (their rows
-// were read after this round was sealed).
-func (c *committer) finishRound(ctx actor.Context, err error) {
-	c.cfg.progress.roundDone()
+// finishEpoch ends the current epoch and answers its CommitNow waiters;
+// requests that arrived meanwhile start the next epoch at once (their rows
+// were read after this epoch was sealed).
+func (c *committer) finishEpoch(ctx actor.Context, err error) {
+	c.cfg.progress.epochDone()
 	if c.cur != nil {
 		c.cfg.budget.EpochDone()
 		c.cur = nil
@@ -542,7 +542,7 @@ func (c *committer) finishRound(ctx actor.Context, err error) {
 		if reason == "" {
 			reason = "request"
 		}
-		c.startRound(ctx, reason)
+		c.sealEpoch(ctx, reason)
 	}
 }
 

@@ -8,7 +8,7 @@
 //
 // A fetch loop (not an actor) polls Kafka and hands each partition's records
 // to its reader. Start with Engine; the epoch protocol is in the messages
-// package doc. Actors only dispatch: epoch bookkeeping (round), the memory
+// package doc. Actors only dispatch: epoch bookkeeping (epochState), the memory
 // budget (Budget) and routing live in plain types.
 //
 // Exactly once: an epoch's rows become visible in one Delta commit that also

@@ -233,7 +233,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
-		roundTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleRounds: 3,
+		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
 		backoff: e.cfg.Backoff, maxRetry: e.cfg.MaxRetry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: offsets, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, progress: e.progress,
@@ -296,7 +296,7 @@ func (e *Engine) startMaintenance() error {
 func (e *Engine) watchBudget(ctx context.Context) {
 	e.budget.Observe(func(b int64) { e.deps.Metrics.BufferedBytes.Set(float64(b)) })
 	for e.budget.WaitAbove(ctx, e.cfg.FlushMaxBytes) {
-		e.system.Root.Send(e.committer, &messages.FlushNow{Reason: "max_bytes"})
+		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "max_bytes"})
 		select {
 		case <-ctx.Done():
 			return
@@ -313,7 +313,7 @@ const budgetRecheck = 100 * time.Millisecond
 // Flush commits everything read so far and waits for it.
 func (e *Engine) Flush(ctx context.Context) error {
 	reply := make(chan error, 1)
-	e.system.Root.Send(e.committer, &messages.FlushNow{Reason: "request", Reply: reply})
+	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "request", Reply: reply})
 	select {
 	case err := <-reply:
 		return err
@@ -367,7 +367,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.stopping.Store(true)
 	e.cons.Close()
 	if e.maintenance != nil {
-		// A round in progress is cancelled; its orphans are VACUUM's.
+		// A maintenance run in progress is cancelled; its orphans are VACUUM's.
 		_ = e.system.Root.PoisonFuture(e.maintenance).Wait()
 		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorStopped})
 	}

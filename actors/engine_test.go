@@ -28,7 +28,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 

@@ -173,7 +173,7 @@ func (f *fetcher) run(ctx context.Context) error {
 				reason := "control"
 				if !f.userPaused.Load() {
 					reason = "memory budget"
-					f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
+					f.system.Root.Send(f.committer, &messages.CommitNow{Reason: "memory budget"})
 				}
 				f.logger.Debug("kafka fetching paused", "reason", reason, "partitions", owned)
 			}
@@ -199,7 +199,7 @@ func (f *fetcher) run(ctx context.Context) error {
 			// last seal may fill the budget on their own, and only another
 			// epoch frees them (the committer runs it after the current
 			// one when it is busy).
-			f.system.Root.Send(f.committer, &messages.FlushNow{Reason: "memory budget"})
+			f.system.Root.Send(f.committer, &messages.CommitNow{Reason: "memory budget"})
 			wait = pausedPollWait
 		}
 		// A reset (a rebuilt pipeline), Pause or Resume interrupts the

@@ -25,18 +25,18 @@ type Maintenance struct {
 	// OptimizeMinFiles leaves a partition still being written alone until
 	// it holds at least this many files under OptimizeOpenTargetSize; 0 or
 	// 1 means 2. A closed partition (nothing added since the previous
-	// round) is compacted whenever it has two small files.
+	// run) is compacted whenever it has two small files.
 	OptimizeMinFiles int
 	// OptimizeOpenTargetSize is the size files of a partition still being
 	// written are compacted to (files at or above it are left alone, so a
-	// round rewrites at most this much of a growing partition); 0 means
+	// run rewrites at most this much of a growing partition); 0 means
 	// DefaultOpenTargetSize.
 	OptimizeOpenTargetSize int64
 	// VacuumEvery runs VACUUM (then log cleanup) this often; 0 never.
 	VacuumEvery time.Duration
 	// VacuumRetain keeps removed files this long; 0 means the table's
 	// delta.deletedFileRetentionDuration. A retention shorter than the
-	// table's is refused (logged each round): the daemon never forces it.
+	// table's is refused (logged each run): the daemon never forces it.
 	VacuumRetain time.Duration
 	// LogCleanupAfterCheckpoint deletes the log files older than the
 	// table's delta.logRetentionDuration after a checkpoint, as Spark does
@@ -64,7 +64,7 @@ func (m Maintenance) openTarget() int64 {
 	return m.OptimizeOpenTargetSize
 }
 
-// maintainer runs one OPTIMIZE or VACUUM round on its own fresh snapshot,
+// maintainer does one OPTIMIZE or VACUUM run on its own fresh snapshot,
 // independent of the committer's: delta's commit protocol reconciles the
 // compaction with concurrent appends.
 type maintainer struct {
@@ -79,7 +79,7 @@ type maintainer struct {
 	// cleanup that succeeded; the next one waits for a later cutoff.
 	cleanedUpTo time.Time
 	// newest is, per partition directory, the newest file's modification
-	// time at the last OPTIMIZE round: a partition whose newest file is
+	// time at the last OPTIMIZE run: a partition whose newest file is
 	// unchanged since is closed.
 	newest map[string]int64
 }
@@ -98,16 +98,16 @@ const (
 	taskLogCleanup = "log_cleanup"
 )
 
-// Results of a maintenance round, the result label of
+// Results of a maintenance run, the result label of
 // deltaflow_maintenance_runs_total.
 const (
 	resultDone     = "done"     // committed or deleted something
 	resultNoop     = "noop"     // nothing to do
-	resultConflict = "conflict" // lost to a concurrent commit; the next round plans again
+	resultConflict = "conflict" // lost to a concurrent commit; the next run plans again
 	resultError    = "error"
 )
 
-// observe counts one round of task and its duration.
+// observe counts one run of task and its duration.
 func (m *maintainer) observe(task, result string, start time.Time) {
 	if m.metrics == nil {
 		return
@@ -125,14 +125,14 @@ type compaction struct {
 }
 
 // plan splits the partitions worth compacting into two passes. A closed
-// partition (no file added since the previous round) with two small files
+// partition (no file added since the previous run) with two small files
 // or more is compacted to the target size. An open one (still being
-// written, or unknown on the first round) is compacted only once it holds
+// written, or unknown on the first run) is compacted only once it holds
 // OptimizeMinFiles files under OptimizeOpenTargetSize, and only those: the
 // growing compacted file of the current partition is not rewritten every
-// round, which at the seed's load would write the day's data again each
+// run, which at the seed's load would write the day's data again each
 // hour (555 MiB a day instead of 40 on an SD card). plan remembers each
-// partition's newest file for the next round.
+// partition's newest file for the next run.
 func (m *maintainer) plan(snap *delta.Snapshot) []compaction {
 	target := m.cfg.OptimizeTargetSize
 	if target <= 0 {
@@ -187,8 +187,8 @@ func (m *maintainer) plan(snap *delta.Snapshot) []compaction {
 	return out
 }
 
-// optimize runs one round (see plan). A ConflictDelete (another compaction
-// removed a file first) is not a failure: the next round plans again.
+// optimize does one run (see plan). A ConflictDelete (another compaction
+// removed a file first) is not a failure: the next run plans again.
 func (m *maintainer) optimize(ctx context.Context) {
 	start := time.Now()
 	result := resultNoop
@@ -196,7 +196,7 @@ func (m *maintainer) optimize(ctx context.Context) {
 	snap, err := m.table.Snapshot(ctx)
 	if err != nil {
 		result = resultError
-		m.logger.Warn("optimize: cannot read the table; trying next round", "err", err)
+		m.logger.Warn("optimize: cannot read the table; trying next run", "err", err)
 		return
 	}
 	passes := m.plan(snap)
@@ -208,7 +208,7 @@ func (m *maintainer) optimize(ctx context.Context) {
 		if i > 0 {
 			if err := m.table.Update(ctx, snap); err != nil {
 				result = resultError
-				m.logger.Warn("optimize: cannot re-read the table; trying next round", "err", err)
+				m.logger.Warn("optimize: cannot re-read the table; trying next run", "err", err)
 				return
 			}
 		}
@@ -220,11 +220,11 @@ func (m *maintainer) optimize(ctx context.Context) {
 		switch {
 		case delta.IsConflict(err, delta.ConflictDelete):
 			result = resultConflict
-			m.logger.Info("optimize: a concurrent commit removed a file being compacted; trying next round", "err", err)
+			m.logger.Info("optimize: a concurrent commit removed a file being compacted; trying next run", "err", err)
 			return
 		case err != nil:
 			result = resultError
-			m.logger.Warn("optimize failed; trying next round", "err", err)
+			m.logger.Warn("optimize failed; trying next run", "err", err)
 			return
 		case res.Version < 0:
 			continue
@@ -239,19 +239,19 @@ func (m *maintainer) optimize(ctx context.Context) {
 	}
 }
 
-// vacuum runs one VACUUM round, then deletes expired log files.
+// vacuum does one VACUUM run, then deletes expired log files.
 func (m *maintainer) vacuum(ctx context.Context) {
 	start := time.Now()
 	result := resultError
 	defer func() { m.observe(taskVacuum, result, start) }()
 	snap, err := m.table.Snapshot(ctx)
 	if err != nil {
-		m.logger.Warn("vacuum: cannot read the table; trying next round", "err", err)
+		m.logger.Warn("vacuum: cannot read the table; trying next run", "err", err)
 		return
 	}
 	res, err := m.table.Vacuum(ctx, snap, delta.VacuumOptions{Retention: m.cfg.VacuumRetain})
 	if err != nil {
-		m.logger.Warn("vacuum failed; trying next round", "retain", m.cfg.VacuumRetain, "err", err)
+		m.logger.Warn("vacuum failed; trying next run", "retain", m.cfg.VacuumRetain, "err", err)
 		return
 	}
 	result = resultDone
@@ -320,9 +320,9 @@ type (
 	checkpointed struct{}
 )
 
-// maintenanceActor only dispatches: timers tick, maintainer works. Rounds
-// run one at a time in the actor; a tick while a round of the same kind is
-// queued or running is dropped, so a slow round never piles up work.
+// maintenanceActor only dispatches: timers tick, maintainer works. Runs
+// happen one at a time in the actor; a tick while a run of the same kind is
+// queued or running is dropped, so a slow run never piles up work.
 type maintenanceActor struct {
 	m        *maintainer
 	ctx      context.Context
@@ -352,7 +352,7 @@ func (a *maintenanceActor) Receive(c actor.Context) {
 	default:
 		return
 	}
-	// A round requested with RequestFuture (rather than sent by a timer)
+	// A run requested with RequestFuture (rather than sent by a timer)
 	// is answered once done.
 	if c.Sender() != nil {
 		c.Respond(c.Message())
@@ -360,7 +360,7 @@ func (a *maintenanceActor) Receive(c actor.Context) {
 }
 
 // start runs the timers until the actor stops or restarts; ctx also aborts
-// a running round on stop.
+// a run in progress on stop.
 func (a *maintenanceActor) start(c actor.Context) {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	root, self := c.ActorSystem().Root, c.Self()

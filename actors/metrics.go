@@ -38,7 +38,7 @@ type Metrics struct {
 	// (storage, nats, kafka); Retries the ones retried after a backoff.
 	Errors  *prometheus.CounterVec
 	Retries *prometheus.CounterVec
-	// MaintenanceRuns counts maintenance rounds by task (optimize, vacuum,
+	// MaintenanceRuns counts maintenance runs by task (optimize, vacuum,
 	// log_cleanup) and result (done, noop, conflict, error);
 	// MaintenanceDuration times them by task.
 	MaintenanceRuns     *prometheus.CounterVec
@@ -104,10 +104,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_retries_total",
 			Help: "Operations retried after a backoff, by component (storage, nats)."}, []string{"component"}),
 		MaintenanceRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_maintenance_runs_total",
-			Help: "Maintenance rounds by task (optimize, vacuum, log_cleanup) and result (done, noop, conflict, error)."},
+			Help: "Maintenance runs by task (optimize, vacuum, log_cleanup) and result (done, noop, conflict, error)."},
 			[]string{"task", "result"}),
 		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "deltaflow_maintenance_duration_seconds",
-			Help: "Time a maintenance round took, by task.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"task"}),
+			Help: "Time a maintenance run took, by task.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"task"}),
 		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
 			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_intervals flush intervals (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_uncommitted_records",

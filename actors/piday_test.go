@@ -198,7 +198,7 @@ func simulateDay(t *testing.T, plan dayPlan) dayRun {
 	var run dayRun
 	round := func(msg any) {
 		if _, err := r.engine.system.Root.RequestFuture(r.engine.maintenance, msg, time.Minute).Result(); err != nil {
-			t.Fatalf("maintenance round %T: %v", msg, err)
+			t.Fatalf("maintenance run %T: %v", msg, err)
 		}
 	}
 	var buf []byte

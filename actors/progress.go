@@ -66,9 +66,9 @@ func (p *progress) failing(atCap bool, now time.Time) {
 	p.failingSince.CompareAndSwap(0, now.UnixNano())
 }
 
-// roundDone records an epoch round that ended without a failure: the
+// epochDone records an epoch that ended without a failure: the
 // pipeline works, whether or not it had rows to commit.
-func (p *progress) roundDone() { p.failingSince.Store(0) }
+func (p *progress) epochDone() { p.failingSince.Store(0) }
 
 // committedNow records a commit that landed.
 func (p *progress) committedNow(now time.Time) {

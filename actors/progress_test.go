@@ -6,7 +6,7 @@ import (
 )
 
 // The committer's side of Progress: failing at the backoff cap starts a
-// failure period that only a working round or a commit ends, and a commit
+// failure period that only a working epoch or a commit ends, and a commit
 // moves LastCommit.
 func TestProgressFailurePeriod(t *testing.T) {
 	t0 := time.Date(2026, 6, 22, 9, 0, 0, 0, time.UTC)
@@ -23,9 +23,9 @@ func TestProgressFailurePeriod(t *testing.T) {
 	if got := time.Unix(0, p.failingSince.Load()); !got.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("failing since %v; want the first failure at the cap", got)
 	}
-	p.roundDone()
+	p.epochDone()
 	if p.failingSince.Load() != 0 {
-		t.Fatal("a working round did not end the failure period")
+		t.Fatal("a working epoch did not end the failure period")
 	}
 	p.failing(true, t0.Add(3*time.Minute))
 	p.committedNow(t0.Add(4 * time.Minute))

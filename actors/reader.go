@@ -188,7 +188,7 @@ func (r *reader) newRoute(c actor.Context) *route {
 
 func (r *reader) handleSeal(c actor.Context, m *messages.Seal) {
 	if m.Gen != r.gen || m.Epoch != r.epoch {
-		return // not part of that round (spawned after it started)
+		return // not part of that epoch (spawned after it started)
 	}
 	for _, k := range m.Retire {
 		delete(r.routes, k)

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 )
 
 func TestEmbeddedServer(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 )
 
 func TestConfigDefaults(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 

@@ -1,9 +1,9 @@
 package messages
 
-// FlushNow asks the committer to start an epoch now (a control request, the
+// CommitNow asks the committer to start an epoch now (a control request, the
 // memory budget, or shutdown). Reply, if set, receives nil once that epoch
 // (and every earlier one) is committed, or the error that stopped it.
-type FlushNow struct {
+type CommitNow struct {
 	Reason string
 	Reply  chan error
 }

@@ -37,12 +37,12 @@ type Flush struct {
 // uploaded (or failed to upload: Err). Idle reports that the buffer held no
 // rows for the epoch.
 type Flushed struct {
-	Gen   uint64
-	Epoch uint64
-	Key   string
-	Files []DataFile
-	Idle  bool
-	Err   error
+	Gen    uint64
+	Epoch  uint64
+	Buffer string // the buffer actor's id (its PID Id), not a partition key
+	Files  []DataFile
+	Idle   bool
+	Err    error
 }
 
 // DataFile describes an uploaded (not yet committed) data file, as its Delta

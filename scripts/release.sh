@@ -51,7 +51,7 @@ for arch in "${ARCHES[@]}"; do
 	# (the Makefile's GOFLAGS_RELEASE; the embedded NATS server included, as
 	# `make cross` builds it, so `deltaflow demo` and a nats.url-less run work).
 	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath \
-		-ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=$VERSION" \
+		-ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=$VERSION" \
 		-o "$stage/deltaflow" ./cmd/deltaflow
 	cp -R "${FILES[@]}" "$stage/"
 	# Modes independent of the umask: the binary 0755, the rest 0644 / 0755.

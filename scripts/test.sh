@@ -2,7 +2,7 @@
 # test.sh — the full test run (README's test command, `make test`, CI):
 # installs the pinned test servers and tools if missing (install-deps.sh),
 # starts MinIO, Kafka (KRaft) and nats-server (servers.sh), then runs go vet,
-# govulncheck, and every test with -race (TestRelease in internal/deploy
+# govulncheck, and every test with -race (TestRelease in internal/tests/deploy
 # cross-builds the static release binaries for the Pi, linux/arm64, and for
 # linux/amd64). Tests that need a server fail rather than skip here
 # (DELTAFLOW_TEST_REQUIRE_SERVERS=1). Extra arguments go to

@@ -12,7 +12,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 )
 

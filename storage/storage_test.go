@@ -3,7 +3,7 @@ package storage_test
 import (
 	"testing"
 
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
 	"github.com/deltaflow/deltaflow/storage/storagetest"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
-	"github.com/deltaflow/deltaflow/internal/testenv"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 )
 
 // TestTLS: kafka.tls reaches a broker with a private CA and a required

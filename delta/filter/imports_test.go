@@ -11,7 +11,7 @@ func TestForbiddenImports(t *testing.T) {
 	forbidden := []string{
 		"github.com/deltaflow/deltaflow/actors",
 		"github.com/deltaflow/deltaflow/bridge",
-		"github.com/deltaflow/deltaflow/runtime",
+		"github.com/deltaflow/deltaflow/runtime/daemon",
 		"github.com/asynkron/protoactor-go",
 		"github.com/twmb/franz-go",
 		"github.com/nats-io/",

@@ -6,7 +6,7 @@
 //  1. consume: fetch and discard, with the daemon's franz-go settings;
 //  2. decode: fetch, decode and map every record to a row (mapping.Mapper),
 //     one goroutine per partition of a poll, no output;
-//  3. e2e: the daemon itself (runtime.Run with UntilLatest, as
+//  3. e2e: the daemon itself (daemon.Run with UntilLatest, as
 //     `deltaflow run --until-latest`) into a Delta table.
 //
 // The stage clock of each starts when its partitions are assigned and stops
@@ -35,7 +35,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/internal/sim"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -203,7 +203,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Partitions: o.Partitions, GoMaxProcs: childProcs(), NumCPU: goruntime.NumCPU(),
 		GoVersion: goruntime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
-	base, err := runtime.Load(o.Config, os.Getenv)
+	base, err := daemon.Load(o.Config, os.Getenv)
 	if err != nil {
 		return nil, err
 	}

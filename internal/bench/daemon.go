@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
-// daemon is the daemon (an e2e stage child) on a fresh topic and table, run
+// daemonChild is the daemon (an e2e stage child) on a fresh topic and table, run
 // until stopped: latency and steady mode feed it at a steady rate.
-type daemon struct {
+type daemonChild struct {
 	topic, table string
 	appID        string        // the table's txn appId prefix
 	flush        time.Duration // the daemon's flush interval
@@ -27,16 +27,16 @@ type daemon struct {
 // startDaemon creates the topic, starts the daemon with the options' NATS,
 // table store and configuration (set adjusts its arguments) and waits until
 // its partitions are assigned.
-func startDaemon(ctx context.Context, o Options, k *kafkaEnv, mode string, set func(*stageArgs)) (*daemon, error) {
+func startDaemon(ctx context.Context, o Options, k *kafkaEnv, mode string, set func(*stageArgs)) (*daemonChild, error) {
 	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
-	d := &daemon{topic: k.prefix + mode + "-" + nonce, table: filepath.Join(o.Dir, mode+"-"+nonce)}
+	d := &daemonChild{topic: k.prefix + mode + "-" + nonce, table: filepath.Join(o.Dir, mode+"-"+nonce)}
 	if strings.HasPrefix(o.Table, "s3://") || strings.HasPrefix(o.Table, "s3a://") {
 		d.table = strings.TrimSuffix(o.Table, "/") + "/bench-" + mode + "-" + nonce
 	}
 	if err := k.createTopic(ctx, d.topic, o.Partitions); err != nil {
 		return nil, err
 	}
-	base, err := runtime.Load(o.Config, os.Getenv)
+	base, err := daemon.Load(o.Config, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -67,23 +67,23 @@ func startDaemon(ctx context.Context, o Options, k *kafkaEnv, mode string, set f
 	}
 }
 
-func (d *daemon) pid() int { return d.c.cmd.Process.Pid }
+func (d *daemonChild) pid() int { return d.c.cmd.Process.Pid }
 
 // abort stops the daemon and returns err.
-func (d *daemon) abort(err error) error {
+func (d *daemonChild) abort(err error) error {
 	d.stopChild()
 	d.c.wait(d.childCtx)
 	return err
 }
 
 // stop stops the daemon gracefully (SIGTERM) and returns what it measured.
-func (d *daemon) stop() (*stageRun, error) {
+func (d *daemonChild) stop() (*stageRun, error) {
 	d.stopChild()
 	return d.c.wait(d.childCtx)
 }
 
 // sleep waits for dur while the daemon runs; an error when it exits.
-func (d *daemon) sleep(ctx context.Context, dur time.Duration) error {
+func (d *daemonChild) sleep(ctx context.Context, dur time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -96,7 +96,7 @@ func (d *daemon) sleep(ctx context.Context, dur time.Duration) error {
 
 // waitCommitted waits until the table holds rows rows: about one flush
 // interval after the last record was produced.
-func (d *daemon) waitCommitted(ctx context.Context, o Options, rows int64) (*tableSummary, error) {
+func (d *daemonChild) waitCommitted(ctx context.Context, o Options, rows int64) (*tableSummary, error) {
 	deadline := time.Now().Add(2*d.flush + time.Minute)
 	for {
 		sum, err := summarize(ctx, d.table, o.S3)

@@ -24,14 +24,14 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
 // Stages a child process runs (`deltaflow bench --stage NAME`).
 const (
 	StageConsume = "consume" // fetch and discard
 	StageDecode  = "decode"  // fetch, decode and map to rows, no output
-	StageE2E     = "e2e"     // runtime.Run: the daemon itself
+	StageE2E     = "e2e"     // daemon.Run: the daemon itself
 )
 
 // stageArgs are the flags of a stage child. The parent builds them with
@@ -202,7 +202,7 @@ func (h *handler) Revoked(context.Context, string, []int32) {}
 // partition of a poll (as the engine's readers do).
 func consumeStage(ctx context.Context, a stageArgs, out *childOut) (childResult, error) {
 	var res childResult
-	cfg, err := runtime.Load(a.config, os.Getenv)
+	cfg, err := daemon.Load(a.config, os.Getenv)
 	if err != nil {
 		return res, err
 	}
@@ -331,11 +331,11 @@ func every(d time.Duration, f func()) (stop func()) {
 	return func() { cancel(); <-finished }
 }
 
-// e2eStage runs the daemon (runtime.Run) on the bench topic, to the high
+// e2eStage runs the daemon (daemon.Run) on the bench topic, to the high
 // watermark with untilLatest (as `run --until-latest`) or until SIGTERM.
 func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer) (childResult, error) {
 	var res childResult
-	cfg, err := runtime.Load(a.config, os.Getenv)
+	cfg, err := daemon.Load(a.config, os.Getenv)
 	if err != nil {
 		return res, err
 	}
@@ -371,7 +371,7 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 		logw.target, logw.reached = a.events, cancel
 	}
 	defer logw.stopScrape()
-	err = runtime.Run(runCtx, cfg, runtime.RunOptions{UntilLatest: a.untilLatest, LogOutput: logw, MemoryLimit: true})
+	err = daemon.Run(runCtx, cfg, daemon.RunOptions{UntilLatest: a.untilLatest, LogOutput: logw, MemoryLimit: true})
 	res.DoneNs = time.Now().UnixNano()
 	res.AssignedNs = logw.assigned.Load()
 	logw.stopScrape()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -71,7 +71,7 @@ func runDemo(ctx context.Context, out IO, args []string) error {
 	natsAddr := preferAddr(out.Stdout, "NATS", "127.0.0.1:4222")
 	httpAddr := preferAddr(out.Stdout, "HTTP", "127.0.0.1:8080")
 
-	cfg := runtime.DefaultConfig()
+	cfg := daemon.DefaultConfig()
 	cfg.Table.URI = tablePath
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Kafka.Topic = demoTopic
@@ -94,7 +94,7 @@ func runDemo(ctx context.Context, out IO, args []string) error {
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	runErr := make(chan error, 1)
-	go func() { runErr <- runtime.Run(runCtx, &cfg, runtime.RunOptions{LogOutput: out.Stderr}) }()
+	go func() { runErr <- daemon.Run(runCtx, &cfg, daemon.RunOptions{LogOutput: out.Stderr}) }()
 
 	prodCtx, stopProd := context.WithCancel(ctx)
 	defer stopProd()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/delta/filter"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
 const (
@@ -43,7 +43,7 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 	} else if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	target, err := runtime.ParseByteSize(*targetFlag)
+	target, err := daemon.ParseByteSize(*targetFlag)
 	if err != nil || target <= 0 {
 		return usagef("--target-size %q: want a positive size such as 128MiB", *targetFlag)
 	}

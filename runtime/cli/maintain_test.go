@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/internal/testenv"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -212,12 +212,12 @@ func TestMaintainUsage(t *testing.T) {
 	}
 	// The single-writer opt-in from the environment must be a boolean; a
 	// dry run writes nothing and does not look at it.
-	t.Setenv(runtime.SingleWriterEnv, "maybe")
-	if code, _, errs := run(t, "vacuum", "--table", dir); code != 2 || !strings.Contains(errs, runtime.SingleWriterEnv) {
-		t.Errorf("%s=maybe: exit %d, stderr %q", runtime.SingleWriterEnv, code, errs)
+	t.Setenv(daemon.SingleWriterEnv, "maybe")
+	if code, _, errs := run(t, "vacuum", "--table", dir); code != 2 || !strings.Contains(errs, daemon.SingleWriterEnv) {
+		t.Errorf("%s=maybe: exit %d, stderr %q", daemon.SingleWriterEnv, code, errs)
 	}
 	if code, _, errs := run(t, "vacuum", "--table", dir, "--dry-run"); code != 0 {
-		t.Errorf("dry run with %s=maybe: exit %d, stderr %q", runtime.SingleWriterEnv, code, errs)
+		t.Errorf("dry run with %s=maybe: exit %d, stderr %q", daemon.SingleWriterEnv, code, errs)
 	}
 	for in, want := range map[string]time.Duration{"30d": 720 * time.Hour, "0.5d": 12 * time.Hour, "168h": 168 * time.Hour, "0h": 0} {
 		if got, err := parseRetention(in); err != nil || got != want {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
 const runUsage = "--config FILE [--until-latest]"
@@ -29,9 +29,9 @@ func runRun(ctx context.Context, out IO, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	cfg, err := runtime.Load(*path, os.Getenv)
+	cfg, err := daemon.Load(*path, os.Getenv)
 	if err != nil {
 		return err
 	}
-	return runtime.Run(ctx, cfg, runtime.RunOptions{UntilLatest: *untilLatest, LogOutput: out.Stderr, MemoryLimit: true})
+	return daemon.Run(ctx, cfg, daemon.RunOptions{UntilLatest: *untilLatest, LogOutput: out.Stderr, MemoryLimit: true})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
 const seekUsage = "--table URI [--config FILE] (--offsets 'P:OFFSET,...' | --timestamp T | --group G) [--dry-run] [--force]"
@@ -81,7 +81,7 @@ func runSeek(ctx context.Context, out IO, args []string) error {
 		fmt.Fprintln(out.Stdout, "dry run: nothing written")
 		return nil
 	}
-	tbl, snap, err := runtime.OpenTable(ctx, cfg, nil)
+	tbl, snap, err := daemon.OpenTable(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}

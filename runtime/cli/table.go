@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -39,7 +39,7 @@ func (f *tableFlags) register(fs *flag.FlagSet, withVersion bool) {
 
 // registerWriter adds the flags of commands that write the table.
 func (f *tableFlags) registerWriter(fs *flag.FlagSet) {
-	fs.BoolVar(&f.singleWriter, "single-writer", false, "write even if the store does not honour put-if-absent; only safe when nothing else writes the table (default $"+runtime.SingleWriterEnv+")")
+	fs.BoolVar(&f.singleWriter, "single-writer", false, "write even if the store does not honour put-if-absent; only safe when nothing else writes the table (default $"+daemon.SingleWriterEnv+")")
 }
 
 // writable opens the latest table for writing: a store whose put-if-absent
@@ -52,12 +52,12 @@ func (f *tableFlags) writable(ctx context.Context, stderr io.Writer, dryRun bool
 		return tbl, s, err
 	}
 	single := f.singleWriter
-	if v := os.Getenv(runtime.SingleWriterEnv); v != "" && !single {
+	if v := os.Getenv(daemon.SingleWriterEnv); v != "" && !single {
 		if single, err = strconv.ParseBool(v); err != nil {
-			return nil, nil, usagef("$%s: %v", runtime.SingleWriterEnv, err)
+			return nil, nil, usagef("$%s: %v", daemon.SingleWriterEnv, err)
 		}
 	}
-	if err := runtime.CheckAtomicCommits(ctx, tbl.Store(), single, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), single, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, nil, err
 	}
 	return tbl, s, nil

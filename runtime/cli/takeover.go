@@ -17,7 +17,7 @@ import (
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/runtime/sparkcheckpoint"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -108,7 +108,7 @@ func runTakeover(ctx context.Context, out IO, args []string) error {
 		fmt.Fprintf(out.Stdout, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
 		return nil
 	}
-	if err := runtime.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, slog.New(slog.NewTextHandler(out.Stderr, nil))); err != nil {
+	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, slog.New(slog.NewTextHandler(out.Stderr, nil))); err != nil {
 		return err
 	}
 	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{

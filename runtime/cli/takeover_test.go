@@ -63,7 +63,7 @@ func tableVersion(t *testing.T, dir string) int64 {
 // TestTakeoverBadInput: a bad checkpoint, another topic or a bad table is
 // a clear error (exit 1, the cause and the remedy on stderr) and writes no
 // commit. None of these reach Kafka: the checks come first. (The
-// scenarios on real Spark and Kafka are in internal/takeover.)
+// scenarios on real Spark and Kafka are in internal/tests/takeover.)
 func TestTakeoverBadInput(t *testing.T) {
 	table := newCLITable(t)
 	before := tableVersion(t, table)

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -28,11 +28,11 @@ func (f *targetFlags) register(fs *flag.FlagSet) {
 
 // load returns the configuration with the flags applied; a table must come
 // from --table, --config or DELTAFLOW_TABLE_URI, never from the default.
-func (f *targetFlags) load() (*runtime.Config, storage.Options, error) {
+func (f *targetFlags) load() (*daemon.Config, storage.Options, error) {
 	if f.uri == "" && f.config == "" && os.Getenv("DELTAFLOW_TABLE_URI") == "" {
 		return nil, storage.Options{}, usagef("--table (or --config, or DELTAFLOW_TABLE_URI) is required")
 	}
-	cfg, err := runtime.Load(f.config, os.Getenv)
+	cfg, err := daemon.Load(f.config, os.Getenv)
 	if err != nil {
 		return nil, storage.Options{}, err
 	}

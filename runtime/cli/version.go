@@ -5,11 +5,11 @@ import (
 	"fmt"
 	goruntime "runtime"
 
-	"github.com/deltaflow/deltaflow/runtime"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
 // versionCommand prints the version stamped into the binary (see
-// runtime.Version), the one deltaflow_build_info reports.
+// daemon.Version), the one deltaflow_build_info reports.
 func versionCommand() *Command {
 	return &Command{
 		Name:    "version",
@@ -21,7 +21,7 @@ func versionCommand() *Command {
 			} else if len(pos) > 0 {
 				return usagef("unexpected argument %q", pos[0])
 			}
-			fmt.Fprintf(out.Stdout, "deltaflow %s %s %s/%s\n", runtime.Version(), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+			fmt.Fprintf(out.Stdout, "deltaflow %s %s %s/%s\n", daemon.Version(), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 			return nil
 		},
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // The files below are small fixtures in the shape Spark 3.5 writes them; the
-// integration tests in internal/takeover read checkpoints real Spark wrote.
+// integration tests in internal/tests/takeover read checkpoints real Spark wrote.
 const (
 	meta       = `{"id":"6a4d2e5c-0f3b-4a57-9d0e-1b2c3d4e5f60"}` + "\n"
 	batchMeta  = `{"batchWatermarkMs":0,"batchTimestampMs":1764748800000,"conf":{"spark.sql.shuffle.partitions":"2"}}`

@@ -1,0 +1,86 @@
+package lint
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/deltaflow/deltaflow"
+
+// forbidden maps a package to the packages it must never depend on, even
+// indirectly: imports point inward.
+var forbidden = map[string][]string{
+	"storage": {module + "/actors", module + "/bridge", module + "/runtime", module + "/delta", module + "/messages",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"delta": {module + "/actors", module + "/bridge", module + "/runtime", module + "/messages",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"messages":       {module + "/"},
+	"actors/mapping": {module + "/actors", module + "/bridge", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"bridge":         {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
+	"bridge/kafka":   {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
+	"actors":         {module + "/runtime"},
+	"runtime/sparkcheckpoint": {module + "/actors", module + "/bridge", module + "/delta", module + "/runtime/cli",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+}
+
+// testOnly are the packages that exist for tests: suites, servers and
+// twins. Product code (what the binary links) must never depend on them.
+var testOnly = []string{module + "/internal/tests/", module + "/storage/storagetest"}
+
+// TestProductCodeImportsNoTestCode lists what cmd/deltaflow links and every
+// non-test package outside internal/tests, and fails if any depends on a
+// test-only package.
+func TestProductCodeImportsNoTestCode(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for pkg := range strings.FieldsSeq(string(out)) {
+		if isTestOnly(pkg) {
+			continue
+		}
+		deps, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for dep := range strings.FieldsSeq(string(deps)) {
+			if isTestOnly(dep) {
+				t.Errorf("product package %s depends on test-only %s", pkg, dep)
+			}
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d product packages; the module listing is wrong", checked)
+	}
+}
+
+func isTestOnly(pkg string) bool {
+	for _, p := range testOnly {
+		if strings.HasPrefix(pkg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestForbiddenImports(t *testing.T) {
+	for pkg, bans := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for dep := range strings.FieldsSeq(string(out)) {
+			if dep == module+"/"+pkg {
+				continue
+			}
+			for _, ban := range bans {
+				if strings.HasPrefix(dep, ban) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}

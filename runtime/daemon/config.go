@@ -1,0 +1,592 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+// Config is the deltaflow configuration file (configs/deltaflow.yaml). Every
+// key, its default and its environment override are listed in
+// docs/configuration.md, generated from fieldDocs.
+type Config struct {
+	Table        TableConfig        `yaml:"table"`
+	Storage      StorageConfig      `yaml:"storage"`
+	Kafka        kafka.Config       `yaml:"kafka"`
+	NATS         bridge.Config      `yaml:"nats"`
+	Flush        FlushConfig        `yaml:"flush"`
+	Backpressure BackpressureConfig `yaml:"backpressure"`
+	HTTP         HTTPConfig         `yaml:"http"`
+	Log          LogConfig          `yaml:"log"`
+	Maintenance  MaintenanceConfig  `yaml:"maintenance"`
+	Watchdog     WatchdogConfig     `yaml:"watchdog"`
+}
+
+// TableConfig is the `table` section: where the table lives and how records
+// map to its columns.
+type TableConfig struct {
+	// URI is the table root: s3://bucket/prefix, file:///abs/path or a path.
+	// Default "./data/sensor_events".
+	URI string `yaml:"uri"`
+	// Name names the table in NATS subjects, KV keys and the DLQ stream.
+	// Default "sensor_events".
+	Name string `yaml:"name"`
+	// AppID prefixes the Delta txn appIds ("<app_id>-<topic>-<partition>").
+	// Default "deltaflow".
+	AppID string `yaml:"app_id"`
+	// PartitionColumns must equal the existing table's. Default
+	// [device_type, event_date].
+	PartitionColumns []string `yaml:"partition_columns"`
+	// Mode is strict (bad values go to the DLQ) or permissive (null).
+	// Default strict.
+	Mode mapping.Mode `yaml:"mode"`
+	// MaxRecordBytes sends larger record values to the DLQ unparsed.
+	// Default 1MiB.
+	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
+	// Columns map record fields to typed columns. Default: the Spark job's
+	// sensor_events schema (mapping.DefaultConfig).
+	Columns []mapping.Column `yaml:"columns"`
+	// CheckpointInterval is delta.checkpointInterval of a table deltaflow
+	// creates. Default 10.
+	CheckpointInterval int `yaml:"checkpoint_interval"`
+	// Compression of data files: snappy or zstd. Default snappy.
+	Compression string `yaml:"compression"`
+}
+
+// StorageConfig is the `storage` section: S3/MinIO access for s3:// tables.
+type StorageConfig struct {
+	// Endpoint is host:port or http(s)://host:port. Default: $MINIO_ENDPOINT.
+	Endpoint string `yaml:"endpoint"`
+	// AccessKey is the S3 access key id.
+	AccessKey string `yaml:"access_key"`
+	// SecretKey is never printed or logged.
+	SecretKey kafka.Secret `yaml:"secret_key"`
+	// Region is optional.
+	Region string `yaml:"region"`
+	// Secure selects HTTPS; unset lets the endpoint's scheme decide.
+	Secure *bool `yaml:"secure"`
+	// CAFile is a PEM bundle of the CAs to trust for HTTPS instead of the
+	// system pool. Default: none.
+	CAFile string `yaml:"ca_file"`
+	// SingleWriter lets deltaflow write a table whose store does not honour
+	// put-if-absent (see CheckAtomicCommits), on the promise that no other
+	// process ever writes it. Default false: such a store is refused.
+	SingleWriter bool `yaml:"single_writer"`
+}
+
+// FlushConfig is the `flush` section: when an epoch is committed.
+type FlushConfig struct {
+	// Interval commits an epoch this often. Default 60s (the Spark trigger).
+	Interval time.Duration `yaml:"interval"`
+	// MaxBytes commits early once this much is buffered (rows being
+	// written, and the encoded files of the epoch). Default 8MiB.
+	MaxBytes ByteSize `yaml:"max_bytes"`
+	// RowGroupRows bounds a Parquet row group (and a buffer's encoder
+	// memory). Default 16384.
+	RowGroupRows int `yaml:"row_group_rows"`
+}
+
+// BackpressureConfig is the `backpressure` section.
+type BackpressureConfig struct {
+	// MemoryBudget pauses Kafka while buffers hold this much. Default
+	// 16MiB. It also sets the process's soft memory limit (see Run).
+	MemoryBudget ByteSize `yaml:"memory_budget"`
+	// MaxUnfinishedEpochs pauses Kafka while more epochs are in flight.
+	// Default 2.
+	MaxUnfinishedEpochs int `yaml:"max_unfinished_epochs"`
+}
+
+// HTTPConfig is the `http` section.
+type HTTPConfig struct {
+	// Listen serves /healthz, /readyz and /metrics. Default
+	// "127.0.0.1:8080"; "" disables the server.
+	Listen string `yaml:"listen"`
+}
+
+// LogConfig is the `log` section.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+}
+
+// MaintenanceConfig is the `maintenance` section (OPTIMIZE, VACUUM and
+// log cleanup).
+type MaintenanceConfig struct {
+	// OptimizeEvery runs OPTIMIZE this often; 0 (default) never.
+	OptimizeEvery time.Duration `yaml:"optimize_every"`
+	// OptimizeTargetSize is the size compacted files aim for. Default 128MiB.
+	OptimizeTargetSize ByteSize `yaml:"optimize_target_size"`
+	// OptimizeMinFiles compacts a partition still being written only once
+	// it holds this many files under optimize_open_target_size (a closed
+	// one, with nothing added since the previous run, whenever it has
+	// two small files). Default 2; must be >= 2.
+	OptimizeMinFiles int `yaml:"optimize_min_files"`
+	// OptimizeOpenTargetSize is the size the files of a partition still
+	// being written are compacted to; larger ones are left alone, so a
+	// round never rewrites the whole growing partition. Default 8MiB.
+	OptimizeOpenTargetSize ByteSize `yaml:"optimize_open_target_size"`
+	// VacuumEvery runs VACUUM this often; 0 (default) never.
+	VacuumEvery time.Duration `yaml:"vacuum_every"`
+	// VacuumRetain keeps removed files this long. Default 720h (30 days).
+	VacuumRetain time.Duration `yaml:"vacuum_retain"`
+	// LogCleanup deletes log files older than the table's
+	// delta.logRetentionDuration after a checkpoint, at most once a day
+	// (Spark's delta.enableExpiredLogCleanup). Default true.
+	LogCleanup bool `yaml:"log_cleanup"`
+}
+
+// WatchdogConfig is the `watchdog` section: process-level self-healing.
+// Records waiting in Kafka with no epoch committed for StallIntervals
+// flush intervals (or the pipeline failing at its backoff cap that long) is
+// a stall: /healthz and /readyz report it and a `stalled` event goes out;
+// lasting Grace, the process exits non-zero (never while a commit is in
+// flight) for its restart policy to start a fresh one.
+type WatchdogConfig struct {
+	// StallIntervals is how many flush.interval without a commit, while
+	// records wait, make a stall; 0 disables the watchdog. Default 10.
+	StallIntervals int `yaml:"stall_intervals"`
+	// Grace is how long a stall lasts before the process exits. Default 1m.
+	Grace time.Duration `yaml:"grace"`
+	// RestartBackoff is the least time between two watchdog exits of the
+	// table's processes (the KV bucket remembers them), doubling with each
+	// exit of the last 4 × RestartBackoffMax. Default 1m.
+	RestartBackoff time.Duration `yaml:"restart_backoff"`
+	// RestartBackoffMax caps RestartBackoff's doubling. Default 30m.
+	RestartBackoffMax time.Duration `yaml:"restart_backoff_max"`
+}
+
+// DefaultConfig returns the configuration with every default filled in.
+// The nats section stays zero: bridge fills its defaults itself, and
+// nats.store_dir depends on table.uri (see Load).
+func DefaultConfig() Config {
+	m := mapping.DefaultConfig()
+	return Config{
+		Table: TableConfig{
+			URI:                "./data/sensor_events",
+			Name:               "sensor_events",
+			AppID:              "deltaflow",
+			PartitionColumns:   slices.Clone(mapping.DefaultPartitionColumns),
+			Mode:               m.Mode,
+			MaxRecordBytes:     ByteSize(m.MaxRecordBytes),
+			Columns:            m.Columns,
+			CheckpointInterval: 10,
+			Compression:        "snappy",
+		},
+		Kafka:        kafka.DefaultConfig(),
+		Flush:        FlushConfig{Interval: 60 * time.Second, MaxBytes: 8 << 20, RowGroupRows: 16 << 10},
+		Backpressure: BackpressureConfig{MemoryBudget: 16 << 20, MaxUnfinishedEpochs: 2},
+		HTTP:         HTTPConfig{Listen: "127.0.0.1:8080"},
+		Log:          LogConfig{Level: "info", Format: "text"},
+		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: 2,
+			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize,
+			VacuumRetain:           720 * time.Hour, LogCleanup: true},
+		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
+	}
+}
+
+// Environment variables that override the file, in the order applied. Empty
+// values are ignored.
+var envOverrides = []struct {
+	name string
+	key  string // the config key it sets
+	set  func(c *Config, v string) error
+}{
+	{"KAFKA_BOOTSTRAP", "kafka.brokers", func(c *Config, v string) error {
+		c.Kafka.Brokers = nil
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				c.Kafka.Brokers = append(c.Kafka.Brokers, b)
+			}
+		}
+		return nil
+	}},
+	{"KAFKA_TOPIC", "kafka.topic", func(c *Config, v string) error { c.Kafka.Topic = v; return nil }},
+	{"KAFKA_GROUP", "kafka.group", func(c *Config, v string) error { c.Kafka.Group = v; return nil }},
+	{"MINIO_ENDPOINT", "storage.endpoint", func(c *Config, v string) error { c.Storage.Endpoint = v; return nil }},
+	{"MINIO_ACCESS_KEY", "storage.access_key", func(c *Config, v string) error { c.Storage.AccessKey = v; return nil }},
+	{"MINIO_SECRET_KEY", "storage.secret_key", func(c *Config, v string) error { c.Storage.SecretKey = kafka.Secret(v); return nil }},
+	{"MINIO_CA_FILE", "storage.ca_file", func(c *Config, v string) error { c.Storage.CAFile = v; return nil }},
+	{SingleWriterEnv, "storage.single_writer", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", SingleWriterEnv, err)
+		}
+		c.Storage.SingleWriter = b
+		return nil
+	}},
+	{"NATS_URL", "nats.url", func(c *Config, v string) error { c.NATS.URL = v; return nil }},
+	{"DELTAFLOW_TABLE_URI", "table.uri", func(c *Config, v string) error { c.Table.URI = v; return nil }},
+	{"DELTAFLOW_LOG_LEVEL", "log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
+	{"DELTAFLOW_HTTP_LISTEN", "http.listen", func(c *Config, v string) error { c.HTTP.Listen = v; return nil }},
+	{"FLUSH_INTERVAL", "flush.interval", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("FLUSH_INTERVAL: %w", err)
+		}
+		c.Flush.Interval = d
+		return nil
+	}},
+}
+
+// Load reads the YAML file at path (empty: no file, defaults only), applies
+// the environment overrides read through getenv, fills the derived defaults,
+// expands the {hostname} placeholder of kafka.instance_id and validates the
+// result.
+//
+// Defaults are in place before the file is decoded, so a key the file omits
+// keeps its default while a key set to zero stays zero and is reported by
+// Validate (`flush.interval: 0s` is an error, not "use the default").
+func Load(path string, getenv func(string) string) (*Config, error) {
+	cfg := DefaultConfig()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		if err := decode(data, &cfg); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if getenv != nil {
+		for _, o := range envOverrides {
+			if v := getenv(o.name); v != "" {
+				if err := o.set(&cfg, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	cfg.deriveDefaults()
+	if err := cfg.expandInstanceID(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// decode decodes YAML over cfg, rejecting keys Config does not have.
+func decode(data []byte, cfg *Config) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return err
+	}
+	if len(root.Content) == 0 {
+		return nil // empty file
+	}
+	// Checked on the node tree first so the error names the whole key
+	// ("line 4: unknown key kafka.borkers"), not just "field borkers".
+	if err := checkKeys(root.Content[0], reflect.TypeFor[Config](), ""); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// checkKeys reports the first mapping key under n that t has no field for.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for _, item := range n.Content {
+			if err := checkKeys(item, t.Elem(), prefix+"[]"); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode && !implementsUnmarshaler(t):
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			key := joinKey(prefix, k.Value)
+			f, ok := fields[k.Value]
+			if !ok {
+				return fmt.Errorf("line %d: unknown key %s", k.Line, key)
+			}
+			if err := checkKeys(n.Content[i+1], f.Type, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func implementsUnmarshaler(t reflect.Type) bool {
+	return reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]())
+}
+
+func joinKey(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// yamlFields maps the YAML key of each field of struct t to the field.
+func yamlFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		out[name] = f
+	}
+	return out
+}
+
+// deriveDefaults fills the defaults that depend on other keys (and so must
+// follow the environment overrides).
+func (c *Config) deriveDefaults() {
+	if c.NATS.URL == "" && c.NATS.StoreDir == "" {
+		c.NATS.StoreDir = defaultNATSStoreDir(c.Table.URI)
+	}
+}
+
+// defaultNATSStoreDir keeps the embedded server's JetStream store next to a
+// local table (./data/sensor_events → ./data/nats), so one data directory
+// holds all state; for a remote table it goes under the temp directory.
+func defaultNATSStoreDir(tableURI string) string {
+	if p, ok := localPath(tableURI); ok {
+		return filepath.Join(filepath.Dir(filepath.Clean(p)), "nats")
+	}
+	return filepath.Join(os.TempDir(), "deltaflow-nats")
+}
+
+// localPath returns the directory of a local table URI.
+func localPath(uri string) (string, bool) {
+	if !strings.Contains(uri, "://") {
+		return uri, uri != ""
+	}
+	if u, err := url.Parse(uri); err == nil && u.Scheme == "file" {
+		return u.Path, u.Path != ""
+	}
+	return "", false
+}
+
+// MappingConfig is the table section as the mapper takes it.
+func (c *Config) MappingConfig() mapping.Config {
+	return mapping.Config{Mode: c.Table.Mode, MaxRecordBytes: int(c.Table.MaxRecordBytes), Columns: c.Table.Columns}
+}
+
+// compression returns the data file codec.
+func (c *Config) compression() delta.Compression {
+	if c.Table.Compression == "zstd" {
+		return delta.Zstd
+	}
+	return delta.Snappy
+}
+
+// Validate checks every section and returns all problems found, each naming
+// its key, as in "flush.interval must be > 0".
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	t := c.Table
+	if t.URI == "" {
+		bad("table.uri must be set")
+	} else if err := checkTableURI(t.URI); err != nil {
+		bad("table.uri: %v", err)
+	}
+	if t.Name == "" {
+		bad("table.name must be set")
+	}
+	if t.AppID == "" {
+		bad("table.app_id must be set")
+	}
+	if t.MaxRecordBytes > 1<<30 {
+		bad("table.max_record_bytes must be <= 1GiB, got %s", t.MaxRecordBytes)
+	}
+	if _, err := mapping.New(c.MappingConfig(), t.PartitionColumns); err != nil {
+		errs = append(errs, err) // names table.columns[i]... or table.partition_columns[i]
+	}
+	if t.CheckpointInterval <= 0 {
+		bad("table.checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
+	}
+	if t.Compression != "snappy" && t.Compression != "zstd" {
+		bad("table.compression: unknown %q (want snappy or zstd)", t.Compression)
+	}
+	if ep := c.Storage.Endpoint; ep != "" && strings.Contains(ep, "://") {
+		if u, err := url.Parse(ep); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("storage.endpoint: %q is not host:port or http(s)://host:port", ep)
+		}
+	}
+	if f := c.Storage.CAFile; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			bad("storage.ca_file: %v", err)
+		}
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		errs = append(errs, err) // names kafka.<key>
+	}
+	if err := c.NATS.Validate(); err != nil {
+		errs = append(errs, err) // names nats.<key>
+	}
+	if c.Flush.Interval <= 0 {
+		bad("flush.interval must be > 0, got %s", c.Flush.Interval)
+	}
+	if c.Flush.MaxBytes <= 0 {
+		bad("flush.max_bytes must be > 0, got %s", c.Flush.MaxBytes)
+	}
+	if c.Flush.RowGroupRows < 0 {
+		bad("flush.row_group_rows must be >= 0, got %d", c.Flush.RowGroupRows)
+	}
+	if c.Backpressure.MemoryBudget <= 0 {
+		bad("backpressure.memory_budget must be > 0, got %s", c.Backpressure.MemoryBudget)
+	}
+	if c.Backpressure.MaxUnfinishedEpochs < 1 {
+		bad("backpressure.max_unfinished_epochs must be >= 1, got %d", c.Backpressure.MaxUnfinishedEpochs)
+	}
+	if l := c.HTTP.Listen; l != "" {
+		if _, _, err := net.SplitHostPort(l); err != nil {
+			bad("http.listen: %q is not host:port (or \"\" to disable)", l)
+		}
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		bad("log.level: %v", err)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		bad("log.format: unknown %q (want text or json)", c.Log.Format)
+	}
+	m := c.Maintenance
+	if m.OptimizeEvery < 0 {
+		bad("maintenance.optimize_every must be >= 0 (0 disables), got %s", m.OptimizeEvery)
+	}
+	if m.OptimizeTargetSize <= 0 {
+		bad("maintenance.optimize_target_size must be > 0, got %s", m.OptimizeTargetSize)
+	}
+	if m.OptimizeOpenTargetSize <= 0 {
+		bad("maintenance.optimize_open_target_size must be > 0, got %s", m.OptimizeOpenTargetSize)
+	}
+	if m.OptimizeMinFiles < 2 {
+		bad("maintenance.optimize_min_files must be >= 2, got %d", m.OptimizeMinFiles)
+	}
+	if m.VacuumEvery < 0 {
+		bad("maintenance.vacuum_every must be >= 0 (0 disables), got %s", m.VacuumEvery)
+	}
+	if m.VacuumRetain <= 0 {
+		bad("maintenance.vacuum_retain must be > 0, got %s", m.VacuumRetain)
+	}
+	w := c.Watchdog
+	if w.StallIntervals < 0 {
+		bad("watchdog.stall_intervals must be >= 0 (0 disables), got %d", w.StallIntervals)
+	}
+	if w.Grace < 0 {
+		bad("watchdog.grace must be >= 0, got %s", w.Grace)
+	}
+	if w.RestartBackoff <= 0 {
+		bad("watchdog.restart_backoff must be > 0, got %s", w.RestartBackoff)
+	}
+	if w.RestartBackoffMax < w.RestartBackoff {
+		bad("watchdog.restart_backoff_max must be >= watchdog.restart_backoff (%s), got %s", w.RestartBackoff, w.RestartBackoffMax)
+	}
+	return errors.Join(errs...)
+}
+
+// checkTableURI accepts what storage.Open accepts, without opening it.
+func checkTableURI(uri string) error {
+	if !strings.Contains(uri, "://") {
+		return nil
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Path == "" {
+			return fmt.Errorf("file URI without a path; want file:///abs/path")
+		}
+	case "s3", "s3a":
+		if u.Host == "" {
+			return fmt.Errorf("no bucket; want s3://bucket/prefix")
+		}
+	default:
+		return fmt.Errorf("unsupported scheme %q (want s3://, file:// or a path)", u.Scheme)
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown %q (want debug, info, warn or error)", s)
+}
+
+// String describes the configuration on one line per section, with every
+// secret redacted.
+func (c Config) String() string {
+	t, s := c.Table, c.Storage
+	return fmt.Sprintf("table{uri=%s name=%s app_id=%s partition_columns=%v mode=%s max_record_bytes=%s columns=%d checkpoint_interval=%d compression=%s}\n"+
+		"storage{endpoint=%s access_key=%s secret_key=%s region=%s secure=%s ca_file=%s single_writer=%t}\n%s\nnats%s\n"+
+		"flush{interval=%s max_bytes=%s row_group_rows=%d}\nbackpressure{memory_budget=%s max_unfinished_epochs=%d}\n"+
+		"http{listen=%s}\nlog{level=%s format=%s}\n"+
+		"maintenance{optimize_every=%s optimize_target_size=%s vacuum_every=%s vacuum_retain=%s}",
+		t.URI, t.Name, t.AppID, t.PartitionColumns, t.Mode, t.MaxRecordBytes, len(t.Columns), t.CheckpointInterval, t.Compression,
+		s.Endpoint, s.AccessKey, s.SecretKey, s.Region, boolPtr(s.Secure), s.CAFile, s.SingleWriter, c.Kafka.String(), c.NATS.String(),
+		c.Flush.Interval, c.Flush.MaxBytes, c.Flush.RowGroupRows, c.Backpressure.MemoryBudget, c.Backpressure.MaxUnfinishedEpochs,
+		c.HTTP.Listen, c.Log.Level, c.Log.Format,
+		c.Maintenance.OptimizeEvery, c.Maintenance.OptimizeTargetSize, c.Maintenance.VacuumEvery, c.Maintenance.VacuumRetain)
+}
+
+// GoString keeps %#v from printing secrets.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue implements slog.LogValuer, with every secret redacted.
+func (c Config) LogValue() slog.Value {
+	t, s := c.Table, c.Storage
+	return slog.GroupValue(
+		slog.Group("table", "uri", t.URI, "name", t.Name, "app_id", t.AppID, "partition_columns", t.PartitionColumns,
+			"mode", string(t.Mode), "columns", len(t.Columns), "compression", t.Compression),
+		slog.Group("storage", "endpoint", s.Endpoint, "access_key", s.AccessKey, "secret_key", s.SecretKey, "region", s.Region, "ca_file", s.CAFile,
+			"single_writer", s.SingleWriter),
+		slog.Any("kafka", c.Kafka),
+		slog.Any("nats", c.NATS),
+		slog.Group("flush", "interval", c.Flush.Interval, "max_bytes", c.Flush.MaxBytes.String()),
+		slog.Group("backpressure", "memory_budget", c.Backpressure.MemoryBudget.String(), "max_unfinished_epochs", c.Backpressure.MaxUnfinishedEpochs),
+		slog.String("http_listen", c.HTTP.Listen),
+	)
+}
+
+func boolPtr(b *bool) string {
+	if b == nil {
+		return "auto"
+	}
+	return fmt.Sprint(*b)
+}

@@ -1,0 +1,328 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func noEnv(string) string { return "" }
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestGoodConfigs(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	if len(files) == 0 {
+		t.Fatal("no good configs")
+	}
+	for _, f := range files {
+		if _, err := Load(f, noEnv); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestBadConfigs(t *testing.T) {
+	cases := []struct {
+		file   string
+		errMsg string
+	}{
+		{"unknown_key.bad.yaml", "line 2: unknown key kafka.borkers"},
+		{"unknown_section.bad.yaml", "line 1: unknown key sink"},
+		{"flush_zero.bad.yaml", "flush.interval must be > 0, got 0s"},
+		{"flush_negative.bad.yaml", "flush.interval must be > 0, got -5s"},
+		{"bad_duration.bad.yaml", `cannot unmarshal !!str ` + "`soon`" + ` into time.Duration`},
+		{"bad_size.bad.yaml", `invalid size "32 parsecs"`},
+		{"ftp.bad.yaml", `table.uri: unsupported scheme "ftp"`},
+		{"sasl.bad.yaml", `kafka.sasl.mechanism: unknown "KERBEROS"`},
+		{"nats_creds.bad.yaml", "nats.creds_file: requires nats.url"},
+		{"column_type.bad.yaml", `table.columns[0].type: unknown type "varchar"`},
+		{"partition_unknown.bad.yaml", `table.partition_columns[0]: unknown column "device_kind"`},
+		{"compression.bad.yaml", `table.compression: unknown "lz4" (want snappy or zstd)`},
+		{"log_level.bad.yaml", `log.level: unknown "loud"`},
+		{"http_listen.bad.yaml", `http.listen: "8080" is not host:port`},
+		{"budget.bad.yaml", "backpressure.memory_budget must be > 0"},
+		{"budget.bad.yaml", "backpressure.max_unfinished_epochs must be >= 1, got 0"},
+		{"vacuum.bad.yaml", "maintenance.vacuum_retain must be > 0"},
+		{"watchdog.bad.yaml", "maintenance.optimize_min_files must be >= 2, got 1"},
+		{"watchdog.bad.yaml", "watchdog.stall_intervals must be >= 0 (0 disables), got -1"},
+		{"watchdog.bad.yaml", "watchdog.restart_backoff_max must be >= watchdog.restart_backoff (10m0s), got 1m0s"},
+		{"checkpoint.bad.yaml", "table.checkpoint_interval must be > 0, got 0"},
+		{"not_yaml.bad.yaml", "yaml:"},
+		{"start_offsets.bad.yaml", "kafka.start_offsets: partition 1: offset -5"},
+		{"start_both.bad.yaml", "kafka.start_timestamp: set together with start_offsets"},
+		{"start_timestamp.bad.yaml", `kafka.start_timestamp: "yesterday": want RFC 3339`},
+		{"instance_id_placeholder.bad.yaml", `kafka.instance_id: unknown placeholder in "deltaflow-{host}" (the one placeholder is {hostname})`},
+		{"instance_id_chars.bad.yaml", `kafka.instance_id: "deltaflow pi 1" has ' '`},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.file] = true
+		_, err := Load(filepath.Join("testdata", c.file), noEnv)
+		if err == nil {
+			t.Errorf("%s: loaded without error, want %q", c.file, c.errMsg)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.errMsg) {
+			t.Errorf("%s: error %q lacks %q", c.file, err, c.errMsg)
+		}
+	}
+	// Every bad file is in the table.
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	for _, f := range files {
+		if !seen[filepath.Base(f)] {
+			t.Errorf("%s has no case in TestBadConfigs", f)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Load("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "./data/sensor_events" || cfg.Table.Name != "sensor_events" || cfg.Table.AppID != "deltaflow" ||
+		!slices.Equal(cfg.Table.PartitionColumns, []string{"device_type", "event_date"}) || len(cfg.Table.Columns) != 14 ||
+		cfg.Table.CheckpointInterval != 10 || cfg.Table.Compression != "snappy" {
+		t.Errorf("table defaults: %+v", cfg.Table)
+	}
+	if cfg.Flush.Interval != time.Minute || cfg.Flush.MaxBytes != 8<<20 || cfg.Backpressure.MemoryBudget != 16<<20 ||
+		cfg.Backpressure.MaxUnfinishedEpochs != 2 || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.Maintenance.VacuumRetain != 720*time.Hour {
+		t.Errorf("defaults: %v", cfg)
+	}
+	if cfg.NATS.StoreDir != filepath.Join("data", "nats") {
+		t.Errorf("nats.store_dir %q, want data/nats next to the table", cfg.NATS.StoreDir)
+	}
+	if cfg.Kafka.Topic != "sensor-events" || !slices.Equal(cfg.Kafka.Brokers, []string{"127.0.0.1:9092"}) {
+		t.Errorf("kafka defaults: %v", cfg.Kafka)
+	}
+
+	// An explicit "" disables the HTTP server; a key left out keeps its default.
+	cfg, err = Load("testdata/http_disabled.good.yaml", noEnv)
+	if err != nil || cfg.HTTP.Listen != "" || cfg.Flush.Interval != time.Minute {
+		t.Errorf("http_disabled: %v %q %s", err, cfg.HTTP.Listen, cfg.Flush.Interval)
+	}
+
+	cfg, err = Load("testdata/full.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.MaxRecordBytes != 2<<20 || cfg.Flush.MaxBytes != 64_000_000 || cfg.Backpressure.MemoryBudget != 96<<20 ||
+		cfg.Maintenance.OptimizeTargetSize != 256<<20 || len(cfg.Table.Columns) != 6 || cfg.NATS.StoreDir != "" {
+		t.Errorf("full: %v", cfg)
+	}
+	if m, w := cfg.Maintenance, cfg.Watchdog; m.OptimizeMinFiles != 10 || m.LogCleanup || w.StallIntervals != 5 ||
+		w.Grace != 30*time.Second || w.RestartBackoff != 2*time.Minute || w.RestartBackoffMax != time.Hour {
+		t.Errorf("full: maintenance %+v, watchdog %+v", m, w)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	env := envMap(map[string]string{
+		"KAFKA_BOOTSTRAP":       "k1:9092, k2:9092",
+		"KAFKA_TOPIC":           "other-topic",
+		"KAFKA_GROUP":           "g2",
+		"MINIO_ENDPOINT":        "minio2:9000",
+		"MINIO_ACCESS_KEY":      "ak",
+		"MINIO_SECRET_KEY":      "env-secret-000",
+		"NATS_URL":              "nats://n2:4222",
+		"DELTAFLOW_TABLE_URI":   "s3://lake2/t",
+		"DELTAFLOW_LOG_LEVEL":   "warn",
+		"DELTAFLOW_HTTP_LISTEN": "0.0.0.0:9090",
+		"FLUSH_INTERVAL":        "15s",
+		SingleWriterEnv:         "true",
+	})
+	cfg, err := Load("testdata/full.good.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{cfg.Kafka.Brokers, cfg.Kafka.Topic, cfg.Kafka.Group, cfg.Storage.Endpoint, cfg.Storage.AccessKey,
+		string(cfg.Storage.SecretKey), cfg.NATS.URL, cfg.Table.URI, cfg.Log.Level, cfg.HTTP.Listen, cfg.Flush.Interval,
+		cfg.Storage.SingleWriter}
+	want := []any{[]string{"k1:9092", "k2:9092"}, "other-topic", "g2", "minio2:9000", "ak",
+		"env-secret-000", "nats://n2:4222", "s3://lake2/t", "warn", "0.0.0.0:9090", 15 * time.Second, true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("overrides:\n got %v\nwant %v", got, want)
+	}
+
+	// The table URI from the environment decides where embedded NATS stores.
+	cfg, err = Load("", envMap(map[string]string{"DELTAFLOW_TABLE_URI": "/srv/lake/events"}))
+	if err != nil || cfg.NATS.StoreDir != "/srv/lake/nats" {
+		t.Errorf("store dir for env table: %v %q", err, cfg.NATS.StoreDir)
+	}
+	// Overrides are validated like the file.
+	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "0s"})); err == nil || !strings.Contains(err.Error(), "flush.interval must be > 0") {
+		t.Errorf("FLUSH_INTERVAL=0s: %v", err)
+	}
+	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "often"})); err == nil || !strings.Contains(err.Error(), "FLUSH_INTERVAL") {
+		t.Errorf("FLUSH_INTERVAL=often: %v", err)
+	}
+	if _, err := Load("", envMap(map[string]string{SingleWriterEnv: "maybe"})); err == nil || !strings.Contains(err.Error(), SingleWriterEnv) {
+		t.Errorf("%s=maybe: %v", SingleWriterEnv, err)
+	}
+}
+
+func TestSecretsRedacted(t *testing.T) {
+	secrets := []string{"minio-secret-123", "kafka-secret-456", "nats-secret-789", "url-secret-000"}
+	cfg, err := Load("testdata/full.good.yaml", envMap(map[string]string{"NATS_URL": "nats://u:url-secret-000@nats:4222"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.Token = "nats-secret-789"
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "config", cfg)
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "config", *cfg)
+	outs := map[string]string{
+		"String": cfg.String(), "%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", *cfg),
+		"%#v": fmt.Sprintf("%#v", *cfg), "slog": logs.String(),
+	}
+	if y, err := yaml.Marshal(cfg.Storage); err == nil {
+		outs["yaml storage"] = string(y)
+	}
+	for how, out := range outs {
+		for _, s := range secrets {
+			if strings.Contains(out, s) {
+				t.Errorf("%s reveals %q:\n%s", how, s, out)
+			}
+		}
+		if !strings.Contains(out, "REDACTED") {
+			t.Errorf("%s shows no REDACTED marker:\n%s", how, out)
+		}
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"32MiB": 32 << 20, "128MB": 128e6, "1048576": 1 << 20, "1 GiB": 1 << 30, "4kb": 4000, "7B": 7} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1", "1.5MiB", "3 TB", "99999999999999GiB"} {
+		if _, err := ParseByteSize(in); err == nil {
+			t.Errorf("ParseByteSize(%q) succeeded", in)
+		}
+	}
+	if s := ByteSize(48 << 20).String(); s != "48MiB" {
+		t.Errorf("String = %s", s)
+	}
+}
+
+// kafka.instance_id's {hostname} takes the host's name, so replicas sharing
+// one file get distinct static member ids; a name Kafka would refuse, or no
+// name, stops the start naming the key, and a literal id is kept as is.
+func TestInstanceIDHostname(t *testing.T) {
+	defer func(h func() (string, error)) { hostname = h }(hostname)
+	load := func(name string, err error) (*Config, error) {
+		hostname = func() (string, error) { return name, err }
+		return Load("testdata/instance_id_hostname.good.yaml", noEnv)
+	}
+	for _, h := range []string{"3f2a9c1d7b4e", "deltaflow-2", "pi.local"} {
+		cfg, err := load(h, nil)
+		if err != nil || cfg.Kafka.InstanceID != "deltaflow-"+h {
+			t.Errorf("hostname %q: instance_id %v, %v; want deltaflow-%s", h, cfg, err, h)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"", errors.New("uname failed"), "kafka.instance_id: {hostname}: uname failed"},
+		{"", nil, "kafka.instance_id: {hostname}: the host has no name"},
+		{"pi 4", nil, `kafka.instance_id: "deltaflow-pi 4" has ' '`},
+		{strings.Repeat("h", 240), nil, "is longer than 249 characters"},
+	} {
+		if _, err := load(c.name, c.err); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("hostname %q, %v: error %v, want %q", c.name, c.err, err, c.want)
+		}
+	}
+	hostname = func() (string, error) { t.Error("hostname asked for a literal instance_id"); return "", nil }
+	cfg, err := Load("", envMap(nil))
+	if err != nil || cfg.Kafka.InstanceID != "" {
+		t.Errorf("no instance_id: %q, %v", cfg.Kafka.InstanceID, err)
+	}
+	cfg, err = Load("../../configs/seed.yaml", noEnv)
+	if err != nil || cfg.Kafka.InstanceID != "deltaflow-pi-1" {
+		t.Errorf("literal instance_id: %v, %v", cfg, err)
+	}
+}
+
+// TestShippedConfigs loads configs/*.yaml as the compose stack and a
+// workstation use them.
+func TestShippedConfigs(t *testing.T) {
+	cfg, err := Load("../../configs/deltaflow.yaml", envMap(map[string]string{"MINIO_ACCESS_KEY": "a", "MINIO_SECRET_KEY": "b"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "s3://lake/sensor_events" || cfg.Storage.Endpoint != "minio:9000" || cfg.Kafka.Brokers[0] != "kafka:9092" ||
+		cfg.NATS.URL != "nats://nats:4222" || cfg.Flush.Interval != time.Minute || cfg.HTTP.Listen != "0.0.0.0:8080" {
+		t.Errorf("deltaflow.yaml: %v", cfg)
+	}
+	cfg, err = Load("../../configs/local.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.URI != "./data/sensor_events" || cfg.NATS.URL != "" || cfg.NATS.StoreDir != filepath.Join("data", "nats") {
+		t.Errorf("local.yaml: %v", cfg)
+	}
+}
+
+// TestConfigDocCoversEveryKey checks fieldDocs against the parser's keys.
+func TestConfigDocCoversEveryKey(t *testing.T) {
+	keys := map[string]bool{}
+	for _, k := range configKeys() {
+		keys[k.key] = true
+		if d, ok := fieldDocs[k.key]; !ok || d.doc == "" {
+			t.Errorf("key %s is not documented in fieldDocs", k.key)
+		}
+	}
+	for k := range fieldDocs {
+		if !keys[k] {
+			t.Errorf("fieldDocs documents %s, which Config does not have", k)
+		}
+	}
+	for _, o := range envOverrides {
+		if !keys[o.key] {
+			t.Errorf("%s overrides unknown key %s", o.name, o.key)
+		}
+	}
+}
+
+func TestConfigDocIsFresh(t *testing.T) {
+	committed, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(committed) != ConfigDoc() {
+		t.Fatal("docs/configuration.md is stale: run `go generate ./runtime/daemon` and commit it")
+	}
+}
+
+// TestStartPositions: the two ways of choosing start positions decode as
+// written (a date counts as midnight UTC).
+func TestStartPositions(t *testing.T) {
+	cfg, err := Load("testdata/start_offsets.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]int64{0: 123, 1: 456}; !maps.Equal(cfg.Kafka.StartOffsets, want) {
+		t.Errorf("start_offsets %v, want %v", cfg.Kafka.StartOffsets, want)
+	}
+	cfg, err = Load("testdata/start_date.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := cfg.Kafka.StartTime(); err != nil || !at.Equal(time.Date(2026, 6, 22, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("start_timestamp %v (%v), want 2026-06-22 00:00 UTC", at, err)
+	}
+}

@@ -1,0 +1,194 @@
+package daemon
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// fieldDoc documents one configuration key. Defaults are read from
+// DefaultConfig; def is the text for keys whose default is not a plain value
+// there (zero means "derived" or "set by the section's own package").
+type fieldDoc struct {
+	doc string
+	def string
+}
+
+// fieldDocs documents every key of Config. A test walks Config's yaml tags
+// and fails when a key is missing here or listed here but gone, so the
+// reference (docs/configuration.md) cannot drift from the parser.
+var fieldDocs = map[string]fieldDoc{
+	"table.uri":                             {doc: "Table root: `s3://bucket/prefix` (also `s3a://`), `file:///abs/path` or a path."},
+	"table.name":                            {doc: "Table name in NATS subjects, KV keys and the DLQ stream name."},
+	"table.app_id":                          {doc: "Prefix of the Delta txn appIds (`<app_id>-<topic>-<partition>`); two deployments writing one table need different ones."},
+	"table.partition_columns":               {doc: "Partition columns; must equal an existing table's (partitioning never changes)."},
+	"table.mode":                            {doc: "`strict`: a value that cannot be cast sends the record to the DLQ; `permissive`: it becomes null (Spark's from_json)."},
+	"table.max_record_bytes":                {doc: "Record values larger than this go to the DLQ unparsed."},
+	"table.columns":                         {doc: "Columns in declared order (list of the keys below).", def: "the Spark job's `sensor_events` schema"},
+	"table.columns[].name":                  {doc: "Delta column name (required, unique)."},
+	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp or date."},
+	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)` or kafka.partition/offset/timestamp/key/topic.", def: "the column name"},
+	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
+	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
+	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
+	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
+	"storage.endpoint":                      {doc: "S3/MinIO endpoint, `host:port` or `http(s)://host:port`; for s3:// tables.", def: "$AWS_ENDPOINT_URL"},
+	"storage.access_key":                    {doc: "S3 access key id.", def: "$AWS_ACCESS_KEY_ID"},
+	"storage.secret_key":                    {doc: "S3 secret key; never printed or logged.", def: "$AWS_SECRET_ACCESS_KEY"},
+	"storage.region":                        {doc: "S3 region (optional).", def: "$AWS_REGION"},
+	"storage.secure":                        {doc: "Use HTTPS; unset lets the endpoint's scheme decide (plain host:port is HTTP).", def: "auto"},
+	"storage.ca_file":                       {doc: "PEM CA bundle to trust for HTTPS instead of the system pool (a MinIO with a private CA).", def: "—"},
+	"storage.single_writer":                 {doc: "Write even when the store does not honour put-if-absent (an S3-compatible server that ignores `If-None-Match`), which every start checks: only safe when no other process ever writes the table, since two writers could then overwrite one version. The table commands take `--single-writer`.", def: "false"},
+	"kafka.brokers":                         {doc: "Seed brokers, `host:port`."},
+	"kafka.topic":                           {doc: "Topic to read."},
+	"kafka.group":                           {doc: "Consumer group (assignment in mode group; offsets for lag tools always)."},
+	"kafka.mode":                            {doc: "`group` (Kafka assigns partitions; several instances share a topic) or `partitions` (fixed list, no group)."},
+	"kafka.partitions":                      {doc: "Partitions to read in mode `partitions`.", def: "—"},
+	"kafka.start_offset":                    {doc: "Where a partition the table has no offset for starts: `earliest` or `latest`."},
+	"kafka.start_offsets":                   {doc: "Explicit first offsets, `{partition: offset}`, for partitions the table has no offset for; written into the table as txn actions at start (also `deltaflow seek --offsets`). Others fall back to `start_offset`.", def: "—"},
+	"kafka.start_timestamp":                 {doc: "Start partitions the table has no offset for at their first record at or after this time (RFC 3339 or a date; Kafka's ListOffsets by time); written into the table at start. Exclusive with `start_offsets`.", def: "—"},
+	"kafka.client_id":                       {doc: "Client id sent to the brokers."},
+	"kafka.instance_id":                     {doc: "Static group membership id, unique per process: restarted after a crash, the process takes its partitions back at once instead of after the dead member's 45 s session timeout. `{hostname}` in it is replaced by the host's name (`deltaflow-{hostname}`), so one file serves every replica of `docker compose up --scale deltaflow=N`: each container has its own hostname, kept across restarts (a recreated container gets a new one, and so a new id). Letters, digits, `.`, `_` and `-` only. Mode group only.", def: "— (dynamic)"},
+	"kafka.fetch_max_wait":                  {doc: "How long a broker holds an empty fetch: how often an idle deltaflow asks Kafka for news (Kafka's consumer default)."},
+	"kafka.fetch_max_bytes":                 {doc: "Bound on one fetch response, in bytes."},
+	"kafka.fetch_max_partition_bytes":       {doc: "Bound on one partition's share of a fetch (compressed bytes); keeps fetch memory small."},
+	"kafka.max_poll_records":                {doc: "Bound on the records one poll returns."},
+	"kafka.sasl.mechanism":                  {doc: "`PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`; empty disables SASL.", def: "—"},
+	"kafka.sasl.user":                       {doc: "SASL user.", def: "—"},
+	"kafka.sasl.password":                   {doc: "SASL password; never printed or logged.", def: "—"},
+	"kafka.tls.enabled":                     {doc: "Encrypt broker connections.", def: "false"},
+	"kafka.tls.ca_file":                     {doc: "PEM CA bundle to trust instead of the system pool.", def: "—"},
+	"kafka.tls.cert_file":                   {doc: "PEM client certificate (mutual TLS); with key_file.", def: "—"},
+	"kafka.tls.key_file":                    {doc: "PEM client key; with cert_file.", def: "—"},
+	"kafka.tls.insecure_skip_verify":        {doc: "Skip server certificate verification (tests only).", def: "false"},
+	"nats.url":                              {doc: "NATS servers, comma-separated; empty runs an embedded nats-server with JetStream.", def: "\"\" (embedded)"},
+	"nats.user":                             {doc: "NATS user (also required by the embedded server when set).", def: "—"},
+	"nats.password":                         {doc: "NATS password; never printed or logged.", def: "—"},
+	"nats.token":                            {doc: "NATS token; never printed or logged.", def: "—"},
+	"nats.creds_file":                       {doc: "NATS credentials file (JWT + nkey); needs nats.url.", def: "—"},
+	"nats.tls.ca_file":                      {doc: "PEM CA bundle for the server certificate.", def: "—"},
+	"nats.tls.cert_file":                    {doc: "PEM client certificate; with key_file.", def: "—"},
+	"nats.tls.key_file":                     {doc: "PEM client key; with cert_file.", def: "—"},
+	"nats.tls.insecure_skip_verify":         {doc: "Skip server certificate verification (tests only).", def: "false"},
+	"nats.listen":                           {doc: "Where the embedded server listens (so the `nats` CLI works); port -1 picks a free one.", def: "127.0.0.1:4222"},
+	"nats.store_dir":                        {doc: "JetStream store of the embedded server.", def: "`nats` next to a local table (./data/nats), else $TMPDIR/deltaflow-nats"},
+	"nats.kv_bucket":                        {doc: "KV bucket of the recovery offsets mirror.", def: "deltaflow_offsets"},
+	"nats.kv_replicas":                      {doc: "Replicas of the KV bucket and DLQ stream (1 with the embedded server).", def: "1"},
+	"nats.dlq_stream":                       {doc: "Dead-letter stream name.", def: "DELTAFLOW_DLQ_<TABLE>"},
+	"nats.dlq_max_age":                      {doc: "How long dead letters are kept; negative keeps them forever.", def: "168h"},
+	"nats.publish_timeout":                  {doc: "Bound on every JetStream call (KV put, DLQ acks).", def: "5s"},
+	"flush.interval":                        {doc: "Commit an epoch this often (the Spark job's trigger)."},
+	"flush.max_bytes":                       {doc: "Commit early once the epoch's buffered data (rows being written, encoded files) reaches this size."},
+	"flush.row_group_rows":                  {doc: "Rows per Parquet row group; bounds each buffer's encoder memory."},
+	"backpressure.memory_budget":            {doc: "Pause Kafka while buffered data (rows being written, encoded files not yet uploaded) holds this much memory. `run` also sets the Go soft memory limit to this + 20MiB unless `GOMEMLIMIT` is set."},
+	"backpressure.max_unfinished_epochs":    {doc: "Pause Kafka while more epochs than this are uncommitted."},
+	"http.listen":                           {doc: "Serves `/healthz`, `/readyz` and `/metrics`; `\"\"` disables."},
+	"log.level":                             {doc: "`debug`, `info`, `warn` or `error`."},
+	"log.format":                            {doc: "`text` or `json`."},
+	"maintenance.optimize_every":            {doc: "Run OPTIMIZE (compaction) this often; 0 never.", def: "0 (never)"},
+	"maintenance.optimize_target_size":      {doc: "Size compacted files aim for."},
+	"maintenance.optimize_min_files":        {doc: "OPTIMIZE compacts a partition still being written once it holds this many files under `optimize_open_target_size`; a closed one (nothing added since the previous run) whenever it has two small files."},
+	"maintenance.optimize_open_target_size": {doc: "Size the files of a partition still being written are compacted to; larger files are left alone, so a run never rewrites the whole growing partition (the closed partition is compacted to `optimize_target_size` later)."},
+	"maintenance.vacuum_every":              {doc: "Run VACUUM (then log cleanup) this often; 0 never.", def: "0 (never)"},
+	"maintenance.vacuum_retain":             {doc: "VACUUM keeps removed files younger than this."},
+	"watchdog.stall_intervals":              {doc: "A stall is records waiting in Kafka and no epoch committed for this many `flush.interval` (or the pipeline failing at its backoff cap that long): `/healthz` and `/readyz` answer 503 and a `stalled` event goes out. 0 disables the watchdog."},
+	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
+	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
+	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},
+	"maintenance.log_cleanup":               {doc: "After a checkpoint, delete log files older than the table's `delta.logRetentionDuration` (default 30 days), at most once a day, as Spark does with `delta.enableExpiredLogCleanup`; a table setting that property to false is left alone."},
+}
+
+// configKey is one key of Config with its default value.
+type configKey struct {
+	key string
+	def reflect.Value // invalid inside lists
+}
+
+// configKeys walks Config's yaml tags in declaration order: every leaf key,
+// and each list of sections (table.columns) followed by its keys.
+func configKeys() []configKey {
+	var out []configKey
+	var walk func(t reflect.Type, v reflect.Value, prefix string)
+	walk = func(t reflect.Type, v reflect.Value, prefix string) {
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			key := joinKey(prefix, name)
+			var fv reflect.Value
+			if v.IsValid() {
+				fv = v.FieldByIndex(f.Index)
+			}
+			ft := f.Type
+			switch {
+			case ft.Kind() == reflect.Struct && !implementsUnmarshaler(ft):
+				walk(ft, fv, key)
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				out = append(out, configKey{key: key})
+				walk(ft.Elem(), reflect.Value{}, key+"[]")
+			default:
+				out = append(out, configKey{key: key, def: fv})
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), reflect.ValueOf(DefaultConfig()), "")
+	return out
+}
+
+// envFor returns the environment variable overriding key, if any.
+func envFor(key string) string {
+	for _, o := range envOverrides {
+		if o.key == key {
+			return "`" + o.name + "`"
+		}
+	}
+	return ""
+}
+
+// formatDefault renders a default value for the reference.
+func formatDefault(v reflect.Value) string {
+	if !v.IsValid() || v.IsZero() {
+		return ""
+	}
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return x.String()
+	case fmt.Stringer:
+		return x.String()
+	case []string:
+		return "[" + strings.Join(x, ", ") + "]"
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// ConfigDoc renders the configuration reference in Markdown; `go generate
+// ./runtime` writes it to docs/configuration.md and a test fails when the
+// committed file is stale.
+func ConfigDoc() string {
+	var b strings.Builder
+	b.WriteString("# deltaflow configuration\n\n")
+	b.WriteString("<!-- Generated by `go generate ./runtime/daemon` from runtime/daemon/config.go and runtime/daemon/configdoc.go. DO NOT EDIT. -->\n\n")
+	b.WriteString("`deltaflow run --config FILE` reads one YAML file (unknown keys are an error). Environment variables ")
+	b.WriteString("override the file when set and non-empty. Sizes take bytes or a unit (`32MiB`, `128MB`); durations use Go ")
+	b.WriteString("syntax (`60s`, `720h`). A key left out takes its default; a key set to an invalid value (such as ")
+	b.WriteString("`flush.interval: 0s`) is an error naming the key. Secrets are never printed or logged.\n")
+	section := ""
+	for _, k := range configKeys() {
+		top, _, _ := strings.Cut(k.key, ".")
+		if top != section {
+			section = top
+			fmt.Fprintf(&b, "\n## %s\n\n| Key | Default | Environment | Description |\n|---|---|---|---|\n", section)
+		}
+		d := fieldDocs[k.key]
+		def := formatDefault(k.def)
+		if def == "" {
+			def = d.def
+		} else {
+			def = "`" + def + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.key, def, envFor(k.key), d.doc)
+	}
+	return b.String()
+}

@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+)
+
+// deployDir holds the Prometheus rules and the Grafana dashboard the
+// compose stack's monitoring profile ships.
+const deployDir = "../../deploy"
+
+// foreignSeries are the series deploy/ queries that deltaflow does not
+// export: Prometheus's own, and the node exporter's (the monitoring
+// profile runs it).
+var foreignSeries = []string{"up", "node_filesystem_avail_bytes", "node_filesystem_size_bytes"}
+
+// seriesRef matches a series name in a PromQL expression: deltaflow's own,
+// the process and Go collectors' it serves beside them, the foreign ones.
+var seriesRef = regexp.MustCompile(`\b(?:(?:deltaflow|process|go|node)_[a-zA-Z0-9_]+|up)\b`)
+
+// exportedSeries returns the series names a /metrics body exposes: each
+// family's name, and a histogram's _bucket, _sum and _count.
+func exportedSeries(body string) map[string]bool {
+	out := map[string]bool{}
+	for line := range strings.Lines(body) {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "#" || f[1] != "TYPE" {
+			continue
+		}
+		out[f[2]] = true
+		if f[3] == "histogram" || f[3] == "summary" {
+			out[f[2]+"_sum"], out[f[2]+"_count"] = true, true
+		}
+		if f[3] == "histogram" {
+			out[f[2]+"_bucket"] = true
+		}
+	}
+	return out
+}
+
+// monitoringExprs returns every PromQL expression of the alert rules and
+// the dashboard, keyed by where it is.
+func monitoringExprs(t *testing.T) map[string]string {
+	t.Helper()
+	exprs := map[string]string{}
+	data, err := os.ReadFile(filepath.Join(deployDir, "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatalf("alerts.yml: %v", err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			exprs["alert "+r.Alert] = r.Expr
+		}
+	}
+	data, err = os.ReadFile(filepath.Join(deployDir, "grafana", "dashboards", "deltaflow.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("deltaflow.json: %v", err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs["panel "+p.Title+" "+tg.RefID] = tg.Expr
+		}
+	}
+	if len(exprs) < 20 {
+		t.Fatalf("only %d expressions in deploy/; the files were not read as expected", len(exprs))
+	}
+	return exprs
+}
+
+// checkMonitoring holds the shipped alert rules and dashboard to the
+// metrics a running deltaflow serves (body is its /metrics): every series
+// they query exists, and promtool accepts the rules and passes their unit
+// tests.
+func checkMonitoring(t *testing.T, body string) {
+	t.Helper()
+	exported := exportedSeries(body)
+	for _, name := range foreignSeries {
+		exported[name] = true
+	}
+	for where, expr := range monitoringExprs(t) {
+		refs := seriesRef.FindAllString(expr, -1)
+		if len(refs) == 0 {
+			t.Errorf("%s: %q queries no series deltaflow exports", where, expr)
+		}
+		for _, name := range refs {
+			if !exported[name] {
+				t.Errorf("%s: %s is not among the series deltaflow exports", where, name)
+			}
+		}
+	}
+	t.Run("promtool", func(t *testing.T) {
+		promtool := testenv.Tool(t, "promtool")
+		dir := filepath.Join(deployDir, "prometheus")
+		for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"check", "config", "prometheus.yml"}, {"test", "rules", "alerts_test.yml"}} {
+			cmd := exec.Command(promtool, args...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	})
+}
+
+// Every metric deltaflow registers is queried by the dashboard, so a new
+// one is not forgotten there.
+func TestDashboardShowsEveryMetric(t *testing.T) {
+	exprs := slices.Collect(func(yield func(string) bool) {
+		for _, e := range monitoringExprs(t) {
+			if !yield(e) {
+				return
+			}
+		}
+	})
+	all := strings.Join(exprs, "\n")
+	for _, name := range deltaflowMetricNames(t) {
+		if !strings.Contains(all, name) {
+			t.Errorf("%s is in /metrics but neither the dashboard nor an alert uses it", name)
+		}
+	}
+}
+
+// deltaflowMetricNames lists the deltaflow_* metrics Run registers, from
+// their descriptors (a vector with no series yet is described all the
+// same).
+func deltaflowMetricNames(t *testing.T) []string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	actors.NewMetrics(reg)
+	reg.MustRegister(buildInfo("test"))
+	descs := make(chan *prometheus.Desc)
+	go func() {
+		reg.Describe(descs)
+		close(descs)
+	}()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	var names []string
+	for d := range descs {
+		m := fqName.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no fqName in %s", d)
+		}
+		if strings.HasPrefix(m[1], "deltaflow_") {
+			names = append(names, m[1])
+		}
+	}
+	if len(names) < 20 {
+		t.Fatalf("only %d deltaflow metrics described: %v", len(names), names)
+	}
+	return names
+}

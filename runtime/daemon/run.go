@@ -1,0 +1,503 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// StopTimeout bounds the final commit on shutdown. With one more second for
+// closing the consumer and the actors, a SIGTERM ends the process within
+// 10 s (docker stop's default grace period); whatever is not committed by
+// then is re-read from Kafka on the next start.
+const StopTimeout = 8 * time.Second
+
+// untilLatestPoll is how often RunOptions.UntilLatest checks progress.
+const untilLatestPoll = 50 * time.Millisecond
+
+// RunOptions tune one Run.
+type RunOptions struct {
+	// UntilLatest stops once every partition owned at start is committed up
+	// to the high watermark it had then, and Run returns nil.
+	UntilLatest bool
+	// Version is reported by the control service; default Version().
+	Version string
+	// LogOutput receives the logs; default os.Stderr.
+	LogOutput io.Writer
+	// MemoryLimit sets the Go runtime's soft memory limit from the budget
+	// (see memoryLimit), for a process that is only the daemon: not for
+	// one that hosts other work too (tests, demo).
+	MemoryLimit bool
+}
+
+// memoryLimitOverhead is what the process holds besides the buffered data
+// the budget bounds: the Kafka client's fetches, the polls in flight, the
+// open files' encoders, NATS, the runtime.
+const memoryLimitOverhead = 20 << 20
+
+// memoryLimit sets the soft memory limit to the budget plus the overhead,
+// unless GOMEMLIMIT is set, and returns the limit in force. Without it the
+// garbage collector lets the heap grow to twice what is live, which is most
+// of the daemon's RSS.
+func memoryLimit(budget ByteSize, getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	limit := int64(budget) + memoryLimitOverhead
+	debug.SetMemoryLimit(limit)
+	return limit
+}
+
+// Run runs the daemon until ctx ends (or, with UntilLatest, until caught
+// up), then shuts down gracefully: it stops fetching, commits what was read
+// within StopTimeout, and closes the consumer, the actors, the NATS bridge
+// and the HTTP server. A clean shutdown returns nil.
+func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
+	if opts.Version == "" {
+		opts.Version = Version()
+	}
+	if opts.LogOutput == nil {
+		opts.LogOutput = os.Stderr
+	}
+	logger, err := NewLogger(cfg.Log, opts.LogOutput)
+	if err != nil {
+		return err
+	}
+	logger.Info("deltaflow starting", "version", opts.Version, "config", cfg)
+	if opts.MemoryLimit {
+		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, os.Getenv)).String())
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(opts.Version))
+	metrics := actors.NewMetrics(reg)
+	health := actors.NewHealth()
+	ready := &readiness{health: health}
+	// HTTP comes up first so /healthz answers and /readyz explains what
+	// startup is waiting for.
+	srv, err := startHTTP(cfg.HTTP.Listen, reg, ready, logger)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+
+	tbl, snap, mapper, err := openTable(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	store := tbl.Store()
+	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
+		return err
+	}
+	if err := checkTxnRetention(snap, cfg.Flush.Interval); err != nil {
+		return fmt.Errorf("table %s: %w", store.URI(), err)
+	}
+	ready.tableLoaded.Store(true)
+
+	b, err := bridge.New(ctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))
+	if err != nil {
+		return fmt.Errorf("start nats bridge: %w", err)
+	}
+	defer b.Close()
+	ready.bridge.Store(b)
+	reconcileOffsets(ctx, b, snap, cfg.Table.AppID, cfg.Kafka.Topic, logger)
+
+	tableSchema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("table schema: %w", err)
+	}
+	writer := delta.WriterOptions{Compression: cfg.compression(), RowGroupRows: cfg.Flush.RowGroupRows}
+	if err := writer.ApplyTableConfig(snap.Metadata().Configuration); err != nil {
+		return fmt.Errorf("table configuration: %w", err)
+	}
+	engine, err := actors.NewEngine(actors.Config{
+		App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, FlushInterval: cfg.Flush.Interval,
+		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
+		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
+		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
+			OptimizeMinFiles: cfg.Maintenance.OptimizeMinFiles, OptimizeOpenTargetSize: int64(cfg.Maintenance.OptimizeOpenTargetSize),
+			VacuumEvery:  cfg.Maintenance.VacuumEvery,
+			VacuumRetain: cfg.Maintenance.VacuumRetain, LogCleanupAfterCheckpoint: cfg.Maintenance.LogCleanup},
+	}, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	if err != nil {
+		return err
+	}
+	cons, err := kafka.NewConsumer(cfg.Kafka, engine, logger)
+	if err != nil {
+		return err
+	}
+	if err := engine.Start(cons, cons, store, snap.PartitionColumns()); err != nil {
+		cons.Close()
+		return err
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if w := cfg.Watchdog; w.StallIntervals > 0 {
+		watch := &stallWatch{stallAfter: time.Duration(w.StallIntervals) * cfg.Flush.Interval, grace: w.Grace,
+			backoff: actors.Backoff{Initial: w.RestartBackoff, Max: w.RestartBackoffMax}}
+		check := min(max(cfg.Flush.Interval/4, time.Second), 15*time.Second)
+		go runWatchdog(ctx, watch, check, watchdogDeps{engine: engine, bridge: b, metrics: metrics, ready: ready,
+			logger: logger.With("component", "watchdog"), stop: stop})
+	}
+	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name}
+	if err := b.StartControl(ctrl); err != nil {
+		logger.Warn("control service not started", "err", err)
+	}
+	logger.Info("deltaflow running", "table", store.URI(), "topic", cfg.Kafka.Topic, "nats", b.ClientURL(), "http", srv.addr())
+
+	var runErr error
+	if opts.UntilLatest {
+		if runErr = untilLatest(ctx, engine, cons, logger); runErr != nil {
+			logger.Error("until-latest failed; stopping", "err", runErr)
+			runErr = fmt.Errorf("until-latest: %w", runErr)
+		}
+	} else {
+		<-ctx.Done()
+		logger.Info("shutting down", "cause", context.Cause(ctx))
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
+		runErr = cause
+	}
+	ready.stopping.Store(true)
+	return errors.Join(runErr, stopEngine(engine, logger))
+}
+
+// stopEngine stops the engine, giving up after StopTimeout plus a second so
+// a stuck storage call cannot hold the process past its grace period.
+func stopEngine(e *actors.Engine, logger *slog.Logger) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Stop(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("final commit: %w (uncommitted records are re-read on the next start)", err)
+		}
+		logger.Info("stopped cleanly", "took", time.Since(start).Round(time.Millisecond))
+		return nil
+	case <-time.After(StopTimeout + time.Second):
+		return fmt.Errorf("engine did not stop within %s (uncommitted records are re-read on the next start)", StopTimeout)
+	}
+}
+
+// OpenTable opens the configured table as `run` does before it streams:
+// created from table.columns when missing, its schema evolved when the
+// configuration adds nullable columns, refused when they are incompatible.
+// A nil logger discards logs.
+func OpenTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tbl, snap, _, err := openTable(ctx, cfg, logger)
+	return tbl, snap, err
+}
+
+func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
+	mapper, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open table storage: %w", err)
+	}
+	if err := CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
+		return nil, nil, nil, err
+	}
+	tbl := delta.NewTable(store)
+	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tbl, snap, mapper, nil
+}
+
+// prepareTable loads the table, creating it when missing and evolving its
+// schema when the configured columns add to it. An incompatible change
+// (a column's type, partitioning) refuses to start: existing files and
+// readers depend on them.
+func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
+	want := m.Schema()
+	parts := m.PartitionColumns()
+	snap, err := tbl.Snapshot(ctx)
+	if errors.Is(err, delta.ErrTableNotFound) {
+		conf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
+		if _, err = tbl.Create(ctx, want, parts, conf); err != nil && !errors.Is(err, delta.ErrTableExists) {
+			return nil, fmt.Errorf("create table %s: %w", tbl.Store().URI(), err)
+		}
+		if err == nil {
+			logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
+		}
+		snap, err = tbl.Snapshot(ctx) // ErrTableExists: another instance won the race
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", tbl.Store().URI(), err)
+	}
+	if err := snap.CheckWrite(); err != nil {
+		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
+	}
+	if have := snap.PartitionColumns(); !slices.Equal(have, parts) {
+		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", parts, have)
+	}
+	current, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
+	}
+	merged, changed, err := delta.MergeSchema(current, want)
+	var sce *delta.SchemaChangeError
+	if errors.As(err, &sce) {
+		return nil, fmt.Errorf("table.columns: column %q: table has %s, configuration wants %s: %s; refusing to start",
+			sce.Column, orAbsent(sce.OldType), orAbsent(sce.NewType), sce.Reason)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table.columns: %w", err)
+	}
+	if !changed {
+		return snap, nil
+	}
+	var added []string
+	for _, f := range merged.Fields {
+		if current.Field(f.Name) == nil {
+			added = append(added, f.Name)
+		}
+	}
+	meta := snap.Metadata()
+	// Under column mapping new columns need a physical name and an id.
+	if merged, meta.Configuration, err = delta.AssignColumnMapping(merged, meta.Configuration); err != nil {
+		return nil, fmt.Errorf("table.columns: %w", err)
+	}
+	meta.SchemaString = merged.SchemaString()
+	op := delta.Operation{Name: "CHANGE COLUMN"}
+	if len(added) > 0 {
+		op = delta.Operation{Name: "ADD COLUMNS", Parameters: map[string]any{"columns": strings.Join(added, ",")}}
+	}
+	v, err := tbl.Commit(ctx, snap, []delta.Action{{MetaData: &meta}}, op)
+	if err != nil {
+		return nil, fmt.Errorf("evolve table schema: %w", err)
+	}
+	logger.Info("table schema evolved", "version", v, "added", added)
+	return snap, nil
+}
+
+// checkTxnRetention refuses a table whose txns expire before the committer
+// can refresh them. An owned partition's txn is re-committed by the first
+// epoch after half of delta.setTransactionRetentionDuration has passed, and
+// epochs start every flush interval; with a retention under twice the
+// interval an idle partition's committed offset could expire first, and its
+// records be read and committed again.
+func checkTxnRetention(snap *delta.Snapshot, flushInterval time.Duration) error {
+	if ret, ok := snap.TxnRetention(); ok && ret <= 2*flushInterval {
+		return fmt.Errorf("delta.setTransactionRetentionDuration %s must be more than twice flush.interval (%s): "+
+			"an idle partition's committed offset would expire before it is refreshed", ret, flushInterval)
+	}
+	return nil
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "no such column"
+	}
+	return s
+}
+
+// reconcileOffsets compares the KV offsets mirror with the Delta log, which
+// is the authority: each partition whose KV value differs is corrected (and
+// one the log does not know is deleted), with a warning.
+func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapshot, app, topic string, logger *slog.Logger) {
+	kv, err := b.Offsets(ctx, topic)
+	if err != nil {
+		logger.Warn("KV offsets mirror unreadable; the Delta log alone decides", "err", err)
+		return
+	}
+	inLog := actors.TableOffsets(snap, app, topic)
+	for _, p := range slices.Sorted(maps.Keys(inLog)) {
+		off := inLog[p]
+		rec, ok := kv[p]
+		if ok && rec.Offset == off {
+			continue
+		}
+		kvOffset := "missing"
+		if ok {
+			kvOffset = strconv.FormatInt(rec.Offset, 10)
+		}
+		logger.Warn("KV offset differs from the Delta log; correcting it (the log wins)",
+			"topic", topic, "partition", p, "kv", kvOffset, "log", off)
+		if err := b.PutOffset(ctx, topic, p, bridge.OffsetRecord{Offset: off, Version: snap.Version(), Time: snap.Timestamp()}); err != nil {
+			logger.Warn("KV offset not corrected", "partition", p, "err", err)
+		}
+	}
+	for p, rec := range kv {
+		if _, ok := inLog[p]; ok {
+			continue
+		}
+		logger.Warn("KV offset for a partition the Delta log has no offset for; deleting it (the log wins)",
+			"topic", topic, "partition", p, "kv", rec.Offset)
+		if err := b.DeleteOffset(ctx, topic, p); err != nil {
+			logger.Warn("KV offset not deleted", "partition", p, "err", err)
+		}
+	}
+}
+
+// untilLatest waits until the table holds every record that was in the owned
+// partitions when they were assigned. It flushes once everything is read, so
+// it does not wait for the flush interval.
+func untilLatest(ctx context.Context, e *actors.Engine, cons *kafka.Consumer, logger *slog.Logger) error {
+	tick := time.NewTicker(untilLatestPoll)
+	defer tick.Stop()
+	wait := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			return true
+		}
+	}
+	for len(cons.Owned()) == 0 {
+		if !wait() {
+			return nil
+		}
+	}
+	var targets map[int32]int64
+	for {
+		var err error
+		if targets, err = cons.HighWatermarks(ctx); err == nil {
+			break
+		}
+		logger.Warn("until-latest: high watermarks unavailable; retrying", "err", err)
+		if !wait() {
+			return nil
+		}
+	}
+	logger.Info("until-latest: reading up to the high watermarks", "targets", targets)
+	flushed := false
+	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
+	for wait() {
+		committed, err := e.Committed(ctx)
+		if err != nil {
+			logger.Debug("until-latest: committed offsets unavailable", "err", err)
+			continue
+		}
+		pos := e.Position()
+		var lag map[int32]int64
+		done, read := true, true
+		for _, p := range cons.Owned() {
+			target := targets[p]
+			c, ok := committed[p]
+			if target <= 0 || (ok && c >= target) {
+				continue
+			}
+			if _, reading := pos[p]; !reading && (!ok || c < 0) {
+				// Nothing committed and nothing read: the partition may
+				// hold nothing from its start offset on (start_offset
+				// latest, or retention emptied it).
+				if lag == nil {
+					if lag, err = cons.Lag(ctx); err != nil {
+						lag = map[int32]int64{}
+					}
+				}
+				// Twice in a row, so records just polled but not yet
+				// routed (no position yet) do not pass for an empty log.
+				if l, known := lag[p]; known && l == 0 {
+					if emptySeen[p]++; emptySeen[p] >= 2 {
+						continue
+					}
+				} else {
+					emptySeen[p] = 0
+				}
+			}
+			done = false
+			if pos[p] < target {
+				read = false
+			}
+		}
+		if done {
+			logger.Info("until-latest: caught up", "committed", committed)
+			return nil
+		}
+		if read && !flushed {
+			flushed = true
+			if err := e.Flush(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("until-latest: flush failed; the timer will retry", "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// StorageOptions converts the storage section to what storage.Open takes.
+func (c *Config) StorageOptions() storage.Options {
+	s := c.Storage
+	return storage.Options{Endpoint: s.Endpoint, AccessKey: s.AccessKey, SecretKey: string(s.SecretKey), Region: s.Region, Secure: s.Secure,
+		CAFile: s.CAFile}
+}
+
+// NewLogger returns the process logger: text or JSON on w at the level of c.
+func NewLogger(c LogConfig, w io.Writer) (*slog.Logger, error) {
+	level, err := parseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, hopts)), nil
+}
+
+var semver = regexp.MustCompile(`^v(\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)(\+[0-9A-Za-z.-]+)?$`)
+
+// version is stamped in by release builds:
+//
+//	go build -ldflags "-X github.com/deltaflow/deltaflow/runtime.version=1.2.3" ./cmd/deltaflow
+//
+// (the Makefile and the Dockerfile do it); empty in other builds.
+var version string
+
+// Version is the version the binary was built as: the one stamped in with
+// -ldflags -X (a leading "v" dropped), else the module version it was built
+// from, else "0.0.0-dev". The control service, `deltaflow version` and
+// deltaflow_build_info report it.
+func Version() string {
+	if version != "" {
+		return strings.TrimPrefix(version, "v")
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if m := semver.FindStringSubmatch(bi.Main.Version); m != nil {
+			return m[1]
+		}
+	}
+	return "0.0.0-dev"
+}
+
+// buildInfo is deltaflow_build_info: always 1, labelled with the version
+// and the Go toolchain, as Prometheus exporters report their build.
+func buildInfo(version string) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_build_info",
+		Help: "Always 1; the labels say which deltaflow build is running."}, []string{"version", "goversion"})
+	g.WithLabelValues(version, runtime.Version()).Set(1)
+	return g
+}
