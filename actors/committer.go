@@ -26,7 +26,7 @@ type committerConfig struct {
 	epochTimeout  time.Duration // an epoch not committed by then is aborted
 	idleEpochs    int           // idle epochs after which a buffer is stopped
 	backoff       Backoff       // pipeline rebuilds after failures
-	maxRetry      time.Duration // storage/DLQ retries before giving up on an epoch
+	retry         retryPolicy   // storage and DLQ operations, before an epoch is given up
 	pipeline      *pipelineConfig
 	outbox        Outbox
 	offsets       OffsetCommitter
@@ -84,8 +84,7 @@ type committer struct {
 	again    string
 	idle     map[string]int
 	retiring []*actor.PID
-	failures int
-	lastFail time.Time
+	failures failureStreak // paces pipeline rebuilds
 	ticker   *time.Ticker
 }
 
@@ -160,7 +159,7 @@ func (c *committer) start(ctx actor.Context) {
 		c.assigned, c.base = map[int32]bool{}, map[int32]int64{}
 	}
 	var snap *delta.Snapshot
-	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() (err error) {
+	err := retry(c.ctx, c.cfg.retry, func() (err error) {
 		snap, err = c.cfg.table.Snapshot(c.ctx)
 		return err
 	}, c.storageRetrying("load table"))
@@ -347,17 +346,17 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	}
 	if letters := r.deadLetters(); len(letters) > 0 {
 		waitStart := time.Now()
-		err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
+		err := retry(c.ctx, c.cfg.retry, func() error {
 			return c.cfg.outbox.PublishDLQ(c.ctx, letters)
 		}, func(attempt int, err error) {
 			// The commit waits (the epoch's bad records must be stored
-			// first), at most maxRetry; then the epoch is dropped and
-			// re-read. Said in the log, /readyz and a metric.
+			// first), at most the retry policy's maxElapsed; then the epoch
+			// is dropped and re-read. Said in the log, /readyz and a metric.
 			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
 			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
-				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.maxRetry, "err", err)
+				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
 		})
 		c.cfg.metrics.DLQWaiting.Set(0)
 		if err != nil {
@@ -389,7 +388,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	start := time.Now()
 	var version int64
 	var conflict error
-	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
+	err := retry(c.ctx, c.cfg.retry, func() error {
 		v, err := c.cfg.table.Commit(c.ctx, c.snap, actions, op)
 		if delta.IsConflict(err) {
 			conflict = err // another writer owns a partition of ours, or changed the table: never retried
@@ -570,16 +569,13 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	c.cfg.budget.NewGeneration(c.gen)
 	delay := time.Duration(0)
 	if failure {
-		if time.Since(c.lastFail) > time.Minute {
-			c.failures = 0
-		}
-		c.lastFail = time.Now()
-		delay = c.cfg.backoff.Delay(c.failures)
-		c.failures++
-		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, c.lastFail)
+		now := time.Now()
+		var streak int
+		delay, streak = c.failures.fail(now, c.cfg.backoff)
+		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, now)
 		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
 		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
-			Reason: reason, Restarts: c.failures})
+			Reason: reason, Restarts: streak})
 	}
 	gen, self, system := c.gen, ctx.Self(), ctx.ActorSystem()
 	time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })
