@@ -17,9 +17,9 @@ import (
 var ErrNoEmbeddedServer = errors.New("bridge: this build has no embedded NATS server (built with -tags nonatsserver); set nats.url (NATS_URL) to an external server")
 
 // transientErrs are the failures that go away by themselves: the server is
-// restarting, unreachable for a while, or slow. Everything else (bad config,
-// permissions, a message too large, a closed bridge) needs a human or a bug
-// fix, and retrying would only hide it.
+// restarting, unreachable for a while, or slow. Others (bad config,
+// permissions, a message too large, a closed bridge: permanentErrs) need a
+// human or a bug fix, and retrying would only hide them.
 var transientErrs = []error{
 	context.DeadlineExceeded,
 	os.ErrDeadlineExceeded,
