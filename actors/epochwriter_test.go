@@ -21,8 +21,9 @@ import (
 )
 
 // testRetry retries quickly, and long enough that only a permanent error
-// or success ends a test's retries.
-var testRetry = retryPolicy{backoff: Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond}, maxElapsed: time.Minute}
+// or success ends a test's retries (and short enough that a permanent error
+// retried by mistake fails the test soon).
+var testRetry = retryPolicy{backoff: Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond}, maxElapsed: 2 * time.Second}
 
 // dlqOutbox is an Outbox whose DLQ answers with errs in turn (then
 // acknowledges, or keeps failing with the last one if forever).

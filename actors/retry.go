@@ -57,16 +57,12 @@ var errPermanent = errors.New("permanent failure, not retried")
 // Errors no retry can cure are not: a commit conflict (the caller re-reads
 // the table), a table this writer does not support, and what
 // bridge.IsPermanent and storage.IsPermanent call permanent (credentials,
-// permissions, a missing bucket, a rejected request, a closed bridge).
+// permissions, a missing bucket, a rejected request, a closed bridge;
+// bridge.IsTransient wins when a joined DLQ error holds both kinds).
 func retryable(err error) bool {
 	var unsupported *delta.UnsupportedError
-	switch {
-	case delta.IsConflict(err), errors.As(err, &unsupported):
-		return false
-	case bridge.IsPermanent(err), storage.IsPermanent(err):
-		return false
-	}
-	return true
+	return !delta.IsConflict(err) && !errors.As(err, &unsupported) &&
+		!bridge.IsPermanent(err) && !storage.IsPermanent(err)
 }
 
 // retry runs op until it succeeds, ctx ends, or p.maxElapsed has passed; it

@@ -64,7 +64,7 @@ func TestRetryable(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
-	fast := retryPolicy{backoff: Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}, maxElapsed: time.Minute}
+	fast := retryPolicy{backoff: Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}, maxElapsed: 2 * time.Second}
 	accessDenied := fmt.Errorf("put stream k: %w", minio.ErrorResponse{Code: "AccessDenied", Message: "Access Denied.", StatusCode: 403})
 	for _, tc := range []struct {
 		name      string
@@ -124,7 +124,7 @@ func TestRetry(t *testing.T) {
 // A permanent error says why retry stopped: its own text, prefixed.
 func TestRetryPermanentSaysWhy(t *testing.T) {
 	cause := fmt.Errorf("put stream k: %w", minio.ErrorResponse{Code: "AccessDenied", Message: "Access Denied.", StatusCode: 403})
-	err := retry(t.Context(), retryPolicy{backoff: Backoff{Initial: time.Hour, Max: time.Hour}, maxElapsed: time.Hour},
+	err := retry(t.Context(), retryPolicy{backoff: Backoff{Initial: time.Millisecond, Max: time.Millisecond}, maxElapsed: time.Second},
 		func() error { return cause }, nil)
 	if want := "permanent failure, not retried: put stream k: Access Denied."; err == nil || err.Error() != want {
 		t.Errorf("retry = %v, want %q", err, want)
