@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -72,5 +73,78 @@ func TestBudgetWaits(t *testing.T) {
 	b.Release(0, 1)
 	if !<-room {
 		t.Fatal("Wait did not report room after a release")
+	}
+}
+
+// Observe reports the bytes at once, then after every change.
+func TestBudgetObserve(t *testing.T) {
+	b := NewBudget(100, 2)
+	b.Add(0, 40)
+	var seen []int64
+	b.Observe(func(n int64) { seen = append(seen, n) })
+	b.Add(0, 10)
+	b.Release(0, 20)
+	b.Add(1, 5) // another generation: no change, nothing seen
+	b.NewGeneration(1)
+	if want := []int64{40, 50, 30, 0}; !slices.Equal(seen, want) {
+		t.Errorf("observed %v, want %v", seen, want)
+	}
+}
+
+func TestBudgetWaitAbove(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ops   func(b *Budget) // run after WaitAbove(10) started waiting
+		start int64           // bytes before waiting
+		want  bool
+	}{
+		{"already above", func(*Budget) {}, 10, true},
+		{"reached while waiting", func(b *Budget) { b.Add(0, 6) }, 4, true},
+		{"not reached: ctx ends", func(b *Budget) { b.Add(0, 5) }, 4, false},
+		{"another generation's bytes do not count", func(b *Budget) { b.Add(1, 50) }, 0, false},
+		{"released bytes do not count", func(b *Budget) { b.Add(0, 5); b.Release(0, 5); b.Add(0, 5) }, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBudget(100, 2)
+			b.Add(0, tc.start)
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			got := make(chan bool)
+			go func() { got <- b.WaitAbove(ctx, 10) }()
+			time.Sleep(10 * time.Millisecond) // let it wait
+			tc.ops(b)
+			if g := <-got; g != tc.want {
+				t.Errorf("WaitAbove(10) = %v, want %v", g, tc.want)
+			}
+		})
+	}
+	// A budget waited on once can be waited on again.
+	b := NewBudget(100, 2)
+	for i := range 2 {
+		done := make(chan bool)
+		go func() { done <- b.WaitAbove(t.Context(), int64(10*(i+1))) }()
+		time.Sleep(10 * time.Millisecond)
+		b.Add(0, 10)
+		if !<-done {
+			t.Fatalf("wait %d did not return true", i)
+		}
+	}
+}
+
+// Wait ends when an epoch is done, or with ctx.
+func TestBudgetWaitEpochs(t *testing.T) {
+	b := NewBudget(100, 1)
+	b.EpochStarted()
+	b.EpochStarted()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if b.Wait(ctx) {
+		t.Fatal("Wait reported room with too many epochs unfinished")
+	}
+	room := make(chan bool)
+	go func() { room <- b.Wait(t.Context()) }()
+	b.EpochDone()
+	if !<-room {
+		t.Fatal("Wait did not report room once an epoch was done")
 	}
 }

@@ -181,12 +181,12 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 	}()
 }
 
-// upload writes one finished file, retrying transient failures with backoff;
+// upload writes one finished file, retrying failures that are not permanent;
 // the file stays invisible until the committer commits its add.
 func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats) (messages.DataFile, error) {
 	key := delta.NewDataFileKey(b.cfg.partitionColumns, b.values, b.cfg.writer.Compression)
 	size := int64(data.Len())
-	err := retry(ctx, b.cfg.backoff, b.cfg.maxRetry, func() error {
+	err := retry(ctx, retryPolicy{backoff: b.cfg.backoff, maxElapsed: b.cfg.maxRetry}, func() error {
 		// Release builds pass data's reader through (it has ReadAt and Seek,
 		// so minio-go sends parts without buffering a copy).
 		body := failpoint.Reader(failpoint.Upload, data.Reader(), size/2)

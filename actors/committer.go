@@ -26,7 +26,7 @@ type committerConfig struct {
 	epochTimeout  time.Duration // an epoch not committed by then is aborted
 	idleEpochs    int           // idle epochs after which a buffer is stopped
 	backoff       Backoff       // pipeline rebuilds after failures
-	maxRetry      time.Duration // storage/DLQ retries before giving up on an epoch
+	retry         retryPolicy   // storage and DLQ operations, before an epoch is given up
 	pipeline      *pipelineConfig
 	outbox        Outbox
 	offsets       OffsetCommitter
@@ -84,8 +84,8 @@ type committer struct {
 	again    string
 	idle     map[string]int
 	retiring []*actor.PID
-	failures int
-	lastFail time.Time
+	failures failureStreak // paces pipeline rebuilds
+	writer   epochWriter   // DLQ publish and commit, with their retries
 	ticker   *time.Ticker
 }
 
@@ -93,7 +93,7 @@ type committer struct {
 // protoactor re-incarnates an actor on restart, and the assigned partitions,
 // generation and epoch counters must survive that (start resets the rest).
 func newCommitter(cfg *committerConfig) actor.Producer {
-	c := &committer{cfg: cfg}
+	c := &committer{cfg: cfg, writer: epochWriter{table: cfg.table, outbox: cfg.outbox, retry: cfg.retry}}
 	return func() actor.Actor { return c }
 }
 
@@ -160,7 +160,7 @@ func (c *committer) start(ctx actor.Context) {
 		c.assigned, c.base = map[int32]bool{}, map[int32]int64{}
 	}
 	var snap *delta.Snapshot
-	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() (err error) {
+	err := retry(c.ctx, c.cfg.retry, func() (err error) {
 		snap, err = c.cfg.table.Snapshot(c.ctx)
 		return err
 	}, c.storageRetrying("load table"))
@@ -347,21 +347,19 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	}
 	if letters := r.deadLetters(); len(letters) > 0 {
 		waitStart := time.Now()
-		err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
-			return c.cfg.outbox.PublishDLQ(c.ctx, letters)
-		}, func(attempt int, err error) {
+		err := c.writer.publishDeadLetters(c.ctx, letters, func(attempt int, err error) {
 			// The commit waits (the epoch's bad records must be stored
-			// first), at most maxRetry; then the epoch is dropped and
-			// re-read. Said in the log, /readyz and a metric.
+			// first), at most the retry policy's maxElapsed; then the epoch
+			// is dropped and re-read. Said in the log, /readyz and a metric.
 			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
 			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
-				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.maxRetry, "err", err)
+				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
 		})
 		c.cfg.metrics.DLQWaiting.Set(0)
 		if err != nil {
-			c.abort(ctx, fmt.Sprintf("epoch %d: DLQ not acknowledged: %v", r.epoch, err), true)
+			c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, err), true)
 			return
 		}
 		c.cfg.health.Recover("nats")
@@ -371,49 +369,31 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.finishEpoch(ctx, nil)
 		return
 	}
-	actions, rows, bytes := r.commitActions(c.cfg.app, time.Now())
-	for i := range refresh {
-		actions = append(actions, delta.Action{Txn: &refresh[i]})
-	}
-	op := delta.Operation{
-		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": c.cfg.app, "epochId": fmt.Sprint(r.epoch)},
-		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
-			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
-	}
+	ec := newEpochCommit(r, c.cfg.app, refresh, time.Now())
 	failpoint.Hit(failpoint.Commit)
 	// In flight from here until the checkpoint and mirror are written:
 	// the stall watchdog never exits the process meanwhile.
 	c.cfg.progress.committing.Store(true)
 	defer c.cfg.progress.committing.Store(false)
 	start := time.Now()
-	var version int64
-	var conflict error
-	err := retry(c.ctx, c.cfg.pipeline.buffer.backoff, c.cfg.maxRetry, func() error {
-		v, err := c.cfg.table.Commit(c.ctx, c.snap, actions, op)
-		if delta.IsConflict(err) {
-			conflict = err // another writer owns a partition of ours, or changed the table: never retried
-			return nil
-		}
-		version = v
-		return err
-	}, c.storageRetrying("commit"))
-	if conflict != nil {
+	res := c.writer.commit(c.ctx, c.snap, ec, c.storageRetrying("commit"))
+	switch {
+	case res.conflict != nil:
 		c.cfg.metrics.Conflicts.Inc()
-		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", r.epoch, conflict), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", r.epoch, res.conflict), true)
+		return
+	case res.err != nil:
+		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, res.err), true)
 		return
 	}
-	if err != nil {
-		c.abort(ctx, fmt.Sprintf("epoch %d: commit: %v", r.epoch, err), true)
-		return
-	}
+	version := res.version
 	c.cfg.health.Recover("storage")
 	for p, off := range r.offsets() {
 		c.base[p] = off + 1
 	}
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.progress.committedNow(time.Now())
-	c.afterCommit(r, version, rows, bytes, time.Since(start))
+	c.afterCommit(r, version, ec.rows, ec.bytes, time.Since(start))
 	if err := c.checkpoint(ctx, version); err != nil {
 		// The snapshot now holds the log's state, which is not what this
 		// writer committed: re-read every partition from the log's offsets.
@@ -570,16 +550,13 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	c.cfg.budget.NewGeneration(c.gen)
 	delay := time.Duration(0)
 	if failure {
-		if time.Since(c.lastFail) > time.Minute {
-			c.failures = 0
-		}
-		c.lastFail = time.Now()
-		delay = c.cfg.backoff.Delay(c.failures)
-		c.failures++
-		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, c.lastFail)
+		now := time.Now()
+		var streak int
+		delay, streak = c.failures.fail(now, c.cfg.backoff)
+		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, now)
 		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
 		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
-			Reason: reason, Restarts: c.failures})
+			Reason: reason, Restarts: streak})
 	}
 	gen, self, system := c.gen, ctx.Self(), ctx.ActorSystem()
 	time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })

@@ -234,7 +234,7 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
-		backoff: e.cfg.Backoff, maxRetry: e.cfg.MaxRetry, pipeline: pcfg, outbox: e.deps.Outbox,
+		backoff: e.cfg.Backoff, retry: retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry}, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: offsets, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, progress: e.progress,
 	}

@@ -107,24 +107,17 @@ func (p *pipeline) Receive(c actor.Context) {
 }
 
 // restartStrategy restarts a failed top-level actor after a capped
-// exponential backoff, counting restarts; the streak resets after a minute
-// without failure.
+// exponential backoff that grows with its failure streak.
 type restartStrategy struct {
 	backoff   Backoff
 	onRestart func(child *actor.PID, reason any, n int, delay time.Duration)
-	failures  int
-	last      time.Time
+	failures  failureStreak
 }
 
 func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
-	if time.Since(s.last) > time.Minute {
-		s.failures = 0
-	}
-	s.last = time.Now()
-	delay := s.backoff.Delay(s.failures)
-	s.failures++
+	delay, n := s.failures.fail(time.Now(), s.backoff)
 	if s.onRestart != nil {
-		s.onRestart(child, reason, s.failures, delay)
+		s.onRestart(child, reason, n, delay)
 	}
 	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
 }

@@ -2,7 +2,14 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"time"
+
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // Backoff is a capped exponential backoff: Initial, doubling up to Max.
@@ -21,24 +28,65 @@ func (b Backoff) Delay(n int) time.Duration {
 	return min(d, b.Max)
 }
 
-// retry runs op until it succeeds, ctx ends, or maxElapsed has passed; it
-// calls onRetry (if set) before each wait and returns op's last error.
-// Transient storage and NATS errors are handled this way inside actors, so
-// only exhausted retries reach a supervisor.
-func retry(ctx context.Context, b Backoff, maxElapsed time.Duration, op func() error, onRetry func(attempt int, err error)) error {
+// Jittered is Delay(n) with equal jitter: a random wait in [Delay/2,
+// Delay], so that the writers (and buffers) that failed together against
+// one server do not all come back to it at the same instant.
+func (b Backoff) Jittered(n int) time.Duration { return equalJitter(b.Delay(n), rand.Int64N) }
+
+// equalJitter returns a wait in [d/2, d]; int64n(k) draws in [0, k).
+func equalJitter(d time.Duration, int64n func(int64) int64) time.Duration {
+	half := d / 2
+	if half <= 0 {
+		return d
+	}
+	return half + time.Duration(int64n(int64(d-half)+1))
+}
+
+// retryPolicy bounds the retries of one operation.
+type retryPolicy struct {
+	backoff    Backoff       // between attempts, jittered
+	maxElapsed time.Duration // then the last error is returned
+}
+
+// errPermanent is wrapped around an error retry gave up on at once.
+var errPermanent = errors.New("permanent failure, not retried")
+
+// retryable is the engine's one retry policy. Transient storage and NATS
+// errors are retried inside the actor; so are errors nobody has classified
+// (a failure not met before may well pass, and giving up costs an epoch).
+// Errors no retry can cure are not: a commit conflict (the caller re-reads
+// the table), a table this writer does not support, and what
+// bridge.IsPermanent and storage.IsPermanent call permanent (credentials,
+// permissions, a missing bucket, a rejected request, a closed bridge;
+// bridge.IsTransient wins when a joined DLQ error holds both kinds).
+func retryable(err error) bool {
+	var unsupported *delta.UnsupportedError
+	return !delta.IsConflict(err) && !errors.As(err, &unsupported) &&
+		!bridge.IsPermanent(err) && !storage.IsPermanent(err)
+}
+
+// retry runs op until it succeeds, ctx ends, or p.maxElapsed has passed; it
+// calls onRetry (if set) before each wait and returns op's last error. An
+// error retryable refuses ends it at once, wrapped in errPermanent. Storage
+// and NATS failures are handled this way inside actors, so only exhausted
+// retries and permanent failures reach a supervisor.
+func retry(ctx context.Context, p retryPolicy, op func() error, onRetry func(attempt int, err error)) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		err := op()
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || time.Since(start) >= maxElapsed {
+		if !retryable(err) {
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+		if ctx.Err() != nil || time.Since(start) >= p.maxElapsed {
 			return err
 		}
 		if onRetry != nil {
 			onRetry(attempt, err)
 		}
-		t := time.NewTimer(b.Delay(attempt))
+		t := time.NewTimer(p.backoff.Jittered(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -46,4 +94,28 @@ func retry(ctx context.Context, b Backoff, maxElapsed time.Duration, op func() e
 		case <-t.C:
 		}
 	}
+}
+
+// streakReset is how long without a failure ends a failure streak.
+const streakReset = time.Minute
+
+// failureStreak counts consecutive failures, for a backoff that grows with
+// them: pipeline rebuilds and actor restarts wait longer the more often
+// they fail, and start over after a minute without failure.
+type failureStreak struct {
+	n    int       // failures in the streak
+	last time.Time // the latest one
+}
+
+// fail records a failure at now. It returns the wait before recovering
+// (backoff's delay for the streak so far) and the streak's length with
+// this failure.
+func (s *failureStreak) fail(now time.Time, backoff Backoff) (delay time.Duration, n int) {
+	if now.Sub(s.last) > streakReset {
+		s.n = 0
+	}
+	s.last = now
+	delay = backoff.Delay(s.n)
+	s.n++
+	return delay, s.n
 }

@@ -150,6 +150,39 @@ func TestIsTransient(t *testing.T) {
 	}
 }
 
+func TestIsPermanent(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{nats.ErrConnectionClosed, true},
+		{fmt.Errorf("publish: %w", nats.ErrAuthorization), true},
+		{nats.ErrPermissionViolation, true},
+		{nats.ErrMaxPayload, true},
+		{nats.ErrBadSubject, true},
+		{fmt.Errorf("nats: %w", ErrInvalidConfig), true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeBadRequest, Description: "bad request"}, true},
+		{&jetstream.APIError{Code: 403, Description: "forbidden"}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}, true},
+		// Conflicts and answers are for their callers, not permanent.
+		{jetstream.ErrKeyRevisionMismatch, false},
+		{jetstream.ErrKeyExists, false},
+		{&jetstream.APIError{Code: 404, ErrorCode: jetstream.JSErrCodeStreamNotFound}, false},
+		// Transient ones never are, even joined with a permanent part.
+		{nats.ErrTimeout, false},
+		{&jetstream.APIError{Code: 503}, false},
+		{errors.Join(nats.ErrPermissionViolation, jetstream.ErrAsyncPublishTimeout), false},
+		// Unknown errors are left to the caller's policy.
+		{errors.New("something new"), false},
+		{context.Canceled, false},
+	} {
+		if got := IsPermanent(tc.err); got != tc.want {
+			t.Errorf("IsPermanent(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
 // TestImports keeps the bridge free of the actor system, the Kafka client
 // and the Delta library: actors reach NATS only through this package.
 func TestImports(t *testing.T) {

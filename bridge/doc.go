@@ -1,6 +1,8 @@
 // Package bridge is deltaflow's link to NATS JetStream. Start with Bridge
-// (New, Close, Healthy), Config (the `nats` YAML section) and IsTransient (the
-// one classifier deciding retry-inside-the-actor versus escalate).
+// (New, Close, Healthy), Config (the `nats` YAML section), and IsTransient
+// and IsPermanent, which classify its errors for the engine's one retry
+// policy: a permanent error escalates at once with its reason, any other is
+// retried inside the actor with capped, jittered backoff.
 //
 // A Bridge owns one NATS connection and, when no URL is configured, an
 // embedded nats-server with JetStream listening on 127.0.0.1:4222 so the nats

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,9 +17,9 @@ import (
 var ErrNoEmbeddedServer = errors.New("bridge: this build has no embedded NATS server (built with -tags nonatsserver); set nats.url (NATS_URL) to an external server")
 
 // transientErrs are the failures that go away by themselves: the server is
-// restarting, unreachable for a while, or slow. Everything else (bad config,
-// permissions, a message too large, a closed bridge) needs a human or a bug
-// fix, and retrying would only hide it.
+// restarting, unreachable for a while, or slow. Others (bad config,
+// permissions, a message too large, a closed bridge: permanentErrs) need a
+// human or a bug fix, and retrying would only hide them.
 var transientErrs = []error{
 	context.DeadlineExceeded,
 	os.ErrDeadlineExceeded,
@@ -41,8 +42,9 @@ var transientErrs = []error{
 // capped backoff) rather than escalating to the supervisor: timeouts, no
 // responders, a disconnected or reconnecting connection, JetStream
 // unavailable (HTTP-like code 503). Context cancellation, permission and
-// validation errors, and a closed bridge are not transient. For joined
-// errors (PublishDLQ) it is true when any part is transient.
+// validation errors, and a closed bridge are not transient (IsPermanent
+// names those no retry can cure). For joined errors (PublishDLQ) it is true
+// when any part is transient.
 func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
@@ -57,6 +59,54 @@ func IsTransient(err error) bool {
 	}
 	if netErr := net.Error(nil); errors.As(err, &netErr) && netErr.Timeout() {
 		return true
+	}
+	return false
+}
+
+// permanentErrs are the failures a retry cannot cure: the credentials or
+// permissions are wrong, the request can never be valid, the bridge is
+// closed or was never configured right.
+var permanentErrs = []error{
+	nats.ErrConnectionClosed, // a closed bridge
+	nats.ErrAuthorization,
+	nats.ErrAuthExpired,
+	nats.ErrAuthRevoked,
+	nats.ErrAccountAuthExpired,
+	nats.ErrPermissionViolation,
+	nats.ErrMaxPayload,
+	nats.ErrBadSubject,
+	nats.ErrInvalidMsg,
+	ErrInvalidConfig,
+	ErrInvalidOption,
+	ErrNoEmbeddedServer,
+}
+
+// permanentAPICodes are the JetStream API errors no retry cures: a request
+// the server rejects as malformed, or a message larger than the stream
+// takes. (Other 400s, a stale KV revision say, are conflicts their caller
+// resolves.)
+var permanentAPICodes = []jetstream.ErrorCode{
+	jetstream.JSErrCodeBadRequest,
+	jetstream.JSErrCodeStreamMessageExceedsMaximum,
+}
+
+// IsPermanent reports whether err needs a human or a bug fix rather than a
+// retry: authorization and permission errors, a request the server can
+// never accept, a closed bridge, a bad configuration. It never holds for an
+// error IsTransient accepts, so a joined error with one transient part is
+// retried. Errors neither function knows are for the caller's policy (the
+// engine retries them).
+func IsPermanent(err error) bool {
+	if err == nil || IsTransient(err) {
+		return false
+	}
+	for _, p := range permanentErrs {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) {
+		return apiErr.Code == 401 || apiErr.Code == 403 || slices.Contains(permanentAPICodes, apiErr.ErrorCode)
 	}
 	return false
 }

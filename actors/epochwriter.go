@@ -1,0 +1,85 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// epochCommit is what one epoch writes to the Delta log.
+type epochCommit struct {
+	actions     []delta.Action
+	op          delta.Operation
+	rows, bytes int64
+}
+
+// newEpochCommit builds the epoch's commit: its adds and txns, then the
+// refreshed txns of idle partitions, as a STREAMING UPDATE (Spark's name,
+// with the epoch as its epochId).
+func newEpochCommit(r *epochState, app string, refresh []delta.Txn, now time.Time) epochCommit {
+	actions, rows, bytes := r.commitActions(app, now)
+	for i := range refresh {
+		actions = append(actions, delta.Action{Txn: &refresh[i]})
+	}
+	return epochCommit{actions: actions, rows: rows, bytes: bytes, op: delta.Operation{
+		Name:       "STREAMING UPDATE",
+		Parameters: map[string]any{"outputMode": "Append", "queryId": app, "epochId": fmt.Sprint(r.epoch)},
+		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
+			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
+	}}
+}
+
+// epochWriter makes an epoch durable: it publishes the epoch's dead letters,
+// then writes its commit, each retried under the committer's policy. It
+// knows nothing of actors; the committer reports each retry (log, /readyz,
+// metrics) through onRetry and decides what a failure costs.
+type epochWriter struct {
+	table  *delta.Table
+	outbox Outbox
+	retry  retryPolicy
+}
+
+// publishDeadLetters stores letters in the DLQ and waits until all are
+// acknowledged: the epoch's bad records must be stored before its commit.
+func (w epochWriter) publishDeadLetters(ctx context.Context, letters []messages.DeadLetter, onRetry func(attempt int, err error)) error {
+	err := retry(ctx, w.retry, func() error { return w.outbox.PublishDLQ(ctx, letters) }, onRetry)
+	if err != nil {
+		return fmt.Errorf("DLQ not acknowledged: %w", err)
+	}
+	return nil
+}
+
+// commitResult is the outcome of an epoch's commit: the version written,
+// or a conflict, or an error.
+type commitResult struct {
+	version int64
+	// conflict is another writer's commit this one cannot be reconciled
+	// with (it advanced a partition of ours, or changed the table): the
+	// epoch is dropped and re-read, never retried.
+	conflict *delta.ConflictError
+	// err is the store failing permanently, or past the retries.
+	err error
+}
+
+// commit writes the epoch's commit after snap (which advances with it).
+// A write whose outcome is unknown is settled by Table.Commit reading the
+// log back, so retrying it never commits twice.
+func (w epochWriter) commit(ctx context.Context, snap *delta.Snapshot, ec epochCommit, onRetry func(attempt int, err error)) commitResult {
+	var version int64
+	err := retry(ctx, w.retry, func() (err error) {
+		version, err = w.table.Commit(ctx, snap, ec.actions, ec.op)
+		return err
+	}, onRetry)
+	var conflict *delta.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return commitResult{conflict: conflict}
+	case err != nil:
+		return commitResult{err: fmt.Errorf("commit: %w", err)}
+	}
+	return commitResult{version: version}
+}
