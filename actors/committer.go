@@ -84,8 +84,7 @@ type committer struct {
 	again    string
 	idle     map[string]int
 	retiring []*actor.PID
-	failures int
-	lastFail time.Time
+	restarts restartStreak // of the pipeline
 	ticker   *time.Ticker
 }
 
@@ -171,7 +170,6 @@ func (c *committer) start(ctx actor.Context) {
 	c.snap = snap
 	c.cfg.metrics.TableVersion.Set(float64(snap.Version()))
 	c.gen++
-	c.cfg.pipeline.committer = ctx.Self()
 	c.cfg.pipeline.reg.reset(c.gen)
 	c.cfg.budget.NewGeneration(c.gen)
 	c.spawnPipeline(ctx)
@@ -570,16 +568,10 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	c.cfg.budget.NewGeneration(c.gen)
 	delay := time.Duration(0)
 	if failure {
-		if time.Since(c.lastFail) > time.Minute {
-			c.failures = 0
-		}
-		c.lastFail = time.Now()
-		delay = c.cfg.backoff.Delay(c.failures)
-		c.failures++
-		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, c.lastFail)
-		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
-		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
-			Reason: reason, Restarts: c.failures})
+		var n int
+		n, delay = c.restarts.fail(c.cfg.backoff)
+		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, c.restarts.last)
+		reportRestart(c.cfg.metrics, c.cfg.outbox, "pipeline", "committer/pipeline", reason, n)
 	}
 	gen, self, system := c.gen, ctx.Self(), ctx.ActorSystem()
 	time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })

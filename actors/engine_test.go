@@ -149,7 +149,8 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if outbox == nil {
 		outbox = NewOutbox(h.bridge)
 	}
-	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, Outbox: outbox, Logger: testLogger(h.t)})
+	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, PartitionColumns: mapping.DefaultPartitionColumns,
+		Outbox: outbox, Logger: testLogger(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := e.Start(cons, cons, store, mapping.DefaultPartitionColumns); err != nil {
+	if err := e.Start(cons); err != nil {
 		h.t.Fatal(err)
 	}
 	return &running{engine: e, cons: cons}

@@ -3,7 +3,6 @@ package actors
 import (
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -104,27 +103,4 @@ func (p *pipeline) Receive(c actor.Context) {
 			c.Stop(pid)
 		}
 	}
-}
-
-// restartStrategy restarts a failed top-level actor after a capped
-// exponential backoff, counting restarts; the streak resets after a minute
-// without failure.
-type restartStrategy struct {
-	backoff   Backoff
-	onRestart func(child *actor.PID, reason any, n int, delay time.Duration)
-	failures  int
-	last      time.Time
-}
-
-func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
-	if time.Since(s.last) > time.Minute {
-		s.failures = 0
-	}
-	s.last = time.Now()
-	delay := s.backoff.Delay(s.failures)
-	s.failures++
-	if s.onRestart != nil {
-		s.onRestart(child, reason, s.failures, delay)
-	}
-	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
 }

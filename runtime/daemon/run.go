@@ -128,19 +128,12 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return fmt.Errorf("table schema: %w", err)
 	}
-	writer := delta.WriterOptions{Compression: cfg.compression(), RowGroupRows: cfg.Flush.RowGroupRows}
-	if err := writer.ApplyTableConfig(snap.Metadata().Configuration); err != nil {
-		return fmt.Errorf("table configuration: %w", err)
+	engineCfg, err := cfg.EngineConfig(snap.Metadata().Configuration)
+	if err != nil {
+		return err
 	}
-	engine, err := actors.NewEngine(actors.Config{
-		App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, FlushInterval: cfg.Flush.Interval,
-		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
-		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
-		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
-			OptimizeMinFiles: cfg.Maintenance.OptimizeMinFiles, OptimizeOpenTargetSize: int64(cfg.Maintenance.OptimizeOpenTargetSize),
-			VacuumEvery:  cfg.Maintenance.VacuumEvery,
-			VacuumRetain: cfg.Maintenance.VacuumRetain, LogCleanupAfterCheckpoint: cfg.Maintenance.LogCleanup},
-	}, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	engine, err := actors.NewEngine(engineCfg, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema,
+		PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -148,7 +141,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := engine.Start(cons, cons, store, snap.PartitionColumns()); err != nil {
+	if err := engine.Start(cons); err != nil {
 		cons.Close()
 		return err
 	}
