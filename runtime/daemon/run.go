@@ -222,77 +222,38 @@ func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Ta
 		return nil, nil, nil, err
 	}
 	tbl := delta.NewTable(store)
-	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
+	snap, err := ensureTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return tbl, snap, mapper, nil
 }
 
-// prepareTable loads the table, creating it when missing and evolving its
-// schema when the configured columns add to it. An incompatible change
-// (a column's type, partitioning) refuses to start: existing files and
-// readers depend on them.
-func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
-	want := m.Schema()
+// ensureTable loads the table, creating it when missing and evolving its
+// schema when the configured columns add to it (delta's EnsureSchema). An
+// incompatible change (a column's type, partitioning) refuses to start,
+// naming the configuration key.
+func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
 	parts := m.PartitionColumns()
-	snap, err := tbl.Snapshot(ctx)
-	if errors.Is(err, delta.ErrTableNotFound) {
-		conf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
-		if _, err = tbl.Create(ctx, want, parts, conf); err != nil && !errors.Is(err, delta.ErrTableExists) {
-			return nil, fmt.Errorf("create table %s: %w", tbl.Store().URI(), err)
-		}
-		if err == nil {
-			logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
-		}
-		snap, err = tbl.Snapshot(ctx) // ErrTableExists: another instance won the race
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", tbl.Store().URI(), err)
-	}
-	if err := snap.CheckWrite(); err != nil {
-		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
-	}
-	if have := snap.PartitionColumns(); !slices.Equal(have, parts) {
-		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", parts, have)
-	}
-	current, err := snap.Schema()
-	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
-	}
-	merged, changed, err := delta.MergeSchema(current, want)
+	createConf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
+	snap, done, err := tbl.EnsureSchema(ctx, m.Schema(), parts, createConf)
 	var sce *delta.SchemaChangeError
-	if errors.As(err, &sce) {
+	var pe *delta.PartitioningError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", pe.Want, pe.Table)
+	case errors.As(err, &sce):
 		return nil, fmt.Errorf("table.columns: column %q: table has %s, configuration wants %s: %s; refusing to start",
 			sce.Column, orAbsent(sce.OldType), orAbsent(sce.NewType), sce.Reason)
+	case err != nil:
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("table.columns: %w", err)
+	if done.Created {
+		logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
 	}
-	if !changed {
-		return snap, nil
+	if done.Evolved {
+		logger.Info("table schema evolved", "version", done.Version, "added", done.Added)
 	}
-	var added []string
-	for _, f := range merged.Fields {
-		if current.Field(f.Name) == nil {
-			added = append(added, f.Name)
-		}
-	}
-	meta := snap.Metadata()
-	// Under column mapping new columns need a physical name and an id.
-	if merged, meta.Configuration, err = delta.AssignColumnMapping(merged, meta.Configuration); err != nil {
-		return nil, fmt.Errorf("table.columns: %w", err)
-	}
-	meta.SchemaString = merged.SchemaString()
-	op := delta.Operation{Name: "CHANGE COLUMN"}
-	if len(added) > 0 {
-		op = delta.Operation{Name: "ADD COLUMNS", Parameters: map[string]any{"columns": strings.Join(added, ",")}}
-	}
-	v, err := tbl.Commit(ctx, snap, []delta.Action{{MetaData: &meta}}, op)
-	if err != nil {
-		return nil, fmt.Errorf("evolve table schema: %w", err)
-	}
-	logger.Info("table schema evolved", "version", v, "added", added)
 	return snap, nil
 }
 
