@@ -746,3 +746,33 @@ func TestForeignCommitOfOwnedPartitionDropsTheEpoch(t *testing.T) {
 		t.Fatalf("table holds %d rows, want 220: partition 1's offsets 0..29, committed by the other writer, were committed again", rows)
 	}
 }
+
+// TestCatchUp: with a flush interval far away, CatchUp commits everything
+// the topic held when it started (an empty partition included) and returns;
+// a cancelled CatchUp returns the context's error.
+func TestCatchUp(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produceTo(0, 3000, 1)
+	h.produceTo(1, 2000, 2) // partition 2 stays empty
+	h.records = 5000
+	r := h.start(Config{FlushInterval: time.Hour}, nil)
+	defer r.stop(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := r.engine.CatchUp(ctx); err != nil {
+		t.Fatalf("CatchUp: %v", err)
+	}
+	s, err := h.table.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := TableOffsets(s, "deltaflow", topic); !maps.Equal(got, map[int32]int64{0: 2999, 1: 1999}) {
+		t.Fatalf("committed offsets after CatchUp: %v", got)
+	}
+
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := r.engine.CatchUp(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled CatchUp: %v", err)
+	}
+}

@@ -33,13 +33,11 @@ import (
 // then is re-read from Kafka on the next start.
 const StopTimeout = 8 * time.Second
 
-// untilLatestPoll is how often RunOptions.UntilLatest checks progress.
-const untilLatestPoll = 50 * time.Millisecond
-
 // RunOptions tune one Run.
 type RunOptions struct {
 	// UntilLatest stops once every partition owned at start is committed up
-	// to the high watermark it had then, and Run returns nil.
+	// to the high watermark it had then (actors.Engine.CatchUp), and Run
+	// returns nil.
 	UntilLatest bool
 	// Version is reported by the control service; default Version().
 	Version string
@@ -160,16 +158,12 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	}
 	logger.Info("deltaflow running", "table", store.URI(), "topic", cfg.Kafka.Topic, "nats", b.ClientURL(), "http", srv.addr())
 
-	var runErr error
-	if opts.UntilLatest {
-		if runErr = untilLatest(ctx, engine, cons, logger); runErr != nil {
-			logger.Error("until-latest failed; stopping", "err", runErr)
-			runErr = fmt.Errorf("until-latest: %w", runErr)
-		}
-	} else {
+	// With UntilLatest a caught-up engine stops as a cancelled one does.
+	if !opts.UntilLatest || engine.CatchUp(ctx) != nil {
 		<-ctx.Done()
 		logger.Info("shutting down", "cause", context.Cause(ctx))
 	}
+	var runErr error
 	if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
 		runErr = cause
 	}
@@ -314,92 +308,6 @@ func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapsho
 			logger.Warn("KV offset not deleted", "partition", p, "err", err)
 		}
 	}
-}
-
-// untilLatest waits until the table holds every record that was in the owned
-// partitions when they were assigned. It flushes once everything is read, so
-// it does not wait for the flush interval.
-func untilLatest(ctx context.Context, e *actors.Engine, cons *kafka.Consumer, logger *slog.Logger) error {
-	tick := time.NewTicker(untilLatestPoll)
-	defer tick.Stop()
-	wait := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-			return true
-		}
-	}
-	for len(cons.Owned()) == 0 {
-		if !wait() {
-			return nil
-		}
-	}
-	var targets map[int32]int64
-	for {
-		var err error
-		if targets, err = cons.HighWatermarks(ctx); err == nil {
-			break
-		}
-		logger.Warn("until-latest: high watermarks unavailable; retrying", "err", err)
-		if !wait() {
-			return nil
-		}
-	}
-	logger.Info("until-latest: reading up to the high watermarks", "targets", targets)
-	flushed := false
-	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
-	for wait() {
-		committed, err := e.Committed(ctx)
-		if err != nil {
-			logger.Debug("until-latest: committed offsets unavailable", "err", err)
-			continue
-		}
-		pos := e.Position()
-		var lag map[int32]int64
-		done, read := true, true
-		for _, p := range cons.Owned() {
-			target := targets[p]
-			c, ok := committed[p]
-			if target <= 0 || (ok && c >= target) {
-				continue
-			}
-			if _, reading := pos[p]; !reading && (!ok || c < 0) {
-				// Nothing committed and nothing read: the partition may
-				// hold nothing from its start offset on (start_offset
-				// latest, or retention emptied it).
-				if lag == nil {
-					if lag, err = cons.Lag(ctx); err != nil {
-						lag = map[int32]int64{}
-					}
-				}
-				// Twice in a row, so records just polled but not yet
-				// routed (no position yet) do not pass for an empty log.
-				if l, known := lag[p]; known && l == 0 {
-					if emptySeen[p]++; emptySeen[p] >= 2 {
-						continue
-					}
-				} else {
-					emptySeen[p] = 0
-				}
-			}
-			done = false
-			if pos[p] < target {
-				read = false
-			}
-		}
-		if done {
-			logger.Info("until-latest: caught up", "committed", committed)
-			return nil
-		}
-		if read && !flushed {
-			flushed = true
-			if err := e.Flush(ctx); err != nil && ctx.Err() == nil {
-				logger.Warn("until-latest: flush failed; the timer will retry", "err", err)
-			}
-		}
-	}
-	return nil
 }
 
 // StorageOptions converts the storage section to what storage.Open takes.
