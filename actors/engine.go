@@ -246,6 +246,8 @@ func (e *Engine) BrokerDialed(addr string, err error) {
 }
 
 // Start spawns the committer (which loads the table) and the fetch loop.
+// The consumer is the one dependency not in Deps: it is built with the
+// engine as its kafka.Handler, so only after NewEngine.
 func (e *Engine) Start(cons Consumer) error {
 	e.cons = cons
 	e.progress = newProgress(time.Now())
