@@ -334,7 +334,7 @@ var semver = regexp.MustCompile(`^v(\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)(\+[0-9A-Za-
 
 // version is stamped in by release builds:
 //
-//	go build -ldflags "-X github.com/deltaflow/deltaflow/runtime.version=1.2.3" ./cmd/deltaflow
+//	go build -ldflags "-X github.com/deltaflow/deltaflow/runtime/daemon.version=1.2.3" ./cmd/deltaflow
 //
 // (the Makefile and the Dockerfile do it); empty in other builds.
 var version string
