@@ -17,7 +17,8 @@ import (
 	"github.com/deltaflow/deltaflow/messages"
 )
 
-// Config tunes the engine. Zero fields take the defaults noted.
+// Config tunes the engine. Zero fields take DefaultConfig's values (noted
+// here for the reader).
 type Config struct {
 	// App prefixes the txn appIds ("<app>-<topic>-<partition>"); default
 	// "deltaflow". Two deployments writing one table need different apps.
