@@ -171,7 +171,6 @@ func (c *committer) start(ctx actor.Context) {
 	c.snap = snap
 	c.cfg.metrics.TableVersion.Set(float64(snap.Version()))
 	c.gen++
-	c.cfg.pipeline.committer = ctx.Self()
 	c.cfg.pipeline.reg.reset(c.gen)
 	c.cfg.budget.NewGeneration(c.gen)
 	c.spawnPipeline(ctx)
@@ -551,12 +550,10 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	delay := time.Duration(0)
 	if failure {
 		now := time.Now()
-		var streak int
-		delay, streak = c.failures.fail(now, c.cfg.backoff)
+		var n int
+		delay, n = c.failures.fail(now, c.cfg.backoff)
 		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, now)
-		c.cfg.metrics.Restarts.WithLabelValues("pipeline").Inc()
-		c.cfg.outbox.Publish(&bridge.ActorEvent{Actor: "committer/pipeline", Action: bridge.ActorRestarted,
-			Reason: reason, Restarts: streak})
+		reportRestart(c.cfg.metrics, c.cfg.outbox, "pipeline", "committer/pipeline", reason, n)
 	}
 	gen, self, system := c.gen, ctx.Self(), ctx.ActorSystem()
 	time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })

@@ -5,16 +5,42 @@
 //	└── pipeline         one per generation; rebuilt after any failure
 //	    ├── reader/<p>   one per Kafka partition: map records, route rows
 //	    └── buffer/<dir> one per partition value: Parquet on Flush
+//	maintenance          OPTIMIZE, VACUUM, log cleanup (when enabled)
 //
 // A fetch loop (not an actor) polls Kafka and hands each partition's records
-// to its reader. Start with Engine; the epoch protocol is in the messages
-// package doc. Actors only dispatch: epoch bookkeeping (epochState), the memory
-// budget (Budget) and routing live in plain types.
+// to its reader. Start with Engine: NewEngine takes the configuration
+// (DefaultConfig holds every default) and the outside connections (Deps);
+// Start takes the Kafka consumer, built with the engine as its handler. The
+// top-level actors are spawned at PIDs reserved by name, so every actor's
+// configuration is complete when built. Actors only dispatch: epoch
+// bookkeeping (epochState), the memory budget (Budget) and routing live in
+// plain types. The messages package doc says which actor sends which
+// message to whom, and the epoch protocol.
 //
 // Exactly once: an epoch's rows become visible in one Delta commit that also
 // records, per Kafka partition, the last offset consumed (a txn action).
 // After any failure the pipeline is rebuilt with a new generation, every
 // uncommitted epoch is dropped and reading resumes from the offsets in the
 // log. Files uploaded for dropped epochs are never referenced; VACUUM
-// removes them.
+// removes them. The committer and maintenance actors are restarted by their
+// guardian, the pipeline by the committer, all on one capped backoff
+// (restartStreak).
+//
+// # Backpressure
+//
+//	fetcher.run ──Fetch──► reader.handleFetch ──RowBatch──► buffer.handleRows
+//	     ▲                    │ rows in one pooled fetchMem      │ rows encoded
+//	     │                    │ Budget.Add(bytes)                │ Budget.Adjust(encoded)
+//	     │                    ▼                                  │ RowBatch.Release
+//	     └──── Fetch.Done ◄── fetchMem.free ◄── fetchMem.release ◄┘ (last of the Fetch)
+//
+// The fetch loop waits for the Done of the poll before the last, so at most
+// two polls are in flight. Independently, Budget counts the bytes buffers
+// hold until their files are uploaded (buffer.handleFlush releases them)
+// and the epochs not yet committed; while it is exhausted the fetch loop
+// pauses Kafka. Four places send the committer messages.CommitNow for an
+// early epoch: the fetch loop when the budget pauses it (fetcher.run), the
+// fetch loop again when the budget stays exhausted a whole poll wait, the
+// budget watch when buffered bytes pass FlushMaxBytes (Engine.watchBudget),
+// and Engine.Flush (the control service, Stop's final commit, CatchUp).
 package actors

@@ -15,10 +15,10 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/messages"
-	"github.com/deltaflow/deltaflow/storage"
 )
 
-// Config tunes the engine. Zero fields take the defaults noted.
+// Config tunes the engine. Zero fields take DefaultConfig's values (noted
+// here for the reader).
 type Config struct {
 	// App prefixes the txn appIds ("<app>-<topic>-<partition>"); default
 	// "deltaflow". Two deployments writing one table need different apps.
@@ -61,36 +61,56 @@ type Config struct {
 	beforeRows func(key string) // test hook, see bufferConfig
 }
 
+// DefaultConfig returns the engine's defaults, which are also the daemon
+// configuration's. RetryBackoff stays zero: it follows Backoff.
+func DefaultConfig() Config {
+	return Config{
+		App:                 "deltaflow",
+		FlushInterval:       time.Minute,
+		FlushMaxBytes:       8 << 20,
+		MemoryBudget:        16 << 20,
+		MaxUnfinishedEpochs: 2,
+		Writer:              delta.WriterOptions{RowGroupRows: 16 << 10}, // bounds each buffer's encoder memory
+		Backoff:             Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
+		MaxRetry:            10 * time.Minute,
+		EventTimeColumn:     "event_time",
+	}
+}
+
+// maxRetryBackoff caps RetryBackoff's default (see Config.RetryBackoff).
+const maxRetryBackoff = 5 * time.Second
+
 func (c *Config) setDefaults() {
+	d := DefaultConfig()
 	if c.App == "" {
-		c.App = "deltaflow"
+		c.App = d.App
 	}
 	if c.FlushInterval <= 0 {
-		c.FlushInterval = time.Minute
+		c.FlushInterval = d.FlushInterval
 	}
 	if c.FlushMaxBytes <= 0 {
-		c.FlushMaxBytes = 8 << 20
+		c.FlushMaxBytes = d.FlushMaxBytes
 	}
 	if c.MemoryBudget <= 0 {
-		c.MemoryBudget = 16 << 20
+		c.MemoryBudget = d.MemoryBudget
 	}
 	if c.MaxUnfinishedEpochs <= 0 {
-		c.MaxUnfinishedEpochs = 2
+		c.MaxUnfinishedEpochs = d.MaxUnfinishedEpochs
 	}
 	if c.Backoff.Initial <= 0 {
-		c.Backoff = Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second}
+		c.Backoff = d.Backoff
 	}
 	if c.RetryBackoff.Initial <= 0 {
-		c.RetryBackoff = Backoff{Initial: c.Backoff.Initial, Max: min(c.Backoff.Max, 5*time.Second)}
+		c.RetryBackoff = Backoff{Initial: c.Backoff.Initial, Max: min(c.Backoff.Max, maxRetryBackoff)}
 	}
 	if c.MaxRetry <= 0 {
-		c.MaxRetry = 10 * time.Minute
+		c.MaxRetry = d.MaxRetry
 	}
 	if c.EventTimeColumn == "" {
-		c.EventTimeColumn = "event_time"
+		c.EventTimeColumn = d.EventTimeColumn
 	}
 	if c.Writer.RowGroupRows == 0 {
-		c.Writer.RowGroupRows = 16 << 10 // bounds each buffer's encoder memory
+		c.Writer.RowGroupRows = d.Writer.RowGroupRows
 	}
 }
 
@@ -102,16 +122,26 @@ const streamPageSize = 32 << 10
 
 // Deps are the engine's connections to the outside.
 type Deps struct {
-	Table  *delta.Table
+	Table  *delta.Table // its store receives the data files
 	Mapper *mapping.Mapper
 	// TableSchema, if set, is the table's schema: data files then use its
 	// physical column names and column ids (column mapping).
 	TableSchema *delta.StructType
-	Outbox      Outbox
-	Metrics     *Metrics
-	Health      *Health
-	Logger      *slog.Logger
+	// PartitionColumns are the table's, in order.
+	PartitionColumns []string
+	Outbox           Outbox
+	Metrics          *Metrics
+	Health           *Health
+	Logger           *slog.Logger
 }
+
+// Names of the engine's top-level actors. Spawned by name, their PIDs are
+// known before they run, so every config that sends to them is complete at
+// construction.
+const (
+	committerName   = "committer"
+	maintenanceName = "maintenance"
+)
 
 // Engine runs the actors. Create it, create the Kafka consumer with the
 // engine as its Handler, then Start.
@@ -121,17 +151,19 @@ type Engine struct {
 	system *actor.ActorSystem
 	reg    *registry
 	budget *Budget
-	fetch  *fetcher
 	ready  chan struct{} // closed once the committer is spawned
 
 	committer   *actor.PID
 	maintenance *actor.PID  // nil when maintenance is disabled
-	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it)
-	cons        Consumer
-	progress    *progress
-	cancel      context.CancelFunc
-	loopDone    chan error
-	stopping    atomic.Bool
+	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it); nil when disabled
+
+	// Set by Start.
+	fetch    *fetcher
+	cons     Consumer
+	progress *progress
+	cancel   context.CancelFunc
+	loopDone chan error
+	stopping atomic.Bool
 }
 
 // NewEngine checks the configuration and prepares an engine.
@@ -152,10 +184,17 @@ func NewEngine(cfg Config, deps Deps) (*Engine, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, deps: deps, reg: newRegistry(), budget: NewBudget(cfg.MemoryBudget, cfg.MaxUnfinishedEpochs),
-		ready: make(chan struct{}), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return deps.Logger.With("component", "actors")
-		}))}, nil
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return deps.Logger.With("component", "actors")
+	}))
+	e := &Engine{cfg: cfg, deps: deps, system: system, reg: newRegistry(), budget: NewBudget(cfg.MemoryBudget, cfg.MaxUnfinishedEpochs),
+		ready: make(chan struct{}), committer: actor.NewPID(system.Address(), committerName)}
+	if cfg.Maintenance.enabled() {
+		e.maintenance = actor.NewPID(system.Address(), maintenanceName)
+		e.maintainer = &maintainer{cfg: cfg.Maintenance, table: deps.Table, writer: cfg.Writer, outbox: deps.Outbox,
+			metrics: deps.Metrics, logger: deps.Logger.With("component", maintenanceName)}
+	}
+	return e, nil
 }
 
 // Assigned implements kafka.Handler: the committer spawns readers for the
@@ -208,11 +247,13 @@ func (e *Engine) BrokerDialed(addr string, err error) {
 }
 
 // Start spawns the committer (which loads the table) and the fetch loop.
-func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Store, partitionColumns []string) error {
+// The consumer is the one dependency not in Deps: it is built with the
+// engine as its kafka.Handler, so only after NewEngine.
+func (e *Engine) Start(cons Consumer) error {
 	e.cons = cons
 	e.progress = newProgress(time.Now())
-	e.fetch = newFetcher(cons, e.reg, e.budget, e.deps.Metrics, e.deps.Logger)
-	e.fetch.system = e.system
+	e.fetch = newFetcher(fetcherDeps{cons: cons, reg: e.reg, budget: e.budget, system: e.system, committer: e.committer,
+		metrics: e.deps.Metrics, logger: e.deps.Logger})
 	writer := e.cfg.Writer
 	if writer.PageBufferSize == 0 {
 		writer.PageBufferSize = streamPageSize
@@ -225,39 +266,29 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 		}
 	}
 	bcfg := &bufferConfig{
-		store: store, dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: partitionColumns,
-		writer: writer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics, backoff: e.cfg.RetryBackoff,
-		maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
+		store: e.deps.Table.Store(), dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: e.deps.PartitionColumns,
+		writer: writer, committer: e.committer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
+		backoff: e.cfg.RetryBackoff, maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
-	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, reg: e.reg,
+	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, committer: e.committer, reg: e.reg,
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
 		backoff: e.cfg.Backoff, retry: retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry}, pipeline: pcfg, outbox: e.deps.Outbox,
-		offsets: offsets, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, progress: e.progress,
+		offsets: cons, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
+		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, maintenance: e.maintenance, progress: e.progress,
 	}
 	// Maintenance first: the committer tells it about checkpoints.
-	if err := e.startMaintenance(); err != nil {
+	if e.maintainer != nil {
+		if err := e.spawnSupervised(maintenanceName, e.maintenance, newMaintenanceActor(e.maintainer)); err != nil {
+			return err
+		}
+	}
+	if err := e.spawnSupervised(committerName, e.committer, newCommitter(ccfg)); err != nil {
 		return err
 	}
-	ccfg.maintenance = e.maintenance
-	guardian := &restartStrategy{backoff: e.cfg.Backoff, onRestart: func(child *actor.PID, reason any, n int, delay time.Duration) {
-		e.deps.Logger.Error("committer failed; restarting", "reason", reason, "restarts", n, "delay", delay)
-		e.deps.Metrics.Restarts.WithLabelValues("committer").Inc()
-		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorRestarted, Reason: fmt.Sprint(reason), Restarts: n})
-	}}
-	props := actor.PropsFromProducer(newCommitter(ccfg), actor.WithGuardian(guardian))
-	pid, err := e.system.Root.SpawnNamed(props, "committer")
-	if err != nil {
-		return fmt.Errorf("engine: spawn committer: %w", err)
-	}
-	e.committer = pid
-	bcfg.committer = pid
-	e.fetch.committer = pid
 	close(e.ready)
-	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStarted})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -267,26 +298,18 @@ func (e *Engine) Start(cons Consumer, offsets OffsetCommitter, store storage.Sto
 	return nil
 }
 
-// startMaintenance spawns the maintenance actor, when enabled, under the
-// same restart strategy as the committer.
-func (e *Engine) startMaintenance() error {
-	if !e.cfg.Maintenance.enabled() {
-		return nil
-	}
-	m := &maintainer{cfg: e.cfg.Maintenance, table: e.deps.Table, writer: e.cfg.Writer, outbox: e.deps.Outbox,
-		metrics: e.deps.Metrics, logger: e.deps.Logger.With("component", "maintenance")}
-	e.maintainer = m
-	guardian := &restartStrategy{backoff: e.cfg.Backoff, onRestart: func(_ *actor.PID, reason any, n int, delay time.Duration) {
-		e.deps.Logger.Error("maintenance failed; restarting", "reason", reason, "restarts", n, "delay", delay)
-		e.deps.Metrics.Restarts.WithLabelValues("maintenance").Inc()
-		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorRestarted, Reason: fmt.Sprint(reason), Restarts: n})
-	}}
-	pid, err := e.system.Root.SpawnNamed(actor.PropsFromProducer(newMaintenanceActor(m), actor.WithGuardian(guardian)), "maintenance")
+// spawnSupervised spawns the top-level actor name at the PID the engine
+// reserved for it, under a guardian that restarts it after a backoff.
+func (e *Engine) spawnSupervised(name string, want *actor.PID, producer actor.Producer) error {
+	guardian := &restartStrategy{name: name, backoff: e.cfg.Backoff, deps: &e.deps}
+	pid, err := e.system.Root.SpawnNamed(actor.PropsFromProducer(producer, actor.WithGuardian(guardian)), name)
 	if err != nil {
-		return fmt.Errorf("engine: spawn maintenance: %w", err)
+		return fmt.Errorf("engine: spawn %s: %w", name, err)
 	}
-	e.maintenance = pid
-	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorStarted})
+	if !pid.Equal(want) {
+		return fmt.Errorf("engine: %s spawned as %s, not at its reserved PID %s", name, pid, want)
+	}
+	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: name, Action: bridge.ActorStarted})
 	return nil
 }
 
@@ -369,12 +392,12 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if e.maintenance != nil {
 		// A maintenance run in progress is cancelled; its orphans are VACUUM's.
 		_ = e.system.Root.PoisonFuture(e.maintenance).Wait()
-		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "maintenance", Action: bridge.ActorStopped})
+		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: maintenanceName, Action: bridge.ActorStopped})
 	}
 	if perr := e.system.Root.PoisonFuture(e.committer).Wait(); perr != nil && err == nil {
 		err = perr
 	}
-	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: "committer", Action: bridge.ActorStopped})
+	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: committerName, Action: bridge.ActorStopped})
 	return err
 }
 

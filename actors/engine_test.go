@@ -149,7 +149,8 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if outbox == nil {
 		outbox = NewOutbox(h.bridge)
 	}
-	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, Outbox: outbox, Logger: testLogger(h.t)})
+	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, PartitionColumns: mapping.DefaultPartitionColumns,
+		Outbox: outbox, Logger: testLogger(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := e.Start(cons, cons, store, mapping.DefaultPartitionColumns); err != nil {
+	if err := e.Start(cons); err != nil {
 		h.t.Fatal(err)
 	}
 	return &running{engine: e, cons: cons}
@@ -743,5 +744,35 @@ func TestForeignCommitOfOwnedPartitionDropsTheEpoch(t *testing.T) {
 	// 200 of partition 0, and of partition 1 only offsets 30..49.
 	if rows != 220 {
 		t.Fatalf("table holds %d rows, want 220: partition 1's offsets 0..29, committed by the other writer, were committed again", rows)
+	}
+}
+
+// TestCatchUp: with a flush interval far away, CatchUp commits everything
+// the topic held when it started (an empty partition included) and returns;
+// a cancelled CatchUp returns the context's error.
+func TestCatchUp(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produceTo(0, 3000, 1)
+	h.produceTo(1, 2000, 2) // partition 2 stays empty
+	h.records = 5000
+	r := h.start(Config{FlushInterval: time.Hour}, nil)
+	defer r.stop(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := r.engine.CatchUp(ctx); err != nil {
+		t.Fatalf("CatchUp: %v", err)
+	}
+	s, err := h.table.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := TableOffsets(s, "deltaflow", topic); !maps.Equal(got, map[int32]int64{0: 2999, 1: 1999}) {
+		t.Fatalf("committed offsets after CatchUp: %v", got)
+	}
+
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := r.engine.CatchUp(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled CatchUp: %v", err)
 	}
 }

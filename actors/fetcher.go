@@ -15,13 +15,21 @@ import (
 	"github.com/deltaflow/deltaflow/messages"
 )
 
-// Consumer is what the fetch loop needs of Kafka (a *kafka.Consumer).
+// Consumer is what the engine needs of Kafka (a *kafka.Consumer): the
+// fetch loop polls, pauses and seeks it; the committer commits the group
+// offsets; Progress and CatchUp compare positions with the high watermarks.
 type Consumer interface {
+	OffsetCommitter
 	Poll(ctx context.Context) ([]kafka.Batch, error)
 	Pause(partitions ...int32)
 	Resume(partitions ...int32)
 	Seek(offsets map[int32]int64)
 	Owned() []int32
+	// HighWatermarks is the next offset to be produced, per partition.
+	HighWatermarks(ctx context.Context) (map[int32]int64, error)
+	// Lag is, per owned partition, the offsets between the next one Poll
+	// returns and the high watermark.
+	Lag(ctx context.Context) (map[int32]int64, error)
 	Close()
 }
 
@@ -47,14 +55,7 @@ type resetRequest struct {
 // It pauses Kafka while the memory budget is exhausted, and re-seeks when
 // the committer rebuilds the pipeline.
 type fetcher struct {
-	cons    Consumer
-	reg     *registry
-	budget  *Budget
-	system  *actor.ActorSystem
-	metrics *Metrics
-	logger  *slog.Logger
-	// committer is asked for an early epoch when the budget runs out.
-	committer *actor.PID
+	fetcherDeps
 
 	mu      sync.Mutex
 	pending *resetRequest
@@ -78,9 +79,20 @@ type fetcher struct {
 	userPauseDone, looping atomic.Bool
 }
 
-func newFetcher(cons Consumer, reg *registry, budget *Budget, metrics *Metrics, logger *slog.Logger) *fetcher {
-	return &fetcher{cons: cons, reg: reg, budget: budget, metrics: metrics, logger: logger,
-		wake: make(chan struct{}, 1), positions: map[int32]int64{}, first: make(chan struct{})}
+// fetcherDeps is the fetch loop's wiring.
+type fetcherDeps struct {
+	cons   Consumer
+	reg    *registry
+	budget *Budget
+	system *actor.ActorSystem
+	// committer is asked for an early epoch when the budget runs out.
+	committer *actor.PID
+	metrics   *Metrics
+	logger    *slog.Logger
+}
+
+func newFetcher(d fetcherDeps) *fetcher {
+	return &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), positions: map[int32]int64{}, first: make(chan struct{})}
 }
 
 // reset makes the loop drop what it has in flight and continue at offsets

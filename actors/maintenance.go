@@ -52,10 +52,16 @@ func (m Maintenance) enabled() bool {
 	return m.OptimizeEvery > 0 || m.VacuumEvery > 0 || m.LogCleanupAfterCheckpoint
 }
 
-func (m Maintenance) minFiles() int { return max(m.OptimizeMinFiles, 2) }
+func (m Maintenance) minFiles() int { return max(m.OptimizeMinFiles, DefaultOptimizeMinFiles) }
 
-// DefaultOpenTargetSize is Maintenance.OptimizeOpenTargetSize's default.
-const DefaultOpenTargetSize = 8 << 20
+// Defaults of Maintenance's compaction sizes.
+const (
+	// DefaultOptimizeMinFiles is Maintenance.OptimizeMinFiles's default
+	// (and its least value: one file alone is never compacted).
+	DefaultOptimizeMinFiles = 2
+	// DefaultOpenTargetSize is Maintenance.OptimizeOpenTargetSize's default.
+	DefaultOpenTargetSize = 8 << 20
+)
 
 func (m Maintenance) openTarget() int64 {
 	if m.OptimizeOpenTargetSize <= 0 {

@@ -3,7 +3,6 @@ package actors
 import (
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -104,20 +103,4 @@ func (p *pipeline) Receive(c actor.Context) {
 			c.Stop(pid)
 		}
 	}
-}
-
-// restartStrategy restarts a failed top-level actor after a capped
-// exponential backoff that grows with its failure streak.
-type restartStrategy struct {
-	backoff   Backoff
-	onRestart func(child *actor.PID, reason any, n int, delay time.Duration)
-	failures  failureStreak
-}
-
-func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
-	delay, n := s.failures.fail(time.Now(), s.backoff)
-	if s.onRestart != nil {
-		s.onRestart(child, reason, n, delay)
-	}
-	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
 }

@@ -27,12 +27,6 @@ type Progress struct {
 	Paused bool
 }
 
-// HighWatermarker is what Progress needs of the Kafka consumer (a
-// *kafka.Consumer) to count the records waiting.
-type HighWatermarker interface {
-	HighWatermarks(ctx context.Context) (map[int32]int64, error)
-}
-
 // progress is the committer's side of Progress, written by the committer
 // and read from any goroutine.
 type progress struct {
@@ -86,11 +80,7 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 	if f := p.failingSince.Load(); f != 0 {
 		out.FailingSince = time.Unix(0, f)
 	}
-	hwm, ok := e.cons.(HighWatermarker)
-	if !ok {
-		return out
-	}
-	ends, err := hwm.HighWatermarks(ctx)
+	ends, err := e.cons.HighWatermarks(ctx)
 	if err != nil {
 		return out
 	}

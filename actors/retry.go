@@ -95,27 +95,3 @@ func retry(ctx context.Context, p retryPolicy, op func() error, onRetry func(att
 		}
 	}
 }
-
-// streakReset is how long without a failure ends a failure streak.
-const streakReset = time.Minute
-
-// failureStreak counts consecutive failures, for a backoff that grows with
-// them: pipeline rebuilds and actor restarts wait longer the more often
-// they fail, and start over after a minute without failure.
-type failureStreak struct {
-	n    int       // failures in the streak
-	last time.Time // the latest one
-}
-
-// fail records a failure at now. It returns the wait before recovering
-// (backoff's delay for the streak so far) and the streak's length with
-// this failure.
-func (s *failureStreak) fail(now time.Time, backoff Backoff) (delay time.Duration, n int) {
-	if now.Sub(s.last) > streakReset {
-		s.n = 0
-	}
-	s.last = now
-	delay = backoff.Delay(s.n)
-	s.n++
-	return delay, s.n
-}

@@ -1,25 +1,30 @@
 package messages
 
-// CommitNow asks the committer to start an epoch now (a control request, the
-// memory budget, or shutdown). Reply, if set, receives nil once that epoch
-// (and every earlier one) is committed, or the error that stopped it.
+// CommitNow asks the committer to start an epoch now: sent by the fetch
+// loop when the memory budget is exhausted, by the engine when buffered
+// bytes pass flush.max_bytes, and by Engine.Flush (control service, shutdown,
+// catch-up); the package doc lists the four sites. Reply, if set, receives
+// nil once that epoch (and every earlier one) is committed, or the error
+// that stopped it.
 type CommitNow struct {
 	Reason string
 	Reply  chan error
 }
 
-// Assign is sent by the fetch loop to the committer when Kafka assigns
-// partitions. The committer spawns their readers and answers, on Reply, the
-// next offset to read for each partition (from the Delta log; -1: none).
+// Assign is sent by the engine to the committer when Kafka assigns
+// partitions (the consumer's rebalance callback, Engine.Assigned). The
+// committer spawns their readers and answers, on Reply, the next offset to
+// read for each partition (from the Delta log; -1: none).
 type Assign struct {
 	Topic      string
 	Partitions []int32
 	Reply      chan map[int32]int64
 }
 
-// Revoke is sent by the fetch loop to the committer before Kafka takes
-// partitions away. Their uncommitted rows are dropped: the in-flight epoch
-// is aborted and the partitions kept re-read from their committed offsets.
+// Revoke is sent by the engine to the committer before Kafka takes
+// partitions away (Engine.Revoked). Their uncommitted rows are dropped: the
+// in-flight epoch is aborted and the partitions kept re-read from their
+// committed offsets.
 // Reply is closed when the readers are gone.
 type Revoke struct {
 	Topic      string

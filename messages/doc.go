@@ -2,7 +2,28 @@
 // documented structs, always sent as pointers. It imports none of
 // deltaflow's packages.
 //
-// One epoch (a micro-batch, like Spark's batch id) goes:
+// # Who sends what
+//
+//	message         from → to                       why
+//	Fetch           fetch loop → reader/<p>          the records of one poll of partition p
+//	RowBatch        reader → buffer/<dir>            mapped rows of one epoch for one partition value
+//	Seal            committer → every reader         close epoch e: answer Sealed, tag later rows e+1
+//	Sealed          reader → committer               the partition's last offset and dead letters in e
+//	Flush           committer → every live buffer    write and upload the files of epochs ≤ e
+//	Flushed         buffer → committer               the uploaded (still invisible) files, or the error
+//	CommitNow       fetch loop, engine → committer   start an epoch early (see Backpressure)
+//	Assign          engine → committer               Kafka assigned partitions: spawn readers, answer
+//	                                                 where the Delta log says each continues
+//	Revoke          engine → committer               Kafka takes partitions away: drop their epoch
+//	PipelineFailed  pipeline → committer             a reader or buffer failed: rebuild the generation
+//
+// The engine sends Assign and Revoke from the Kafka consumer's rebalance
+// callbacks (Engine.Assigned, Engine.Revoked). DataFile and DeadLetter are
+// not messages but what Flushed and Sealed carry.
+//
+// # One epoch
+//
+// An epoch is a micro-batch, like Spark's batch id:
 //
 //	committer → every reader:  Seal{Epoch: e}
 //	reader    → committer:     Sealed{e, partition, last offset, dead letters}
@@ -13,8 +34,41 @@
 //	                           per partition), checkpoint, KV mirror, Kafka offsets,
 //	                           commit event
 //
-// Rows travel reader → buffer as RowBatch; Kafka records travel from the
-// fetch loop to a reader as Fetch. Every message of the pipeline carries the
-// pipeline's generation: after a failure the pipeline is rebuilt with a new
-// generation and late messages of the old one are ignored.
+// Every message of the pipeline carries the pipeline's generation: after a
+// failure the pipeline is rebuilt with a new generation and late messages
+// of the old one are ignored.
+//
+// # Backpressure
+//
+// Two loops bound what is in memory. The first bounds polls in flight: a
+// Fetch's rows live in one pooled block (the reader's fetchMem) shared by
+// the RowBatches made from it; each buffer calls RowBatch.Release once it
+// has written its rows, the last release frees the block and calls
+// Fetch.Done, and the fetch loop dispatches a poll only once the one before
+// the last is done (at most two in flight).
+//
+//	fetch loop ──Fetch──► reader ──RowBatch──► buffer
+//	    ▲                   │ (rows in fetchMem)  │ rows written into the encoder
+//	    │                   │                     │ RowBatch.Release
+//	    └──── Fetch.Done ◄──┴──── fetchMem ◄──────┘ (last release frees it)
+//
+// The second bounds bytes and epochs (actors.Budget): the reader adds each
+// RowBatch's bytes before sending it, the buffer adjusts them to the encoded
+// size and gives them back once the files are uploaded; the committer counts
+// the epochs sealed and not yet committed. While the budget is exhausted
+// the fetch loop pauses Kafka, and CommitNow asks the committer for an
+// early epoch, since only a commit frees encoded bytes. CommitNow is sent
+// from four places:
+//
+//  1. the fetch loop, when the budget makes it pause Kafka;
+//  2. the fetch loop again, when the budget is still exhausted after it
+//     waited a whole poll wait (5 s) for room: the rows that came after the
+//     last seal may fill it on their own, and only another epoch frees them;
+//  3. the engine's budget watch, when buffered bytes pass flush.max_bytes;
+//  4. Engine.Flush: the control service's flush, the final commit of Stop,
+//     and CatchUp once everything is read (these wait on Reply).
+//
+// The committer's own timer (flush.interval) starts epochs without a
+// message. A CommitNow that arrives during an epoch starts the next one as
+// soon as it ends.
 package messages

@@ -181,11 +181,12 @@ type WatchdogConfig struct {
 // nats.store_dir depends on table.uri (see Load).
 func DefaultConfig() Config {
 	m := mapping.DefaultConfig()
+	engine := actors.DefaultConfig()
 	return Config{
 		Table: TableConfig{
 			URI:                "./data/sensor_events",
 			Name:               "sensor_events",
-			AppID:              "deltaflow",
+			AppID:              engine.App,
 			PartitionColumns:   slices.Clone(mapping.DefaultPartitionColumns),
 			Mode:               m.Mode,
 			MaxRecordBytes:     ByteSize(m.MaxRecordBytes),
@@ -193,12 +194,13 @@ func DefaultConfig() Config {
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
-		Kafka:        kafka.DefaultConfig(),
-		Flush:        FlushConfig{Interval: 60 * time.Second, MaxBytes: 8 << 20, RowGroupRows: 16 << 10},
-		Backpressure: BackpressureConfig{MemoryBudget: 16 << 20, MaxUnfinishedEpochs: 2},
+		Kafka: kafka.DefaultConfig(),
+		Flush: FlushConfig{Interval: engine.FlushInterval, MaxBytes: ByteSize(engine.FlushMaxBytes),
+			RowGroupRows: engine.Writer.RowGroupRows},
+		Backpressure: BackpressureConfig{MemoryBudget: ByteSize(engine.MemoryBudget), MaxUnfinishedEpochs: engine.MaxUnfinishedEpochs},
 		HTTP:         HTTPConfig{Listen: "127.0.0.1:8080"},
 		Log:          LogConfig{Level: "info", Format: "text"},
-		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: 2,
+		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: actors.DefaultOptimizeMinFiles,
 			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize,
 			VacuumRetain:           720 * time.Hour, LogCleanup: true},
 		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
@@ -394,6 +396,24 @@ func localPath(uri string) (string, bool) {
 // MappingConfig is the table section as the mapper takes it.
 func (c *Config) MappingConfig() mapping.Config {
 	return mapping.Config{Mode: c.Table.Mode, MaxRecordBytes: int(c.Table.MaxRecordBytes), Columns: c.Table.Columns}
+}
+
+// EngineConfig is the engine's configuration: this one's, with the data
+// file settings of tableConf (the table's delta.* properties) applied.
+func (c *Config) EngineConfig(tableConf map[string]string) (actors.Config, error) {
+	writer := delta.WriterOptions{Compression: c.compression(), RowGroupRows: c.Flush.RowGroupRows}
+	if err := writer.ApplyTableConfig(tableConf); err != nil {
+		return actors.Config{}, fmt.Errorf("table configuration: %w", err)
+	}
+	m := c.Maintenance
+	return actors.Config{
+		App: c.Table.AppID, Topic: c.Kafka.Topic, FlushInterval: c.Flush.Interval,
+		FlushMaxBytes: int64(c.Flush.MaxBytes), MemoryBudget: int64(c.Backpressure.MemoryBudget),
+		MaxUnfinishedEpochs: c.Backpressure.MaxUnfinishedEpochs, Writer: writer,
+		Maintenance: actors.Maintenance{OptimizeEvery: m.OptimizeEvery, OptimizeTargetSize: int64(m.OptimizeTargetSize),
+			OptimizeMinFiles: m.OptimizeMinFiles, OptimizeOpenTargetSize: int64(m.OptimizeOpenTargetSize),
+			VacuumEvery: m.VacuumEvery, VacuumRetain: m.VacuumRetain, LogCleanupAfterCheckpoint: m.LogCleanup},
+	}, nil
 }
 
 // compression returns the data file codec.

@@ -8,12 +8,16 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 func noEnv(string) string { return "" }
@@ -124,6 +128,44 @@ func TestDefaults(t *testing.T) {
 	if m, w := cfg.Maintenance, cfg.Watchdog; m.OptimizeMinFiles != 10 || m.LogCleanup || w.StallIntervals != 5 ||
 		w.Grace != 30*time.Second || w.RestartBackoff != 2*time.Minute || w.RestartBackoffMax != time.Hour {
 		t.Errorf("full: maintenance %+v, watchdog %+v", m, w)
+	}
+}
+
+// TestEngineConfig: every engine setting comes from its key, the table's
+// properties shape the data files, and the daemon's defaults are the
+// engine's.
+func TestEngineConfig(t *testing.T) {
+	cfg, err := Load("testdata/full.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cfg.EngineConfig(map[string]string{"delta.dataSkippingNumIndexedCols": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := actors.Config{App: "pi-1", Topic: "sensor-events", FlushInterval: 30 * time.Second, FlushMaxBytes: 64_000_000,
+		MemoryBudget: 96 << 20, MaxUnfinishedEpochs: 3,
+		Writer: delta.WriterOptions{Compression: delta.Zstd, RowGroupRows: 8192, NumIndexedCols: 5},
+		Maintenance: actors.Maintenance{OptimizeEvery: 24 * time.Hour, OptimizeTargetSize: 256 << 20, OptimizeMinFiles: 10,
+			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize, VacuumEvery: 168 * time.Hour, VacuumRetain: 336 * time.Hour}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("engine config\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := cfg.EngineConfig(map[string]string{"delta.dataSkippingNumIndexedCols": "many"}); err == nil ||
+		!strings.Contains(err.Error(), "table configuration") {
+		t.Errorf("bad table property: %v", err)
+	}
+
+	def := DefaultConfig()
+	got, err = def.EngineConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := actors.DefaultConfig()
+	if got.App != engine.App || got.FlushInterval != engine.FlushInterval || got.FlushMaxBytes != engine.FlushMaxBytes ||
+		got.MemoryBudget != engine.MemoryBudget || got.MaxUnfinishedEpochs != engine.MaxUnfinishedEpochs ||
+		got.Writer.RowGroupRows != engine.Writer.RowGroupRows {
+		t.Errorf("daemon defaults %+v differ from the engine's %+v", got, engine)
 	}
 }
 

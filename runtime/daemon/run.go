@@ -33,13 +33,11 @@ import (
 // then is re-read from Kafka on the next start.
 const StopTimeout = 8 * time.Second
 
-// untilLatestPoll is how often RunOptions.UntilLatest checks progress.
-const untilLatestPoll = 50 * time.Millisecond
-
 // RunOptions tune one Run.
 type RunOptions struct {
 	// UntilLatest stops once every partition owned at start is committed up
-	// to the high watermark it had then, and Run returns nil.
+	// to the high watermark it had then (actors.Engine.CatchUp), and Run
+	// returns nil.
 	UntilLatest bool
 	// Version is reported by the control service; default Version().
 	Version string
@@ -128,19 +126,12 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return fmt.Errorf("table schema: %w", err)
 	}
-	writer := delta.WriterOptions{Compression: cfg.compression(), RowGroupRows: cfg.Flush.RowGroupRows}
-	if err := writer.ApplyTableConfig(snap.Metadata().Configuration); err != nil {
-		return fmt.Errorf("table configuration: %w", err)
+	engineCfg, err := cfg.EngineConfig(snap.Metadata().Configuration)
+	if err != nil {
+		return err
 	}
-	engine, err := actors.NewEngine(actors.Config{
-		App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, FlushInterval: cfg.Flush.Interval,
-		FlushMaxBytes: int64(cfg.Flush.MaxBytes), MemoryBudget: int64(cfg.Backpressure.MemoryBudget),
-		MaxUnfinishedEpochs: cfg.Backpressure.MaxUnfinishedEpochs, Writer: writer,
-		Maintenance: actors.Maintenance{OptimizeEvery: cfg.Maintenance.OptimizeEvery, OptimizeTargetSize: int64(cfg.Maintenance.OptimizeTargetSize),
-			OptimizeMinFiles: cfg.Maintenance.OptimizeMinFiles, OptimizeOpenTargetSize: int64(cfg.Maintenance.OptimizeOpenTargetSize),
-			VacuumEvery:  cfg.Maintenance.VacuumEvery,
-			VacuumRetain: cfg.Maintenance.VacuumRetain, LogCleanupAfterCheckpoint: cfg.Maintenance.LogCleanup},
-	}, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema, Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	engine, err := actors.NewEngine(engineCfg, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema,
+		PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -148,7 +139,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := engine.Start(cons, cons, store, snap.PartitionColumns()); err != nil {
+	if err := engine.Start(cons); err != nil {
 		cons.Close()
 		return err
 	}
@@ -167,16 +158,12 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	}
 	logger.Info("deltaflow running", "table", store.URI(), "topic", cfg.Kafka.Topic, "nats", b.ClientURL(), "http", srv.addr())
 
-	var runErr error
-	if opts.UntilLatest {
-		if runErr = untilLatest(ctx, engine, cons, logger); runErr != nil {
-			logger.Error("until-latest failed; stopping", "err", runErr)
-			runErr = fmt.Errorf("until-latest: %w", runErr)
-		}
-	} else {
+	// With UntilLatest a caught-up engine stops as a cancelled one does.
+	if !opts.UntilLatest || engine.CatchUp(ctx) != nil {
 		<-ctx.Done()
 		logger.Info("shutting down", "cause", context.Cause(ctx))
 	}
+	var runErr error
 	if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
 		runErr = cause
 	}
@@ -229,77 +216,38 @@ func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Ta
 		return nil, nil, nil, err
 	}
 	tbl := delta.NewTable(store)
-	snap, err := prepareTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
+	snap, err := ensureTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return tbl, snap, mapper, nil
 }
 
-// prepareTable loads the table, creating it when missing and evolving its
-// schema when the configured columns add to it. An incompatible change
-// (a column's type, partitioning) refuses to start: existing files and
-// readers depend on them.
-func prepareTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
-	want := m.Schema()
+// ensureTable loads the table, creating it when missing and evolving its
+// schema when the configured columns add to it (delta's EnsureSchema). An
+// incompatible change (a column's type, partitioning) refuses to start,
+// naming the configuration key.
+func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
 	parts := m.PartitionColumns()
-	snap, err := tbl.Snapshot(ctx)
-	if errors.Is(err, delta.ErrTableNotFound) {
-		conf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
-		if _, err = tbl.Create(ctx, want, parts, conf); err != nil && !errors.Is(err, delta.ErrTableExists) {
-			return nil, fmt.Errorf("create table %s: %w", tbl.Store().URI(), err)
-		}
-		if err == nil {
-			logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
-		}
-		snap, err = tbl.Snapshot(ctx) // ErrTableExists: another instance won the race
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", tbl.Store().URI(), err)
-	}
-	if err := snap.CheckWrite(); err != nil {
-		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
-	}
-	if have := snap.PartitionColumns(); !slices.Equal(have, parts) {
-		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", parts, have)
-	}
-	current, err := snap.Schema()
-	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", tbl.Store().URI(), err)
-	}
-	merged, changed, err := delta.MergeSchema(current, want)
+	createConf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
+	snap, done, err := tbl.EnsureSchema(ctx, m.Schema(), parts, createConf)
 	var sce *delta.SchemaChangeError
-	if errors.As(err, &sce) {
+	var pe *delta.PartitioningError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", pe.Want, pe.Table)
+	case errors.As(err, &sce):
 		return nil, fmt.Errorf("table.columns: column %q: table has %s, configuration wants %s: %s; refusing to start",
 			sce.Column, orAbsent(sce.OldType), orAbsent(sce.NewType), sce.Reason)
+	case err != nil:
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("table.columns: %w", err)
+	if done.Created {
+		logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
 	}
-	if !changed {
-		return snap, nil
+	if done.Evolved {
+		logger.Info("table schema evolved", "version", done.Version, "added", done.Added)
 	}
-	var added []string
-	for _, f := range merged.Fields {
-		if current.Field(f.Name) == nil {
-			added = append(added, f.Name)
-		}
-	}
-	meta := snap.Metadata()
-	// Under column mapping new columns need a physical name and an id.
-	if merged, meta.Configuration, err = delta.AssignColumnMapping(merged, meta.Configuration); err != nil {
-		return nil, fmt.Errorf("table.columns: %w", err)
-	}
-	meta.SchemaString = merged.SchemaString()
-	op := delta.Operation{Name: "CHANGE COLUMN"}
-	if len(added) > 0 {
-		op = delta.Operation{Name: "ADD COLUMNS", Parameters: map[string]any{"columns": strings.Join(added, ",")}}
-	}
-	v, err := tbl.Commit(ctx, snap, []delta.Action{{MetaData: &meta}}, op)
-	if err != nil {
-		return nil, fmt.Errorf("evolve table schema: %w", err)
-	}
-	logger.Info("table schema evolved", "version", v, "added", added)
 	return snap, nil
 }
 
@@ -360,92 +308,6 @@ func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapsho
 			logger.Warn("KV offset not deleted", "partition", p, "err", err)
 		}
 	}
-}
-
-// untilLatest waits until the table holds every record that was in the owned
-// partitions when they were assigned. It flushes once everything is read, so
-// it does not wait for the flush interval.
-func untilLatest(ctx context.Context, e *actors.Engine, cons *kafka.Consumer, logger *slog.Logger) error {
-	tick := time.NewTicker(untilLatestPoll)
-	defer tick.Stop()
-	wait := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-			return true
-		}
-	}
-	for len(cons.Owned()) == 0 {
-		if !wait() {
-			return nil
-		}
-	}
-	var targets map[int32]int64
-	for {
-		var err error
-		if targets, err = cons.HighWatermarks(ctx); err == nil {
-			break
-		}
-		logger.Warn("until-latest: high watermarks unavailable; retrying", "err", err)
-		if !wait() {
-			return nil
-		}
-	}
-	logger.Info("until-latest: reading up to the high watermarks", "targets", targets)
-	flushed := false
-	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
-	for wait() {
-		committed, err := e.Committed(ctx)
-		if err != nil {
-			logger.Debug("until-latest: committed offsets unavailable", "err", err)
-			continue
-		}
-		pos := e.Position()
-		var lag map[int32]int64
-		done, read := true, true
-		for _, p := range cons.Owned() {
-			target := targets[p]
-			c, ok := committed[p]
-			if target <= 0 || (ok && c >= target) {
-				continue
-			}
-			if _, reading := pos[p]; !reading && (!ok || c < 0) {
-				// Nothing committed and nothing read: the partition may
-				// hold nothing from its start offset on (start_offset
-				// latest, or retention emptied it).
-				if lag == nil {
-					if lag, err = cons.Lag(ctx); err != nil {
-						lag = map[int32]int64{}
-					}
-				}
-				// Twice in a row, so records just polled but not yet
-				// routed (no position yet) do not pass for an empty log.
-				if l, known := lag[p]; known && l == 0 {
-					if emptySeen[p]++; emptySeen[p] >= 2 {
-						continue
-					}
-				} else {
-					emptySeen[p] = 0
-				}
-			}
-			done = false
-			if pos[p] < target {
-				read = false
-			}
-		}
-		if done {
-			logger.Info("until-latest: caught up", "committed", committed)
-			return nil
-		}
-		if read && !flushed {
-			flushed = true
-			if err := e.Flush(ctx); err != nil && ctx.Err() == nil {
-				logger.Warn("until-latest: flush failed; the timer will retry", "err", err)
-			}
-		}
-	}
-	return nil
 }
 
 // StorageOptions converts the storage section to what storage.Open takes.

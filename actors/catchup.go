@@ -1,0 +1,113 @@
+package actors
+
+import (
+	"context"
+	"time"
+)
+
+// catchUpPoll is how often CatchUp compares positions and commits with its
+// targets.
+const catchUpPoll = 50 * time.Millisecond
+
+// CatchUp returns nil once the table holds every record that was in the
+// owned partitions when the engine first owned some: the targets are the
+// high watermarks read then. It commits as soon as everything is read
+// rather than at the next flush interval, so a cron run (`run
+// --until-latest`) ends promptly. It returns ctx's error if ctx ends first.
+// The engine keeps running: Stop it after.
+func (e *Engine) CatchUp(ctx context.Context) error {
+	tick := time.NewTicker(catchUpPoll)
+	defer tick.Stop()
+	wait := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			return nil
+		}
+	}
+	for len(e.cons.Owned()) == 0 {
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+	var targets map[int32]int64
+	for {
+		var err error
+		if targets, err = e.cons.HighWatermarks(ctx); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.deps.Logger.Warn("catch-up: high watermarks unavailable; retrying", "err", err)
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+	e.deps.Logger.Info("catch-up: reading up to the high watermarks", "targets", targets)
+	flushed := false
+	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
+	for {
+		if err := wait(); err != nil {
+			return err
+		}
+		committed, err := e.Committed(ctx)
+		if err != nil {
+			e.deps.Logger.Debug("catch-up: committed offsets unavailable", "err", err)
+			continue
+		}
+		done, read := e.caughtUp(ctx, targets, committed, emptySeen)
+		if done {
+			e.deps.Logger.Info("catch-up: caught up", "committed", committed)
+			return nil
+		}
+		if read && !flushed {
+			flushed = true
+			if err := e.Flush(ctx); err != nil && ctx.Err() == nil {
+				e.deps.Logger.Warn("catch-up: flush failed; the timer will retry", "err", err)
+			}
+		}
+	}
+}
+
+// caughtUp reports whether every owned partition is committed up to its
+// target (done), and whether every one is at least read up to it (read).
+// emptySeen counts, per partition, the consecutive checks it looked empty.
+func (e *Engine) caughtUp(ctx context.Context, targets, committed map[int32]int64, emptySeen map[int32]int) (done, read bool) {
+	pos := e.Position()
+	var lag map[int32]int64
+	done, read = true, true
+	for _, p := range e.cons.Owned() {
+		target := targets[p]
+		c, ok := committed[p]
+		if target <= 0 || (ok && c >= target) {
+			continue
+		}
+		if _, reading := pos[p]; !reading && (!ok || c < 0) {
+			// Nothing committed and nothing read: the partition may hold
+			// nothing from its start offset on (start_offset latest, or
+			// retention emptied it).
+			if lag == nil {
+				var err error
+				if lag, err = e.cons.Lag(ctx); err != nil {
+					lag = map[int32]int64{}
+				}
+			}
+			// Twice in a row, so records just polled but not yet routed
+			// (no position yet) do not pass for an empty log.
+			if l, known := lag[p]; known && l == 0 {
+				if emptySeen[p]++; emptySeen[p] >= 2 {
+					continue
+				}
+			} else {
+				emptySeen[p] = 0
+			}
+		}
+		done = false
+		if pos[p] < target {
+			read = false
+		}
+	}
+	return done, read
+}
