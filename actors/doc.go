@@ -24,7 +24,7 @@
 // log. Files uploaded for dropped epochs are never referenced; VACUUM
 // removes them. The committer and maintenance actors are restarted by their
 // guardian, the pipeline by the committer, all on one capped backoff
-// (restartStreak).
+// (failureStreak).
 //
 // # Backpressure
 //
