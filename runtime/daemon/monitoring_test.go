@@ -161,7 +161,7 @@ func deltaflowMetricNames(t *testing.T) []string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	actors.NewMetrics(reg)
-	reg.MustRegister(buildInfo("test"))
+	reg.MustRegister(buildInfo(Build{Version: "test"}))
 	descs := make(chan *prometheus.Desc)
 	go func() {
 		reg.Describe(descs)
