@@ -52,8 +52,19 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 			"Flags take precedence over environment variables ($NAME in a flag's help),\n" +
 			"which take precedence over the --config file.",
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			// Cobra checks these after this hook; here their errors are
+			// still usage errors.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError{err.Error()}
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageError{err.Error()}
+			}
 			*parsed = true
-			return applyEnv(cmd.Flags())
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if showVersion {
@@ -136,7 +147,7 @@ func applyEnv(fs *pflag.FlagSet) error {
 			return
 		}
 		if v := os.Getenv(env[0]); v != "" {
-			if serr := f.Value.Set(v); serr != nil {
+			if serr := fs.Set(f.Name, v); serr != nil {
 				err = usagef("$%s: %v", env[0], serr)
 			}
 		}

@@ -89,6 +89,7 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 		res.Notes = append(res.Notes, fmt.Sprintf("nats: skipped: %v", err))
 	} else {
 		for p, rec := range kv {
+			rec.Time = rec.Time.UTC()
 			row(p).KV = &rec
 		}
 	}

@@ -72,9 +72,11 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 		if next[p] > end {
 			return fmt.Errorf("partition %d: offset %d is beyond the end offset %d of %s", p, next[p], end, cfg.Kafka.Topic)
 		}
-		plan.rows = append(plan.rows, startRow{partition: p, from: strconv.FormatInt(next[p], 10), start: next[p], logStart: starts[p], end: end})
+		from := next[p]
+		plan.rows = append(plan.rows, startRow{partition: p, from: &from, start: from, logStart: starts[p], end: end})
 	}
-	if err := plan.print(out.Stdout); err != nil {
+	text := f.textOut(out)
+	if err := plan.print(text); err != nil {
 		return err
 	}
 	if lost := plan.lost(); lost > 0 {
@@ -87,8 +89,8 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 		}
 	}
 	if f.dryRun {
-		fmt.Fprintln(out.Stdout, "dry run: nothing written")
-		return nil
+		fmt.Fprintln(text, "dry run: nothing written")
+		return f.writeJSON(out, plan, cfg, nil)
 	}
 	tbl, snap, err := daemon.OpenTable(ctx, cfg, nil)
 	if err != nil {
@@ -103,8 +105,8 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
-	fmt.Fprintf(out.Stdout, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
-	return nil
+	fmt.Fprintf(text, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
+	return f.writeJSON(out, plan, cfg, &v)
 }
 
 // seekTargets returns the next offset to read per partition and what it

@@ -104,8 +104,9 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Stdout, "Spark query %s, checkpoint %s\nlast batch in the table: %d (%s)\n", ck.QueryID, f.checkpoint, end.Batch.ID, end.Why)
-	if err := plan.print(out.Stdout); err != nil {
+	text := f.textOut(out)
+	fmt.Fprintf(text, "Spark query %s, checkpoint %s\nlast batch in the table: %d (%s)\n", ck.QueryID, f.checkpoint, end.Batch.ID, end.Why)
+	if err := plan.print(text); err != nil {
 		return err
 	}
 	if lost := plan.lost(); lost > 0 {
@@ -114,8 +115,8 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 			lost, plan.lostDetail(), plan.startsSpec())
 	}
 	if f.dryRun {
-		fmt.Fprintf(out.Stdout, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
-		return nil
+		fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
+		return f.writeJSON(out, plan, cfg, nil)
 	}
 	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, slog.New(slog.NewTextHandler(out.Stderr, nil))); err != nil {
 		return err
@@ -126,8 +127,8 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
-	fmt.Fprintf(out.Stdout, "took over: table %s version %d holds deltaflow's offsets; start deltaflow (`deltaflow run`), not Spark\n", cfg.Table.URI, v)
-	return nil
+	fmt.Fprintf(text, "took over: table %s version %d holds deltaflow's offsets; start deltaflow (`deltaflow run`), not Spark\n", cfg.Table.URI, v)
+	return f.writeJSON(out, plan, cfg, &v)
 }
 
 // readSparkCheckpoint reads the checkpoint at uri; a local path must exist
@@ -191,7 +192,7 @@ type startPlan struct {
 
 type startRow struct {
 	partition int32
-	from      string // where the start comes from, e.g. Spark's next offset; "-" if none
+	from      *int64 // where the start comes from, e.g. Spark's next offset; nil if none
 	start     int64  // deltaflow's first offset
 	logStart  int64
 	end       int64
@@ -206,9 +207,9 @@ func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) 
 	}
 	plan := &startPlan{source: "SPARK (NEXT OFFSET)"}
 	for _, p := range slices.Sorted(maps.Keys(ends)) {
-		r := startRow{partition: p, from: "-", logStart: starts[p], end: ends[p], start: starts[p]}
+		r := startRow{partition: p, logStart: starts[p], end: ends[p], start: starts[p]}
 		if n, ok := next[p]; ok {
-			r.from, r.start = strconv.FormatInt(n, 10), n
+			r.from, r.start = &n, n
 		}
 		plan.rows = append(plan.rows, r)
 	}
@@ -279,7 +280,45 @@ func (p *startPlan) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "PARTITION\t%s\tDELTAFLOW START\tLOG START\tEND\tLAG\n", p.source)
 	for _, r := range p.rows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", r.partition, r.from, r.start, r.logStart, r.end, max(r.end-r.start, 0))
+		from := "-"
+		if r.from != nil {
+			from = strconv.FormatInt(*r.from, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", r.partition, from, r.start, r.logStart, r.end, max(r.end-r.start, 0))
 	}
 	return tw.Flush()
+}
+
+// startJSON is `seek --json` and `takeover --json`.
+type startJSON struct {
+	Table  string `json:"table"`
+	App    string `json:"app"`
+	Topic  string `json:"topic"`
+	DryRun bool   `json:"dryRun"`
+	// Version is the table version that holds the new offsets; null on a
+	// dry run.
+	Version    *int64         `json:"version"`
+	Partitions []startRowJSON `json:"partitions"`
+}
+
+// startRowJSON is one partition of startJSON.
+type startRowJSON struct {
+	Partition int32 `json:"partition"`
+	// From is the requested start (Spark's next offset for takeover); null
+	// when there is none and the partition starts at its log start.
+	From     *int64 `json:"from"`
+	Start    int64  `json:"start"`
+	LogStart int64  `json:"logStart"`
+	End      int64  `json:"end"`
+	Lag      int64  `json:"lag"`
+}
+
+// writeJSON writes the plan's result: version is the commit, nil on a dry run.
+func (p *startPlan) writeJSON(w io.Writer, cfg *daemon.Config, version *int64) error {
+	js := startJSON{Table: cfg.Table.URI, App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, DryRun: version == nil, Version: version,
+		Partitions: make([]startRowJSON, len(p.rows))}
+	for i, r := range p.rows {
+		js.Partitions[i] = startRowJSON{Partition: r.partition, From: r.from, Start: r.start, LogStart: r.logStart, End: r.end, Lag: max(r.end-r.start, 0)}
+	}
+	return writeJSON(w, js)
 }

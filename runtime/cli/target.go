@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -15,6 +16,7 @@ import (
 type targetFlags struct {
 	tableFlags
 	app, topic, brokers string
+	asJSON              bool
 }
 
 func (f *targetFlags) register(fs *pflag.FlagSet) {
@@ -22,6 +24,25 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.app, "app", "", "txn appId `PREFIX` (default table.app_id: deltaflow)")
 	fs.StringVar(&f.topic, "topic", "", "Kafka `topic` (default kafka.topic, $KAFKA_TOPIC: sensor-events)")
 	fs.StringVar(&f.brokers, "brokers", "", "Kafka `brokers`, comma-separated (default kafka.brokers, $KAFKA_BOOTSTRAP)")
+	jsonFlag(fs, &f.asJSON)
+}
+
+// textOut is where the command's text goes: nowhere with --json, whose
+// result writeJSON prints at the end.
+func (f *targetFlags) textOut(out IO) io.Writer {
+	if f.asJSON {
+		return io.Discard
+	}
+	return out.Stdout
+}
+
+// writeJSON prints the plan with --json; version is the commit, nil on a
+// dry run.
+func (f *targetFlags) writeJSON(out IO, plan *startPlan, cfg *daemon.Config, version *int64) error {
+	if !f.asJSON {
+		return nil
+	}
+	return plan.writeJSON(out.Stdout, cfg, version)
 }
 
 // load returns the configuration with the flags applied.
