@@ -540,13 +540,13 @@ func TestDockerfile(t *testing.T) {
 // imageBuildLine is the Dockerfile's build command; imageBuildArgs are its
 // flags as exec arguments, for TestImageBinary to build what the image
 // carries.
-const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow`
+const imageBuildLine = `go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow`
 
 // imageVersion is what TestImageBinary stamps in for ${VERSION}.
 const imageVersion = "9.8.7-test"
 
 var imageBuildArgs = []string{"-tags", "nonatsserver", "-trimpath",
-	"-ldflags=-s -w -X github.com/deltaflow/deltaflow/runtime.version=" + imageVersion}
+	"-ldflags=-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=" + imageVersion}
 
 // imageBinaryBudget keeps the image under 30 MB: distroless/static is
 // about 2 MB.
