@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -76,6 +77,13 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 		SilenceUsage:  true,
 	}
 	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit (as the version command)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		// The flag package took -table for --table; pflag reads it as -t -a ...
+		if m := singleDash.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%w (long flags take two dashes: -%s)", err, m[1])
+		}
+		return err
+	})
 	root.SetOut(out.Stdout)
 	root.SetErr(out.Stderr)
 	root.AddGroup(
@@ -125,6 +133,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), msg)
 	return 1
 }
+
+// singleDash matches pflag's error for a long flag given with one dash.
+var singleDash = regexp.MustCompile(`^unknown shorthand flag: '.' in (-[a-z][a-z0-9-]+)`)
 
 // envAnnotation names the environment variable a flag falls back to.
 const envAnnotation = "deltaflow_env"

@@ -23,6 +23,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"vacuum", "--table", dir, "--bogus"},
 			"deltaflow vacuum: unknown flag: --bogus\nRun 'deltaflow vacuum --help' for usage.\n"},
+		{[]string{"inspect", "snapshot", "-table", dir},
+			"deltaflow inspect snapshot: unknown shorthand flag: 't' in -table (long flags take two dashes: --table)\nRun 'deltaflow inspect snapshot --help' for usage.\n"},
 		{[]string{"bogus"}, "deltaflow: unknown command \"bogus\" for \"deltaflow\"\nRun 'deltaflow --help' for usage.\n"},
 		{[]string{"inspect", "bogus", "--table", dir},
 			"deltaflow inspect: unknown command \"bogus\" for \"deltaflow inspect\"\nRun 'deltaflow inspect --help' for usage.\n"},
