@@ -91,7 +91,7 @@ type Options struct {
 	// JSON and PNG are output files; empty: none.
 	JSON, PNG string
 	// Self is the command line that runs a stage child, to which the stage
-	// flags are appended; default: this executable with "bench".
+	// flags are appended; default: this executable with "bench stage".
 	Self []string
 	// ChildEnv is added to the children's environment.
 	ChildEnv []string
@@ -135,7 +135,7 @@ func (o *Options) setDefaults() error {
 		if err != nil {
 			return err
 		}
-		o.Self = []string{exe, "bench"}
+		o.Self = []string{exe, "bench", "stage"}
 	}
 	if o.Dir == "" {
 		d, err := os.MkdirTemp("", "deltaflow-bench-")

@@ -497,16 +497,6 @@ func StageMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-// IsStage reports whether args ask for a stage child (--stage).
-func IsStage(args []string) bool {
-	for _, s := range args {
-		if s == "--stage" || s == "-stage" || strings.HasPrefix(s, "--stage=") || strings.HasPrefix(s, "-stage=") {
-			return true
-		}
-	}
-	return false
-}
-
 // natsDirFor is the stage child's embedded NATS store.
 func natsDirFor(dir, stage string) string { return filepath.Join(dir, "nats-"+stage) }
 

@@ -12,15 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/delta/filter"
 )
-
-const catUsage = "--table URI [--version N | --timestamp T] [--where EXPR] [--columns a,b,c] [--limit N] [--format jsonl|csv] [--stats]"
-
-func catCommand() *Command {
-	return &Command{Name: "cat", Usage: catUsage, Summary: "print a table's rows (filtered, projected, time travel)", Run: runCat}
-}
 
 // catStats counts what cat read and what pruning and skipping saved.
 type catStats struct {
@@ -28,25 +24,44 @@ type catStats struct {
 	rowsRead, rowsOut            int64
 }
 
-func runCat(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("cat", catUsage, out.Stderr)
-	var tf tableFlags
-	tf.register(fs, true)
-	timestamp := fs.String("timestamp", "", "read the table as of this `time` (RFC 3339, 'YYYY-MM-DD HH:MM:SS' UTC, or a date)")
-	where := fs.String("where", "", "keep rows matching this `filter`, e.g. \"device_type = 'thermostat' AND value > 20\"")
-	columns := fs.String("columns", "", "print only these comma-separated `columns`, in this order (default: all)")
-	limit := fs.Int64("limit", 0, "stop after this many rows (0: all)")
-	format := fs.String("format", "jsonl", "output `format`: jsonl or csv")
-	showStats := fs.Bool("stats", false, "report files pruned by partition, skipped by statistics and read, on stderr")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
+// catFlags are cat's flags.
+type catFlags struct {
+	tableFlags
+	timestamp, where, columns, format string
+	limit                             int64
+	stats, asJSON                     bool
+}
+
+func catCommand(out IO) *cobra.Command {
+	var f catFlags
+	cmd := &cobra.Command{
+		Use:   "cat",
+		Short: "print a table's rows (filtered, projected, time travel)",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runCat(cmd.Context(), out, &f) },
 	}
-	if *format != "jsonl" && *format != "csv" {
-		return usagef("--format %q: want jsonl or csv", *format)
+	fs := cmd.Flags()
+	f.tableFlags.register(fs)
+	f.registerVersion(fs)
+	fs.StringVar(&f.timestamp, "timestamp", "", "read the table as of this `time` (RFC 3339, 'YYYY-MM-DD HH:MM:SS' UTC, or a date)")
+	fs.StringVar(&f.where, "where", "", "keep rows matching this `filter`, e.g. \"device_type = 'thermostat' AND value > 20\"")
+	fs.StringVar(&f.columns, "columns", "", "print only these comma-separated `columns`, in this order (default: all)")
+	fs.Int64Var(&f.limit, "limit", 0, "stop after this many rows (0: all)")
+	fs.StringVar(&f.format, "format", "jsonl", "output `format`: jsonl (one JSON object per row) or csv")
+	fs.BoolVar(&f.asJSON, "json", false, "same as --format jsonl")
+	fs.BoolVar(&f.stats, "stats", false, "report files pruned by partition, skipped by statistics and read, on stderr")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"jsonl", "csv"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runCat(ctx context.Context, out IO, f *catFlags) error {
+	if f.format != "jsonl" && f.format != "csv" {
+		return usagef("--format %q: want jsonl or csv", f.format)
 	}
-	if *timestamp != "" && tf.version >= 0 {
+	if f.asJSON && f.format != "jsonl" {
+		return usagef("--json and --format %s exclude each other", f.format)
+	}
+	if f.timestamp != "" && f.version >= 0 {
 		return usagef("--version and --timestamp exclude each other")
 	}
 	var (
@@ -54,18 +69,18 @@ func runCat(ctx context.Context, out IO, args []string) error {
 		snap *delta.Snapshot
 		err  error
 	)
-	if *timestamp != "" {
-		ts, perr := parseTimeFlag(*timestamp)
+	if f.timestamp != "" {
+		ts, perr := parseTimeFlag(f.timestamp)
 		if perr != nil {
 			return usagef("--timestamp: %v", perr)
 		}
-		if tbl, err = tf.open(ctx); err != nil {
+		if tbl, err = f.open(ctx); err != nil {
 			return err
 		}
 		if snap, err = tbl.SnapshotAtTime(ctx, ts); err != nil {
-			return fmt.Errorf("read table %s as of %s: %w", tf.uri, ts.Format(time.RFC3339Nano), err)
+			return fmt.Errorf("read table %s as of %s: %w", f.uri, ts.Format(time.RFC3339Nano), err)
 		}
-	} else if tbl, snap, err = tf.snapshot(ctx); err != nil {
+	} else if tbl, snap, err = f.snapshot(ctx); err != nil {
 		return err
 	}
 	if err := snap.CheckRead(); err != nil {
@@ -76,24 +91,24 @@ func runCat(ctx context.Context, out IO, args []string) error {
 		return err
 	}
 	var b *filter.Bound
-	if *where != "" {
-		if b, err = bindFilter(snap, *where); err != nil {
+	if f.where != "" {
+		if b, err = bindFilter(snap, f.where); err != nil {
 			return err
 		}
 	}
-	proj, err := projection(schema, *columns)
+	proj, err := projection(schema, f.columns)
 	if err != nil {
 		return err
 	}
 
 	bw := bufio.NewWriter(out.Stdout)
-	w := newRowWriter(bw, *format, schema, proj)
+	w := newRowWriter(bw, f.format, schema, proj)
 	var st catStats
-	err = catRows(ctx, tbl, snap, schema, b, *limit, &st, w.write)
+	err = catRows(ctx, tbl, snap, schema, b, f.limit, &st, w.write)
 	if ferr := w.flush(); err == nil {
 		err = ferr
 	}
-	if *showStats {
+	if f.stats {
 		fmt.Fprintf(out.Stderr, "files: %d in snapshot %d, %d pruned by partition, %d skipped by statistics, %d read; rows: %d read, %d printed\n",
 			st.files, snap.Version(), st.pruned, st.skipped, st.read, st.rowsRead, st.rowsOut)
 	}

@@ -2,27 +2,21 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"slices"
+	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// Command is one subcommand.
-type Command struct {
-	Name    string
-	Usage   string // argument synopsis, e.g. "snapshot|files|history --table URI"
-	Summary string
-	// Run executes the command with its arguments (after the name).
-	Run func(ctx context.Context, io IO, args []string) error
-}
-
-// IO is where a command writes.
+// IO is where a command writes: results to Stdout, diagnostics to Stderr.
 type IO struct {
 	Stdout, Stderr io.Writer
 }
@@ -34,88 +28,172 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// commands lists every subcommand, in help order.
-func commands() []*Command {
-	return []*Command{runCommand(), demoCommand(), produceCommand(), inspectCommand(), optimizeCommand(),
-		vacuumCommand(), catCommand(), verifyCommand(), takeoverCommand(), seekCommand(), benchCommand(),
-		healthcheckCommand(), versionCommand()}
+// errNoCommand is returned when deltaflow runs without a command: the help
+// is shown, and the exit code is 2.
+var errNoCommand = errors.New("no command")
+
+// Command groups of the root help.
+const (
+	groupDaemon = "daemon"
+	groupTable  = "table"
+	groupDev    = "dev"
+	groupOther  = "other"
+)
+
+// newRoot builds the command tree. *parsed turns true once the command line
+// parsed: errors after that are the command's own (exit 1, or 2 for a
+// usageError); errors before it are usage errors.
+func newRoot(out IO) (root *cobra.Command, parsed *bool) {
+	parsed = new(bool)
+	var showVersion bool
+	root = &cobra.Command{
+		Use:   "deltaflow",
+		Short: "stream Kafka into a Delta Lake table, exactly once, and maintain it",
+		Long: "deltaflow streams Kafka into a Delta Lake table, exactly once, and maintains it.\n\n" +
+			"Flags take precedence over environment variables ($NAME in a flag's help),\n" +
+			"which take precedence over the --config file.",
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			// Cobra checks these after this hook; here their errors are
+			// still usage errors.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError{err.Error()}
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageError{err.Error()}
+			}
+			*parsed = true
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if showVersion {
+				return printVersion(out.Stdout, false)
+			}
+			return needCommand(cmd, args)
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit (as the version command)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		// The flag package took -table for --table; pflag reads it as -t -a ...
+		if m := singleDash.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%w (long flags take two dashes: -%s)", err, m[1])
+		}
+		return err
+	})
+	root.SetOut(out.Stdout)
+	root.SetErr(out.Stderr)
+	root.AddGroup(
+		&cobra.Group{ID: groupDaemon, Title: "Daemon:"},
+		&cobra.Group{ID: groupTable, Title: "Table commands:"},
+		&cobra.Group{ID: groupDev, Title: "Developer tools:"},
+		&cobra.Group{ID: groupOther, Title: "Other commands:"},
+	)
+	root.SetHelpCommandGroupID(groupOther)
+	root.SetCompletionCommandGroupID(groupOther)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add(groupDaemon, runCommand(out), healthcheckCommand())
+	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
+		vacuumCommand(out), seekCommand(out), takeoverCommand(out))
+	add(groupDev, devTools(out)...)
+	add(groupOther, versionCommand(out))
+	return root, parsed
 }
 
-// Main runs the subcommand named by args[0] and returns the exit code.
-// SIGINT and SIGTERM cancel ctx.
+// Main runs the command args name and returns the exit code: 0, 1 when the
+// command failed, 2 for a usage error. SIGINT and SIGTERM cancel ctx.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		printHelp(stdout, cmds)
-		if len(args) == 0 {
-			return 2
-		}
+	root, parsed := newRoot(IO{Stdout: stdout, Stderr: stderr})
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return 0
 	}
-	i := slices.IndexFunc(cmds, func(c *Command) bool { return c.Name == args[0] })
-	if i < 0 {
-		fmt.Fprintf(stderr, "deltaflow: unknown command %q\n\n", args[0])
-		printHelp(stderr, cmds)
+	if errors.Is(err, errNoCommand) {
 		return 2
 	}
-	cmd := cmds[i]
-	err := cmd.Run(ctx, IO{Stdout: stdout, Stderr: stderr}, args[1:])
+	// Library errors often start with the operation ("vacuum: ..."): the
+	// prefix already names it.
+	msg := strings.TrimPrefix(err.Error(), cmd.Name()+": ")
 	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "deltaflow %s: %v\nusage: deltaflow %s %s\n", cmd.Name, err, cmd.Name, cmd.Usage)
+	if !*parsed || errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", cmd.CommandPath(), msg, cmd.CommandPath())
 		return 2
-	default:
-		fmt.Fprintf(stderr, "deltaflow %s: %v\n", cmd.Name, err)
-		return 1
 	}
+	fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), msg)
+	return 1
 }
 
-func printHelp(w io.Writer, cmds []*Command) {
-	fmt.Fprintln(w, "deltaflow streams Kafka into a Delta Lake table, exactly once, and maintains it.")
-	fmt.Fprintln(w, "\nCommands:")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-10s %s\n", c.Name, c.Summary)
-	}
-	fmt.Fprintln(w, "\nRun `deltaflow COMMAND -h` for a command's flags.")
+// singleDash matches pflag's error for a long flag given with one dash.
+var singleDash = regexp.MustCompile(`^unknown shorthand flag: '.' in (-[a-z][a-z0-9-]+)`)
+
+// envAnnotation names the environment variable a flag falls back to.
+const envAnnotation = "deltaflow_env"
+
+// bindEnv makes flag name fall back to the environment variable env when it
+// is not given, and says so in its help.
+func bindEnv(fs *pflag.FlagSet, name, env string) {
+	f := fs.Lookup(name)
+	f.Usage += " [$" + env + "]"
+	_ = fs.SetAnnotation(name, envAnnotation, []string{env})
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(cmd, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: deltaflow %s %s\n", cmd, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args, allowing flags after positional arguments
-// (`inspect files --table t`), and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+// applyEnv sets the flags not given on the command line from their
+// environment variables (flag > environment > --config).
+func applyEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		env := f.Annotations[envAnnotation]
+		if err != nil || f.Changed || len(env) == 0 {
+			return
+		}
+		if v := os.Getenv(env[0]); v != "" {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = usagef("$%s: %v", env[0], serr)
 			}
-			return nil, usageError{err.Error()}
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if strings.HasPrefix(args[0], "-") && args[0] != "-" {
-			continue
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+	})
+	return err
+}
+
+// needCommand is the Run of a command that only groups others: called
+// without one, it shows the help (exit 2).
+func needCommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
 	}
+	if err := cmd.Help(); err != nil {
+		return err
+	}
+	return errNoCommand
+}
+
+// noArgs rejects positional arguments.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// jsonFlag adds --json, which every command that prints results has.
+func jsonFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "json", false, "print the result as JSON (timestamps RFC 3339, UTC)")
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

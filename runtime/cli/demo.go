@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
@@ -17,8 +18,6 @@ import (
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
-
-const demoUsage = "[--data DIR] [--rate N] [--duration D]"
 
 // demoTopic and demoPartitions are the in-process Kafka topic.
 const (
@@ -29,31 +28,32 @@ const (
 // demoDrainTimeout bounds the wait for the last records to be committed.
 const demoDrainTimeout = 60 * time.Second
 
-func demoCommand() *Command {
-	return &Command{
-		Name:    "demo",
-		Usage:   demoUsage,
-		Summary: "run Kafka, NATS, the simulator and deltaflow in one process",
-		Run:     runDemo,
-	}
+// demoOptions are demo's flags.
+type demoOptions struct {
+	data     string
+	rate     float64
+	duration time.Duration
 }
 
-func runDemo(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("demo", demoUsage, out.Stderr)
-	data := fs.String("data", "./data", "`directory` for the table (DIR/sensor_events) and the NATS store (DIR/nats)")
-	rate := fs.Float64("rate", 1000, "simulated events per second")
-	duration := fs.Duration("duration", 30*time.Second, "how long to produce; 0: until Ctrl-C")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+func demoCommand(out IO) *cobra.Command {
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "run Kafka, NATS, the simulator and deltaflow in one process",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), out, o) },
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	if *rate <= 0 || *duration < 0 {
+	cmd.Flags().StringVar(&o.data, "data", "./data", "`directory` for the table (DIR/sensor_events) and the NATS store (DIR/nats)")
+	cmd.Flags().Float64Var(&o.rate, "rate", 1000, "simulated events per second")
+	cmd.Flags().DurationVar(&o.duration, "duration", 30*time.Second, "how long to produce; 0: until Ctrl-C")
+	return cmd
+}
+
+func runDemo(ctx context.Context, out IO, o demoOptions) error {
+	if o.rate <= 0 || o.duration < 0 {
 		return usagef("--rate must be > 0 and --duration >= 0")
 	}
-	tablePath := filepath.Join(*data, "sensor_events")
+	tablePath := filepath.Join(o.data, "sensor_events")
 	if _, err := os.Stat(filepath.Join(tablePath, "_delta_log")); err == nil {
 		// Never write demo rows into a table that may be real (./data is
 		// also run's default), and keep the final counts about this run.
@@ -77,14 +77,14 @@ func runDemo(ctx context.Context, out IO, args []string) error {
 	cfg.Kafka.Topic = demoTopic
 	cfg.Kafka.Group = "deltaflow-demo"
 	cfg.NATS.Listen = natsAddr
-	cfg.NATS.StoreDir = filepath.Join(*data, "nats")
+	cfg.NATS.StoreDir = filepath.Join(o.data, "nats")
 	cfg.Flush.Interval = 2 * time.Second
 	cfg.HTTP.Listen = httpAddr
 	cfg.Log.Level = "warn"
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Stdout, "kafka   %s, topic %s (%d partitions), %g events/s\n", cfg.Kafka.Brokers[0], demoTopic, demoPartitions, *rate)
+	fmt.Fprintf(out.Stdout, "kafka   %s, topic %s (%d partitions), %g events/s\n", cfg.Kafka.Brokers[0], demoTopic, demoPartitions, o.rate)
 	fmt.Fprintf(out.Stdout, "nats    nats://%s  (try: nats --server nats://%s sub 'deltaflow.>')\n", natsAddr, natsAddr)
 	fmt.Fprintf(out.Stdout, "http    http://%s/metrics\n", httpAddr)
 	fmt.Fprintf(out.Stdout, "table   %s  (try: deltaflow inspect snapshot --table %s)\n", tablePath, tablePath)
@@ -98,8 +98,8 @@ func runDemo(ctx context.Context, out IO, args []string) error {
 
 	prodCtx, stopProd := context.WithCancel(ctx)
 	defer stopProd()
-	if *duration > 0 {
-		prodCtx, stopProd = context.WithTimeout(ctx, *duration)
+	if o.duration > 0 {
+		prodCtx, stopProd = context.WithTimeout(ctx, o.duration)
 		defer stopProd()
 	}
 	p, err := kafka.NewProducer(cfg.Kafka, nil)
@@ -114,7 +114,7 @@ func runDemo(ctx context.Context, out IO, args []string) error {
 	}
 	prodDone := make(chan prodResult, 1)
 	go func() {
-		res, err := produceSim(prodCtx, p, demoTopic, produceOptions{rate: *rate, devices: 50, seed: 1},
+		res, err := produceSim(prodCtx, p, demoTopic, produceOptions{rate: o.rate, devices: 50, seed: 1},
 			func(n int64) { progress.produced.Store(n) })
 		prodDone <- prodResult{res, err}
 	}()

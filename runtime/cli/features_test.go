@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sparkFixture copies a delta-spark fixture (delta/testdata/spark-features,
@@ -163,9 +164,10 @@ func TestInCommitTimestampsCLI(t *testing.T) {
 		t.Fatalf("inspect history: exit %d, %v: %s%s", code, err, out, errs)
 	}
 	for _, h := range hist {
-		want := strings.Replace(exp.History[h.Version].Timestamp, "T", " ", 1)
-		if h.Timestamp != want {
-			t.Errorf("version %d: %s, Spark says %s", h.Version, h.Timestamp, want)
+		got, err := time.Parse(time.RFC3339Nano, h.Timestamp)
+		want, werr := time.Parse(time.RFC3339Nano, exp.History[h.Version].Timestamp)
+		if err != nil || werr != nil || !got.Equal(want) {
+			t.Errorf("version %d: %s, Spark says %s (%v, %v)", h.Version, h.Timestamp, exp.History[h.Version].Timestamp, err, werr)
 		}
 	}
 	// As of version 1's time the table is version 1: one row.

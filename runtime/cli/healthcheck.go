@@ -5,43 +5,42 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-)
 
-const healthcheckUsage = "[--url http://127.0.0.1:8080/healthz] [--timeout 3s]"
+	"github.com/spf13/cobra"
+)
 
 // healthcheckCommand lets the container's HEALTHCHECK probe the daemon
 // without a shell or an HTTP client in the image (distroless has neither).
-func healthcheckCommand() *Command {
-	return &Command{
-		Name:    "healthcheck",
-		Usage:   healthcheckUsage,
-		Summary: "exit 0 if a running deltaflow answers its health endpoint",
-		Run:     runHealthcheck,
+func healthcheckCommand() *cobra.Command {
+	var url string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "healthcheck",
+		Short: "exit 0 if a running deltaflow answers its health endpoint",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return healthcheck(cmd.Context(), url, timeout)
+		},
 	}
+	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8080/healthz", "health endpoint `URL`")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "give up after this long")
+	return cmd
 }
 
-func runHealthcheck(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("healthcheck", healthcheckUsage, out.Stderr)
-	url := fs.String("url", "http://127.0.0.1:8080/healthz", "health endpoint `URL`")
-	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+func healthcheck(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", *url, err)
+		return fmt.Errorf("%s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", *url, resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
 }

@@ -9,25 +9,17 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
 
-const inspectUsage = "snapshot|files|history|schema|partitions|offsets --table URI [--version N] [--json]"
-
-func inspectCommand() *Command {
-	return &Command{
-		Name:    "inspect",
-		Usage:   inspectUsage,
-		Summary: "show a table's snapshot, files, history, schema, partitions or Kafka offsets",
-		Run:     runInspect,
-	}
-}
-
 // snapshotJSON is `inspect snapshot --json`.
 type snapshotJSON struct {
 	Version          int64             `json:"version"`
-	Timestamp        string            `json:"timestamp"`
+	Timestamp        time.Time         `json:"timestamp"`
 	NumFiles         int               `json:"numFiles"`
 	NumRecords       int64             `json:"numRecords"`
 	SizeBytes        int64             `json:"sizeBytes"`
@@ -50,9 +42,9 @@ type fileJSON struct {
 
 // historyJSON is one element of `inspect history --json`.
 type historyJSON struct {
-	Version   int64  `json:"version"`
-	Timestamp string `json:"timestamp"`
-	Operation string `json:"operation"`
+	Version   int64     `json:"version"`
+	Timestamp time.Time `json:"timestamp"`
+	Operation string    `json:"operation"`
 }
 
 // partitionJSON is one element of `inspect partitions --json`.
@@ -63,55 +55,57 @@ type partitionJSON struct {
 	SizeBytes       int64              `json:"sizeBytes"`
 }
 
-func runInspect(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("inspect", inspectUsage, out.Stderr)
+func inspectCommand(out IO) *cobra.Command {
 	var tf tableFlags
-	tf.register(fs, true)
-	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
-	limit := fs.Int("limit", 0, "history: show at most this many commits (0: all)")
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "show a table's snapshot, files, history, schema, partitions or Kafka offsets",
+		RunE:  needCommand,
+	}
+	pf := cmd.PersistentFlags()
+	tf.register(pf)
+	tf.registerVersion(pf)
+	jsonFlag(pf, &asJSON)
+	// snapshotCmd is a subcommand that shows the table at --version.
+	snapshotCmd := func(use, short string, show func(ctx context.Context, s *delta.Snapshot) error) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: noArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+			_, s, err := tf.snapshot(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return show(cmd.Context(), s)
+		}}
+	}
+	var limit int
+	history := &cobra.Command{Use: "history", Short: "the commits, newest first, from --version down", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tbl, err := tf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return inspectHistory(cmd.Context(), out.Stdout, tbl, tf.version, limit, asJSON)
+		}}
+	history.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
 	var of offsetsFlags
-	of.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one of snapshot, files, history, schema, partitions, offsets")
-	}
-	what := pos[0]
-	if !slices.Contains([]string{"snapshot", "files", "history", "schema", "partitions", "offsets"}, what) {
-		return usagef("unknown inspect target %q", what)
-	}
-	if what == "history" {
-		tbl, err := tf.open(ctx)
-		if err != nil {
-			return err
-		}
-		return inspectHistory(ctx, out.Stdout, tbl, tf.version, *limit, *asJSON)
-	}
-	_, s, err := tf.snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	switch what {
-	case "snapshot":
-		return inspectSnapshot(out.Stdout, s, *asJSON)
-	case "files":
-		return inspectFiles(out.Stdout, s, *asJSON)
-	case "schema":
-		return inspectSchema(out.Stdout, s, *asJSON)
-	case "offsets":
-		return inspectOffsets(ctx, out.Stdout, s, of, *asJSON)
-	default:
-		return inspectPartitions(out.Stdout, s, *asJSON)
-	}
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	offsets := snapshotCmd("offsets", "the Kafka offsets in the table, the NATS KV mirror and the consumer group",
+		func(ctx context.Context, s *delta.Snapshot) error {
+			return inspectOffsets(ctx, out.Stdout, s, of, asJSON)
+		})
+	of.register(offsets.Flags())
+	cmd.AddCommand(
+		snapshotCmd("snapshot", "version, commit time, size, protocol and txns",
+			func(_ context.Context, s *delta.Snapshot) error { return inspectSnapshot(out.Stdout, s, asJSON) }),
+		snapshotCmd("files", "the live data files",
+			func(_ context.Context, s *delta.Snapshot) error { return inspectFiles(out.Stdout, s, asJSON) }),
+		history,
+		snapshotCmd("schema", "the columns and their types",
+			func(_ context.Context, s *delta.Snapshot) error { return inspectSchema(out.Stdout, s, asJSON) }),
+		snapshotCmd("partitions", "files, records and bytes per partition",
+			func(_ context.Context, s *delta.Snapshot) error { return inspectPartitions(out.Stdout, s, asJSON) }),
+		offsets,
+	)
+	return cmd
 }
 
 // numRecords is a file's row count from its stats, less the rows its
@@ -139,7 +133,7 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	records, bytes := totals(files)
 	m := s.Metadata()
 	js := snapshotJSON{
-		Version: s.Version(), Timestamp: formatTime(s.Timestamp()), NumFiles: len(files), NumRecords: records,
+		Version: s.Version(), Timestamp: s.Timestamp().UTC(), NumFiles: len(files), NumRecords: records,
 		SizeBytes: bytes, PartitionColumns: m.PartitionColumns, Schema: schemaJSON(m.SchemaString),
 		Txn: s.Txns(), Protocol: s.Protocol(), ActiveFeatures: s.ActiveFeatures(), Configuration: m.Configuration,
 	}
@@ -157,7 +151,7 @@ func inspectSnapshot(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "version\t%d\n", js.Version)
-	fmt.Fprintf(tw, "committed\t%s\n", js.Timestamp)
+	fmt.Fprintf(tw, "committed\t%s\n", formatTime(js.Timestamp))
 	fmt.Fprintf(tw, "files\t%d\n", js.NumFiles)
 	fmt.Fprintf(tw, "records\t%d\n", js.NumRecords)
 	fmt.Fprintf(tw, "size\t%s\n", humanBytes(js.SizeBytes))
@@ -223,7 +217,7 @@ func inspectHistory(ctx context.Context, w io.Writer, tbl *delta.Table, upTo int
 	if asJSON {
 		out := make([]historyJSON, len(hist))
 		for i, h := range hist {
-			out[i] = historyJSON{Version: h.Version, Timestamp: formatTime(h.Timestamp), Operation: h.Operation}
+			out[i] = historyJSON{Version: h.Version, Timestamp: h.Timestamp.UTC(), Operation: h.Operation}
 		}
 		return writeJSON(w, out)
 	}

@@ -96,7 +96,7 @@ func TestInspectJSON(t *testing.T) {
 	if hist[0].Version != 2 || hist[0].Operation != "STREAMING UPDATE" || hist[2].Operation != "CREATE TABLE" {
 		t.Fatalf("history %+v", hist)
 	}
-	if _, err := time.Parse("2006-01-02 15:04:05.000Z", hist[0].Timestamp); err != nil {
+	if ts, err := time.Parse(time.RFC3339Nano, hist[0].Timestamp); err != nil || ts.Location() != time.UTC {
 		t.Fatalf("timestamp %q: %v", hist[0].Timestamp, err)
 	}
 }

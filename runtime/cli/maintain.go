@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/deltaflow/deltaflow/delta"
@@ -17,43 +18,82 @@ import (
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
-const (
-	optimizeUsage = "--table URI [--where PARTITION-FILTER] [--target-size SIZE] [--dry-run] [--single-writer]"
-	vacuumUsage   = "--table URI [--retain DURATION] [--dry-run] [--force] [--single-writer]"
-)
-
-func optimizeCommand() *Command {
-	return &Command{Name: "optimize", Usage: optimizeUsage, Summary: "compact small files (Delta OPTIMIZE)", Run: runOptimize}
+// optimizeFlags are optimize's flags.
+type optimizeFlags struct {
+	tableFlags
+	where, targetSize string
+	dryRun, asJSON    bool
 }
 
-func vacuumCommand() *Command {
-	return &Command{Name: "vacuum", Usage: vacuumUsage, Summary: "delete unreferenced files and expired log entries (VACUUM)", Run: runVacuum}
+// vacuumFlags are vacuum's flags.
+type vacuumFlags struct {
+	tableFlags
+	retain                string
+	dryRun, force, asJSON bool
 }
 
-func runOptimize(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("optimize", optimizeUsage, out.Stderr)
-	var tf tableFlags
-	tf.register(fs, false)
-	tf.registerWriter(fs)
-	where := fs.String("where", "", "compact only partitions matching this `filter` on partition columns, e.g. \"date >= '2024-06-01'\"")
-	targetFlag := fs.String("target-size", "128MiB", "`size` compacted files aim for; files this big are left alone")
-	dryRun := fs.Bool("dry-run", false, "show the plan without writing anything")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	target, err := daemon.ParseByteSize(*targetFlag)
+// maintenanceCommand is a table command that writes the table.
+func maintenanceCommand(use, short string, tf *tableFlags, dryRun, asJSON *bool, dryRunUsage string, run func(context.Context) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: noArgs, RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context()) }}
+	tf.register(cmd.Flags())
+	tf.registerWriter(cmd.Flags())
+	cmd.Flags().BoolVar(dryRun, "dry-run", false, dryRunUsage)
+	jsonFlag(cmd.Flags(), asJSON)
+	return cmd
+}
+
+func optimizeCommand(out IO) *cobra.Command {
+	var f optimizeFlags
+	cmd := maintenanceCommand("optimize", "compact small files (Delta OPTIMIZE)", &f.tableFlags, &f.dryRun, &f.asJSON,
+		"show the plan without writing anything", func(ctx context.Context) error { return runOptimize(ctx, out, &f) })
+	cmd.Flags().StringVar(&f.where, "where", "", "compact only partitions matching this `filter` on partition columns, e.g. \"date >= '2024-06-01'\"")
+	cmd.Flags().StringVar(&f.targetSize, "target-size", "128MiB", "`size` compacted files aim for; files this big are left alone")
+	return cmd
+}
+
+func vacuumCommand(out IO) *cobra.Command {
+	var f vacuumFlags
+	cmd := maintenanceCommand("vacuum", "delete unreferenced files and expired log entries (VACUUM)", &f.tableFlags, &f.dryRun, &f.asJSON,
+		"list the files that would be deleted; delete nothing", func(ctx context.Context) error { return runVacuum(ctx, out, &f) })
+	cmd.Flags().StringVar(&f.retain, "retain", "720h", "keep files removed less than this `duration` ago (Go duration or days, e.g. 30d)")
+	cmd.Flags().BoolVar(&f.force, "force", false, "allow a retention shorter than the table's delta.deletedFileRetentionDuration (168h unless the table sets it)")
+	return cmd
+}
+
+// optimizeJSON is `optimize --json`.
+type optimizeJSON struct {
+	// Version is the version planned from; CommittedVersion the one
+	// written, null when nothing was (a dry run, nothing to do).
+	Version          int64     `json:"version"`
+	CommittedVersion *int64    `json:"committedVersion"`
+	DryRun           bool      `json:"dryRun"`
+	TargetSizeBytes  int64     `json:"targetSizeBytes"`
+	Bins             []binJSON `json:"bins"`
+	FilesRemoved     int       `json:"filesRemoved"`
+	BytesRemoved     int64     `json:"bytesRemoved"`
+	FilesAdded       int       `json:"filesAdded"`
+	BytesAdded       int64     `json:"bytesAdded"`
+}
+
+// binJSON is one bin of files optimize compacts into one.
+type binJSON struct {
+	Partition string `json:"partition"`
+	NumFiles  int    `json:"numFiles"`
+	SizeBytes int64  `json:"sizeBytes"`
+}
+
+func runOptimize(ctx context.Context, out IO, f *optimizeFlags) error {
+	target, err := daemon.ParseByteSize(f.targetSize)
 	if err != nil || target <= 0 {
-		return usagef("--target-size %q: want a positive size such as 128MiB", *targetFlag)
+		return usagef("--target-size %q: want a positive size such as 128MiB", f.targetSize)
 	}
-	tbl, snap, err := tf.writable(ctx, out.Stderr, *dryRun)
+	tbl, snap, err := f.writable(ctx, out.Stderr, f.dryRun)
 	if err != nil {
 		return err
 	}
-	opts := delta.OptimizeOptions{TargetSize: int64(target), DryRun: *dryRun}
-	if *where != "" {
-		b, err := bindFilter(snap, *where)
+	opts := delta.OptimizeOptions{TargetSize: int64(target), DryRun: f.dryRun}
+	if f.where != "" {
+		b, err := bindFilter(snap, f.where)
 		if err != nil {
 			return err
 		}
@@ -74,7 +114,7 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 		opts.Predicate = b.String()
 	}
 	var bar *progressBar
-	if !*dryRun {
+	if !f.dryRun {
 		bar = newProgressBar(out.Stderr, "optimize")
 		opts.Progress = bar.update
 	}
@@ -88,19 +128,27 @@ func runOptimize(ctx context.Context, out IO, args []string) error {
 	if err != nil {
 		return err
 	}
+	js := optimizeJSON{Version: snap.Version(), DryRun: f.dryRun, TargetSizeBytes: int64(target), Bins: []binJSON{},
+		FilesRemoved: res.FilesRemoved, BytesRemoved: res.BytesRemoved, FilesAdded: res.FilesAdded, BytesAdded: res.BytesAdded}
+	if res.Version >= 0 {
+		js.CommittedVersion = &res.Version
+	}
 	var files int
 	var bytes int64
 	for _, b := range res.Bins {
+		js.Bins = append(js.Bins, binJSON{Partition: partitionLabel(snap, b.Files[0]), NumFiles: len(b.Files), SizeBytes: b.Bytes})
 		files += len(b.Files)
 		bytes += b.Bytes
 	}
 	switch {
+	case f.asJSON:
+		return writeJSON(out.Stdout, js)
 	case len(res.Bins) == 0:
 		fmt.Fprintf(out.Stdout, "nothing to optimize at version %d (no partition has two files under %s)\n", snap.Version(), humanBytes(int64(target)))
-	case *dryRun:
+	case f.dryRun:
 		fmt.Fprintf(out.Stdout, "dry run: would compact %d files (%s) into %d at version %d\n", files, humanBytes(bytes), len(res.Bins), snap.Version())
-		for _, b := range res.Bins {
-			fmt.Fprintf(out.Stdout, "  %s: %d files, %s\n", partitionLabel(snap, b.Files[0]), len(b.Files), humanBytes(b.Bytes))
+		for _, b := range js.Bins {
+			fmt.Fprintf(out.Stdout, "  %s: %d files, %s\n", b.Partition, b.NumFiles, humanBytes(b.SizeBytes))
 		}
 	default:
 		fmt.Fprintf(out.Stdout, "optimized: removed %d files (%s), added %d files (%s); version %d; took %s\n",
@@ -135,30 +183,32 @@ func bindFilter(s *delta.Snapshot, src string) (*filter.Bound, error) {
 	return b, nil
 }
 
-func runVacuum(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("vacuum", vacuumUsage, out.Stderr)
-	var tf tableFlags
-	tf.register(fs, false)
-	tf.registerWriter(fs)
-	retainFlag := fs.String("retain", "720h", "keep files removed less than this `duration` ago (Go duration or days, e.g. 30d)")
-	dryRun := fs.Bool("dry-run", false, "list the files that would be deleted; delete nothing")
-	force := fs.Bool("force", false, "allow a retention shorter than the table's delta.deletedFileRetentionDuration (default 168h)")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	retain, err := parseRetention(*retainFlag)
+// vacuumJSON is `vacuum --json`. Retention and LogRetention are Go
+// durations ("720h0m0s").
+type vacuumJSON struct {
+	// Version is the table version after the run (the one vacuumed on a
+	// dry run).
+	Version      int64    `json:"version"`
+	DryRun       bool     `json:"dryRun"`
+	Retention    string   `json:"retention"`
+	Files        []string `json:"files"`
+	Bytes        int64    `json:"bytes"`
+	LogFiles     []string `json:"logFiles"`
+	LogRetention string   `json:"logRetention,omitempty"`
+}
+
+func runVacuum(ctx context.Context, out IO, f *vacuumFlags) error {
+	retain, err := parseRetention(f.retain)
 	if err != nil {
 		return usagef("--retain: %v", err)
 	}
-	tbl, snap, err := tf.writable(ctx, out.Stderr, *dryRun)
+	tbl, snap, err := f.writable(ctx, out.Stderr, f.dryRun)
 	if err != nil {
 		return err
 	}
 	// delta reads a zero Retention as "the table's default"; --retain 0
 	// means "keep nothing", so ask for the smallest positive one.
-	opts := delta.VacuumOptions{Retention: max(retain, time.Nanosecond), Force: *force, DryRun: *dryRun}
+	opts := delta.VacuumOptions{Retention: max(retain, time.Nanosecond), Force: f.force, DryRun: f.dryRun}
 	res, err := tbl.Vacuum(ctx, snap, opts)
 	if errors.Is(err, delta.ErrRetentionTooShort) {
 		return fmt.Errorf("refusing to vacuum with --retain %s: it is shorter than the table's deleted file retention %s, "+
@@ -168,24 +218,37 @@ func runVacuum(ctx context.Context, out IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *dryRun {
+	js := vacuumJSON{Version: snap.Version(), DryRun: f.dryRun, Retention: retain.String(), Files: res.Files, Bytes: res.Bytes, LogFiles: []string{}}
+	if js.Files == nil {
+		js.Files = []string{}
+	}
+	if !f.dryRun {
+		after, err := tbl.Snapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("re-read table after vacuum: %w", err)
+		}
+		logs, err := tbl.CleanupLog(ctx, after)
+		if err != nil {
+			return err
+		}
+		js.Version, js.LogRetention = after.Version(), after.LogRetention().String()
+		if logs != nil {
+			js.LogFiles = logs
+		}
+	}
+	switch {
+	case f.asJSON:
+		return writeJSON(out.Stdout, js)
+	case f.dryRun:
 		for _, k := range res.Files {
 			fmt.Fprintf(out.Stdout, "would delete %s\n", k)
 		}
 		fmt.Fprintf(out.Stdout, "dry run: would delete %d files (%s) unreferenced for %s at version %d\n",
-			len(res.Files), humanBytes(res.Bytes), retain, snap.Version())
-		return nil
+			len(res.Files), humanBytes(res.Bytes), retain, js.Version)
+	default:
+		fmt.Fprintf(out.Stdout, "vacuumed: deleted %d files (%s) unreferenced for %s; log cleanup deleted %d files (log retention %s); version %d\n",
+			len(res.Files), humanBytes(res.Bytes), retain, len(js.LogFiles), js.LogRetention, js.Version)
 	}
-	after, err := tbl.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("re-read table after vacuum: %w", err)
-	}
-	logs, err := tbl.CleanupLog(ctx, after)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out.Stdout, "vacuumed: deleted %d files (%s) unreferenced for %s; log cleanup deleted %d files (log retention %s); version %d\n",
-		len(res.Files), humanBytes(res.Bytes), retain, len(logs), after.LogRetention(), after.Version())
 	return nil
 }
 

@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -35,13 +34,15 @@ type offsetsFlags struct {
 	brokers, group   string
 }
 
-func (f *offsetsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.app, "app", "deltaflow", "offsets: table.app_id, the txn appId prefix")
-	fs.StringVar(&f.topic, "topic", "sensor-events", "offsets: Kafka topic")
-	fs.StringVar(&f.name, "name", "sensor_events", "offsets: table.name, as in the NATS KV keys")
-	fs.StringVar(&f.natsURL, "nats", "", "offsets: NATS `URL` of the KV mirror (default $NATS_URL; none: skipped)")
-	fs.StringVar(&f.brokers, "brokers", "", "offsets: Kafka brokers, comma-separated (default $KAFKA_BOOTSTRAP; none: skipped)")
-	fs.StringVar(&f.group, "group", "deltaflow", "offsets: Kafka consumer group")
+func (f *offsetsFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.app, "app", "deltaflow", "table.app_id, the txn appId prefix")
+	fs.StringVar(&f.topic, "topic", "sensor-events", "Kafka topic")
+	fs.StringVar(&f.name, "name", "sensor_events", "table.name, as in the NATS KV keys")
+	fs.StringVar(&f.natsURL, "nats", "", "NATS `URL` of the KV mirror; none: skipped")
+	bindEnv(fs, "nats", "NATS_URL")
+	fs.StringVar(&f.brokers, "brokers", "", "Kafka brokers, comma-separated; none: skipped")
+	bindEnv(fs, "brokers", "KAFKA_BOOTSTRAP")
+	fs.StringVar(&f.group, "group", "deltaflow", "Kafka consumer group")
 }
 
 // offsetRow is one partition of `inspect offsets --json`; absent sources are
@@ -82,21 +83,20 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 		res.Notes = append(res.Notes, fmt.Sprintf("table: no txn for app %q topic %q", f.app, f.topic))
 	}
 
-	natsURL := firstNonEmpty(f.natsURL, os.Getenv("NATS_URL"))
-	if natsURL == "" {
+	if f.natsURL == "" {
 		res.Notes = append(res.Notes, "nats: skipped (no --nats or NATS_URL)")
-	} else if kv, err := kvOffsets(ctx, natsURL, f.name, f.topic); err != nil {
+	} else if kv, err := kvOffsets(ctx, f.natsURL, f.name, f.topic); err != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("nats: skipped: %v", err))
 	} else {
 		for p, rec := range kv {
+			rec.Time = rec.Time.UTC()
 			row(p).KV = &rec
 		}
 	}
 
-	brokers := firstNonEmpty(f.brokers, os.Getenv("KAFKA_BOOTSTRAP"))
-	if brokers == "" {
+	if f.brokers == "" {
 		res.Notes = append(res.Notes, "kafka: skipped (no --brokers or KAFKA_BOOTSTRAP)")
-	} else if group, end, err := kafkaOffsets(ctx, strings.Split(brokers, ","), f.group, f.topic); err != nil {
+	} else if group, end, err := kafkaOffsets(ctx, strings.Split(f.brokers, ","), f.group, f.topic); err != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("kafka: skipped: %v", err))
 	} else {
 		for p, o := range group {
@@ -139,13 +139,6 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // kvOffsets reads the KV mirror directly (bridge.New would create the

@@ -4,26 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/internal/sim"
 )
-
-const produceUsage = "--brokers B --topic T [--rate N] [--count N] [--devices N] [--bad-ratio F] [--seed S] [--partitions N]"
-
-func produceCommand() *Command {
-	return &Command{
-		Name:    "produce",
-		Usage:   produceUsage,
-		Summary: "write simulated sensor records to Kafka",
-		Run:     runProduce,
-	}
-}
 
 // produceOptions are the simulator settings of produce (and demo).
 type produceOptions struct {
@@ -37,35 +26,56 @@ type produceOptions struct {
 // produceResult counts what a producer run acknowledged.
 type produceResult struct{ produced, bad int64 }
 
-func runProduce(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("produce", produceUsage, out.Stderr)
-	brokers := fs.String("brokers", envOr("KAFKA_BOOTSTRAP", "127.0.0.1:9092"), "comma-separated seed `brokers` (default $KAFKA_BOOTSTRAP)")
-	topic := fs.String("topic", envOr("KAFKA_TOPIC", "sensor-events"), "`topic` to write (default $KAFKA_TOPIC)")
-	var o produceOptions
-	fs.IntVar(&o.count, "count", 10000, "records to write; 0: until interrupted")
-	fs.Float64Var(&o.rate, "rate", 0, "records per second; 0: as fast as possible")
-	fs.IntVar(&o.devices, "devices", 50, "simulated devices (half smart plugs, half door sensors)")
-	fs.Float64Var(&o.badRatio, "bad-ratio", 0, "fraction of malformed records, 0 to 1")
-	fs.Int64Var(&o.seed, "seed", 1, "random seed (same seed, same records)")
-	partitions := fs.Int("partitions", 0, "create the topic with this many partitions if it is missing")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+// produceFlags are produce's flags.
+type produceFlags struct {
+	produceOptions
+	brokers, topic string
+	partitions     int
+	asJSON         bool
+}
+
+// produceJSON is `produce --json`.
+type produceJSON struct {
+	Topic    string `json:"topic"`
+	Produced int64  `json:"produced"`
+	Bad      int64  `json:"bad"`
+}
+
+func produceCommand(out IO) *cobra.Command {
+	var f produceFlags
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "write simulated sensor records to Kafka",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runProduce(cmd.Context(), out, f) },
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	if o.count < 0 || o.rate < 0 || o.devices <= 0 || o.badRatio < 0 || o.badRatio > 1 || *partitions < 0 {
+	fs := cmd.Flags()
+	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated seed `brokers`")
+	bindEnv(fs, "brokers", "KAFKA_BOOTSTRAP")
+	fs.StringVar(&f.topic, "topic", "sensor-events", "`topic` to write")
+	bindEnv(fs, "topic", "KAFKA_TOPIC")
+	fs.IntVar(&f.count, "count", 10000, "records to write; 0: until interrupted")
+	fs.Float64Var(&f.rate, "rate", 0, "records per second; 0: as fast as possible")
+	fs.IntVar(&f.devices, "devices", 50, "simulated devices (half smart plugs, half door sensors)")
+	fs.Float64Var(&f.badRatio, "bad-ratio", 0, "fraction of malformed records, 0 to 1")
+	fs.Int64Var(&f.seed, "seed", 1, "random seed (same seed, same records)")
+	fs.IntVar(&f.partitions, "partitions", 0, "create the topic with this many partitions if it is missing")
+	jsonFlag(fs, &f.asJSON)
+	return cmd
+}
+
+func runProduce(ctx context.Context, out IO, f produceFlags) error {
+	if f.count < 0 || f.rate < 0 || f.devices <= 0 || f.badRatio < 0 || f.badRatio > 1 || f.partitions < 0 {
 		return usagef("--count, --rate and --partitions must be >= 0, --devices > 0, --bad-ratio in [0, 1]")
 	}
 	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = strings.Split(*brokers, ",")
-	kcfg.Topic = *topic
+	kcfg.Brokers = strings.Split(f.brokers, ",")
+	kcfg.Topic = f.topic
 	if err := kcfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	if *partitions > 0 {
-		if err := kafka.CreateTopic(ctx, kcfg, *topic, int32(*partitions), -1); err != nil {
+	if f.partitions > 0 {
+		if err := kafka.CreateTopic(ctx, kcfg, f.topic, int32(f.partitions), -1); err != nil {
 			return err
 		}
 	}
@@ -75,8 +85,14 @@ func runProduce(ctx context.Context, out IO, args []string) error {
 	}
 	defer p.Close()
 	start := time.Now()
-	res, err := produceSim(ctx, p, *topic, o, nil)
-	fmt.Fprintf(out.Stdout, "produced %d, bad %d (to %s in %s)\n", res.produced, res.bad, *topic, time.Since(start).Round(time.Millisecond))
+	res, err := produceSim(ctx, p, f.topic, f.produceOptions, nil)
+	if f.asJSON {
+		if jerr := writeJSON(out.Stdout, produceJSON{Topic: f.topic, Produced: res.produced, Bad: res.bad}); err == nil {
+			err = jerr
+		}
+		return err
+	}
+	fmt.Fprintf(out.Stdout, "produced %d, bad %d (to %s in %s)\n", res.produced, res.bad, f.topic, time.Since(start).Round(time.Millisecond))
 	return err
 }
 
@@ -129,11 +145,4 @@ func produceSim(ctx context.Context, p *kafka.Producer, topic string, o produceO
 	}
 	res.bad = bad
 	return res, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

@@ -9,44 +9,53 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
-const seekUsage = "--table URI [--config FILE] (--offsets 'P:OFFSET,...' | --timestamp T | --group G) [--dry-run] [--force]"
+// seekFlags are seek's flags.
+type seekFlags struct {
+	targetFlags
+	offsets, timestamp, group string
+	dryRun, force             bool
+}
 
-func seekCommand() *Command {
-	return &Command{Name: "seek", Usage: seekUsage, Summary: "set where deltaflow starts reading (offsets, a time, a consumer group's offsets)", Run: runSeek}
+func seekCommand(out IO) *cobra.Command {
+	var f seekFlags
+	cmd := &cobra.Command{
+		Use:   "seek",
+		Short: "set where deltaflow starts reading (offsets, a time, a consumer group's offsets)",
+		Long: "seek writes deltaflow's start offsets into the table (creating it from the configuration when\n" +
+			"missing): give exactly one of --offsets, --timestamp and --group.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSeek(cmd.Context(), out, &f) },
+	}
+	fs := cmd.Flags()
+	f.targetFlags.register(fs)
+	fs.StringVar(&f.offsets, "offsets", "", "start partitions at these offsets: `P:OFFSET,...` (the first offset to read)")
+	fs.StringVar(&f.timestamp, "timestamp", "", "start every partition at its first record at or after this `time` (RFC 3339 or a date)")
+	fs.StringVar(&f.group, "group", "", "start where this Kafka consumer `group` committed (adopt its offsets)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "show the plan; write nothing")
+	fs.BoolVar(&f.force, "force", false, "replace offsets deltaflow already holds, and allow offsets below the log start")
+	cmd.MarkFlagsOneRequired("offsets", "timestamp", "group")
+	cmd.MarkFlagsMutuallyExclusive("offsets", "timestamp", "group")
+	return cmd
 }
 
 // runSeek writes deltaflow's txn actions for the chosen start positions
 // into the table (creating it from the configuration when missing), as
 // kafka-delta-ingest's --seek_offsets does: the Delta log stays the only
 // record of where `run` resumes.
-func runSeek(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("seek", seekUsage, out.Stderr)
-	var tf targetFlags
-	tf.register(fs)
-	offsets := fs.String("offsets", "", "start partitions at these offsets: `P:OFFSET,...` (the first offset to read)")
-	timestamp := fs.String("timestamp", "", "start every partition at its first record at or after this `time` (RFC 3339 or a date)")
-	group := fs.String("group", "", "start where this Kafka consumer `group` committed (adopt its offsets)")
-	dryRun := fs.Bool("dry-run", false, "show the plan; write nothing")
-	force := fs.Bool("force", false, "replace offsets deltaflow already holds, and allow offsets below the log start")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	if n := countSet(*offsets, *timestamp, *group); n != 1 {
-		return usagef("give exactly one of --offsets, --timestamp and --group")
-	}
-	cfg, _, err := tf.load()
+func runSeek(ctx context.Context, out IO, f *seekFlags) error {
+	cfg, _, err := f.load()
 	if err != nil {
 		return err
 	}
-	next, by, err := seekTargets(ctx, cfg.Kafka, *offsets, *timestamp, *group)
+	next, by, err := seekTargets(ctx, cfg.Kafka, f.offsets, f.timestamp, f.group)
 	if err != nil {
 		return err
 	}
@@ -63,13 +72,15 @@ func runSeek(ctx context.Context, out IO, args []string) error {
 		if next[p] > end {
 			return fmt.Errorf("partition %d: offset %d is beyond the end offset %d of %s", p, next[p], end, cfg.Kafka.Topic)
 		}
-		plan.rows = append(plan.rows, startRow{partition: p, from: strconv.FormatInt(next[p], 10), start: next[p], logStart: starts[p], end: end})
+		from := next[p]
+		plan.rows = append(plan.rows, startRow{partition: p, from: &from, start: from, logStart: starts[p], end: end})
 	}
-	if err := plan.print(out.Stdout); err != nil {
+	text := f.textOut(out)
+	if err := plan.print(text); err != nil {
 		return err
 	}
 	if lost := plan.lost(); lost > 0 {
-		if !*force {
+		if !f.force {
 			return fmt.Errorf("refusing: %d records from the requested offsets on were already deleted by retention (%s); "+
 				"pass --force to start at the log start instead", lost, plan.lostDetail())
 		}
@@ -77,16 +88,16 @@ func runSeek(ctx context.Context, out IO, args []string) error {
 			plan.rows[i].start = max(plan.rows[i].start, plan.rows[i].logStart)
 		}
 	}
-	if *dryRun {
-		fmt.Fprintln(out.Stdout, "dry run: nothing written")
-		return nil
+	if f.dryRun {
+		fmt.Fprintln(text, "dry run: nothing written")
+		return f.writeJSON(out, plan, cfg, nil)
 	}
 	tbl, snap, err := daemon.OpenTable(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
 	app, topic := cfg.Table.AppID, cfg.Kafka.Topic
-	if held := heldOffsets(snap, app, topic); len(held) > 0 && !*force {
+	if held := heldOffsets(snap, app, topic); len(held) > 0 && !f.force {
 		return fmt.Errorf("refusing: table %s already holds deltaflow offsets for topic %s (partitions %v, app %s); "+
 			"pass --force to replace them", cfg.Table.URI, topic, held, app)
 	}
@@ -94,18 +105,8 @@ func runSeek(ctx context.Context, out IO, args []string) error {
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
-	fmt.Fprintf(out.Stdout, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
-	return nil
-}
-
-func countSet(vals ...string) int {
-	n := 0
-	for _, v := range vals {
-		if v != "" {
-			n++
-		}
-	}
-	return n
+	fmt.Fprintf(text, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
+	return f.writeJSON(out, plan, cfg, &v)
 }
 
 // seekTargets returns the next offset to read per partition and what it

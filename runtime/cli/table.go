@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,36 +9,114 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// tableFlags are the flags every table command takes: the table URI and the
-// S3 settings (which default to MINIO_* / AWS_* environment variables).
+// Environment variables of the table flags.
+const (
+	tableEnv  = "DELTAFLOW_TABLE_URI"
+	configEnv = "DELTAFLOW_CONFIG"
+)
+
+// tableFlags are the flags every table command takes: the table URI, the
+// configuration file it may come from instead, and the S3 settings (which
+// default to MINIO_* / AWS_* environment variables). A flag wins over its
+// environment variable, which wins over the configuration file.
 type tableFlags struct {
-	uri          string
+	uri, config  string
 	version      int64
 	s3           storage.Options
 	singleWriter bool
 }
 
-func (f *tableFlags) register(fs *flag.FlagSet, withVersion bool) {
+func (f *tableFlags) register(fs *pflag.FlagSet) {
 	f.version = -1 // latest, also for commands without --version
-	fs.StringVar(&f.uri, "table", "", "table `URI`: s3://bucket/prefix, file:///path or a path (required)")
-	fs.StringVar(&f.s3.Endpoint, "s3-endpoint", "", "S3/MinIO endpoint host:port or URL (default $MINIO_ENDPOINT, $AWS_ENDPOINT_URL)")
-	fs.StringVar(&f.s3.AccessKey, "s3-access-key", "", "S3 access key (default $MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID)")
-	fs.StringVar(&f.s3.SecretKey, "s3-secret-key", "", "S3 secret key (default $MINIO_SECRET_KEY, $AWS_SECRET_ACCESS_KEY)")
-	fs.StringVar(&f.s3.Region, "s3-region", "", "S3 region (default $AWS_REGION)")
-	fs.StringVar(&f.s3.CAFile, "s3-ca-file", "", "PEM CA bundle to trust for an https:// endpoint (default $MINIO_CA_FILE)")
-	if withVersion {
-		fs.Int64Var(&f.version, "version", -1, "read the table as of this `version` (default: latest)")
-	}
+	fs.StringVar(&f.uri, "table", "", "table `URI`: s3://bucket/prefix, file:///path or a path; required unless --config gives table.uri")
+	bindEnv(fs, "table", tableEnv)
+	configFlag(fs, &f.config, "deltaflow configuration `FILE` (as for run) for the table URI and storage settings; flags override it")
+	registerS3(fs, &f.s3)
+}
+
+// configFlag adds --config, bound to $DELTAFLOW_CONFIG.
+func configFlag(fs *pflag.FlagSet, p *string, usage string) {
+	fs.StringVar(p, "config", "", usage)
+	bindEnv(fs, "config", configEnv)
+}
+
+// registerS3 adds the S3 flags; empty ones fall back to the environment
+// in storage.Open.
+func registerS3(fs *pflag.FlagSet, o *storage.Options) {
+	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "S3/MinIO endpoint `HOST:PORT` or URL (default $MINIO_ENDPOINT, $AWS_ENDPOINT_URL)")
+	fs.StringVar(&o.AccessKey, "s3-access-key", "", "S3 access `KEY` (default $MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID)")
+	fs.StringVar(&o.SecretKey, "s3-secret-key", "", "S3 secret `KEY` (default $MINIO_SECRET_KEY, $AWS_SECRET_ACCESS_KEY)")
+	fs.StringVar(&o.Region, "s3-region", "", "S3 `REGION` (default $AWS_REGION)")
+	fs.StringVar(&o.CAFile, "s3-ca-file", "", "PEM CA bundle `FILE` to trust for an https:// endpoint (default $MINIO_CA_FILE)")
+}
+
+// registerVersion adds --version, the table version to read.
+func (f *tableFlags) registerVersion(fs *pflag.FlagSet) {
+	fs.Int64Var(&f.version, "version", -1, "read the table as of version `N`")
+	fs.Lookup("version").DefValue = "latest"
 }
 
 // registerWriter adds the flags of commands that write the table.
-func (f *tableFlags) registerWriter(fs *flag.FlagSet) {
-	fs.BoolVar(&f.singleWriter, "single-writer", false, "write even if the store does not honour put-if-absent; only safe when nothing else writes the table (default $"+daemon.SingleWriterEnv+")")
+func (f *tableFlags) registerWriter(fs *pflag.FlagSet) {
+	// Not bound with bindEnv: a dry run writes nothing, so it must not fail
+	// on a bad $DELTAFLOW_SINGLE_WRITER; writable reads it.
+	fs.BoolVar(&f.singleWriter, "single-writer", false, "write even if the store does not honour put-if-absent; only safe when nothing else writes the table [$"+daemon.SingleWriterEnv+"]")
+}
+
+// load returns the configuration of --config (defaults and environment
+// overrides without it) with the table flags applied over it. A table must
+// come from --table, $DELTAFLOW_TABLE_URI or --config, never from the
+// default.
+func (f *tableFlags) load() (*daemon.Config, error) {
+	if f.uri == "" && f.config == "" {
+		return nil, usagef("--table is required (or $%s, or --config with table.uri)", tableEnv)
+	}
+	cfg, err := daemon.Load(f.config, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if f.uri != "" {
+		cfg.Table.URI = f.uri
+	}
+	opts := cfg.StorageOptions()
+	for _, o := range []struct{ flag, cfg *string }{
+		{&f.s3.Endpoint, &opts.Endpoint}, {&f.s3.AccessKey, &opts.AccessKey}, {&f.s3.SecretKey, &opts.SecretKey},
+		{&f.s3.Region, &opts.Region}, {&f.s3.CAFile, &opts.CAFile},
+	} {
+		if *o.flag != "" {
+			*o.cfg = *o.flag
+		}
+	}
+	cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.Region, cfg.Storage.CAFile = opts.Endpoint, opts.AccessKey, opts.Region, opts.CAFile
+	cfg.Storage.SecretKey = kafka.Secret(opts.SecretKey)
+	cfg.Storage.SingleWriter = cfg.Storage.SingleWriter || f.singleWriter
+	return cfg, nil
+}
+
+// resolve takes the table URI and storage settings from --config when it
+// is given; without it the flags (and storage.Open's environment defaults)
+// are all there is.
+func (f *tableFlags) resolve() error {
+	if f.uri != "" && f.config == "" {
+		return nil
+	}
+	cfg, err := f.load()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	f.uri, f.s3, f.singleWriter = cfg.Table.URI, cfg.StorageOptions(), cfg.Storage.SingleWriter
+	return nil
 }
 
 // writable opens the latest table for writing: a store whose put-if-absent
@@ -65,8 +142,8 @@ func (f *tableFlags) writable(ctx context.Context, stderr io.Writer, dryRun bool
 
 // open opens the table store.
 func (f *tableFlags) open(ctx context.Context) (*delta.Table, error) {
-	if f.uri == "" {
-		return nil, usagef("--table is required")
+	if err := f.resolve(); err != nil {
+		return nil, err
 	}
 	store, err := storage.Open(ctx, f.uri, f.s3)
 	if err != nil {
@@ -93,4 +170,5 @@ func (f *tableFlags) snapshot(ctx context.Context) (*delta.Table, *delta.Snapsho
 	return tbl, s, nil
 }
 
+// formatTime is how text output shows a time; JSON has time.Time (RFC 3339).
 func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") }

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -22,81 +24,89 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-const takeoverUsage = "--from-spark-checkpoint URI --table URI [--config FILE] [--dry-run] [--force] [--quiet-for D]"
-
-func takeoverCommand() *Command {
-	return &Command{Name: "takeover", Usage: takeoverUsage, Summary: "continue where the Spark job's checkpoint ends, without duplicate or gap", Run: runTakeover}
-}
-
 // defaultQuietFor is twice the Spark job's 60 s trigger: a running query
 // writes its checkpoint at least that often while records arrive.
 const defaultQuietFor = 2 * time.Minute
 
-func runTakeover(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("takeover", takeoverUsage, out.Stderr)
-	var tf targetFlags
-	tf.register(fs)
-	ckURI := fs.String("from-spark-checkpoint", "", "the Spark query's checkpoint `URI`: s3a://bucket/path, s3://, file:// or a path (required)")
-	dryRun := fs.Bool("dry-run", false, "show the plan; write nothing")
-	force := fs.Bool("force", false, "replace offsets deltaflow already holds in the table; take over even if the table has no txn of the Spark query")
-	quietFor := fs.Duration("quiet-for", defaultQuietFor, "refuse while Spark wrote its checkpoint or the table less than this `duration` ago")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
+// takeoverFlags are takeover's flags.
+type takeoverFlags struct {
+	targetFlags
+	checkpoint    string
+	dryRun, force bool
+	quietFor      time.Duration
+}
+
+func takeoverCommand(out IO) *cobra.Command {
+	var f takeoverFlags
+	cmd := &cobra.Command{
+		Use:   "takeover",
+		Short: "continue where the Spark job's checkpoint ends, without duplicate or gap",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTakeover(cmd.Context(), out, &f) },
 	}
-	if *ckURI == "" {
+	fs := cmd.Flags()
+	f.targetFlags.register(fs)
+	fs.StringVar(&f.checkpoint, "from-spark-checkpoint", "", "the Spark query's checkpoint `URI`: s3a://bucket/path, s3://, file:// or a path (required)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "show the plan; write nothing")
+	fs.BoolVar(&f.force, "force", false, "replace offsets deltaflow already holds in the table; take over even if the table has no txn of the Spark query")
+	fs.DurationVar(&f.quietFor, "quiet-for", defaultQuietFor, "refuse while Spark wrote its checkpoint or the table less than this `duration` ago")
+	return cmd
+}
+
+func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
+	if f.checkpoint == "" {
 		return usagef("--from-spark-checkpoint is required")
 	}
-	cfg, opts, err := tf.load()
+	cfg, opts, err := f.load()
 	if err != nil {
 		return err
 	}
-	ck, err := readSparkCheckpoint(ctx, *ckURI, opts)
+	ck, err := readSparkCheckpoint(ctx, f.checkpoint, opts)
 	if err != nil {
 		return err
 	}
 	topic, app := cfg.Kafka.Topic, cfg.Table.AppID
 	if ck.Latest.Topic != topic {
 		return fmt.Errorf("refusing: the Spark query in %s reads topic %q, but kafka.topic is %q; "+
-			"point --from-spark-checkpoint at the checkpoint of the job that fills this table, or set --topic", *ckURI, ck.Latest.Topic, topic)
+			"point --from-spark-checkpoint at the checkpoint of the job that fills this table, or set --topic", f.checkpoint, ck.Latest.Topic, topic)
 	}
 	tbl, snap, err := openExisting(ctx, cfg.Table.URI, opts)
 	if err != nil {
 		return err
 	}
-	if held := heldOffsets(snap, app, topic); len(held) > 0 && !*force {
+	if held := heldOffsets(snap, app, topic); len(held) > 0 && !f.force {
 		return fmt.Errorf("refusing: table %s already holds deltaflow offsets for topic %s (partitions %v, app %s): deltaflow has run on it, "+
 			"and those offsets are where it resumes; pass --force to replace them with where Spark's checkpoint ends", cfg.Table.URI, topic, held, app)
 	}
 	sparkTxn, hasTxn := snap.Txn(ck.QueryID)
-	if !hasTxn && !*force {
+	if !hasTxn && !f.force {
 		return fmt.Errorf("refusing: table %s holds no txn of Spark query %s, so the query of %s never wrote to it: "+
 			"check that --table and --from-spark-checkpoint belong to the same Spark job (--force trusts the checkpoint alone)",
-			cfg.Table.URI, ck.QueryID, *ckURI)
+			cfg.Table.URI, ck.QueryID, f.checkpoint)
 	}
 	last, lastWhat := ck.LastActivity(), "its checkpoint"
 	if hasTxn && sparkTxn.LastUpdated != nil && time.UnixMilli(*sparkTxn.LastUpdated).After(last) {
 		last, lastWhat = time.UnixMilli(*sparkTxn.LastUpdated), "the table"
 	}
-	if ago := time.Since(last); ago < *quietFor {
+	if ago := time.Since(last); ago < f.quietFor {
 		return fmt.Errorf("refusing: the Spark query %s looks alive: it wrote %s %s ago, less than --quiet-for %s; "+
 			"stop the Spark job first (docker compose stop spark-streaming), then run takeover again "+
-			"(lower --quiet-for only if you are sure it is stopped)", ck.QueryID, lastWhat, ago.Round(time.Second), *quietFor)
+			"(lower --quiet-for only if you are sure it is stopped)", ck.QueryID, lastWhat, ago.Round(time.Second), f.quietFor)
 	}
 	end, err := ck.Resolve(ctx, sparkTxn.Version, hasTxn)
 	if errors.Is(err, sparkcheckpoint.ErrNothingCommitted) {
 		return fmt.Errorf("refusing: %w; nothing to take over: start deltaflow with kafka.start_offset: earliest", err)
 	}
 	if err != nil {
-		return fmt.Errorf("read Spark checkpoint %s: %w", *ckURI, err)
+		return fmt.Errorf("read Spark checkpoint %s: %w", f.checkpoint, err)
 	}
 	plan, err := planTakeover(ctx, cfg.Kafka, end.Batch.End)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Stdout, "Spark query %s, checkpoint %s\nlast batch in the table: %d (%s)\n", ck.QueryID, *ckURI, end.Batch.ID, end.Why)
-	if err := plan.print(out.Stdout); err != nil {
+	text := f.textOut(out)
+	fmt.Fprintf(text, "Spark query %s, checkpoint %s\nlast batch in the table: %d (%s)\n", ck.QueryID, f.checkpoint, end.Batch.ID, end.Why)
+	if err := plan.print(text); err != nil {
 		return err
 	}
 	if lost := plan.lost(); lost > 0 {
@@ -104,9 +114,9 @@ func runTakeover(ctx context.Context, out IO, args []string) error {
 			"and can no longer be ingested; to accept the loss, start at the log start with `deltaflow seek --offsets %s`",
 			lost, plan.lostDetail(), plan.startsSpec())
 	}
-	if *dryRun {
-		fmt.Fprintf(out.Stdout, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
-		return nil
+	if f.dryRun {
+		fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
+		return f.writeJSON(out, plan, cfg, nil)
 	}
 	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, slog.New(slog.NewTextHandler(out.Stderr, nil))); err != nil {
 		return err
@@ -117,8 +127,8 @@ func runTakeover(ctx context.Context, out IO, args []string) error {
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
-	fmt.Fprintf(out.Stdout, "took over: table %s version %d holds deltaflow's offsets; start deltaflow (`deltaflow run`), not Spark\n", cfg.Table.URI, v)
-	return nil
+	fmt.Fprintf(text, "took over: table %s version %d holds deltaflow's offsets; start deltaflow (`deltaflow run`), not Spark\n", cfg.Table.URI, v)
+	return f.writeJSON(out, plan, cfg, &v)
 }
 
 // readSparkCheckpoint reads the checkpoint at uri; a local path must exist
@@ -182,7 +192,7 @@ type startPlan struct {
 
 type startRow struct {
 	partition int32
-	from      string // where the start comes from, e.g. Spark's next offset; "-" if none
+	from      *int64 // where the start comes from, e.g. Spark's next offset; nil if none
 	start     int64  // deltaflow's first offset
 	logStart  int64
 	end       int64
@@ -197,9 +207,9 @@ func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) 
 	}
 	plan := &startPlan{source: "SPARK (NEXT OFFSET)"}
 	for _, p := range slices.Sorted(maps.Keys(ends)) {
-		r := startRow{partition: p, from: "-", logStart: starts[p], end: ends[p], start: starts[p]}
+		r := startRow{partition: p, logStart: starts[p], end: ends[p], start: starts[p]}
 		if n, ok := next[p]; ok {
-			r.from, r.start = strconv.FormatInt(n, 10), n
+			r.from, r.start = &n, n
 		}
 		plan.rows = append(plan.rows, r)
 	}
@@ -270,7 +280,45 @@ func (p *startPlan) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "PARTITION\t%s\tDELTAFLOW START\tLOG START\tEND\tLAG\n", p.source)
 	for _, r := range p.rows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", r.partition, r.from, r.start, r.logStart, r.end, max(r.end-r.start, 0))
+		from := "-"
+		if r.from != nil {
+			from = strconv.FormatInt(*r.from, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", r.partition, from, r.start, r.logStart, r.end, max(r.end-r.start, 0))
 	}
 	return tw.Flush()
+}
+
+// startJSON is `seek --json` and `takeover --json`.
+type startJSON struct {
+	Table  string `json:"table"`
+	App    string `json:"app"`
+	Topic  string `json:"topic"`
+	DryRun bool   `json:"dryRun"`
+	// Version is the table version that holds the new offsets; null on a
+	// dry run.
+	Version    *int64         `json:"version"`
+	Partitions []startRowJSON `json:"partitions"`
+}
+
+// startRowJSON is one partition of startJSON.
+type startRowJSON struct {
+	Partition int32 `json:"partition"`
+	// From is the requested start (Spark's next offset for takeover); null
+	// when there is none and the partition starts at its log start.
+	From     *int64 `json:"from"`
+	Start    int64  `json:"start"`
+	LogStart int64  `json:"logStart"`
+	End      int64  `json:"end"`
+	Lag      int64  `json:"lag"`
+}
+
+// writeJSON writes the plan's result: version is the commit, nil on a dry run.
+func (p *startPlan) writeJSON(w io.Writer, cfg *daemon.Config, version *int64) error {
+	js := startJSON{Table: cfg.Table.URI, App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, DryRun: version == nil, Version: version,
+		Partitions: make([]startRowJSON, len(p.rows))}
+	for i, r := range p.rows {
+		js.Partitions[i] = startRowJSON{Partition: r.partition, From: r.from, Start: r.start, LogStart: r.logStart, End: r.end, Lag: max(r.end-r.start, 0)}
+	}
+	return writeJSON(w, js)
 }

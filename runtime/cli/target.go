@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"flag"
-	"os"
+	"io"
 	"strings"
 
-	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/spf13/pflag"
+
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -15,29 +15,41 @@ import (
 // override its table, txn app id, topic and brokers.
 type targetFlags struct {
 	tableFlags
-	config, app, topic, brokers string
+	app, topic, brokers string
+	asJSON              bool
 }
 
-func (f *targetFlags) register(fs *flag.FlagSet) {
-	f.tableFlags.register(fs, false)
-	fs.StringVar(&f.config, "config", "", "deltaflow configuration `FILE` (as for run; environment overrides apply); flags override it")
-	fs.StringVar(&f.app, "app", "", "txn appId prefix (default table.app_id: deltaflow)")
-	fs.StringVar(&f.topic, "topic", "", "Kafka topic (default kafka.topic, $KAFKA_TOPIC: sensor-events)")
-	fs.StringVar(&f.brokers, "brokers", "", "Kafka brokers, comma-separated (default kafka.brokers, $KAFKA_BOOTSTRAP)")
+func (f *targetFlags) register(fs *pflag.FlagSet) {
+	f.tableFlags.register(fs)
+	fs.StringVar(&f.app, "app", "", "txn appId `PREFIX` (default table.app_id: deltaflow)")
+	fs.StringVar(&f.topic, "topic", "", "Kafka `topic` (default kafka.topic, $KAFKA_TOPIC: sensor-events)")
+	fs.StringVar(&f.brokers, "brokers", "", "Kafka `brokers`, comma-separated (default kafka.brokers, $KAFKA_BOOTSTRAP)")
+	jsonFlag(fs, &f.asJSON)
 }
 
-// load returns the configuration with the flags applied; a table must come
-// from --table, --config or DELTAFLOW_TABLE_URI, never from the default.
-func (f *targetFlags) load() (*daemon.Config, storage.Options, error) {
-	if f.uri == "" && f.config == "" && os.Getenv("DELTAFLOW_TABLE_URI") == "" {
-		return nil, storage.Options{}, usagef("--table (or --config, or DELTAFLOW_TABLE_URI) is required")
+// textOut is where the command's text goes: nowhere with --json, whose
+// result writeJSON prints at the end.
+func (f *targetFlags) textOut(out IO) io.Writer {
+	if f.asJSON {
+		return io.Discard
 	}
-	cfg, err := daemon.Load(f.config, os.Getenv)
+	return out.Stdout
+}
+
+// writeJSON prints the plan with --json; version is the commit, nil on a
+// dry run.
+func (f *targetFlags) writeJSON(out IO, plan *startPlan, cfg *daemon.Config, version *int64) error {
+	if !f.asJSON {
+		return nil
+	}
+	return plan.writeJSON(out.Stdout, cfg, version)
+}
+
+// load returns the configuration with the flags applied.
+func (f *targetFlags) load() (*daemon.Config, storage.Options, error) {
+	cfg, err := f.tableFlags.load()
 	if err != nil {
 		return nil, storage.Options{}, err
-	}
-	if f.uri != "" {
-		cfg.Table.URI = f.uri
 	}
 	if f.app != "" {
 		cfg.Table.AppID = f.app
@@ -48,19 +60,8 @@ func (f *targetFlags) load() (*daemon.Config, storage.Options, error) {
 	if f.brokers != "" {
 		cfg.Kafka.Brokers = strings.Split(f.brokers, ",")
 	}
-	opts := cfg.StorageOptions()
-	for _, o := range []struct{ flag, cfg *string }{
-		{&f.s3.Endpoint, &opts.Endpoint}, {&f.s3.AccessKey, &opts.AccessKey}, {&f.s3.SecretKey, &opts.SecretKey},
-		{&f.s3.Region, &opts.Region}, {&f.s3.CAFile, &opts.CAFile},
-	} {
-		if *o.flag != "" {
-			*o.cfg = *o.flag
-		}
-	}
-	cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.Region, cfg.Storage.CAFile = opts.Endpoint, opts.AccessKey, opts.Region, opts.CAFile
-	cfg.Storage.SecretKey = kafka.Secret(opts.SecretKey)
 	if err := cfg.Validate(); err != nil {
 		return nil, storage.Options{}, err
 	}
-	return cfg, opts, nil
+	return cfg, cfg.StorageOptions(), nil
 }

@@ -7,27 +7,47 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/delta/filter"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-const verifyUsage = "--table URI [--version N] [--deep]"
-
-func verifyCommand() *Command {
-	return &Command{Name: "verify", Usage: verifyUsage, Summary: "check that every live file exists with its logged size (and, --deep, its stats)", Run: runVerify}
+// verifyJSON is `verify --json`.
+type verifyJSON struct {
+	Version int64 `json:"version"`
+	OK      bool  `json:"ok"`
+	Deep    bool  `json:"deep"`
+	Files   int   `json:"files"`
+	// Rows is counted in the files with --deep, else taken from the stats.
+	Rows     int64         `json:"rows"`
+	Failures []failureJSON `json:"failures"`
 }
 
-func runVerify(ctx context.Context, out IO, args []string) error {
-	fs := newFlagSet("verify", verifyUsage, out.Stderr)
+// failureJSON is one way a file differs from the log.
+type failureJSON struct {
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
+}
+
+func verifyCommand(out IO) *cobra.Command {
 	var tf tableFlags
-	tf.register(fs, true)
-	deep := fs.Bool("deep", false, "also read every file: row count, and column min/max/nullCount against the stats")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
+	var deep, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "check that every live file exists with its logged size (and, --deep, its stats)",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runVerify(cmd.Context(), out, &tf, deep, asJSON) },
 	}
+	tf.register(cmd.Flags())
+	tf.registerVersion(cmd.Flags())
+	cmd.Flags().BoolVar(&deep, "deep", false, "also read every file: row count, and column min/max/nullCount against the stats")
+	jsonFlag(cmd.Flags(), &asJSON)
+	return cmd
+}
+
+func runVerify(ctx context.Context, out IO, tf *tableFlags, deep, asJSON bool) error {
 	tbl, snap, err := tf.snapshot(ctx)
 	if err != nil {
 		return err
@@ -37,29 +57,40 @@ func runVerify(ctx context.Context, out IO, args []string) error {
 		return err
 	}
 	files := snap.Files()
-	var rows int64
+	res := verifyJSON{Version: snap.Version(), Deep: deep, Files: len(files), Failures: []failureJSON{}}
 	bad := 0
 	for _, a := range files {
-		problems, n, err := verifyFile(ctx, tbl.Store(), snap, schema, a, *deep)
+		problems, n, err := verifyFile(ctx, tbl.Store(), snap, schema, a, deep)
 		if err != nil {
 			return err
 		}
-		rows += n
+		res.Rows += n
 		if len(problems) > 0 {
 			bad++
 		}
 		for _, p := range problems {
-			fmt.Fprintf(out.Stdout, "FAIL %s: %s\n", a.Path, p)
+			res.Failures = append(res.Failures, failureJSON{Path: a.Path, Problem: p})
+			if !asJSON {
+				fmt.Fprintf(out.Stdout, "FAIL %s: %s\n", a.Path, p)
+			}
+		}
+	}
+	res.OK = bad == 0
+	if asJSON {
+		if err := writeJSON(out.Stdout, res); err != nil {
+			return err
 		}
 	}
 	if bad > 0 {
 		return fmt.Errorf("verify failed: %d of %d files at version %d differ from the log", bad, len(files), snap.Version())
 	}
-	what := "rows (from stats)"
-	if *deep {
-		what = "rows verified"
+	if !asJSON {
+		what := "rows (from stats)"
+		if deep {
+			what = "rows verified"
+		}
+		fmt.Fprintf(out.Stdout, "OK: %d files, %d %s at version %d\n", len(files), res.Rows, what, snap.Version())
 	}
-	fmt.Fprintf(out.Stdout, "OK: %d files, %d %s at version %d\n", len(files), rows, what, snap.Version())
 	return nil
 }
 

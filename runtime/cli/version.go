@@ -1,28 +1,46 @@
 package cli
 
 import (
-	"context"
 	"fmt"
+	"io"
 	goruntime "runtime"
+
+	"github.com/spf13/cobra"
 
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
-// versionCommand prints the version stamped into the binary (see
-// daemon.Version), the one deltaflow_build_info reports.
-func versionCommand() *Command {
-	return &Command{
-		Name:    "version",
-		Summary: "print deltaflow's version and Go toolchain",
-		Run: func(_ context.Context, out IO, args []string) error {
-			fs := newFlagSet("version", "", out.Stderr)
-			if pos, err := parseFlags(fs, args); err != nil {
-				return err
-			} else if len(pos) > 0 {
-				return usagef("unexpected argument %q", pos[0])
-			}
-			fmt.Fprintf(out.Stdout, "deltaflow %s %s %s/%s\n", daemon.Version(), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
-			return nil
-		},
+// versionJSON is `deltaflow version --json`: deltaflow_build_info's labels
+// and the platform.
+type versionJSON struct {
+	daemon.Build
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+// versionCommand prints the build the binary reports as
+// deltaflow_build_info (`deltaflow --version` prints the same).
+func versionCommand(out IO) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "print deltaflow's version, VCS revision and Go toolchain",
+		Args:  noArgs,
+		RunE:  func(*cobra.Command, []string) error { return printVersion(out.Stdout, asJSON) },
 	}
+	jsonFlag(cmd.Flags(), &asJSON)
+	return cmd
+}
+
+func printVersion(w io.Writer, asJSON bool) error {
+	v := versionJSON{Build: daemon.BuildInfo(), OS: goruntime.GOOS, Arch: goruntime.GOARCH}
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	rev := v.Revision
+	if rev == "" {
+		rev = "unknown"
+	}
+	_, err := fmt.Fprintf(w, "deltaflow %s (revision %s, %s, %s/%s)\n", v.Version, rev, v.GoVersion, v.OS, v.Arch)
+	return err
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,7 +162,7 @@ func deltaflowMetricNames(t *testing.T) []string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	actors.NewMetrics(reg)
-	reg.MustRegister(buildInfo("test"))
+	reg.MustRegister(buildInfo(Build{Version: "test"}))
 	descs := make(chan *prometheus.Desc)
 	go func() {
 		reg.Describe(descs)
@@ -182,4 +183,23 @@ func deltaflowMetricNames(t *testing.T) []string {
 		t.Fatalf("only %d deltaflow metrics described: %v", len(names), names)
 	}
 	return names
+}
+
+// TestBuildInfoMetric: deltaflow_build_info carries the fields `deltaflow
+// version` prints.
+func TestBuildInfoMetric(t *testing.T) {
+	b := Build{Version: "1.2.3", Revision: "abc123-dirty", GoVersion: "go1.99"}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(buildInfo(b))
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 || len(mfs[0].GetMetric()) != 1 {
+		t.Fatalf("gather: %v %v", mfs, err)
+	}
+	labels := map[string]string{}
+	for _, l := range mfs[0].GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if want := map[string]string{"version": "1.2.3", "revision": "abc123-dirty", "goversion": "go1.99"}; !maps.Equal(labels, want) {
+		t.Errorf("labels %v, want %v", labels, want)
+	}
 }

@@ -87,9 +87,11 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, os.Getenv)).String())
 	}
 
+	build := BuildInfo()
+	build.Version = opts.Version
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfo(opts.Version))
+		buildInfo(build))
 	metrics := actors.NewMetrics(reg)
 	health := actors.NewHealth()
 	ready := &readiness{health: health}
@@ -355,11 +357,42 @@ func Version() string {
 	return "0.0.0-dev"
 }
 
-// buildInfo is deltaflow_build_info: always 1, labelled with the version
-// and the Go toolchain, as Prometheus exporters report their build.
-func buildInfo(version string) prometheus.Collector {
+// Build is what `deltaflow version` and deltaflow_build_info report.
+type Build struct {
+	Version string `json:"version"`
+	// Revision is the VCS commit the binary was built from, with "-dirty"
+	// when the work tree had changes; "" when Go recorded none (go test,
+	// -buildvcs=false, a build outside a checkout).
+	Revision  string `json:"revision"`
+	GoVersion string `json:"goversion"`
+}
+
+// BuildInfo describes the running binary.
+func BuildInfo() Build {
+	b := Build{Version: Version(), GoVersion: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var modified bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				b.Revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if modified && b.Revision != "" {
+			b.Revision += "-dirty"
+		}
+	}
+	return b
+}
+
+// buildInfo is deltaflow_build_info: always 1, labelled with the version,
+// the VCS revision and the Go toolchain, as Prometheus exporters report
+// their build.
+func buildInfo(b Build) prometheus.Collector {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_build_info",
-		Help: "Always 1; the labels say which deltaflow build is running."}, []string{"version", "goversion"})
-	g.WithLabelValues(version, runtime.Version()).Set(1)
+		Help: "Always 1; the labels say which deltaflow build is running."}, []string{"version", "revision", "goversion"})
+	g.WithLabelValues(b.Version, b.Revision, b.GoVersion).Set(1)
 	return g
 }

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/deltaflow/deltaflow/runtime/daemon"
+)
+
+// TestUsageErrors: a usage error is one message naming what was wrong and
+// a hint, exit 2; no command shows the help, exit 2.
+func TestUsageErrors(t *testing.T) {
+	dir := newCLITable(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"vacuum", "--table", dir, "--bogus"},
+			"deltaflow vacuum: unknown flag: --bogus\nRun 'deltaflow vacuum --help' for usage.\n"},
+		{[]string{"inspect", "snapshot", "-table", dir},
+			"deltaflow inspect snapshot: unknown shorthand flag: 't' in -table (long flags take two dashes: --table)\nRun 'deltaflow inspect snapshot --help' for usage.\n"},
+		{[]string{"bogus"}, "deltaflow: unknown command \"bogus\" for \"deltaflow\"\nRun 'deltaflow --help' for usage.\n"},
+		{[]string{"inspect", "bogus", "--table", dir},
+			"deltaflow inspect: unknown command \"bogus\" for \"deltaflow inspect\"\nRun 'deltaflow inspect --help' for usage.\n"},
+		{[]string{"verify", "--table", dir, "extra"},
+			"deltaflow verify: unexpected argument \"extra\"\nRun 'deltaflow verify --help' for usage.\n"},
+		{[]string{"inspect", "snapshot", "--version", "x", "--table", dir},
+			"deltaflow inspect snapshot: invalid argument \"x\" for \"--version\" flag: strconv.ParseInt: parsing \"x\": invalid syntax\nRun 'deltaflow inspect snapshot --help' for usage.\n"},
+	} {
+		code, out, errs := run(t, tc.args...)
+		if code != 2 || out != "" || errs != tc.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	for _, args := range [][]string{nil, {"inspect"}} {
+		code, out, errs := run(t, args...)
+		if code != 2 || !strings.Contains(out, "Usage:") || errs != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+}
+
+// TestErrorPrefixOnce: a library error that starts with the command's name
+// is not prefixed with it twice.
+func TestErrorPrefixOnce(t *testing.T) {
+	dir, _ := newRowsTable(t, 2)
+	files, err := filepath.Glob(filepath.Join(dir, "p=a", "*.parquet"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("fixture: %v %v", files, err)
+	}
+	if err := os.WriteFile(files[0], []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "optimize", "--table", dir)
+	if code != 1 || !strings.HasPrefix(errs, "deltaflow optimize: ") || strings.Contains(errs, "optimize: optimize:") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	_, long, _ := run(t, "--version")
+	code, out, errs := run(t, "version")
+	if code != 0 || out != long || !strings.HasPrefix(out, "deltaflow "+daemon.Version()+" (revision ") {
+		t.Errorf("version: exit %d, %q (--version: %q) %s", code, out, long, errs)
+	}
+	code, out, errs = run(t, "version", "--json")
+	var v versionJSON
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Build != daemon.BuildInfo() || v.OS == "" || v.Arch == "" {
+		t.Errorf("version --json: exit %d, %v: %s%s", code, err, out, errs)
+	}
+}
+
+// TestTableFromEnvAndConfig: --table beats $DELTAFLOW_TABLE_URI, which
+// beats --config's table.uri; --config may come from $DELTAFLOW_CONFIG.
+func TestTableFromEnvAndConfig(t *testing.T) {
+	dir := newCLITable(t)
+	empty := t.TempDir()
+	config := func(uri string) string {
+		path := filepath.Join(t.TempDir(), "deltaflow.yaml")
+		if err := os.WriteFile(path, []byte("table:\n  uri: "+uri+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	snapshotVersion := func(args ...string) int64 {
+		t.Helper()
+		code, out, errs := run(t, append([]string{"inspect", "snapshot", "--json"}, args...)...)
+		var s struct{ Version int64 }
+		if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil {
+			t.Fatalf("%v: exit %d, %v: %s", args, code, err, errs)
+		}
+		return s.Version
+	}
+	if v := snapshotVersion("--config", config(dir)); v != 2 {
+		t.Errorf("--config: version %d", v)
+	}
+	t.Setenv(configEnv, config(dir))
+	if v := snapshotVersion(); v != 2 {
+		t.Errorf("$%s: version %d", configEnv, v)
+	}
+	t.Setenv(configEnv, config(empty))
+	t.Setenv(tableEnv, dir)
+	if v := snapshotVersion(); v != 2 {
+		t.Errorf("$%s over the config: version %d", tableEnv, v)
+	}
+	if code, _, errs := run(t, "verify", "--table", empty); code != 1 || !strings.Contains(errs, "table not found") {
+		t.Errorf("--table over $%s: exit %d, %s", tableEnv, code, errs)
+	}
+}
+
+// TestJSONOutput: the maintenance commands print JSON with --json, and
+// timestamps in JSON are RFC 3339 UTC.
+func TestJSONOutput(t *testing.T) {
+	dir, _ := newRowsTable(t, 2)
+	decode := func(v any, args ...string) {
+		t.Helper()
+		code, out, errs := run(t, args...)
+		if err := json.Unmarshal([]byte(out), v); code != 0 || err != nil {
+			t.Fatalf("%v: exit %d, %v: %s%s", args, code, err, out, errs)
+		}
+	}
+	var ver verifyJSON
+	decode(&ver, "verify", "--table", dir, "--deep", "--json")
+	if !ver.OK || ver.Files != 4 || ver.Rows != 20 || !ver.Deep || ver.Version != 2 || ver.Failures == nil {
+		t.Errorf("verify: %+v", ver)
+	}
+	var opt optimizeJSON
+	decode(&opt, "optimize", "--table", dir, "--dry-run", "--json")
+	if !opt.DryRun || opt.CommittedVersion != nil || len(opt.Bins) != 2 || opt.Bins[0].Partition != "p=a" || opt.Bins[0].NumFiles != 2 {
+		t.Errorf("optimize --dry-run: %+v", opt)
+	}
+	decode(&opt, "optimize", "--table", dir, "--json")
+	if opt.DryRun || opt.CommittedVersion == nil || *opt.CommittedVersion != 3 || opt.FilesRemoved != 4 || opt.FilesAdded != 2 {
+		t.Errorf("optimize: %+v", opt)
+	}
+	var vac vacuumJSON
+	decode(&vac, "vacuum", "--table", dir, "--retain", "0", "--force", "--dry-run", "--json")
+	if !vac.DryRun || len(vac.Files) != 4 || vac.Retention != "0s" || vac.Version != 3 {
+		t.Errorf("vacuum --dry-run: %+v", vac)
+	}
+	decode(&vac, "vacuum", "--table", dir, "--retain", "0", "--force", "--json", "--single-writer")
+	if vac.DryRun || len(vac.Files) != 4 || vac.LogRetention == "" || vac.Version != 5 {
+		t.Errorf("vacuum: %+v", vac)
+	}
+	var snap struct{ Timestamp string }
+	decode(&snap, "inspect", "snapshot", "--table", dir, "--json")
+	if ts, err := time.Parse(time.RFC3339Nano, snap.Timestamp); err != nil || !strings.HasSuffix(snap.Timestamp, "Z") || time.Since(ts) > time.Hour {
+		t.Errorf("snapshot timestamp %q: %v", snap.Timestamp, err)
+	}
+}
+
+// TestSeekJSON: seek --json prints the plan and the version it wrote.
+func TestSeekJSON(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	table := filepath.Join(t.TempDir(), "table")
+	code, out, errs := run(t, "seek", "--table", table, "--brokers", cluster.ListenAddrs()[0], "--topic", "t1", "--offsets", "0:0,1:0", "--json")
+	var js startJSON
+	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s%s", code, err, out, errs)
+	}
+	if js.DryRun || js.Version == nil || js.Topic != "t1" || len(js.Partitions) != 2 || js.Partitions[1].From == nil || *js.Partitions[1].From != 0 {
+		t.Errorf("%s", out)
+	}
+	if code, _, errs := run(t, "seek", "--table", table, "--brokers", cluster.ListenAddrs()[0], "--topic", "t1", "--offsets", "0:0", "--group", "g"); code != 2 || !strings.Contains(errs, "none of the others can be") {
+		t.Errorf("two sources: exit %d, %s", code, errs)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, errs := run(t, "completion", shell)
+		if code != 0 || !strings.Contains(out, "deltaflow") || errs != "" {
+			t.Errorf("%s: exit %d, %d bytes, %s", shell, code, len(out), errs)
+		}
+	}
+	// Flag values and subcommands complete.
+	if _, out, _ := run(t, "__complete", "cat", "--format", ""); !strings.Contains(out, "jsonl\ncsv\n") {
+		t.Errorf("cat --format: %q", out)
+	}
+	if _, out, _ := run(t, "__complete", "inspect", ""); !strings.Contains(out, "snapshot") {
+		t.Errorf("inspect: %q", out)
+	}
+}
