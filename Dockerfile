@@ -20,14 +20,17 @@ ARG TARGETARCH
 # Stamped into the binary: `deltaflow version`, deltaflow_build_info
 # (`make docker` passes the git tag or commit).
 ARG VERSION=0.0.0-dev
+ARG REVISION=
 # CGO_ENABLED=0: a static binary that runs on distroless/static (no libc).
 # -trimpath -s -w: no build paths or symbol tables; ~30% smaller.
 # -tags nonatsserver: no embedded nats-server (NATS runs as its own service
-# in the stack; nats.url is required): 22 MB instead of 30 MB for arm64.
+# in the stack; nats.url is required); nodevtools: no demo, produce or bench
+# (the demo needs the embedded server; the tools belong on a dev machine).
+# 19.8 MiB instead of 29.6 MiB for arm64 (README, "Binary size").
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -tags nonatsserver -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=${VERSION}" -o /out/deltaflow ./cmd/deltaflow
+    go build -tags nonatsserver,nodevtools -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=${VERSION} -X github.com/deltaflow/deltaflow/runtime/daemon.revision=${REVISION}" -o /out/deltaflow ./cmd/deltaflow
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/deltaflow /usr/bin/deltaflow

@@ -9,12 +9,13 @@ export GOTOOLCHAIN := $(shell sed -n 's/^GO_TOOLCHAIN="\(.*\)"/\1/p' scripts/lib
 # deltaflow_build_info): the git tag, else the commit.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
 # Release build flags: static, no build paths, no symbol tables, the version.
-GOFLAGS_RELEASE := -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=$(VERSION)"
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+GOFLAGS_RELEASE := -trimpath -ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=$(VERSION) -X github.com/deltaflow/deltaflow/runtime/daemon.revision=$(REVISION)"
 # `make docker PLATFORMS=linux/arm64` for the Pi alone.
 PLATFORMS ?= linux/arm64,linux/amd64
 IMAGE ?= deltaflow:latest
 
-.PHONY: help build cross release docker test test-short reliability fuzz deps servers-start servers-stop vet bench bench-steady
+.PHONY: help build cross release docker test test-short reliability fuzz deps servers-start servers-stop vet bench bench-steady size
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,7 +32,7 @@ release: ## dist/: linux/arm64 and linux/amd64 tarballs, an SPDX SBOM each, SHA2
 	VERSION=$(VERSION) scripts/release.sh
 
 docker: ## multi-arch image with buildx (needs a Docker engine; not run in CI): IMAGE=, PLATFORMS=, PUSH=1
-	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) -t $(IMAGE) $(if $(PUSH),--push,) .
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) $(if $(PUSH),--push,) .
 
 test: ## full run: install + start MinIO, Kafka, NATS; vet, cross-build, govulncheck, go test -race, 10s per fuzz target (what CI runs)
 	scripts/test.sh
@@ -72,3 +73,6 @@ bench-steady: ## deltaflow bench --steady: the Pi's load (17 events/s) and 1,000
 	go build -o bin/deltaflow ./cmd/deltaflow
 	bin/deltaflow bench --throughput=false --steady 17,1000 $(if $(NATS_URL),--nats-url $(NATS_URL),) --json bench-steady.json
 	bin/deltaflow bench --check bench-steady.json
+
+size: ## linux/arm64 binary size per build (full, no embedded NATS, the image's) and its heaviest packages
+	scripts/size.sh

@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)}"
+REVISION="${REVISION:-$(git rev-parse HEAD 2>/dev/null || true)}"
 DIST="${DIST:-dist}"
 ARCHES=(arm64 amd64)
 # What goes into each tarball besides the binary (LICENSE when there is one).
@@ -51,7 +52,7 @@ for arch in "${ARCHES[@]}"; do
 	# (the Makefile's GOFLAGS_RELEASE; the embedded NATS server included, as
 	# `make cross` builds it, so `deltaflow demo` and a nats.url-less run work).
 	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath \
-		-ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=$VERSION" \
+		-ldflags="-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=$VERSION -X github.com/deltaflow/deltaflow/runtime/daemon.revision=$REVISION" \
 		-o "$stage/deltaflow" ./cmd/deltaflow
 	cp -R "${FILES[@]}" "$stage/"
 	# Modes independent of the umask: the binary 0755, the rest 0644 / 0755.

@@ -86,12 +86,13 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 	})
 	root.SetOut(out.Stdout)
 	root.SetErr(out.Stderr)
-	root.AddGroup(
-		&cobra.Group{ID: groupDaemon, Title: "Daemon:"},
-		&cobra.Group{ID: groupTable, Title: "Table commands:"},
-		&cobra.Group{ID: groupDev, Title: "Developer tools:"},
-		&cobra.Group{ID: groupOther, Title: "Other commands:"},
-	)
+	root.AddGroup(&cobra.Group{ID: groupDaemon, Title: "Daemon:"}, &cobra.Group{ID: groupTable, Title: "Table commands:"})
+	dev := devTools(out)
+	devListed := len(dev) > 0 && !dev[0].Hidden // the daemon build's stand-ins are hidden
+	if devListed {
+		root.AddGroup(&cobra.Group{ID: groupDev, Title: "Developer tools:"})
+	}
+	root.AddGroup(&cobra.Group{ID: groupOther, Title: "Other commands:"})
 	root.SetHelpCommandGroupID(groupOther)
 	root.SetCompletionCommandGroupID(groupOther)
 	add := func(group string, cmds ...*cobra.Command) {
@@ -103,7 +104,11 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 	add(groupDaemon, runCommand(out), healthcheckCommand())
 	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
 		vacuumCommand(out), seekCommand(out), takeoverCommand(out))
-	add(groupDev, devTools(out)...)
+	if devListed {
+		add(groupDev, dev...)
+	} else {
+		root.AddCommand(dev...)
+	}
 	add(groupOther, versionCommand(out))
 	return root, parsed
 }

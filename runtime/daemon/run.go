@@ -341,6 +341,10 @@ var semver = regexp.MustCompile(`^v(\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)(\+[0-9A-Za-
 // (the Makefile and the Dockerfile do it); empty in other builds.
 var version string
 
+// revision is the VCS commit stamped in the same way (…/daemon.revision=),
+// for builds where Go records none: the image's, built without .git.
+var revision string
+
 // Version is the version the binary was built as: the one stamped in with
 // -ldflags -X (a leading "v" dropped), else the module version it was built
 // from, else "0.0.0-dev". The control service, `deltaflow version` and
@@ -369,8 +373,8 @@ type Build struct {
 
 // BuildInfo describes the running binary.
 func BuildInfo() Build {
-	b := Build{Version: Version(), GoVersion: runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	b := Build{Version: Version(), Revision: revision, GoVersion: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok && revision == "" {
 		var modified bool
 		for _, s := range bi.Settings {
 			switch s.Key {
