@@ -42,5 +42,5 @@
 // early epoch: the fetch loop when the budget pauses it (fetcher.run), the
 // fetch loop again when the budget stays exhausted a whole poll wait, the
 // budget watch when buffered bytes pass FlushMaxBytes (Engine.watchBudget),
-// and Engine.Flush (the control service, Stop's final commit, CatchUp).
+// and Engine.CommitNow (the control service, Stop's final commit, CatchUp).
 package actors

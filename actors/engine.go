@@ -333,8 +333,9 @@ func (e *Engine) watchBudget(ctx context.Context) {
 // request as soon as it ends).
 const budgetRecheck = 100 * time.Millisecond
 
-// Flush commits everything read so far and waits for it.
-func (e *Engine) Flush(ctx context.Context) error {
+// CommitNow starts an epoch now (messages.CommitNow) and waits until it and
+// every earlier one are committed: everything read so far is in the table.
+func (e *Engine) CommitNow(ctx context.Context) error {
 	reply := make(chan error, 1)
 	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "request", Reply: reply})
 	select {
@@ -386,7 +387,7 @@ func (e *Engine) Position() map[int32]int64 { return e.fetch.position() }
 func (e *Engine) Stop(ctx context.Context) error {
 	e.cancel()
 	<-e.loopDone
-	err := e.Flush(ctx)
+	err := e.CommitNow(ctx)
 	e.stopping.Store(true)
 	e.cons.Close()
 	if e.maintenance != nil {

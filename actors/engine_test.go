@@ -398,7 +398,7 @@ func TestCrashBetweenUploadAndCommit(t *testing.T) {
 	})
 	flushCtx, cancelFlush := context.WithCancel(context.Background())
 	defer cancelFlush()
-	go r.engine.Flush(flushCtx) //nolint:errcheck // the process "dies" before it answers
+	go r.engine.CommitNow(flushCtx) //nolint:errcheck // the process "dies" before it answers
 	<-blocked
 	r.kill()
 	s, _ := h.table.Snapshot(t.Context())
@@ -507,7 +507,7 @@ func TestMemoryBudget(t *testing.T) {
 			read += next
 		}
 	}
-	if err := r.engine.Flush(t.Context()); err != nil {
+	if err := r.engine.CommitNow(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	h.waitCommitted(r, 60*time.Second)

@@ -238,7 +238,7 @@ func flushAll(t *testing.T, r *running, want int64) {
 	t.Helper()
 	var n int64
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if err := r.engine.Flush(t.Context()); err != nil {
+		if err := r.engine.CommitNow(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		committed, err := r.engine.Committed(t.Context())

@@ -2,7 +2,7 @@ package messages
 
 // CommitNow asks the committer to start an epoch now: sent by the fetch
 // loop when the memory budget is exhausted, by the engine when buffered
-// bytes pass flush.max_bytes, and by Engine.Flush (control service, shutdown,
+// bytes pass flush.max_bytes, and by Engine.CommitNow (control service, shutdown,
 // catch-up); the package doc lists the four sites. Reply, if set, receives
 // nil once that epoch (and every earlier one) is committed, or the error
 // that stopped it.

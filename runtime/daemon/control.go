@@ -46,7 +46,7 @@ func (c *controller) Status(ctx context.Context) (any, error) {
 	}, nil
 }
 
-func (c *controller) Flush(ctx context.Context) error { return c.engine.Flush(ctx) }
+func (c *controller) Flush(ctx context.Context) error { return c.engine.CommitNow(ctx) }
 
 func (c *controller) Pause(ctx context.Context) error { return c.engine.Pause(ctx) }
 
