@@ -65,13 +65,13 @@ vet: ## go vet and gofmt check
 
 bench: ## deltaflow bench: 1M events, then latency and startup, then the target check
 	go build -o bin/deltaflow ./cmd/deltaflow
-	bin/deltaflow bench --events 1000000 --json bench.json --png bench.png
-	bin/deltaflow bench --throughput=false --latency --duration 30s --startup --json bench-latency.json
+	bin/deltaflow bench --events 1000000 --output bench.json --png bench.png
+	bin/deltaflow bench --throughput=false --latency --duration 30s --startup --output bench-latency.json
 	bin/deltaflow bench --check bench.json bench-latency.json
 
 bench-steady: ## deltaflow bench --steady: the Pi's load (17 events/s) and 1,000 events/s, 10 minutes each, embedded NATS (NATS_URL=… for an external server)
 	go build -o bin/deltaflow ./cmd/deltaflow
-	bin/deltaflow bench --throughput=false --steady 17,1000 $(if $(NATS_URL),--nats-url $(NATS_URL),) --json bench-steady.json
+	bin/deltaflow bench --throughput=false --steady 17,1000 $(if $(NATS_URL),--nats-url $(NATS_URL),) --output bench-steady.json
 	bin/deltaflow bench --check bench-steady.json
 
 size: ## linux/arm64 binary size per build (full, no embedded NATS, the image's) and its heaviest packages

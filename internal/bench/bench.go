@@ -88,8 +88,8 @@ type Options struct {
 	// MemProfile writes each stage child's heap profile at its peak to
 	// MemProfile.<stage>.
 	MemProfile string
-	// JSON and PNG are output files; empty: none.
-	JSON, PNG string
+	// Output (the report as JSON) and PNG are output files; empty: none.
+	Output, PNG string
 	// Self is the command line that runs a stage child, to which the stage
 	// flags are appended; default: this executable with "bench stage".
 	Self []string
@@ -164,7 +164,7 @@ type StageReport struct {
 	Series        []Sample `json:"series,omitempty"`
 }
 
-// Report is the JSON `deltaflow bench --json` writes.
+// Report is the JSON `deltaflow bench --json` prints (and --output writes).
 type Report struct {
 	Events     int64  `json:"events"`
 	Partitions int    `json:"partitions"`
@@ -246,13 +246,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Startup = sr
 	}
 	PrintReport(o.Out, rep)
-	if o.JSON != "" {
+	if o.Output != "" {
 		data, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
 			return rep, err
 		}
-		if err := os.WriteFile(o.JSON, append(data, '\n'), 0o644); err != nil {
-			return rep, err
+		if err := os.WriteFile(o.Output, append(data, '\n'), 0o644); err != nil {
+			return rep, fmt.Errorf("write the report: %w", err)
 		}
 	}
 	if o.PNG != "" && len(rep.Stages) > 0 {

@@ -28,7 +28,7 @@ func TestBenchShort(t *testing.T) {
 	jsonPath, pngPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.png")
 	var out strings.Builder
 	_, err := Run(t.Context(), Options{
-		Events: 100_000, Throughput: true, Dir: dir, JSON: jsonPath, PNG: pngPath,
+		Events: 100_000, Throughput: true, Dir: dir, Output: jsonPath, PNG: pngPath,
 		Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func TestBenchSteadyShort(t *testing.T) {
 	r, err := Run(t.Context(), Options{
 		Steady: []float64{17, 200}, SteadyDuration: 4 * time.Second, SteadyIdle: 2 * time.Second, FlushInterval: time.Second,
 		Latency: true, Rate: 200, Duration: 3 * time.Second,
-		Dir: dir, JSON: jsonPath, Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
+		Dir: dir, Output: jsonPath, Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
 	})
 	if err != nil {
 		t.Fatal(err)

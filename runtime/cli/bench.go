@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 type benchFlags struct {
 	bench.Options
 	brokers, steady string
-	check           bool
+	check, asJSON   bool
 }
 
 func benchCommand(out IO) *cobra.Command {
@@ -37,8 +38,14 @@ func benchCommand(out IO) *cobra.Command {
 				return err
 			}
 			o.Out, o.Log = out.Stdout, out.Stderr
-			_, err = bench.Run(cmd.Context(), o)
-			return err
+			if f.asJSON {
+				o.Out = io.Discard // the report goes out as JSON instead
+			}
+			rep, err := bench.Run(cmd.Context(), o)
+			if err != nil || !f.asJSON {
+				return err
+			}
+			return writeJSON(out.Stdout, rep)
 		},
 	}
 	fs := cmd.Flags()
@@ -62,7 +69,8 @@ func benchCommand(out IO) *cobra.Command {
 	fs.StringVar(&o.NATSURL, "nats-url", "", "latency and steady mode: the daemon uses this NATS `URL`; empty: its embedded server")
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
-	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to `FILE`")
+	jsonFlag(fs, &f.asJSON)
+	fs.StringVarP(&o.Output, "output", "o", "", "also write the report as JSON to `FILE` (what --check reads)")
 	fs.StringVar(&o.PNG, "png", "", "draw throughput and RSS over time to `FILE` (PNG)")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write each stage's heap profile, at its peak, to `FILE`.<stage>")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write each stage's CPU profile to `FILE`.<stage>")
