@@ -70,7 +70,7 @@ func benchCommand(out IO) *cobra.Command {
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	jsonFlag(fs, &f.asJSON)
-	fs.StringVarP(&o.Output, "output", "o", "", "also write the report as JSON to `FILE` (what --check reads)")
+	fs.StringVar(&o.Output, "output", "", "also write the report as JSON to `FILE` (what --check reads)")
 	fs.StringVar(&o.PNG, "png", "", "draw throughput and RSS over time to `FILE` (PNG)")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write each stage's heap profile, at its peak, to `FILE`.<stage>")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write each stage's CPU profile to `FILE`.<stage>")

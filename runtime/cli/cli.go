@@ -93,6 +93,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 		root.AddGroup(&cobra.Group{ID: groupDev, Title: "Developer tools:"})
 	}
 	root.AddGroup(&cobra.Group{ID: groupOther, Title: "Other commands:"})
+	root.SetHelpCommand(helpCommand(root))
 	root.SetHelpCommandGroupID(groupOther)
 	root.SetCompletionCommandGroupID(groupOther)
 	add := func(group string, cmds ...*cobra.Command) {
@@ -201,4 +202,34 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// helpCommand is cobra's `help [command]`, except that an unknown topic is
+// a usage error (cobra's own prints a line and exits 0).
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "help shows the usage and flags of any command: deltaflow help [command ...].",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	}
 }

@@ -28,6 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bogus"}, "deltaflow: unknown command \"bogus\" for \"deltaflow\"\nRun 'deltaflow --help' for usage.\n"},
 		{[]string{"inspect", "bogus", "--table", dir},
 			"deltaflow inspect: unknown command \"bogus\" for \"deltaflow inspect\"\nRun 'deltaflow inspect --help' for usage.\n"},
+		{[]string{"help", "bogus"}, "deltaflow help: unknown help topic \"bogus\"\nRun 'deltaflow help --help' for usage.\n"},
 		{[]string{"verify", "--table", dir, "extra"},
 			"deltaflow verify: unexpected argument \"extra\"\nRun 'deltaflow verify --help' for usage.\n"},
 		{[]string{"inspect", "snapshot", "--version", "x", "--table", dir},
