@@ -147,3 +147,121 @@ func TestCleanupLogNothingExpired(t *testing.T) {
 		t.Fatalf("deleted %v (%v)", deleted, err)
 	}
 }
+
+// TestCleanupLogV2Checkpoint: on Spark's tables with V2 checkpoints, the
+// UUID-named checkpoint and its sidecars stay while they are the kept
+// checkpoint, and go once a newer checkpoint is kept; an old sidecar no
+// checkpoint names goes, a young one (a checkpoint may be being written)
+// stays, and the table reads the same rows throughout.
+func TestCleanupLogV2Checkpoint(t *testing.T) {
+	for _, name := range []string{"v2checkpoint", "v2checkpoint-parquet"} {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := sparkFixture(t, name)
+			tbl := NewTable(localStore(t, dir))
+			cps, _ := filepath.Glob(logPath(dir, "00000000000000000003.checkpoint.*"))
+			sidecars, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "_sidecars", "*.parquet"))
+			if len(cps) != 1 || len(sidecars) != 1 {
+				t.Fatalf("fixture: checkpoints %v, sidecars %v", cps, sidecars)
+			}
+			uuidCheckpoint := LogDir + filepath.Base(cps[0])
+			sidecar := SidecarDir + filepath.Base(sidecars[0])
+			data, err := os.ReadFile(sidecars[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			oldOrphan, youngOrphan := SidecarDir+"old-orphan.parquet", SidecarDir+"young-orphan.parquet"
+			for _, k := range []string{oldOrphan, youngOrphan} {
+				if err := tbl.Store().Put(t.Context(), k, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			age := func(keys ...string) {
+				t.Helper()
+				old := time.Now().Add(-33 * 24 * time.Hour)
+				for _, k := range keys {
+					if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(k)), old, old); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			cleanup := func(wantDeleted ...string) {
+				t.Helper()
+				s, err := tbl.Snapshot(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := snapshotRows(t, tbl, s)
+				deleted, err := tbl.CleanupLog(t.Context(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.Sort(deleted)
+				slices.Sort(wantDeleted)
+				if !slices.Equal(deleted, wantDeleted) {
+					t.Fatalf("deleted %v\nwant    %v", deleted, wantDeleted)
+				}
+				after, err := NewTable(tbl.Store()).Snapshot(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := snapshotRows(t, tbl, after); !slices.Equal(got, want) {
+					t.Fatalf("rows after cleanup:\n%v\nbefore:\n%v", got, want)
+				}
+			}
+
+			// Commits 0..4 expired: the V2 checkpoint at 3 is the kept one,
+			// with the sidecar it names.
+			age(CommitKey(0), CommitKey(1), CommitKey(2), CommitKey(3), CommitKey(4), uuidCheckpoint, sidecar, oldOrphan)
+			cleanup(CommitKey(0), CommitKey(1), CommitKey(2), oldOrphan)
+			left := logKeys(t, tbl)
+			for _, k := range []string{uuidCheckpoint, sidecar, youngOrphan} {
+				if !slices.Contains(left, k) {
+					t.Errorf("%s was deleted", k)
+				}
+			}
+
+			// A classic checkpoint at 5, expired with its commit: the V2
+			// checkpoint and its sidecar are no longer needed.
+			s, err := tbl.Snapshot(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tbl.Checkpoint(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+			age(CommitKey(5), CheckpointKey(5))
+			cleanup(CommitKey(3), CommitKey(4), uuidCheckpoint, sidecar)
+			if !slices.Contains(logKeys(t, tbl), youngOrphan) {
+				t.Errorf("%s, written just now, was deleted", youngOrphan)
+			}
+		})
+	}
+}
+
+// TestCleanupLogCompacted: a log compaction file goes with the commits it
+// covers once all of them are before the kept checkpoint, not before.
+func TestCleanupLogCompacted(t *testing.T) {
+	dir, tbl := buildCleanupTable(t, nil)
+	covered, straddling := LogDir+fmt.Sprintf("%020d.%020d.compacted.json", 1, 3), LogDir+fmt.Sprintf("%020d.%020d.compacted.json", 8, 12)
+	old := time.Now().Add(-33 * 24 * time.Hour)
+	for _, k := range []string{covered, straddling} {
+		if err := tbl.Store().Put(t.Context(), k, []byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(k)), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := tbl.CleanupLog(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checkpoint 10 is kept (TestCleanupLog).
+	if !slices.Contains(deleted, covered) || slices.Contains(deleted, straddling) {
+		t.Fatalf("deleted %v; want %s among them and not %s", deleted, covered, straddling)
+	}
+}

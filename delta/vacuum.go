@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // ErrRetentionTooShort is returned by Vacuum when the retention is shorter
@@ -171,8 +174,10 @@ func isPartitionDir(seg string, partitionColumns []string) bool {
 // CleanupLog deletes expired log files, as Spark's metadata cleanup does:
 // the cutoff is now minus delta.logRetentionDuration, truncated to midnight
 // UTC; the newest checkpoint at or before the last commit older than the
-// cutoff is kept with everything after it, and older commits, checkpoints and
-// .crc files go. It returns the deleted keys. Tables with
+// cutoff is kept with everything after it, and older commits, checkpoints
+// (classic, multi-part and V2's UUID-named), log compactions and .crc files
+// go, with the V2 sidecars no kept checkpoint names (see expiredSidecars).
+// It returns the deleted keys. Tables with
 // delta.enableExpiredLogCleanup=false are left alone.
 func (t *Table) CleanupLog(ctx context.Context, s *Snapshot) ([]string, error) {
 	if strings.EqualFold(s.metadata.Configuration["delta.enableExpiredLogCleanup"], "false") {
@@ -204,12 +209,58 @@ func (t *Table) CleanupLog(ctx context.Context, s *Snapshot) ([]string, error) {
 			continue
 		}
 		switch kind {
-		case LogFileCommit, LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileCRC:
+		case LogFileCommit, LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileUnsupportedCheckpoint, LogFileCRC:
 			doomed = append(doomed, o.Key)
+		case LogFileCompacted:
+			if end, _ := parseDigits(strings.TrimPrefix(o.Key, LogDir)[21:], 20); end < keepFrom {
+				doomed = append(doomed, o.Key)
+			}
 		}
 	}
+	sidecars, err := t.expiredSidecars(ctx, objs, keepFrom, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("cleanup log: %w", err)
+	}
+	doomed = append(doomed, sidecars...)
 	if err := t.store.Delete(ctx, doomed...); err != nil {
 		return nil, fmt.Errorf("cleanup log: %w", err)
 	}
 	return doomed, nil
+}
+
+// expiredSidecars are the V2 checkpoint sidecar files (objs is the listing
+// of the log) that no checkpoint from keepFrom on names and that were
+// written before cutoff: a checkpoint being written uploads its sidecars
+// before the file naming them, so a young unnamed sidecar may be in use.
+// Kept checkpoints are read only when such candidates exist, which on a
+// table only deltaflow wrote (classic checkpoints) is never.
+func (t *Table) expiredSidecars(ctx context.Context, objs []storage.ObjectInfo, keepFrom int64, cutoff time.Time) ([]string, error) {
+	var candidates []string
+	for _, o := range objs {
+		if name, ok := strings.CutPrefix(o.Key, SidecarDir); ok && name != "" && !strings.Contains(name, "/") && o.ModTime.Before(cutoff) {
+			candidates = append(candidates, o.Key)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	named := map[string]bool{}
+	for _, o := range objs {
+		v, kind, _, _, ok := ParseLogFileName(o.Key)
+		if !ok || v < keepFrom || (kind != LogFileCheckpoint && kind != LogFileUnsupportedCheckpoint) {
+			continue
+		}
+		err := readCheckpointTop(ctx, t.store, o.Key, func(a *Action) error {
+			if a.Sidecar == nil {
+				return nil
+			}
+			name, err := sidecarName(o.Key, a.Sidecar)
+			named[SidecarDir+name] = true
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sidecars of kept checkpoint %s: %w", o.Key, err)
+		}
+	}
+	return slices.DeleteFunc(candidates, func(k string) bool { return named[k] }), nil
 }
