@@ -1,11 +1,16 @@
 // Package actors is deltaflow's engine: protoactor actors that stream Kafka
 // records into a Delta table exactly once.
 //
-//	committer            owns the table snapshot; runs epochs; one commit each
-//	└── pipeline         one per generation; rebuilt after any failure
-//	    ├── reader/<p>   one per Kafka partition: map records, route rows
-//	    └── buffer/<dir> one per partition value: Parquet on Flush
-//	maintenance          OPTIMIZE, VACUUM, log cleanup (when enabled)
+//	committer                   owns the table snapshot; runs epochs; one commit each
+//	└── pipeline-<gen>          one per generation; rebuilt after any failure
+//	    ├── reader-<topic>-<p>  one per Kafka partition: map records, route rows
+//	    └── buffer-<n>          one per partition value (device_type=…/event_date=…):
+//	                            Parquet on Flush
+//	maintenance                 OPTIMIZE, VACUUM, log cleanup (when enabled)
+//
+// Those are the actors' names: a buffer's PID id (messages.Flushed.Buffer)
+// is e.g. "committer/pipeline-3/buffer-7"; the partition directory it
+// writes is its key in the registry.
 //
 // A fetch loop (not an actor) polls Kafka and hands each partition's records
 // to its reader. Start with Engine: NewEngine takes the configuration

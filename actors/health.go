@@ -2,7 +2,6 @@ package actors
 
 import (
 	"maps"
-	"slices"
 	"sync"
 )
 
@@ -35,9 +34,4 @@ func (h *Health) Degraded() map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return maps.Clone(h.reasons)
-}
-
-// Components lists the degraded components, sorted.
-func (h *Health) Components() []string {
-	return slices.Sorted(maps.Keys(h.Degraded()))
 }

@@ -286,16 +286,6 @@ func figures(t *testing.T, tbl *delta.Table, store storage.Store) storeFigures {
 	return f
 }
 
-// peak returns the largest figures among fs, field by field.
-func peak(fs []storeFigures) storeFigures {
-	var p storeFigures
-	for _, f := range fs {
-		p.liveFiles, p.dataFiles, p.logFiles = max(p.liveFiles, f.liveFiles), max(p.dataFiles, f.dataFiles), max(p.logFiles, f.logFiles)
-		p.liveBytes, p.dataBytes, p.logBytes = max(p.liveBytes, f.liveBytes), max(p.dataBytes, f.dataBytes), max(p.logBytes, f.logBytes)
-	}
-	return p
-}
-
 // TestPiMaintenanceKeepsTableFlat runs four simulated days of the Pi's
 // schedule (OPTIMIZE hourly, VACUUM daily, log cleanup after checkpoints)
 // with short retentions on a fast clock. What the store holds stays flat

@@ -38,12 +38,6 @@ func (r *registry) setReader(gen uint64, p int32, pid *actor.PID) {
 	}
 }
 
-func (r *registry) removeReader(p int32) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.readers, p)
-}
-
 // reader returns the PID of the partition's reader in generation gen.
 func (r *registry) reader(gen uint64, p int32) *actor.PID {
 	r.mu.Lock()

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // ErrInvalidOption is wrapped by New when the options conflict or miss a
@@ -194,7 +196,7 @@ func (b *Bridge) connect() error {
 	opts = append(opts, b.build.natsOpts...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return fmt.Errorf("connect nats %s: %w", redactURL(url), err)
+		return fmt.Errorf("connect nats %s: %w", secret.RedactURL(url), err)
 	}
 	b.nc = nc
 	b.logger.Info("nats connected", "server", nc.ConnectedUrlRedacted(), "max_payload", nc.MaxPayload())

@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"github.com/deltaflow/deltaflow/internal/secret"
-
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // ErrInvalidConfig is wrapped by every error Validate returns.
@@ -147,7 +147,7 @@ func (c Config) Validate() error {
 		for _, u := range strings.Split(c.URL, ",") {
 			pu, err := url.Parse(strings.TrimSpace(u))
 			if err != nil || pu.Host == "" {
-				return bad("url", "%q is not a server URL like nats://host:4222", redactURL(u))
+				return bad("url", "%q is not a server URL like nats://host:4222", secret.RedactURL(u))
 			}
 		}
 	}
@@ -219,32 +219,11 @@ func readable(path string) error {
 	return f.Close()
 }
 
-// redactURL hides the password of user:password@ in a URL; tokens given as
-// the user part (nats://token@host) are hidden too.
-func redactURL(u string) string {
-	parts := strings.Split(u, ",")
-	for i, p := range parts {
-		pu, err := url.Parse(strings.TrimSpace(p))
-		if err != nil {
-			// Unparseable: keep only what cannot hold a secret.
-			if at := strings.LastIndex(p, "@"); at >= 0 {
-				parts[i] = secret.Redacted + p[at:]
-			}
-			continue
-		}
-		if pu.User != nil {
-			pu.User = url.User(secret.Redacted)
-		}
-		parts[i] = pu.String()
-	}
-	return strings.Join(parts, ",")
-}
-
 // String implements fmt.Stringer without revealing any secret.
 func (c Config) String() string {
 	type plain Config // no methods: avoids recursing into String
 	p := plain(c)
-	p.URL = redactURL(c.URL)
+	p.URL = secret.RedactURL(c.URL)
 	return fmt.Sprintf("%+v", p)
 }
 
@@ -254,7 +233,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue implements slog.LogValuer without revealing any secret.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("url", redactURL(c.URL)),
+		slog.String("url", secret.RedactURL(c.URL)),
 		slog.String("user", c.User),
 		slog.Any("password", c.Password),
 		slog.Any("token", c.Token),

@@ -17,9 +17,10 @@ import (
 var ErrNoEmbeddedServer = errors.New("bridge: this build has no embedded NATS server (built with -tags nonatsserver); set nats.url (NATS_URL) to an external server")
 
 // transientErrs are the failures that go away by themselves: the server is
-// restarting, unreachable for a while, or slow. Others (bad config,
-// permissions, a message too large, a closed bridge: permanentErrs) need a
-// human or a bug fix, and retrying would only hide them.
+// restarting, unreachable for a while, or slow. Those in permanentErrs (bad
+// config, permissions, a message too large, a closed bridge) need a human
+// or a bug fix, and retrying would only hide them; the engine fails on them
+// at once and retries everything else.
 var transientErrs = []error{
 	context.DeadlineExceeded,
 	os.ErrDeadlineExceeded,
@@ -38,13 +39,13 @@ var transientErrs = []error{
 	jetstream.ErrJetStreamNotEnabled, // also what a restarting server answers
 }
 
-// IsTransient reports whether err is worth retrying inside the actor (with
-// capped backoff) rather than escalating to the supervisor: timeouts, no
-// responders, a disconnected or reconnecting connection, JetStream
+// IsTransient reports whether err is known to go away by itself: timeouts,
+// no responders, a disconnected or reconnecting connection, JetStream
 // unavailable (HTTP-like code 503). Context cancellation, permission and
-// validation errors, and a closed bridge are not transient (IsPermanent
-// names those no retry can cure). For joined errors (PublishDLQ) it is true
-// when any part is transient.
+// validation errors, and a closed bridge are not transient. For joined
+// errors (PublishDLQ) it is true when any part is transient. The engine's
+// policy rests on IsPermanent, which never holds for a transient error:
+// what is not permanent is retried with capped, jittered backoff.
 func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false

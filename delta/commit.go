@@ -177,7 +177,11 @@ func (t *Table) tryCommit(ctx context.Context, v int64, data []byte) (ours bool,
 		case gerr == nil:
 			return bytes.Equal(got, data), nil
 		case errors.Is(gerr, storage.ErrNotExist) && !errors.Is(err, storage.ErrExist) && i < unknownRetries:
-			time.Sleep(time.Duration(i+1) * 100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return false, fmt.Errorf("outcome unknown: %w", err)
+			case <-time.After(time.Duration(i+1) * 100 * time.Millisecond):
+			}
 			continue // nothing landed: the put-if-absent is safe to repeat
 		case errors.Is(gerr, storage.ErrNotExist):
 			return false, fmt.Errorf("put %s: %w", key, err)

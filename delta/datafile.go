@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,20 +135,11 @@ func (o WriterOptions) numIndexedCols(ncols int) int {
 func DataSchema(schema *StructType, partitionColumns []string) *StructType {
 	ds := &StructType{Fields: make([]StructField, 0, len(schema.Fields))}
 	for _, f := range schema.Fields {
-		if !containsString(partitionColumns, f.Name) {
+		if !slices.Contains(partitionColumns, f.Name) {
 			ds.Fields = append(ds.Fields, f)
 		}
 	}
 	return ds
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ParquetSchema is the Parquet schema of a data file, built from a Delta
@@ -241,9 +233,6 @@ func parquetLeaf(t DataType) (parquet.Node, error) {
 
 // Schema is the parquet-go schema.
 func (s *ParquetSchema) Schema() *parquet.Schema { return s.schema }
-
-// NumColumns is the number of (leaf) columns, the length of every row.
-func (s *ParquetSchema) NumColumns() int { return len(s.fields) }
 
 // Field is the Delta field of column col.
 func (s *ParquetSchema) Field(col int) *StructField { return &s.fields[col] }
@@ -517,10 +506,6 @@ func (w *FileWriter) NumRows() int64 { return w.numRows }
 // BufferedRows is the number of rows written to the row group still open:
 // held by the encoder, not yet in the output.
 func (w *FileWriter) BufferedRows() int { return w.inGroup }
-
-// BytesWritten is the number of bytes written to the output so far (whole row
-// groups; the current one is still buffered).
-func (w *FileWriter) BytesWritten() int64 { return w.out.n }
 
 // WriteRows writes rows built with the Schema's constructors: one value per
 // column, in column order. A row that does not fit the schema is refused

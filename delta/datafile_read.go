@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,7 +156,7 @@ func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []st
 		// column ids as field ids.
 		phys := PhysicalName(&schema.Fields[i])
 		fd.name, fd.typ = phys, sf.Type
-		if containsString(partitionColumns, sf.Name) {
+		if slices.Contains(partitionColumns, sf.Name) {
 			v, err := ParsePartitionValue(sf.Type, partitionValues[phys])
 			if err != nil {
 				return nil, fmt.Errorf("partition column %q: %w", sf.Name, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,9 +73,6 @@ func errOr(err, def error) error {
 	return def
 }
 
-// Key is the file's storage key.
-func (w *StoreFileWriter) Key() string { return w.key }
-
 // Close finishes the file, waits for the upload and returns its add action
 // (dataChange true, stats set).
 func (w *StoreFileWriter) Close() (*Add, error) {
@@ -118,7 +116,7 @@ func WriteDataFile(ctx context.Context, store storage.Store, schema *StructType,
 	dataSchema := DataSchema(schema, partitionColumns)
 	dataIdx := make([]int, 0, len(dataSchema.Fields))
 	for i, f := range schema.Fields {
-		if !containsString(partitionColumns, f.Name) {
+		if !slices.Contains(partitionColumns, f.Name) {
 			dataIdx = append(dataIdx, i)
 		}
 	}

@@ -23,9 +23,10 @@ type Assign struct {
 
 // Revoke is sent by the engine to the committer before Kafka takes
 // partitions away (Engine.Revoked). Their uncommitted rows are dropped: the
-// in-flight epoch is aborted and the partitions kept re-read from their
-// committed offsets.
-// Reply is closed when the readers are gone.
+// in-flight epoch is aborted, the pipeline stopped (asynchronously) and
+// rebuilt for the partitions still assigned, which are re-read from their
+// committed offsets. Reply is closed once the epoch is aborted and the
+// revoked partitions forgotten, so nothing of theirs is committed after.
 type Revoke struct {
 	Topic      string
 	Partitions []int32

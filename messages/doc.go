@@ -5,11 +5,12 @@
 // # Who sends what
 //
 //	message         from → to                       why
-//	Fetch           fetch loop → reader/<p>          the records of one poll of partition p
-//	RowBatch        reader → buffer/<dir>            mapped rows of one epoch for one partition value
+//	Fetch           fetch loop → reader              the records of one poll of its partition
+//	RowBatch        reader → buffer                  mapped rows of one epoch for one partition value
 //	Seal            committer → every reader         close epoch e: answer Sealed, tag later rows e+1
 //	Sealed          reader → committer               the partition's last offset and dead letters in e
-//	Flush           committer → every live buffer    write and upload the files of epochs ≤ e
+//	Flush           committer → every buffer         write and upload the files of epochs ≤ e
+//	                (live and retiring)
 //	Flushed         buffer → committer               the uploaded (still invisible) files, or the error
 //	CommitNow       fetch loop, engine → committer   start an epoch early (see Backpressure)
 //	Assign          engine → committer               Kafka assigned partitions: spawn readers, answer
@@ -31,8 +32,8 @@
 //	committer → every buffer:  Flush{e}
 //	buffer    → committer:     Flushed{e, data files}   (files uploaded, invisible)
 //	committer:                 DLQ acknowledged, one Delta commit (adds + one txn
-//	                           per partition), checkpoint, KV mirror, Kafka offsets,
-//	                           commit event
+//	                           per partition), then KV mirror, Kafka offsets,
+//	                           events, and the checkpoint when due
 //
 // Every message of the pipeline carries the pipeline's generation: after a
 // failure the pipeline is rebuilt with a new generation and late messages
@@ -57,7 +58,8 @@
 // size and gives them back once the files are uploaded; the committer counts
 // the epochs sealed and not yet committed. While the budget is exhausted
 // the fetch loop pauses Kafka, and CommitNow asks the committer for an
-// early epoch, since only a commit frees encoded bytes. CommitNow is sent
+// early epoch, since only an epoch's Flush gives encoded bytes back (once
+// uploaded) and only its commit frees an epoch. CommitNow is sent
 // from four places:
 //
 //  1. the fetch loop, when the budget makes it pause Kafka;

@@ -5,6 +5,8 @@ package secret
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 )
 
 // Secret is a string that does not print itself: fmt (every verb), slog,
@@ -33,3 +35,24 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.show()) }
 
 // MarshalText implements encoding.TextMarshaler, used by JSON and YAML.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.show()), nil }
+
+// RedactURL hides the user part of user:password@ (or token@) in a URL,
+// or in each of a comma-separated list of URLs, for messages and logs.
+func RedactURL(u string) string {
+	parts := strings.Split(u, ",")
+	for i, p := range parts {
+		pu, err := url.Parse(strings.TrimSpace(p))
+		if err != nil {
+			// Unparseable: keep only what cannot hold a secret.
+			if at := strings.LastIndex(p, "@"); at >= 0 {
+				parts[i] = Redacted + p[at:]
+			}
+			continue
+		}
+		if pu.User != nil {
+			pu.User = url.User(Redacted)
+		}
+		parts[i] = pu.String()
+	}
+	return strings.Join(parts, ",")
+}

@@ -26,3 +26,17 @@ func TestNeverShown(t *testing.T) {
 		t.Error("value lost")
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://user:hunter2@host:4222", "nats://" + Redacted + "@host:4222"},
+		{"nats://s3cr3t-token@host:4222", "nats://" + Redacted + "@host:4222"},
+		{"nats://a:pw1@h1:4222, nats://b:pw2@h2:4222", "nats://" + Redacted + "@h1:4222,nats://" + Redacted + "@h2:4222"},
+		{"%zz:pw@host", Redacted + "@host"}, // unparseable: only what follows the @
+	} {
+		if got := RedactURL(tc.in); got != tc.want {
+			t.Errorf("RedactURL(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // probeTimeout bounds each look at NATS and Kafka: `inspect offsets` is a
@@ -148,7 +149,7 @@ func kvOffsets(ctx context.Context, url, table, topic string) (map[int32]bridge.
 	defer cancel()
 	nc, err := nats.Connect(url, nats.Timeout(probeTimeout), nats.MaxReconnects(0), nats.Name("deltaflow inspect"))
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", redactURL(url), err)
+		return nil, fmt.Errorf("connect %s: %w", secret.RedactURL(url), err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -186,17 +187,6 @@ func kvOffsets(ctx context.Context, url, table, topic string) (map[int32]bridge.
 			out[int32(p)] = rec
 		}
 	}
-}
-
-// redactURL drops credentials from a NATS URL for messages.
-func redactURL(u string) string {
-	if i := strings.Index(u, "@"); i >= 0 {
-		if j := strings.Index(u, "://"); j >= 0 && j < i {
-			return u[:j+3] + "***" + u[i:]
-		}
-		return "***" + u[i:]
-	}
-	return u
 }
 
 // kafkaOffsets returns the group's committed offsets and the end offsets

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -176,20 +177,11 @@ type columnCheck struct {
 func newColumnChecks(schema *delta.StructType, partitionColumns []string) []columnCheck {
 	var cols []columnCheck
 	for i, f := range schema.Fields {
-		if !containsString(partitionColumns, f.Name) {
+		if !slices.Contains(partitionColumns, f.Name) {
 			cols = append(cols, columnCheck{name: f.Name, idx: i, typ: f.Type})
 		}
 	}
 	return cols
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *columnCheck) add(v any) {
