@@ -61,10 +61,9 @@ const (
 	LogFileMultiPartCheckpoint             // %020d.checkpoint.%010d.%010d.parquet
 	LogFileCRC                             // %020d.crc
 	LogFileLastCheckpoint                  // _last_checkpoint
-	// LogFileUnsupportedCheckpoint is a UUID-named V2 checkpoint
-	// (%020d.checkpoint.<uuid>.json|parquet); ReadCheckpoint reads it (the
-	// name predates that).
-	LogFileUnsupportedCheckpoint
+	// LogFileUUIDCheckpoint is a UUID-named V2 checkpoint
+	// (%020d.checkpoint.<uuid>.json|parquet).
+	LogFileUUIDCheckpoint
 	// LogFileCompacted is a log compaction file (%020d.%020d.compacted.json);
 	// an optional optimization that readers may ignore.
 	LogFileCompacted
@@ -114,7 +113,7 @@ func ParseLogFileName(name string) (version int64, kind LogFileKind, part, parts
 		}
 		// V2: <uuid>.json or <uuid>.parquet.
 		if id, ext, found := strings.Cut(r, "."); found && isUUID(id) && (ext == "json" || ext == "parquet") {
-			return version, LogFileUnsupportedCheckpoint, 0, 0, true
+			return version, LogFileUUIDCheckpoint, 0, 0, true
 		}
 		return 0, LogFileUnknown, 0, 0, false
 	}

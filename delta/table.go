@@ -49,7 +49,7 @@ func (t *Table) listLog(ctx context.Context, startAfter string) (*logListing, er
 		switch kind {
 		case LogFileCommit:
 			l.commits[v] = o
-		case LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileUnsupportedCheckpoint:
+		case LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileUUIDCheckpoint:
 			// A UUID-named V2 checkpoint is complete in one file: parts 0.
 			if l.checkpoints[v] == nil {
 				l.checkpoints[v] = map[int][]string{}

@@ -209,7 +209,7 @@ func (t *Table) CleanupLog(ctx context.Context, s *Snapshot) ([]string, error) {
 			continue
 		}
 		switch kind {
-		case LogFileCommit, LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileUnsupportedCheckpoint, LogFileCRC:
+		case LogFileCommit, LogFileCheckpoint, LogFileMultiPartCheckpoint, LogFileUUIDCheckpoint, LogFileCRC:
 			doomed = append(doomed, o.Key)
 		case LogFileCompacted:
 			if end, _ := parseDigits(strings.TrimPrefix(o.Key, LogDir)[21:], 20); end < keepFrom {
@@ -247,7 +247,7 @@ func (t *Table) expiredSidecars(ctx context.Context, objs []storage.ObjectInfo, 
 	named := map[string]bool{}
 	for _, o := range objs {
 		v, kind, _, _, ok := ParseLogFileName(o.Key)
-		if !ok || v < keepFrom || (kind != LogFileCheckpoint && kind != LogFileUnsupportedCheckpoint) {
+		if !ok || v < keepFrom || (kind != LogFileCheckpoint && kind != LogFileUUIDCheckpoint) {
 			continue
 		}
 		err := readCheckpointTop(ctx, t.store, o.Key, func(a *Action) error {
