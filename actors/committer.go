@@ -108,7 +108,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			c.sealEpoch(ctx, "timer")
 		}
 	case *messages.CommitNow:
-		c.handleFlushNow(ctx, m)
+		c.handleCommitNow(ctx, m)
 	case *messages.Assign:
 		c.handleAssign(ctx, m)
 	case *messages.Revoke:
@@ -259,7 +259,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	m.Reply <- offsets
 }
 
-func (c *committer) handleFlushNow(ctx actor.Context, m *messages.CommitNow) {
+func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 	if m.Reply != nil {
 		c.queued = append(c.queued, m.Reply)
 	}
@@ -324,27 +324,27 @@ func (c *committer) flushEpoch(ctx actor.Context) {
 
 // commitEpoch makes the epoch durable: DLQ acknowledged, then one commit.
 func (c *committer) commitEpoch(ctx actor.Context) {
-	r := c.cur
-	if r.err != nil {
-		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, r.err), true)
+	es := c.cur
+	if es.err != nil {
+		c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, es.err), true)
 		return
 	}
-	if moved := c.movedPartitions(r); len(moved) > 0 {
+	if moved := c.movedPartitions(es); len(moved) > 0 {
 		c.cfg.metrics.Conflicts.Inc()
-		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", r.epoch, moved), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", es.epoch, moved), true)
 		return
 	}
 	for _, pid := range c.retiring {
 		ctx.Send(c.pipeline, &stopBuffers{pids: []*actor.PID{pid}})
 	}
 	c.retiring = nil
-	for _, id := range r.active {
+	for _, id := range es.active {
 		delete(c.idle, id)
 	}
-	for _, id := range r.idle {
+	for _, id := range es.idle {
 		c.idle[id]++
 	}
-	if letters := r.deadLetters(); len(letters) > 0 {
+	if letters := es.deadLetters(); len(letters) > 0 {
 		waitStart := time.Now()
 		err := c.writer.publishDeadLetters(c.ctx, letters, func(attempt int, err error) {
 			// The commit waits (the epoch's bad records must be stored
@@ -353,22 +353,22 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
-			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
+			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", es.epoch, "records", len(letters),
 				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
 		})
 		c.cfg.metrics.DLQWaiting.Set(0)
 		if err != nil {
-			c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, err), true)
+			c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, err), true)
 			return
 		}
 		c.cfg.health.Recover("nats")
 	}
-	refresh := c.staleTxns(r)
-	if r.empty() && len(refresh) == 0 {
+	refresh := c.staleTxns(es)
+	if es.empty() && len(refresh) == 0 {
 		c.finishEpoch(ctx, nil)
 		return
 	}
-	ec := newEpochCommit(r, c.cfg.app, refresh, time.Now())
+	ec := newEpochCommit(es, c.cfg.app, refresh, time.Now())
 	failpoint.Hit(failpoint.Commit)
 	// In flight from here until the checkpoint and mirror are written:
 	// the stall watchdog never exits the process meanwhile.
@@ -379,20 +379,20 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	switch {
 	case res.conflict != nil:
 		c.cfg.metrics.Conflicts.Inc()
-		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", r.epoch, res.conflict), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", es.epoch, res.conflict), true)
 		return
 	case res.err != nil:
-		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, res.err), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, res.err), true)
 		return
 	}
 	version := res.version
 	c.cfg.health.Recover("storage")
-	for p, off := range r.offsets() {
+	for p, off := range es.offsets() {
 		c.base[p] = off + 1
 	}
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.progress.committedNow(time.Now())
-	c.afterCommit(r, version, ec.rows, ec.bytes, time.Since(start))
+	c.afterCommit(es, version, ec.rows, ec.bytes, time.Since(start))
 	if err := c.checkpoint(ctx, version); err != nil {
 		// The snapshot now holds the log's state, which is not what this
 		// writer committed: re-read every partition from the log's offsets.
@@ -432,8 +432,8 @@ func (c *committer) checkpoint(ctx actor.Context, version int64) error {
 // in the snapshot is no longer the one we began reading from. Commit checks
 // the versions after the snapshot; this covers those the snapshot absorbed
 // (our earlier commits replaying other writers', a re-read on assignment).
-func (c *committer) movedPartitions(r *epochState) []int32 {
-	offsets := r.offsets()
+func (c *committer) movedPartitions(es *epochState) []int32 {
+	offsets := es.offsets()
 	now := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, slices.Sorted(maps.Keys(offsets)))
 	var moved []int32
 	for p, next := range now {
@@ -452,8 +452,8 @@ func (c *committer) movedPartitions(r *epochState) []int32 {
 // expiring: forgotten, the partition would be read again from its start
 // offset and its records committed twice. A partition whose txn another
 // writer moved since we began reading it is not ours to refresh.
-func (c *committer) staleTxns(r *epochState) []delta.Txn {
-	advanced := r.offsets()
+func (c *committer) staleTxns(es *epochState) []delta.Txn {
+	advanced := es.offsets()
 	owned := c.partitions()
 	table := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, owned)
 	var ids []string
@@ -467,20 +467,20 @@ func (c *committer) staleTxns(r *epochState) []delta.Txn {
 
 // afterCommit does what follows a commit: KV mirror, Kafka group offsets,
 // events and metrics. None of it affects correctness.
-func (c *committer) afterCommit(r *epochState, version, rows, bytes int64, took time.Duration) {
+func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took time.Duration) {
 	m := c.cfg.metrics
 	m.Commits.Inc()
 	m.Rows.Add(float64(rows))
-	m.Files.Add(float64(len(r.files)))
+	m.Files.Add(float64(len(es.files)))
 	m.Bytes.Add(float64(bytes))
 	m.CommitLatency.Observe(took.Seconds())
-	m.EpochDuration.Observe(time.Since(r.started).Seconds())
+	m.EpochDuration.Observe(time.Since(es.started).Seconds())
 	m.TableVersion.Set(float64(version))
 	m.LastCommit.Set(float64(time.Now().UnixMilli()) / 1e3)
-	if newest, ok := newestValue(r.files, c.cfg.eventTime); ok {
+	if newest, ok := newestValue(es.files, c.cfg.eventTime); ok {
 		m.committedEvents(newest)
 	}
-	offsets := r.offsets()
+	offsets := es.offsets()
 	next := make(map[int32]int64, len(offsets))
 	for p, off := range offsets {
 		c.cfg.outbox.MirrorOffset(c.cfg.topic, p, off, version)
@@ -495,12 +495,12 @@ func (c *committer) afterCommit(r *epochState, version, rows, bytes int64, took 
 			}
 		}()
 	}
-	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: r.epoch, Files: len(r.files), Rows: rows, Bytes: bytes,
-		DurationMS: time.Since(r.started).Milliseconds() - took.Milliseconds()})
-	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: r.epoch, Files: len(r.files), Rows: rows,
-		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(r.started).Milliseconds()})
-	c.cfg.logger.Info("committed", "version", version, "epoch", r.epoch, "files", len(r.files), "rows", rows,
-		"records", r.records(), "dlq", len(r.deadLetters()), "took", took.Round(time.Millisecond))
+	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Files: len(es.files), Rows: rows, Bytes: bytes,
+		DurationMS: time.Since(es.started).Milliseconds() - took.Milliseconds()})
+	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
+		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(es.started).Milliseconds()})
+	c.cfg.logger.Info("committed", "version", version, "epoch", es.epoch, "files", len(es.files), "rows", rows,
+		"records", es.records(), "dlq", len(es.deadLetters()), "took", took.Round(time.Millisecond))
 }
 
 // finishEpoch ends the current epoch and answers its CommitNow waiters;
