@@ -198,11 +198,7 @@ func (c *committer) stopTimers() {
 }
 
 func (c *committer) storageRetrying(what string) func(int, error) {
-	return func(attempt int, err error) {
-		c.cfg.metrics.retrying(componentStorage)
-		c.cfg.health.Degrade("storage", err.Error())
-		c.cfg.logger.Warn(what+" failed; retrying", "attempt", attempt+1, "err", err)
-	}
+	return storageRetrying(c.cfg.metrics, c.cfg.health, c.cfg.logger, what)
 }
 
 func (c *committer) partitions() []int32 { return slices.Sorted(maps.Keys(c.assigned)) }

@@ -265,17 +265,18 @@ func (e *Engine) Start(cons Consumer) error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
+	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
 	bcfg := &bufferConfig{
 		store: e.deps.Table.Store(), dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: e.deps.PartitionColumns,
 		writer: writer, committer: e.committer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		backoff: e.cfg.RetryBackoff, maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
+		retry: retry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, committer: e.committer, reg: e.reg,
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
-		backoff: e.cfg.Backoff, retry: retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry}, pipeline: pcfg, outbox: e.deps.Outbox,
+		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: cons, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, maintenance: e.maintenance, progress: e.progress,
 	}
