@@ -537,7 +537,12 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	c.queued, c.waiters = append(c.waiters, c.queued...), nil
 	c.retiring, c.idle = nil, map[string]int{}
 	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
-		// The next start of the committer reloads from scratch.
+		// Without the log's state no generation can be built, so a storage
+		// blip here restarts the committer rather than being retried in
+		// place: its guardian (restartStrategy) restarts it after the
+		// capped, growing backoff, and start re-reads the table (with
+		// retries) before building the next pipeline. The waiters stay
+		// queued across the restart.
 		panic(fmt.Errorf("committer: re-read table after abort: %w", err))
 	}
 	c.gen++
