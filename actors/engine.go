@@ -157,7 +157,7 @@ type Engine struct {
 	maintenance *actor.PID  // nil when maintenance is disabled
 	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it); nil when disabled
 
-	// Set by Start.
+	// Set by Start, before it closes ready (see started).
 	fetch    *fetcher
 	cons     Consumer
 	progress *progress
@@ -289,15 +289,29 @@ func (e *Engine) Start(cons Consumer) error {
 	if err := e.spawnSupervised(committerName, e.committer, newCommitter(ccfg)); err != nil {
 		return err
 	}
-	close(e.ready)
-
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.loopDone = make(chan error, 1)
+	close(e.ready) // every field Start sets is set
+
 	go func() { e.loopDone <- e.fetch.run(ctx) }()
 	go e.watchBudget(ctx)
 	return nil
 }
+
+// started reports whether Start succeeded. Pause, Resume, Position and
+// Stop check it: the fields they use are Start's.
+func (e *Engine) started() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// errNotStarted is returned by the methods that need a started engine.
+var errNotStarted = errors.New("engine not started")
 
 // spawnSupervised spawns the top-level actor name at the PID the engine
 // reserved for it, under a guardian that restarts it after a backoff.
@@ -350,8 +364,12 @@ func (e *Engine) CommitNow(ctx context.Context) error {
 // Pause stops reading Kafka until Resume (the control service). It returns
 // once the fetch loop has paused (it interrupts the poll in flight): records
 // that poll returns are still read, records produced after Pause returns are
-// not. A loop not started yet pauses before its first poll.
+// not. After Start, a loop not polling yet (the table still loading) pauses
+// before its first poll; before Start, Pause returns an error.
 func (e *Engine) Pause(ctx context.Context) error {
+	if !e.started() {
+		return fmt.Errorf("pause: %w", errNotStarted)
+	}
 	e.fetch.userPaused.Store(true)
 	e.fetch.interruptPoll()
 	for e.fetch.looping.Load() && !e.fetch.userPauseDone.Load() {
@@ -364,8 +382,11 @@ func (e *Engine) Pause(ctx context.Context) error {
 	return nil
 }
 
-// Resume undoes Pause.
+// Resume undoes Pause; before Start it does nothing.
 func (e *Engine) Resume() {
+	if !e.started() {
+		return
+	}
 	e.fetch.userPaused.Store(false)
 	e.fetch.interruptPoll()
 }
@@ -380,12 +401,22 @@ func (e *Engine) Committed(ctx context.Context) (map[int32]int64, error) {
 	return res.(map[int32]int64), nil
 }
 
-// Position returns the next offset the fetch loop will read, per partition.
-func (e *Engine) Position() map[int32]int64 { return e.fetch.position() }
+// Position returns the next offset the fetch loop will read, per partition
+// (nil before Start).
+func (e *Engine) Position() map[int32]int64 {
+	if !e.started() {
+		return nil
+	}
+	return e.fetch.position()
+}
 
 // Stop stops reading, commits what was read (within ctx), closes the Kafka
 // consumer and stops the actors. The returned error is the final commit's.
+// Before Start (or after it failed) there is nothing to stop: it returns nil.
 func (e *Engine) Stop(ctx context.Context) error {
+	if !e.started() {
+		return nil
+	}
 	e.cancel()
 	<-e.loopDone
 	err := e.CommitNow(ctx)

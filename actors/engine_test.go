@@ -776,3 +776,28 @@ func TestCatchUp(t *testing.T) {
 		t.Fatalf("cancelled CatchUp: %v", err)
 	}
 }
+
+// TestEngineBeforeStart: the methods that need the fetch loop are safe on
+// an engine not started: Pause fails, Resume does nothing, Position is
+// empty and Stop has nothing to stop.
+func TestEngineBeforeStart(t *testing.T) {
+	m, err := mapping.New(mapping.DefaultConfig(), mapping.DefaultPartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(Config{Topic: topic}, Deps{Table: delta.NewTable(storage.NewMem()), Mapper: m, Outbox: NewOutbox(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.system.Shutdown()
+	if err := e.Pause(t.Context()); !errors.Is(err, errNotStarted) {
+		t.Fatalf("Pause before Start = %v, want %v", err, errNotStarted)
+	}
+	e.Resume()
+	if pos := e.Position(); len(pos) != 0 {
+		t.Fatalf("Position before Start = %v", pos)
+	}
+	if err := e.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop before Start = %v", err)
+	}
+}
