@@ -79,8 +79,10 @@ type committer struct {
 	waiters []chan error // CommitNow replies for the current epoch
 	queued  []chan error // CommitNow replies for the next epoch
 	// again is the reason of a CommitNow that came during an epoch: the
-	// next epoch starts as soon as this one ends. (A full memory budget
-	// asks once; dropped, reading would stall until the flush timer.)
+	// next epoch starts as soon as this one ends, sealed with it. (A full
+	// memory budget asks once; dropped, reading would stall until the
+	// flush timer.) After an abort it is the reason of the dropped epoch
+	// its waiters wait on, redone once the pipeline is rebuilt.
 	again    string
 	idle     map[string]int
 	retiring []*actor.PID
@@ -105,7 +107,7 @@ func (c *committer) Receive(ctx actor.Context) {
 		c.stopTimers()
 	case *tick:
 		if c.cur == nil && c.pipeline != nil {
-			c.sealEpoch(ctx, "timer")
+			c.sealEpoch(ctx, reasonTimer)
 		}
 	case *messages.CommitNow:
 		c.handleCommitNow(ctx, m)
@@ -151,11 +153,7 @@ func (c *committer) start(ctx actor.Context) {
 	// flight belongs to a dead generation.
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.idle, c.retiring, c.pipeline = map[string]int{}, nil, nil
-	if c.cur != nil {
-		c.cfg.budget.EpochDone()
-		c.cur = nil
-	}
-	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	c.dropEpoch()
 	if c.assigned == nil {
 		c.assigned, c.base = map[int32]bool{}, map[int32]int64{}
 	}
@@ -221,7 +219,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
-		c.sealEpoch(ctx, "request")
+		c.sealEpoch(ctx, c.nextReason())
 	}
 }
 
@@ -260,7 +258,12 @@ func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 		c.queued = append(c.queued, m.Reply)
 	}
 	if c.cur != nil {
-		c.again = m.Reason
+		// The first request names the next epoch, unless one somebody
+		// waits on (the control service, Stop, CatchUp) comes after ones
+		// nobody does (max_bytes, memory_budget).
+		if c.again == "" || (m.Reply != nil && len(c.queued) == 1) {
+			c.again = m.Reason
+		}
 		return
 	}
 	if c.pipeline != nil {
@@ -279,7 +282,7 @@ func (c *committer) sealEpoch(ctx actor.Context, reason string) {
 	}
 	e := c.epoch
 	c.epoch++
-	c.cur = newEpochState(e, c.cfg.topic, partitions, time.Now())
+	c.cur = newEpochState(e, c.cfg.topic, partitions, reason, time.Now())
 	c.cfg.budget.EpochStarted()
 	// Buffers idle for long stop with this epoch: forgotten by the registry
 	// now and by the readers at Seal, flushed once more, then stopped.
@@ -491,7 +494,7 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took
 			}
 		}()
 	}
-	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Files: len(es.files), Rows: rows, Bytes: bytes,
+	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: es.reason, Files: len(es.files), Rows: rows, Bytes: bytes,
 		DurationMS: time.Since(es.started).Milliseconds() - took.Milliseconds()})
 	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
 		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(es.started).Milliseconds()})
@@ -513,12 +516,31 @@ func (c *committer) finishEpoch(ctx actor.Context, err error) {
 	}
 	c.waiters = nil
 	if (len(c.queued) > 0 || c.again != "") && c.pipeline != nil {
-		reason := c.again
-		if reason == "" {
-			reason = "request"
-		}
-		c.sealEpoch(ctx, reason)
+		c.sealEpoch(ctx, c.nextReason())
 	}
+}
+
+// nextReason is the reason of an epoch sealed for pending requests:
+// again's, else request.
+func (c *committer) nextReason() string {
+	if c.again != "" {
+		return c.again
+	}
+	return reasonRequest
+}
+
+// dropEpoch forgets the current epoch (aborted, or lost with a restart);
+// its CommitNow waiters wait for the next one, which says the dropped
+// epoch's reason unless a request already named it.
+func (c *committer) dropEpoch() {
+	if c.cur != nil {
+		c.cfg.budget.EpochDone()
+		if len(c.waiters) > 0 && c.again == "" {
+			c.again = c.cur.reason
+		}
+		c.cur = nil
+	}
+	c.queued, c.waiters = append(c.waiters, c.queued...), nil
 }
 
 // abort drops every uncommitted epoch: the pipeline is thrown away, the
@@ -530,11 +552,7 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 		ctx.Stop(c.pipeline)
 		c.pipeline = nil
 	}
-	if c.cur != nil {
-		c.cfg.budget.EpochDone()
-		c.cur = nil
-	}
-	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	c.dropEpoch()
 	c.retiring, c.idle = nil, map[string]int{}
 	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
 		// Without the log's state no generation can be built, so a storage

@@ -334,7 +334,7 @@ func (e *Engine) spawnSupervised(name string, want *actor.PID, producer actor.Pr
 func (e *Engine) watchBudget(ctx context.Context) {
 	e.budget.Observe(func(b int64) { e.deps.Metrics.BufferedBytes.Set(float64(b)) })
 	for e.budget.WaitAbove(ctx, e.cfg.FlushMaxBytes) {
-		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "max_bytes"})
+		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reasonMaxBytes})
 		select {
 		case <-ctx.Done():
 			return
@@ -350,9 +350,14 @@ const budgetRecheck = 100 * time.Millisecond
 
 // CommitNow starts an epoch now (messages.CommitNow) and waits until it and
 // every earlier one are committed: everything read so far is in the table.
-func (e *Engine) CommitNow(ctx context.Context) error {
+// Its flush event says reason "request".
+func (e *Engine) CommitNow(ctx context.Context) error { return e.commitNow(ctx, reasonRequest) }
+
+// commitNow is CommitNow with the reason the epoch is sealed with (Stop:
+// shutdown, CatchUp: catch_up).
+func (e *Engine) commitNow(ctx context.Context, reason string) error {
 	reply := make(chan error, 1)
-	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "request", Reply: reply})
+	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reason, Reply: reply})
 	select {
 	case err := <-reply:
 		return err
@@ -419,7 +424,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.cancel()
 	<-e.loopDone
-	err := e.CommitNow(ctx)
+	err := e.commitNow(ctx, reasonShutdown)
 	e.stopping.Store(true)
 	e.cons.Close()
 	if e.maintenance != nil {

@@ -801,3 +801,78 @@ func TestEngineBeforeStart(t *testing.T) {
 		t.Fatalf("Stop before Start = %v", err)
 	}
 }
+
+// flushReasons is an Outbox that records the reasons of the flush events.
+type flushReasons struct {
+	Outbox
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (o *flushReasons) Publish(ev bridge.Event) {
+	if f, ok := ev.(*bridge.FlushEvent); ok {
+		o.mu.Lock()
+		o.reasons = append(o.reasons, f.Reason)
+		o.mu.Unlock()
+	}
+	o.Outbox.Publish(ev)
+}
+
+func (o *flushReasons) get() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.reasons)
+}
+
+// waitRead waits until the fetch loop has handed every produced record to
+// the readers.
+func (h *harness) waitRead(r *running) {
+	h.t.Helper()
+	waitFor(h.t, func() bool {
+		var n int64
+		for _, next := range r.engine.Position() {
+			n += next
+		}
+		return n == int64(h.records)
+	})
+}
+
+// TestFlushEventReasons: the flush event says why its epoch was sealed:
+// request for CommitNow, shutdown for Stop's final commit, timer for the
+// flush interval.
+func TestFlushEventReasons(t *testing.T) {
+	h := newHarness(t, nil)
+	out := &flushReasons{Outbox: NewOutbox(h.bridge)}
+	h.outbox = out
+	// No timer: the request, then Stop, seal the epochs.
+	r := h.start(Config{FlushInterval: time.Hour}, nil)
+	h.produce(300, 0, 31)
+	h.waitRead(r)
+	if err := r.engine.CommitNow(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.get(); !slices.Equal(got, []string{reasonRequest}) {
+		t.Fatalf("after CommitNow: flush reasons %q, want [request]", got)
+	}
+	h.produce(300, 0, 32)
+	h.waitRead(r)
+	r.stop(t)
+	if got := out.get(); !slices.Equal(got, []string{reasonRequest, reasonShutdown}) {
+		t.Fatalf("after Stop: flush reasons %q, want [request shutdown]", got)
+	}
+	// The timer alone.
+	r = h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
+	h.produce(300, 0, 33)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+	got := out.get()
+	if len(got) < 3 {
+		t.Fatalf("flush reasons %q: no timer epoch", got)
+	}
+	for _, reason := range got[2:] {
+		if reason != reasonTimer {
+			t.Fatalf("flush reasons %q: want only timer after [request shutdown]", got)
+		}
+	}
+}
