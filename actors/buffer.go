@@ -26,8 +26,7 @@ type bufferConfig struct {
 	budget           *Budget
 	health           *Health
 	metrics          *Metrics
-	backoff          Backoff
-	maxRetry         time.Duration // how long an upload is retried before the epoch fails
+	retry            retryPolicy // uploads, before the epoch fails
 	logger           *slog.Logger
 	// beforeRows, if set, runs before a batch is written: tests inject
 	// panics here.
@@ -186,16 +185,12 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats) (messages.DataFile, error) {
 	key := delta.NewDataFileKey(b.cfg.partitionColumns, b.values, b.cfg.writer.Compression)
 	size := int64(data.Len())
-	err := retry(ctx, retryPolicy{backoff: b.cfg.backoff, maxElapsed: b.cfg.maxRetry}, func() error {
+	err := retry(ctx, b.cfg.retry, func() error {
 		// Release builds pass data's reader through (it has ReadAt and Seek,
 		// so minio-go sends parts without buffering a copy).
 		body := failpoint.Reader(failpoint.Upload, data.Reader(), size/2)
 		return b.cfg.store.PutStream(ctx, key, body, size)
-	}, func(attempt int, err error) {
-		b.cfg.metrics.retrying(componentStorage)
-		b.cfg.health.Degrade("storage", err.Error())
-		b.cfg.logger.Warn("upload failed; retrying", "file", key, "attempt", attempt+1, "err", err)
-	})
+	}, storageRetrying(b.cfg.metrics, b.cfg.health, b.cfg.logger, "upload", "file", key))
 	if err != nil {
 		return messages.DataFile{}, fmt.Errorf("upload %s: %w", key, err)
 	}

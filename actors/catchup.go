@@ -64,7 +64,7 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 		}
 		if read && !flushed {
 			flushed = true
-			if err := e.CommitNow(ctx); err != nil && ctx.Err() == nil {
+			if err := e.commitNow(ctx, reasonCatchUp); err != nil && ctx.Err() == nil {
 				e.deps.Logger.Warn("catch-up: flush failed; the timer will retry", "err", err)
 			}
 		}

@@ -79,8 +79,10 @@ type committer struct {
 	waiters []chan error // CommitNow replies for the current epoch
 	queued  []chan error // CommitNow replies for the next epoch
 	// again is the reason of a CommitNow that came during an epoch: the
-	// next epoch starts as soon as this one ends. (A full memory budget
-	// asks once; dropped, reading would stall until the flush timer.)
+	// next epoch starts as soon as this one ends, sealed with it. (A full
+	// memory budget asks once; dropped, reading would stall until the
+	// flush timer.) After an abort it is the reason of the dropped epoch
+	// its waiters wait on, redone once the pipeline is rebuilt.
 	again    string
 	idle     map[string]int
 	retiring []*actor.PID
@@ -105,10 +107,10 @@ func (c *committer) Receive(ctx actor.Context) {
 		c.stopTimers()
 	case *tick:
 		if c.cur == nil && c.pipeline != nil {
-			c.sealEpoch(ctx, "timer")
+			c.sealEpoch(ctx, reasonTimer)
 		}
 	case *messages.CommitNow:
-		c.handleFlushNow(ctx, m)
+		c.handleCommitNow(ctx, m)
 	case *messages.Assign:
 		c.handleAssign(ctx, m)
 	case *messages.Revoke:
@@ -151,11 +153,7 @@ func (c *committer) start(ctx actor.Context) {
 	// flight belongs to a dead generation.
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.idle, c.retiring, c.pipeline = map[string]int{}, nil, nil
-	if c.cur != nil {
-		c.cfg.budget.EpochDone()
-		c.cur = nil
-	}
-	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	c.dropEpoch()
 	if c.assigned == nil {
 		c.assigned, c.base = map[int32]bool{}, map[int32]int64{}
 	}
@@ -198,11 +196,7 @@ func (c *committer) stopTimers() {
 }
 
 func (c *committer) storageRetrying(what string) func(int, error) {
-	return func(attempt int, err error) {
-		c.cfg.metrics.retrying(componentStorage)
-		c.cfg.health.Degrade("storage", err.Error())
-		c.cfg.logger.Warn(what+" failed; retrying", "attempt", attempt+1, "err", err)
-	}
+	return storageRetrying(c.cfg.metrics, c.cfg.health, c.cfg.logger, what)
 }
 
 func (c *committer) partitions() []int32 { return slices.Sorted(maps.Keys(c.assigned)) }
@@ -225,7 +219,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
-		c.sealEpoch(ctx, "request")
+		c.sealEpoch(ctx, c.nextReason())
 	}
 }
 
@@ -259,12 +253,17 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	m.Reply <- offsets
 }
 
-func (c *committer) handleFlushNow(ctx actor.Context, m *messages.CommitNow) {
+func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 	if m.Reply != nil {
 		c.queued = append(c.queued, m.Reply)
 	}
 	if c.cur != nil {
-		c.again = m.Reason
+		// The first request names the next epoch, unless one somebody
+		// waits on (the control service, Stop, CatchUp) comes after ones
+		// nobody does (max_bytes, memory_budget).
+		if c.again == "" || (m.Reply != nil && len(c.queued) == 1) {
+			c.again = m.Reason
+		}
 		return
 	}
 	if c.pipeline != nil {
@@ -283,7 +282,7 @@ func (c *committer) sealEpoch(ctx actor.Context, reason string) {
 	}
 	e := c.epoch
 	c.epoch++
-	c.cur = newEpochState(e, c.cfg.topic, partitions, time.Now())
+	c.cur = newEpochState(e, c.cfg.topic, partitions, reason, time.Now())
 	c.cfg.budget.EpochStarted()
 	// Buffers idle for long stop with this epoch: forgotten by the registry
 	// now and by the readers at Seal, flushed once more, then stopped.
@@ -324,27 +323,27 @@ func (c *committer) flushEpoch(ctx actor.Context) {
 
 // commitEpoch makes the epoch durable: DLQ acknowledged, then one commit.
 func (c *committer) commitEpoch(ctx actor.Context) {
-	r := c.cur
-	if r.err != nil {
-		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, r.err), true)
+	es := c.cur
+	if es.err != nil {
+		c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, es.err), true)
 		return
 	}
-	if moved := c.movedPartitions(r); len(moved) > 0 {
+	if moved := c.movedPartitions(es); len(moved) > 0 {
 		c.cfg.metrics.Conflicts.Inc()
-		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", r.epoch, moved), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", es.epoch, moved), true)
 		return
 	}
 	for _, pid := range c.retiring {
 		ctx.Send(c.pipeline, &stopBuffers{pids: []*actor.PID{pid}})
 	}
 	c.retiring = nil
-	for _, id := range r.active {
+	for _, id := range es.active {
 		delete(c.idle, id)
 	}
-	for _, id := range r.idle {
+	for _, id := range es.idle {
 		c.idle[id]++
 	}
-	if letters := r.deadLetters(); len(letters) > 0 {
+	if letters := es.deadLetters(); len(letters) > 0 {
 		waitStart := time.Now()
 		err := c.writer.publishDeadLetters(c.ctx, letters, func(attempt int, err error) {
 			// The commit waits (the epoch's bad records must be stored
@@ -353,22 +352,22 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
-			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", r.epoch, "records", len(letters),
+			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", es.epoch, "records", len(letters),
 				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
 		})
 		c.cfg.metrics.DLQWaiting.Set(0)
 		if err != nil {
-			c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, err), true)
+			c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, err), true)
 			return
 		}
 		c.cfg.health.Recover("nats")
 	}
-	refresh := c.staleTxns(r)
-	if r.empty() && len(refresh) == 0 {
+	refresh := c.staleTxns(es)
+	if es.empty() && len(refresh) == 0 {
 		c.finishEpoch(ctx, nil)
 		return
 	}
-	ec := newEpochCommit(r, c.cfg.app, refresh, time.Now())
+	ec := newEpochCommit(es, c.cfg.app, refresh, time.Now())
 	failpoint.Hit(failpoint.Commit)
 	// In flight from here until the checkpoint and mirror are written:
 	// the stall watchdog never exits the process meanwhile.
@@ -379,20 +378,20 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	switch {
 	case res.conflict != nil:
 		c.cfg.metrics.Conflicts.Inc()
-		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", r.epoch, res.conflict), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d dropped: %v", es.epoch, res.conflict), true)
 		return
 	case res.err != nil:
-		c.abort(ctx, fmt.Sprintf("epoch %d: %v", r.epoch, res.err), true)
+		c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, res.err), true)
 		return
 	}
 	version := res.version
 	c.cfg.health.Recover("storage")
-	for p, off := range r.offsets() {
+	for p, off := range es.offsets() {
 		c.base[p] = off + 1
 	}
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.progress.committedNow(time.Now())
-	c.afterCommit(r, version, ec.rows, ec.bytes, time.Since(start))
+	c.afterCommit(es, version, ec.rows, ec.bytes, time.Since(start))
 	if err := c.checkpoint(ctx, version); err != nil {
 		// The snapshot now holds the log's state, which is not what this
 		// writer committed: re-read every partition from the log's offsets.
@@ -432,8 +431,8 @@ func (c *committer) checkpoint(ctx actor.Context, version int64) error {
 // in the snapshot is no longer the one we began reading from. Commit checks
 // the versions after the snapshot; this covers those the snapshot absorbed
 // (our earlier commits replaying other writers', a re-read on assignment).
-func (c *committer) movedPartitions(r *epochState) []int32 {
-	offsets := r.offsets()
+func (c *committer) movedPartitions(es *epochState) []int32 {
+	offsets := es.offsets()
 	now := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, slices.Sorted(maps.Keys(offsets)))
 	var moved []int32
 	for p, next := range now {
@@ -452,8 +451,8 @@ func (c *committer) movedPartitions(r *epochState) []int32 {
 // expiring: forgotten, the partition would be read again from its start
 // offset and its records committed twice. A partition whose txn another
 // writer moved since we began reading it is not ours to refresh.
-func (c *committer) staleTxns(r *epochState) []delta.Txn {
-	advanced := r.offsets()
+func (c *committer) staleTxns(es *epochState) []delta.Txn {
+	advanced := es.offsets()
 	owned := c.partitions()
 	table := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, owned)
 	var ids []string
@@ -467,20 +466,20 @@ func (c *committer) staleTxns(r *epochState) []delta.Txn {
 
 // afterCommit does what follows a commit: KV mirror, Kafka group offsets,
 // events and metrics. None of it affects correctness.
-func (c *committer) afterCommit(r *epochState, version, rows, bytes int64, took time.Duration) {
+func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took time.Duration) {
 	m := c.cfg.metrics
 	m.Commits.Inc()
 	m.Rows.Add(float64(rows))
-	m.Files.Add(float64(len(r.files)))
+	m.Files.Add(float64(len(es.files)))
 	m.Bytes.Add(float64(bytes))
 	m.CommitLatency.Observe(took.Seconds())
-	m.EpochDuration.Observe(time.Since(r.started).Seconds())
+	m.EpochDuration.Observe(time.Since(es.started).Seconds())
 	m.TableVersion.Set(float64(version))
 	m.LastCommit.Set(float64(time.Now().UnixMilli()) / 1e3)
-	if newest, ok := newestValue(r.files, c.cfg.eventTime); ok {
+	if newest, ok := newestValue(es.files, c.cfg.eventTime); ok {
 		m.committedEvents(newest)
 	}
-	offsets := r.offsets()
+	offsets := es.offsets()
 	next := make(map[int32]int64, len(offsets))
 	for p, off := range offsets {
 		c.cfg.outbox.MirrorOffset(c.cfg.topic, p, off, version)
@@ -495,12 +494,12 @@ func (c *committer) afterCommit(r *epochState, version, rows, bytes int64, took 
 			}
 		}()
 	}
-	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: r.epoch, Files: len(r.files), Rows: rows, Bytes: bytes,
-		DurationMS: time.Since(r.started).Milliseconds() - took.Milliseconds()})
-	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: r.epoch, Files: len(r.files), Rows: rows,
-		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(r.started).Milliseconds()})
-	c.cfg.logger.Info("committed", "version", version, "epoch", r.epoch, "files", len(r.files), "rows", rows,
-		"records", r.records(), "dlq", len(r.deadLetters()), "took", took.Round(time.Millisecond))
+	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: es.reason, Files: len(es.files), Rows: rows, Bytes: bytes,
+		DurationMS: time.Since(es.started).Milliseconds() - took.Milliseconds()})
+	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
+		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(es.started).Milliseconds()})
+	c.cfg.logger.Info("committed", "version", version, "epoch", es.epoch, "files", len(es.files), "rows", rows,
+		"records", es.records(), "dlq", len(es.deadLetters()), "took", took.Round(time.Millisecond))
 }
 
 // finishEpoch ends the current epoch and answers its CommitNow waiters;
@@ -517,12 +516,31 @@ func (c *committer) finishEpoch(ctx actor.Context, err error) {
 	}
 	c.waiters = nil
 	if (len(c.queued) > 0 || c.again != "") && c.pipeline != nil {
-		reason := c.again
-		if reason == "" {
-			reason = "request"
-		}
-		c.sealEpoch(ctx, reason)
+		c.sealEpoch(ctx, c.nextReason())
 	}
+}
+
+// nextReason is the reason of an epoch sealed for pending requests:
+// again's, else request.
+func (c *committer) nextReason() string {
+	if c.again != "" {
+		return c.again
+	}
+	return reasonRequest
+}
+
+// dropEpoch forgets the current epoch (aborted, or lost with a restart);
+// its CommitNow waiters wait for the next one, which says the dropped
+// epoch's reason unless a request already named it.
+func (c *committer) dropEpoch() {
+	if c.cur != nil {
+		c.cfg.budget.EpochDone()
+		if len(c.waiters) > 0 && c.again == "" {
+			c.again = c.cur.reason
+		}
+		c.cur = nil
+	}
+	c.queued, c.waiters = append(c.waiters, c.queued...), nil
 }
 
 // abort drops every uncommitted epoch: the pipeline is thrown away, the
@@ -534,14 +552,15 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 		ctx.Stop(c.pipeline)
 		c.pipeline = nil
 	}
-	if c.cur != nil {
-		c.cfg.budget.EpochDone()
-		c.cur = nil
-	}
-	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	c.dropEpoch()
 	c.retiring, c.idle = nil, map[string]int{}
 	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
-		// The next start of the committer reloads from scratch.
+		// Without the log's state no generation can be built, so a storage
+		// blip here restarts the committer rather than being retried in
+		// place: its guardian (restartStrategy) restarts it after the
+		// capped, growing backoff, and start re-reads the table (with
+		// retries) before building the next pipeline. The waiters stay
+		// queued across the restart.
 		panic(fmt.Errorf("committer: re-read table after abort: %w", err))
 	}
 	c.gen++

@@ -157,7 +157,7 @@ type Engine struct {
 	maintenance *actor.PID  // nil when maintenance is disabled
 	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it); nil when disabled
 
-	// Set by Start.
+	// Set by Start, before it closes ready (see started).
 	fetch    *fetcher
 	cons     Consumer
 	progress *progress
@@ -265,17 +265,18 @@ func (e *Engine) Start(cons Consumer) error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
+	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
 	bcfg := &bufferConfig{
 		store: e.deps.Table.Store(), dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: e.deps.PartitionColumns,
 		writer: writer, committer: e.committer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		backoff: e.cfg.RetryBackoff, maxRetry: e.cfg.MaxRetry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
+		retry: retry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
 	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, committer: e.committer, reg: e.reg,
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
-		backoff: e.cfg.Backoff, retry: retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry}, pipeline: pcfg, outbox: e.deps.Outbox,
+		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: cons, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, maintenance: e.maintenance, progress: e.progress,
 	}
@@ -288,15 +289,29 @@ func (e *Engine) Start(cons Consumer) error {
 	if err := e.spawnSupervised(committerName, e.committer, newCommitter(ccfg)); err != nil {
 		return err
 	}
-	close(e.ready)
-
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.loopDone = make(chan error, 1)
+	close(e.ready) // every field Start sets is set
+
 	go func() { e.loopDone <- e.fetch.run(ctx) }()
 	go e.watchBudget(ctx)
 	return nil
 }
+
+// started reports whether Start succeeded. Pause, Resume, Position and
+// Stop check it: the fields they use are Start's.
+func (e *Engine) started() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// errNotStarted is returned by the methods that need a started engine.
+var errNotStarted = errors.New("engine not started")
 
 // spawnSupervised spawns the top-level actor name at the PID the engine
 // reserved for it, under a guardian that restarts it after a backoff.
@@ -319,7 +334,7 @@ func (e *Engine) spawnSupervised(name string, want *actor.PID, producer actor.Pr
 func (e *Engine) watchBudget(ctx context.Context) {
 	e.budget.Observe(func(b int64) { e.deps.Metrics.BufferedBytes.Set(float64(b)) })
 	for e.budget.WaitAbove(ctx, e.cfg.FlushMaxBytes) {
-		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "max_bytes"})
+		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reasonMaxBytes})
 		select {
 		case <-ctx.Done():
 			return
@@ -335,9 +350,14 @@ const budgetRecheck = 100 * time.Millisecond
 
 // CommitNow starts an epoch now (messages.CommitNow) and waits until it and
 // every earlier one are committed: everything read so far is in the table.
-func (e *Engine) CommitNow(ctx context.Context) error {
+// Its flush event says reason "request".
+func (e *Engine) CommitNow(ctx context.Context) error { return e.commitNow(ctx, reasonRequest) }
+
+// commitNow is CommitNow with the reason the epoch is sealed with (Stop:
+// shutdown, CatchUp: catch_up).
+func (e *Engine) commitNow(ctx context.Context, reason string) error {
 	reply := make(chan error, 1)
-	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: "request", Reply: reply})
+	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reason, Reply: reply})
 	select {
 	case err := <-reply:
 		return err
@@ -349,8 +369,12 @@ func (e *Engine) CommitNow(ctx context.Context) error {
 // Pause stops reading Kafka until Resume (the control service). It returns
 // once the fetch loop has paused (it interrupts the poll in flight): records
 // that poll returns are still read, records produced after Pause returns are
-// not. A loop not started yet pauses before its first poll.
+// not. After Start, a loop not polling yet (the table still loading) pauses
+// before its first poll; before Start, Pause returns an error.
 func (e *Engine) Pause(ctx context.Context) error {
+	if !e.started() {
+		return fmt.Errorf("pause: %w", errNotStarted)
+	}
 	e.fetch.userPaused.Store(true)
 	e.fetch.interruptPoll()
 	for e.fetch.looping.Load() && !e.fetch.userPauseDone.Load() {
@@ -363,8 +387,11 @@ func (e *Engine) Pause(ctx context.Context) error {
 	return nil
 }
 
-// Resume undoes Pause.
+// Resume undoes Pause; before Start it does nothing.
 func (e *Engine) Resume() {
+	if !e.started() {
+		return
+	}
 	e.fetch.userPaused.Store(false)
 	e.fetch.interruptPoll()
 }
@@ -379,15 +406,25 @@ func (e *Engine) Committed(ctx context.Context) (map[int32]int64, error) {
 	return res.(map[int32]int64), nil
 }
 
-// Position returns the next offset the fetch loop will read, per partition.
-func (e *Engine) Position() map[int32]int64 { return e.fetch.position() }
+// Position returns the next offset the fetch loop will read, per partition
+// (nil before Start).
+func (e *Engine) Position() map[int32]int64 {
+	if !e.started() {
+		return nil
+	}
+	return e.fetch.position()
+}
 
 // Stop stops reading, commits what was read (within ctx), closes the Kafka
 // consumer and stops the actors. The returned error is the final commit's.
+// Before Start (or after it failed) there is nothing to stop: it returns nil.
 func (e *Engine) Stop(ctx context.Context) error {
+	if !e.started() {
+		return nil
+	}
 	e.cancel()
 	<-e.loopDone
-	err := e.CommitNow(ctx)
+	err := e.commitNow(ctx, reasonShutdown)
 	e.stopping.Store(true)
 	e.cons.Close()
 	if e.maintenance != nil {

@@ -776,3 +776,103 @@ func TestCatchUp(t *testing.T) {
 		t.Fatalf("cancelled CatchUp: %v", err)
 	}
 }
+
+// TestEngineBeforeStart: the methods that need the fetch loop are safe on
+// an engine not started: Pause fails, Resume does nothing, Position is
+// empty and Stop has nothing to stop.
+func TestEngineBeforeStart(t *testing.T) {
+	m, err := mapping.New(mapping.DefaultConfig(), mapping.DefaultPartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(Config{Topic: topic}, Deps{Table: delta.NewTable(storage.NewMem()), Mapper: m, Outbox: NewOutbox(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.system.Shutdown()
+	if err := e.Pause(t.Context()); !errors.Is(err, errNotStarted) {
+		t.Fatalf("Pause before Start = %v, want %v", err, errNotStarted)
+	}
+	e.Resume()
+	if pos := e.Position(); len(pos) != 0 {
+		t.Fatalf("Position before Start = %v", pos)
+	}
+	if err := e.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop before Start = %v", err)
+	}
+}
+
+// flushReasons is an Outbox that records the reasons of the flush events.
+type flushReasons struct {
+	Outbox
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (o *flushReasons) Publish(ev bridge.Event) {
+	if f, ok := ev.(*bridge.FlushEvent); ok {
+		o.mu.Lock()
+		o.reasons = append(o.reasons, f.Reason)
+		o.mu.Unlock()
+	}
+	o.Outbox.Publish(ev)
+}
+
+func (o *flushReasons) get() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.reasons)
+}
+
+// waitRead waits until the fetch loop has handed every produced record to
+// the readers.
+func (h *harness) waitRead(r *running) {
+	h.t.Helper()
+	waitFor(h.t, func() bool {
+		var n int64
+		for _, next := range r.engine.Position() {
+			n += next
+		}
+		return n == int64(h.records)
+	})
+}
+
+// TestFlushEventReasons: the flush event says why its epoch was sealed:
+// request for CommitNow, shutdown for Stop's final commit, timer for the
+// flush interval.
+func TestFlushEventReasons(t *testing.T) {
+	h := newHarness(t, nil)
+	out := &flushReasons{Outbox: NewOutbox(h.bridge)}
+	h.outbox = out
+	// No timer: the request, then Stop, seal the epochs.
+	r := h.start(Config{FlushInterval: time.Hour}, nil)
+	h.produce(300, 0, 31)
+	h.waitRead(r)
+	if err := r.engine.CommitNow(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.get(); !slices.Equal(got, []string{reasonRequest}) {
+		t.Fatalf("after CommitNow: flush reasons %q, want [request]", got)
+	}
+	h.produce(300, 0, 32)
+	h.waitRead(r)
+	r.stop(t)
+	if got := out.get(); !slices.Equal(got, []string{reasonRequest, reasonShutdown}) {
+		t.Fatalf("after Stop: flush reasons %q, want [request shutdown]", got)
+	}
+	// The timer alone.
+	r = h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
+	h.produce(300, 0, 33)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+	got := out.get()
+	if len(got) < 3 {
+		t.Fatalf("flush reasons %q: no timer epoch", got)
+	}
+	for _, reason := range got[2:] {
+		if reason != reasonTimer {
+			t.Fatalf("flush reasons %q: want only timer after [request shutdown]", got)
+		}
+	}
+}

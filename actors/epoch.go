@@ -9,13 +9,25 @@ import (
 	"github.com/deltaflow/deltaflow/messages"
 )
 
+// Why an epoch was sealed: messages.CommitNow's Reason and the flush event's
+// (bridge.FlushEvent), one snake_case set.
+const (
+	reasonTimer        = "timer"         // the flush interval
+	reasonMaxBytes     = "max_bytes"     // buffers past flush.max_bytes
+	reasonMemoryBudget = "memory_budget" // the memory budget full, Kafka paused
+	reasonRequest      = "request"       // Engine.CommitNow: the control service's flush
+	reasonShutdown     = "shutdown"      // Engine.Stop's final commit
+	reasonCatchUp      = "catch_up"      // Engine.CatchUp: everything up to the targets read
+)
+
 // epochState is the bookkeeping of one epoch, from Seal to commit: which readers
 // and buffers must still answer, and what they answered. It is plain data,
 // driven by the committer.
 type epochState struct {
 	epoch   uint64
-	started time.Time
+	started time.Time // sealed
 	topic   string
+	reason  string // why it was sealed (reasonTimer…)
 
 	waitSeal  map[int32]bool
 	sealed    map[int32]*messages.Sealed
@@ -26,57 +38,57 @@ type epochState struct {
 	err       error    // first buffer failure
 }
 
-func newEpochState(epoch uint64, topic string, readers []int32, now time.Time) *epochState {
-	r := &epochState{epoch: epoch, started: now, topic: topic, waitSeal: map[int32]bool{}, sealed: map[int32]*messages.Sealed{}, waitFlush: map[string]bool{}}
+func newEpochState(epoch uint64, topic string, readers []int32, reason string, now time.Time) *epochState {
+	es := &epochState{epoch: epoch, started: now, topic: topic, reason: reason, waitSeal: map[int32]bool{}, sealed: map[int32]*messages.Sealed{}, waitFlush: map[string]bool{}}
 	for _, p := range readers {
-		r.waitSeal[p] = true
+		es.waitSeal[p] = true
 	}
-	return r
+	return es
 }
 
 // onSealed records a reader's answer; it reports whether every reader has
 // sealed.
-func (r *epochState) onSealed(m *messages.Sealed) bool {
-	if m.Epoch == r.epoch && r.waitSeal[m.Partition] {
-		delete(r.waitSeal, m.Partition)
-		r.sealed[m.Partition] = m
+func (es *epochState) onSealed(m *messages.Sealed) bool {
+	if m.Epoch == es.epoch && es.waitSeal[m.Partition] {
+		delete(es.waitSeal, m.Partition)
+		es.sealed[m.Partition] = m
 	}
-	return r.allSealed()
+	return es.allSealed()
 }
 
-func (r *epochState) allSealed() bool { return len(r.waitSeal) == 0 }
+func (es *epochState) allSealed() bool { return len(es.waitSeal) == 0 }
 
-// expectFlushes names the buffers that must answer Flush.
-func (r *epochState) expectFlushes(keys []string) {
-	for _, k := range keys {
-		r.waitFlush[k] = true
+// expectFlushes names the buffers (by PID id) that must answer Flush.
+func (es *epochState) expectFlushes(ids []string) {
+	for _, id := range ids {
+		es.waitFlush[id] = true
 	}
 }
 
 // onFlushed records a buffer's answer; it reports whether every buffer has
 // answered.
-func (r *epochState) onFlushed(m *messages.Flushed) bool {
-	if m.Epoch == r.epoch && r.waitFlush[m.Buffer] {
-		delete(r.waitFlush, m.Buffer)
+func (es *epochState) onFlushed(m *messages.Flushed) bool {
+	if m.Epoch == es.epoch && es.waitFlush[m.Buffer] {
+		delete(es.waitFlush, m.Buffer)
 		switch {
-		case m.Err != nil && r.err == nil:
-			r.err = m.Err
+		case m.Err != nil && es.err == nil:
+			es.err = m.Err
 		case m.Idle:
-			r.idle = append(r.idle, m.Buffer)
+			es.idle = append(es.idle, m.Buffer)
 		default:
-			r.active = append(r.active, m.Buffer)
+			es.active = append(es.active, m.Buffer)
 		}
-		r.files = append(r.files, m.Files...)
+		es.files = append(es.files, m.Files...)
 	}
-	return r.allFlushed()
+	return es.allFlushed()
 }
 
-func (r *epochState) allFlushed() bool { return len(r.waitFlush) == 0 }
+func (es *epochState) allFlushed() bool { return len(es.waitFlush) == 0 }
 
 // deadLetters are the epoch's records bound for the DLQ.
-func (r *epochState) deadLetters() []messages.DeadLetter {
+func (es *epochState) deadLetters() []messages.DeadLetter {
 	var out []messages.DeadLetter
-	for _, s := range r.sealed {
+	for _, s := range es.sealed {
 		out = append(out, s.DeadLetters...)
 	}
 	return out
@@ -84,9 +96,9 @@ func (r *epochState) deadLetters() []messages.DeadLetter {
 
 // offsets are the last offsets consumed in the epoch, for the partitions
 // that advanced.
-func (r *epochState) offsets() map[int32]int64 {
+func (es *epochState) offsets() map[int32]int64 {
 	out := map[int32]int64{}
-	for p, s := range r.sealed {
+	for p, s := range es.sealed {
 		if s.LastOffset >= 0 {
 			out[p] = s.LastOffset
 		}
@@ -95,12 +107,12 @@ func (r *epochState) offsets() map[int32]int64 {
 }
 
 // empty reports an epoch with nothing to commit: no rows and no offsets.
-func (r *epochState) empty() bool { return len(r.files) == 0 && len(r.offsets()) == 0 }
+func (es *epochState) empty() bool { return len(es.files) == 0 && len(es.offsets()) == 0 }
 
 // records is the number of Kafka records the epoch consumed.
-func (r *epochState) records() int64 {
+func (es *epochState) records() int64 {
 	var n int64
-	for _, s := range r.sealed {
+	for _, s := range es.sealed {
 		n += s.Records
 	}
 	return n
@@ -108,8 +120,8 @@ func (r *epochState) records() int64 {
 
 // commitActions are the epoch's commit: an add per data file and a txn per
 // partition that advanced (version = last offset consumed).
-func (r *epochState) commitActions(app string, now time.Time) (actions []delta.Action, rows, bytes int64) {
-	for _, f := range r.files {
+func (es *epochState) commitActions(app string, now time.Time) (actions []delta.Action, rows, bytes int64) {
+	for _, f := range es.files {
 		actions = append(actions, delta.Action{Add: &delta.Add{
 			Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
 			ModificationTime: f.ModificationTime, DataChange: true, Stats: f.Stats,
@@ -118,9 +130,9 @@ func (r *epochState) commitActions(app string, now time.Time) (actions []delta.A
 		bytes += f.Size
 	}
 	ms := now.UnixMilli()
-	offsets := r.offsets()
+	offsets := es.offsets()
 	for _, p := range slices.Sorted(maps.Keys(offsets)) {
-		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: TxnAppID(app, r.topic, p), Version: offsets[p], LastUpdated: &ms}})
+		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: TxnAppID(app, es.topic, p), Version: offsets[p], LastUpdated: &ms}})
 	}
 	return actions, rows, bytes
 }

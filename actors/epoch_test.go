@@ -51,24 +51,24 @@ func TestEpochStateSeal(t *testing.T) {
 			all: true, offsets: map[int32]int64{0: 3, 1: 8}, records: 5, dlq: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newEpochState(5, topic, tc.readers, time.Now())
-			all := r.allSealed()
+			es := newEpochState(5, topic, tc.readers, reasonTimer, time.Now())
+			all := es.allSealed()
 			for _, m := range tc.sealed {
-				all = r.onSealed(m)
+				all = es.onSealed(m)
 			}
 			if all != tc.all {
 				t.Errorf("all sealed = %v, want %v", all, tc.all)
 			}
-			if got := r.offsets(); !maps.Equal(got, tc.offsets) {
+			if got := es.offsets(); !maps.Equal(got, tc.offsets) {
 				t.Errorf("offsets = %v, want %v", got, tc.offsets)
 			}
-			if got := r.records(); got != tc.records {
+			if got := es.records(); got != tc.records {
 				t.Errorf("records = %d, want %d", got, tc.records)
 			}
-			if got := len(r.deadLetters()); got != tc.dlq {
+			if got := len(es.deadLetters()); got != tc.dlq {
 				t.Errorf("%d dead letters, want %d", got, tc.dlq)
 			}
-			if got := slices.Sorted(maps.Keys(r.waitSeal)); !slices.Equal(got, tc.waitSeal) {
+			if got := slices.Sorted(maps.Keys(es.waitSeal)); !slices.Equal(got, tc.waitSeal) {
 				t.Errorf("waiting for readers %v, want %v", got, tc.waitSeal)
 			}
 		})
@@ -120,25 +120,25 @@ func TestEpochStateFlush(t *testing.T) {
 			all: true, files: 1, err: boom, aborted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newEpochState(5, topic, nil, time.Now())
-			r.expectFlushes(tc.expect)
-			all := r.allFlushed()
+			es := newEpochState(5, topic, nil, reasonTimer, time.Now())
+			es.expectFlushes(tc.expect)
+			all := es.allFlushed()
 			for _, m := range tc.flushed {
-				all = r.onFlushed(m)
+				all = es.onFlushed(m)
 			}
 			if all != tc.all {
 				t.Errorf("all flushed = %v, want %v", all, tc.all)
 			}
-			if len(r.files) != tc.files {
-				t.Errorf("%d files, want %d", len(r.files), tc.files)
+			if len(es.files) != tc.files {
+				t.Errorf("%d files, want %d", len(es.files), tc.files)
 			}
-			if !tc.aborted && (!slices.Equal(r.idle, tc.idle) || !slices.Equal(r.active, tc.active)) {
-				t.Errorf("idle %v, active %v; want %v, %v", r.idle, r.active, tc.idle, tc.active)
+			if !tc.aborted && (!slices.Equal(es.idle, tc.idle) || !slices.Equal(es.active, tc.active)) {
+				t.Errorf("idle %v, active %v; want %v, %v", es.idle, es.active, tc.idle, tc.active)
 			}
-			if r.err != tc.err {
-				t.Errorf("err = %v, want %v", r.err, tc.err)
+			if es.err != tc.err {
+				t.Errorf("err = %v, want %v", es.err, tc.err)
 			}
-			if got := slices.Sorted(maps.Keys(r.waitFlush)); !slices.Equal(got, tc.waitFlush) {
+			if got := slices.Sorted(maps.Keys(es.waitFlush)); !slices.Equal(got, tc.waitFlush) {
 				t.Errorf("waiting for buffers %v, want %v", got, tc.waitFlush)
 			}
 		})
@@ -158,11 +158,11 @@ func TestEpochStateEmpty(t *testing.T) {
 		{"files and offsets", 9, []messages.DataFile{{Path: "a"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newEpochState(1, topic, []int32{0}, time.Now())
-			r.onSealed(&messages.Sealed{Epoch: 1, Partition: 0, LastOffset: tc.offset})
-			r.expectFlushes([]string{"buffer-1"})
-			r.onFlushed(&messages.Flushed{Epoch: 1, Buffer: "buffer-1", Files: tc.files, Idle: len(tc.files) == 0})
-			if got := r.empty(); got != tc.empty {
+			es := newEpochState(1, topic, []int32{0}, reasonTimer, time.Now())
+			es.onSealed(&messages.Sealed{Epoch: 1, Partition: 0, LastOffset: tc.offset})
+			es.expectFlushes([]string{"buffer-1"})
+			es.onFlushed(&messages.Flushed{Epoch: 1, Buffer: "buffer-1", Files: tc.files, Idle: len(tc.files) == 0})
+			if got := es.empty(); got != tc.empty {
 				t.Errorf("empty = %v, want %v", got, tc.empty)
 			}
 		})
@@ -173,20 +173,20 @@ func TestEpochStateEmpty(t *testing.T) {
 // partition that advanced, by partition, each stamped with the commit time.
 func TestEpochStateCommitActions(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_123)
-	r := newEpochState(3, topic, []int32{2, 0, 1, 10}, now.Add(-time.Minute))
+	es := newEpochState(3, topic, []int32{2, 0, 1, 10}, reasonTimer, now.Add(-time.Minute))
 	for _, s := range []*messages.Sealed{
 		{Epoch: 3, Partition: 10, LastOffset: 100},
 		{Epoch: 3, Partition: 2, LastOffset: 7},
 		{Epoch: 3, Partition: 1, LastOffset: -1}, // read nothing: no txn
 		{Epoch: 3, Partition: 0, LastOffset: 0},
 	} {
-		r.onSealed(s)
+		es.onSealed(s)
 	}
-	r.expectFlushes([]string{"buffer-1", "buffer-2"})
-	r.onFlushed(&messages.Flushed{Epoch: 3, Buffer: "buffer-2", Files: []messages.DataFile{{Path: "b", Size: 30, Rows: 3, Stats: `{"numRecords":3}`}}})
-	r.onFlushed(&messages.Flushed{Epoch: 3, Buffer: "buffer-1", Files: []messages.DataFile{{Path: "a", Size: 20, Rows: 2}}})
+	es.expectFlushes([]string{"buffer-1", "buffer-2"})
+	es.onFlushed(&messages.Flushed{Epoch: 3, Buffer: "buffer-2", Files: []messages.DataFile{{Path: "b", Size: 30, Rows: 3, Stats: `{"numRecords":3}`}}})
+	es.onFlushed(&messages.Flushed{Epoch: 3, Buffer: "buffer-1", Files: []messages.DataFile{{Path: "a", Size: 20, Rows: 2}}})
 
-	actions, rows, bytes := r.commitActions("app", now)
+	actions, rows, bytes := es.commitActions("app", now)
 
 	var got []string
 	for _, a := range actions {

@@ -20,15 +20,15 @@ type epochCommit struct {
 // newEpochCommit builds the epoch's commit: its adds and txns, then the
 // refreshed txns of idle partitions, as a STREAMING UPDATE (Spark's name,
 // with the epoch as its epochId).
-func newEpochCommit(r *epochState, app string, refresh []delta.Txn, now time.Time) epochCommit {
-	actions, rows, bytes := r.commitActions(app, now)
+func newEpochCommit(es *epochState, app string, refresh []delta.Txn, now time.Time) epochCommit {
+	actions, rows, bytes := es.commitActions(app, now)
 	for i := range refresh {
 		actions = append(actions, delta.Action{Txn: &refresh[i]})
 	}
 	return epochCommit{actions: actions, rows: rows, bytes: bytes, op: delta.Operation{
 		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": app, "epochId": fmt.Sprint(r.epoch)},
-		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(r.files)), "numRemovedFiles": "0",
+		Parameters: map[string]any{"outputMode": "Append", "queryId": app, "epochId": fmt.Sprint(es.epoch)},
+		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(es.files)), "numRemovedFiles": "0",
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}}
 }

@@ -171,9 +171,9 @@ func TestEpochWriterCommit(t *testing.T) {
 			for _, r := range tc.faults {
 				faulty.Fail(r)
 			}
-			r := newEpochState(4, topic, []int32{0}, time.Now())
-			r.onSealed(&messages.Sealed{Epoch: 4, Partition: 0, LastOffset: 9})
-			ec := newEpochCommit(r, app, nil, time.Now())
+			es := newEpochState(4, topic, []int32{0}, reasonTimer, time.Now())
+			es.onSealed(&messages.Sealed{Epoch: 4, Partition: 0, LastOffset: 9})
+			ec := newEpochCommit(es, app, nil, time.Now())
 			retries := 0
 			res := epochWriter{table: tbl, retry: tc.policy}.commit(t.Context(), snap, ec, func(int, error) { retries++ })
 
@@ -211,17 +211,17 @@ func TestEpochWriterCommit(t *testing.T) {
 
 func TestNewEpochCommit(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_000)
-	r := newEpochState(12, topic, []int32{0, 1}, now)
-	r.onSealed(&messages.Sealed{Epoch: 12, Partition: 1, LastOffset: 41})
-	r.onSealed(&messages.Sealed{Epoch: 12, Partition: 0, LastOffset: -1})
-	r.expectFlushes([]string{"buffer-1"})
-	r.onFlushed(&messages.Flushed{Epoch: 12, Buffer: "buffer-1", Files: []messages.DataFile{
+	es := newEpochState(12, topic, []int32{0, 1}, reasonTimer, now)
+	es.onSealed(&messages.Sealed{Epoch: 12, Partition: 1, LastOffset: 41})
+	es.onSealed(&messages.Sealed{Epoch: 12, Partition: 0, LastOffset: -1})
+	es.expectFlushes([]string{"buffer-1"})
+	es.onFlushed(&messages.Flushed{Epoch: 12, Buffer: "buffer-1", Files: []messages.DataFile{
 		{Path: "a.parquet", Size: 100, Rows: 3}, {Path: "b.parquet", Size: 50, Rows: 2},
 	}})
 	old := int64(1)
 	refresh := []delta.Txn{{AppID: TxnAppID("app", topic, 0), Version: 7, LastUpdated: &old}}
 
-	ec := newEpochCommit(r, "app", refresh, now)
+	ec := newEpochCommit(es, "app", refresh, now)
 
 	var got []string
 	for _, a := range ec.actions {

@@ -184,8 +184,8 @@ func (f *fetcher) run(ctx context.Context) error {
 				f.metrics.FetchPaused.Set(1)
 				reason := "control"
 				if !f.userPaused.Load() {
-					reason = "memory budget"
-					f.system.Root.Send(f.committer, &messages.CommitNow{Reason: "memory budget"})
+					reason = reasonMemoryBudget
+					f.system.Root.Send(f.committer, &messages.CommitNow{Reason: reasonMemoryBudget})
 				}
 				f.logger.Debug("kafka fetching paused", "reason", reason, "partitions", owned)
 			}
@@ -211,7 +211,7 @@ func (f *fetcher) run(ctx context.Context) error {
 			// last seal may fill the budget on their own, and only another
 			// epoch frees them (the committer runs it after the current
 			// one when it is busy).
-			f.system.Root.Send(f.committer, &messages.CommitNow{Reason: "memory budget"})
+			f.system.Root.Send(f.committer, &messages.CommitNow{Reason: reasonMemoryBudget})
 			wait = pausedPollWait
 		}
 		// A reset (a rebuilt pipeline), Pause or Resume interrupts the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/deltaflow/deltaflow/bridge"
@@ -46,6 +48,18 @@ func equalJitter(d time.Duration, int64n func(int64) int64) time.Duration {
 type retryPolicy struct {
 	backoff    Backoff       // between attempts, jittered
 	maxElapsed time.Duration // then the last error is returned
+}
+
+// storageRetrying is the retry callback of a storage operation (the
+// committer's loads and commits, the buffers' uploads): it counts the retry,
+// reports storage degraded on /readyz and logs "<what> failed; retrying"
+// with attrs, the attempt and the error. Whoever succeeds next recovers it.
+func storageRetrying(m *Metrics, h *Health, logger *slog.Logger, what string, attrs ...any) func(attempt int, err error) {
+	return func(attempt int, err error) {
+		m.retrying(componentStorage)
+		h.Degrade("storage", err.Error())
+		logger.Warn(what+" failed; retrying", append(slices.Clip(attrs), "attempt", attempt+1, "err", err)...)
+	}
 }
 
 // errPermanent is wrapped around an error retry gave up on at once.

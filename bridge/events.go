@@ -64,16 +64,18 @@ type CommitEvent struct {
 	DurationMS int64           `json:"duration_ms" doc:"from sealing the epoch to the commit landing"`
 }
 
-// FlushEvent is published when the buffers flushed an epoch's rows to data
-// files (before the commit).
+// FlushEvent tells why an epoch was sealed and what its buffers flushed. It
+// is published after the epoch's Delta commit landed (just before its
+// CommitEvent), so only for epochs that committed: an epoch dropped, or with
+// nothing to commit, has none.
 type FlushEvent struct {
 	Header
 	Epoch      uint64 `json:"epoch" doc:"epoch (micro-batch) id"`
-	Reason     string `json:"reason" doc:"timer, max_bytes, shutdown or request"`
+	Reason     string `json:"reason" doc:"why the epoch was sealed: timer (flush interval), max_bytes (flush.max_bytes buffered), memory_budget (memory budget full), request (control service flush), shutdown (final commit on stop) or catch_up (run --until-latest read everything)"`
 	Files      int    `json:"files" doc:"data files written"`
 	Rows       int64  `json:"rows" doc:"rows written"`
 	Bytes      int64  `json:"bytes" doc:"bytes written"`
-	DurationMS int64  `json:"duration_ms" doc:"time to encode and upload"`
+	DurationMS int64  `json:"duration_ms" doc:"from sealing the epoch to the start of its commit: readers sealing, buffers encoding and uploading, the DLQ acknowledging"`
 }
 
 // CheckpointEvent is published after a Delta checkpoint was written.
@@ -90,15 +92,14 @@ const (
 	ActorStarted   ActorAction = "started"
 	ActorRestarted ActorAction = "restarted"
 	ActorStopped   ActorAction = "stopped"
-	ActorFailed    ActorAction = "failed"
 )
 
-// ActorEvent is published when an actor starts, restarts, stops or fails.
+// ActorEvent is published when an actor starts, restarts or stops.
 type ActorEvent struct {
 	Header
 	Actor    string      `json:"actor" doc:"actor path, e.g. committer/pipeline/reader/sensor-events/0"`
-	Action   ActorAction `json:"action" doc:"started, restarted, stopped or failed"`
-	Reason   string      `json:"reason,omitempty" doc:"why (the error, for restarted and failed)"`
+	Action   ActorAction `json:"action" doc:"started, restarted or stopped"`
+	Reason   string      `json:"reason,omitempty" doc:"why (the error, for restarted)"`
 	Restarts int         `json:"restarts" doc:"restarts so far"`
 }
 
@@ -188,9 +189,9 @@ var eventCatalogue = []struct {
 	when string
 }{
 	{&CommitEvent{}, "after each Delta commit of an epoch"},
-	{&FlushEvent{}, "after the buffers wrote an epoch's data files"},
+	{&FlushEvent{}, "after an epoch's Delta commit landed, just before its commit event (an epoch dropped, or with nothing to commit, has none)"},
 	{&CheckpointEvent{}, "after a Delta checkpoint"},
-	{&ActorEvent{}, "when an actor starts, restarts, stops or fails"},
+	{&ActorEvent{}, "when an actor starts, restarts or stops"},
 	{&DLQEvent{}, "for each record stored in the DLQ"},
 	{&LagEvent{}, "periodically, with the consumer lag"},
 	{&OptimizeEvent{}, "after an OPTIMIZE commit"},
