@@ -47,5 +47,8 @@
 // early epoch: the fetch loop when the budget pauses it (fetcher.run), the
 // fetch loop again when the budget stays exhausted a whole poll wait, the
 // budget watch when buffered bytes pass FlushMaxBytes (Engine.watchBudget),
-// and Engine.CommitNow (the control service, Stop's final commit, CatchUp).
+// and Engine.commitNow: the control service's flush (Engine.CommitNow),
+// Stop's final commit and CatchUp. Each names its reason (memory_budget,
+// max_bytes, request, shutdown, catch_up; the timer's epochs say timer),
+// which the epoch keeps and its flush event reports.
 package actors

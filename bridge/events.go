@@ -97,7 +97,7 @@ const (
 // ActorEvent is published when an actor starts, restarts or stops.
 type ActorEvent struct {
 	Header
-	Actor    string      `json:"actor" doc:"actor path, e.g. committer/pipeline/reader/sensor-events/0"`
+	Actor    string      `json:"actor" doc:"actor name: committer, maintenance, or committer/pipeline for the pipeline"`
 	Action   ActorAction `json:"action" doc:"started, restarted or stopped"`
 	Reason   string      `json:"reason,omitempty" doc:"why (the error, for restarted)"`
 	Restarts int         `json:"restarts" doc:"restarts so far"`

@@ -2,8 +2,8 @@ package messages
 
 // CommitNow asks the committer to start an epoch now: sent by the fetch
 // loop when the memory budget is exhausted, by the engine when buffered
-// bytes pass flush.max_bytes, and by Engine.CommitNow (control service, shutdown,
-// catch-up); the package doc lists the four sites. Reply, if set, receives
+// bytes pass flush.max_bytes, and by the engine for the control service's
+// flush, shutdown and catch-up; the package doc lists the four sites. Reply, if set, receives
 // nil once that epoch (and every earlier one) is committed, or the error
 // that stopped it.
 type CommitNow struct {

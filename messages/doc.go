@@ -67,8 +67,9 @@
 //     waited a whole poll wait (5 s) for room: the rows that came after the
 //     last seal may fill it on their own, and only another epoch frees them;
 //  3. the engine's budget watch, when buffered bytes pass flush.max_bytes;
-//  4. Engine.CommitNow: the control service's flush, the final commit of Stop,
-//     and CatchUp once everything is read (these wait on Reply).
+//  4. the engine for a caller that waits on Reply: the control service's
+//     flush (Engine.CommitNow), the final commit of Stop, and CatchUp once
+//     everything is read.
 //
 // The committer's own timer (flush.interval) starts epochs without a
 // message. A CommitNow that arrives during an epoch starts the next one as
