@@ -39,6 +39,7 @@ go tool nm -size "$work/syms" | awk -v top="$top" '
 		if (pkg ~ /^(github\.com|golang\.org|google\.golang\.org|go\.opentelemetry\.io|go\.yaml\.in)\//) {
 			split(pkg, m, "/"); pkg = m[1] "/" m[2] "/" m[3]
 		}
+		if ($4 ~ /^go:func\./) pkg = "(go:func.* closure metadata)"
 		size[pkg] += $2
 	}
 	END { for (p in size) printf "%10d  %s\n", size[p], p }' | sort -rn | head -n "$top"
