@@ -88,8 +88,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 	root.SetErr(out.Stderr)
 	root.AddGroup(&cobra.Group{ID: groupDaemon, Title: "Daemon:"}, &cobra.Group{ID: groupTable, Title: "Table commands:"})
 	dev := devTools(out)
-	devListed := len(dev) > 0 && !dev[0].Hidden // the daemon build's stand-ins are hidden
-	if devListed {
+	if devToolsBuilt {
 		root.AddGroup(&cobra.Group{ID: groupDev, Title: "Developer tools:"})
 	}
 	root.AddGroup(&cobra.Group{ID: groupOther, Title: "Other commands:"})
@@ -105,7 +104,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 	add(groupDaemon, runCommand(out), healthcheckCommand())
 	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
 		vacuumCommand(out), seekCommand(out), takeoverCommand(out))
-	if devListed {
+	if devToolsBuilt {
 		add(groupDev, dev...)
 	} else {
 		root.AddCommand(dev...)

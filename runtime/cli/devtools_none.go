@@ -8,6 +8,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// devToolsBuilt: this build has only hidden stand-ins for the tools.
+const devToolsBuilt = false
+
 // devTools in the daemon build (-tags nodevtools, the container image's)
 // are hidden stand-ins that say where the tools are: about 2.3 MiB of the
 // arm64 binary is the demo's in-process Kafka, the simulator and the
