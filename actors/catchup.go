@@ -2,8 +2,18 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
+
+// ErrPartitionHeld is returned by CatchUp when an owned partition is held
+// for data loss (kafka.on_data_loss fail): it would never catch up, and a
+// cron run must say why it did not.
+var ErrPartitionHeld = errors.New("partitions held for data loss")
 
 // catchUpPoll is how often CatchUp compares positions and commits with its
 // targets.
@@ -13,8 +23,9 @@ const catchUpPoll = 50 * time.Millisecond
 // owned partitions when the engine first owned some: the targets are the
 // high watermarks read then. It commits as soon as everything is read
 // rather than at the next flush interval, so a cron run (`run
-// --until-latest`) ends promptly. It returns ctx's error if ctx ends first.
-// The engine keeps running: Stop it after.
+// --until-latest`) ends promptly. It returns ctx's error if ctx ends first,
+// and ErrPartitionHeld (with the reasons) once a partition is held. The
+// engine keeps running: Stop it after.
 func (e *Engine) CatchUp(ctx context.Context) error {
 	tick := time.NewTicker(catchUpPoll)
 	defer tick.Stop()
@@ -50,6 +61,9 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
 	for {
 		if err := wait(); err != nil {
+			return err
+		}
+		if err := e.heldError(); err != nil {
 			return err
 		}
 		committed, err := e.Committed(ctx)
@@ -110,4 +124,17 @@ func (e *Engine) caughtUp(ctx context.Context, targets, committed map[int32]int6
 		}
 	}
 	return done, read
+}
+
+// heldError is ErrPartitionHeld with every held partition's reason, or nil.
+func (e *Engine) heldError() error {
+	held := e.deps.Health.Unhealthy()
+	if len(held) == 0 {
+		return nil
+	}
+	var reasons []string
+	for _, k := range slices.Sorted(maps.Keys(held)) {
+		reasons = append(reasons, held[k])
+	}
+	return fmt.Errorf("%w: %s", ErrPartitionHeld, strings.Join(reasons, "; "))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
@@ -42,6 +43,17 @@ type committerConfig struct {
 	maintenance *actor.PID
 	// progress is what the stall watchdog reads (Engine.Progress).
 	progress *progress
+	// starts says where partitions without an offset start and what a
+	// data loss does; kafka answers what the partitions' logs hold.
+	starts startPolicy
+	kafka  topicLogger
+	// fatal reports what only a new process can fix (Engine.Fatal).
+	fatal func(error)
+}
+
+// topicLogger is the consumer's TopicLogs.
+type topicLogger interface {
+	TopicLogs(ctx context.Context) (kafka.TopicLogs, error)
 }
 
 // Committer-internal messages.
@@ -73,11 +85,18 @@ type committer struct {
 	// still says so: if another writer advanced its txn meanwhile (it
 	// owned the partition after our snapshot was read, or we are a
 	// zombie), the epoch re-read records that writer committed.
-	base    map[int32]int64
-	epoch   uint64 // the epoch readers are filling
-	cur     *epochState
-	waiters []chan error // CommitNow replies for the current epoch
-	queued  []chan error // CommitNow replies for the next epoch
+	base map[int32]int64
+	// held are the owned partitions refused for data loss (kafka.Held):
+	// not read until reassigned. recheck are those whose fetch found their
+	// offset out of the log or their topic gone, to be checked once what
+	// was read of them is committed (runRechecks).
+	held        map[int32]bool
+	recheck     map[int32]bool
+	staleClient bool   // a fetch found the topic's ID gone (see runRechecks)
+	epoch       uint64 // the epoch readers are filling
+	cur         *epochState
+	waiters     []chan error // CommitNow replies for the current epoch
+	queued      []chan error // CommitNow replies for the next epoch
 	// again is the reason of a CommitNow that came during an epoch: the
 	// next epoch starts as soon as this one ends, sealed with it. (A full
 	// memory budget asks once; dropped, reading would stall until the
@@ -117,6 +136,8 @@ func (c *committer) Receive(ctx actor.Context) {
 		for _, p := range m.Partitions {
 			delete(c.assigned, p)
 			delete(c.base, p)
+			delete(c.recheck, p)
+			c.release(p)
 		}
 		c.cfg.progress.setCommitted(c.base)
 		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
@@ -143,6 +164,14 @@ func (c *committer) Receive(ctx actor.Context) {
 		if m.gen == c.gen {
 			c.spawnPipeline(ctx)
 		}
+	case *recheckPartitions:
+		for _, p := range m.partitions {
+			if c.assigned[p] {
+				c.recheck[p] = true
+			}
+		}
+		c.staleClient = c.staleClient || m.staleClient
+		c.runRechecks(ctx)
 	}
 }
 
@@ -155,7 +184,7 @@ func (c *committer) start(ctx actor.Context) {
 	c.idle, c.retiring, c.pipeline = map[string]int{}, nil, nil
 	c.dropEpoch()
 	if c.assigned == nil {
-		c.assigned, c.base = map[int32]bool{}, map[int32]int64{}
+		c.assigned, c.base, c.held, c.recheck = map[int32]bool{}, map[int32]int64{}, map[int32]bool{}, map[int32]bool{}
 	}
 	var snap *delta.Snapshot
 	err := retry(c.ctx, c.cfg.retry, func() (err error) {
@@ -217,6 +246,9 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
 	c.cfg.progress.setCommitted(c.base)
+	for p := range c.held {
+		offsets[p] = kafka.Held
+	}
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
 		c.sealEpoch(ctx, c.nextReason())
@@ -228,29 +260,6 @@ func (c *committer) spawnReaders(ctx actor.Context, partitions []int32) {
 	if err != nil {
 		panic(fmt.Errorf("committer: spawn readers: %w", err))
 	}
-}
-
-func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
-	// The partitions' previous owner committed them up to its revocation,
-	// after our snapshot was read: start where the log says now, not
-	// where it said then (commitEpoch drops the epoch if we do not).
-	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
-		c.cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
-	}
-	var fresh []int32
-	for _, p := range m.Partitions {
-		if !c.assigned[p] {
-			c.assigned[p] = true
-			fresh = append(fresh, p)
-		}
-	}
-	if c.pipeline != nil && len(fresh) > 0 {
-		c.spawnReaders(ctx, fresh)
-	}
-	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions)
-	maps.Copy(c.base, offsets)
-	c.cfg.progress.setCommitted(c.base)
-	m.Reply <- offsets
 }
 
 func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
@@ -344,6 +353,11 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.idle[id]++
 	}
 	if letters := es.deadLetters(); len(letters) > 0 {
+		if id := c.snap.Metadata().Configuration[TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
+			for i := range letters {
+				letters[i].TopicID = id
+			}
+		}
 		waitStart := time.Now()
 		err := c.writer.publishDeadLetters(c.ctx, letters, func(attempt int, err error) {
 			// The commit waits (the epoch's bad records must be stored
@@ -515,6 +529,7 @@ func (c *committer) finishEpoch(ctx actor.Context, err error) {
 		w <- err
 	}
 	c.waiters = nil
+	c.runRechecks(ctx)
 	if (len(c.queued) > 0 || c.again != "") && c.pipeline != nil {
 		c.sealEpoch(ctx, c.nextReason())
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/messages"
 )
@@ -25,6 +26,14 @@ type Config struct {
 	App string
 	// Topic is the Kafka topic; required.
 	Topic string
+	// StartOffset is where a partition the table has no offset for starts:
+	// kafka.StartEarliest (default) or kafka.StartLatest. The resolved
+	// offset is committed before the partition is read.
+	StartOffset string
+	// OnDataLoss is what to do with a partition whose table offset is no
+	// longer in its Kafka log: kafka.OnDataLossFail (default: hold it) or
+	// kafka.OnDataLossSkip (resume at the log start, committing DATA_LOSS).
+	OnDataLoss string
 	// FlushInterval is how often an epoch is committed; default 60s.
 	FlushInterval time.Duration
 	// FlushMaxBytes starts an epoch early once this many bytes are buffered;
@@ -66,6 +75,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		App:                 "deltaflow",
+		StartOffset:         kafka.StartEarliest,
+		OnDataLoss:          kafka.OnDataLossFail,
 		FlushInterval:       time.Minute,
 		FlushMaxBytes:       8 << 20,
 		MemoryBudget:        16 << 20,
@@ -84,6 +95,12 @@ func (c *Config) setDefaults() {
 	d := DefaultConfig()
 	if c.App == "" {
 		c.App = d.App
+	}
+	if c.StartOffset == "" {
+		c.StartOffset = d.StartOffset
+	}
+	if c.OnDataLoss == "" {
+		c.OnDataLoss = d.OnDataLoss
 	}
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = d.FlushInterval
@@ -164,6 +181,28 @@ type Engine struct {
 	cancel   context.CancelFunc
 	loopDone chan error
 	stopping atomic.Bool
+	fatal    chan error // see Fatal
+}
+
+// ErrTopicRecreated is sent on [Engine.Fatal] when the topic was deleted
+// and created again while this process read it: franz-go keeps fetching the
+// old topic's ID, so only a new process (a new client) reads the new topic.
+// Whatever kafka.on_data_loss decided is in the table by then: a restart
+// holds the partitions again, or reads the new topic where the DATA_LOSS
+// commit says.
+var ErrTopicRecreated = errors.New("the Kafka topic was deleted and created again under this process; restarting to read it with a new client")
+
+// Fatal receives an error when the engine cannot go on in this process
+// (ErrTopicRecreated); the daemon exits non-zero so its restart policy
+// starts a fresh one.
+func (e *Engine) Fatal() <-chan error { return e.fatal }
+
+// fail reports a fatal error on Fatal, once.
+func (e *Engine) fail(err error) {
+	select {
+	case e.fatal <- err:
+	default:
+	}
 }
 
 // NewEngine checks the configuration and prepares an engine.
@@ -171,6 +210,12 @@ func NewEngine(cfg Config, deps Deps) (*Engine, error) {
 	cfg.setDefaults()
 	if cfg.Topic == "" {
 		return nil, errors.New("engine: no topic")
+	}
+	if cfg.StartOffset != kafka.StartEarliest && cfg.StartOffset != kafka.StartLatest {
+		return nil, fmt.Errorf("engine: start offset %q (want %q or %q)", cfg.StartOffset, kafka.StartEarliest, kafka.StartLatest)
+	}
+	if cfg.OnDataLoss != kafka.OnDataLossFail && cfg.OnDataLoss != kafka.OnDataLossSkip {
+		return nil, fmt.Errorf("engine: on data loss %q (want %q or %q)", cfg.OnDataLoss, kafka.OnDataLossFail, kafka.OnDataLossSkip)
 	}
 	if deps.Table == nil || deps.Mapper == nil || deps.Outbox == nil {
 		return nil, errors.New("engine: table, mapper and outbox are required")
@@ -188,7 +233,7 @@ func NewEngine(cfg Config, deps Deps) (*Engine, error) {
 		return deps.Logger.With("component", "actors")
 	}))
 	e := &Engine{cfg: cfg, deps: deps, system: system, reg: newRegistry(), budget: NewBudget(cfg.MemoryBudget, cfg.MaxUnfinishedEpochs),
-		ready: make(chan struct{}), committer: actor.NewPID(system.Address(), committerName)}
+		ready: make(chan struct{}), fatal: make(chan error, 1), committer: actor.NewPID(system.Address(), committerName)}
 	if cfg.Maintenance.enabled() {
 		e.maintenance = actor.NewPID(system.Address(), maintenanceName)
 		e.maintainer = &maintainer{cfg: cfg.Maintenance, table: deps.Table, writer: cfg.Writer, outbox: deps.Outbox,
@@ -205,12 +250,15 @@ func (e *Engine) Assigned(ctx context.Context, topic string, partitions []int32)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	reply := make(chan map[int32]int64, 1)
+	reply := make(chan messages.Assigned, 1)
 	e.system.Root.Send(e.committer, &messages.Assign{Topic: topic, Partitions: partitions, Reply: reply})
 	select {
-	case offsets := <-reply:
-		e.deps.Logger.Info("partitions assigned", "partitions", partitions, "offsets", offsets)
-		return offsets, nil
+	case a := <-reply:
+		if a.Err != nil {
+			return nil, a.Err
+		}
+		e.deps.Logger.Info("partitions assigned", "partitions", partitions, "offsets", a.Next)
+		return a.Next, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -275,6 +323,7 @@ func (e *Engine) Start(cons Consumer) error {
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
+		starts: startPolicy{startOffset: e.cfg.StartOffset, onDataLoss: e.cfg.OnDataLoss}, kafka: cons, fatal: e.fail,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
 		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: cons, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/messages"
@@ -30,6 +32,10 @@ type Consumer interface {
 	// Lag is, per owned partition, the offsets between the next one Poll
 	// returns and the high watermark.
 	Lag(ctx context.Context) (map[int32]int64, error)
+	// TopicLogs is the topic's ID and its partitions' log ranges, asked of
+	// the brokers now: the committer checks the table's offsets against
+	// them.
+	TopicLogs(ctx context.Context) (kafka.TopicLogs, error)
 	Close()
 }
 
@@ -221,6 +227,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			f.metrics.Errors.WithLabelValues(componentKafka).Inc()
 			f.logger.Warn("kafka poll", "err", err)
+			f.holdLost(err)
 			if len(batches) == 0 {
 				time.Sleep(200 * time.Millisecond)
 			}
@@ -235,6 +242,49 @@ func (f *fetcher) run(ctx context.Context) error {
 		f.firstOnce.Do(func() { close(f.first) })
 	}
 	return ctx.Err()
+}
+
+// holdLost holds the partitions whose fetch says their offset left the log
+// (OFFSET_OUT_OF_RANGE: franz-go stops them, as kafka.on_data_loss wants no
+// silent reset) or their topic's ID is gone (UNKNOWN_TOPIC_ID: deleted,
+// maybe created again), and asks the committer to check them against the
+// log. The records polled with the error are dispatched as usual, before.
+func (f *fetcher) holdLost(err error) {
+	var lost []int32
+	stale := false
+	for _, e := range joined(err) {
+		var pe *kafka.PartitionError
+		if !errors.As(e, &pe) || pe.Partition < 0 {
+			continue
+		}
+		switch {
+		case errors.Is(pe, kerr.OffsetOutOfRange):
+		case errors.Is(pe, kerr.UnknownTopicID):
+			stale = true
+		default:
+			continue
+		}
+		if !slices.Contains(lost, pe.Partition) {
+			lost = append(lost, pe.Partition)
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	held := make(map[int32]int64, len(lost))
+	for _, p := range lost {
+		held[p] = kafka.Held
+	}
+	f.cons.Seek(held)
+	f.system.Root.Send(f.committer, &recheckPartitions{partitions: lost, staleClient: stale})
+}
+
+// joined returns the errors errors.Join joined into err, or err alone.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // polled is a dispatched poll: readers answer on done once its rows are

@@ -49,6 +49,13 @@ type Metrics struct {
 	// Pending is, by partition, the records in Kafka the table does not
 	// hold yet: the high watermark minus the committed offset.
 	Pending *prometheus.GaugeVec
+	// DataLoss counts partitions found with an offset the log no longer
+	// continues from, by partition, cause (retention, recreated) and action
+	// (held, skipped); DataLossRecords the records known lost by those
+	// skipped; Held is 1 for each partition held unread because of one.
+	DataLoss        *prometheus.CounterVec
+	DataLossRecords *prometheus.CounterVec
+	Held            *prometheus.GaugeVec
 
 	// newestEvent backs EventFreshness: Unix nanoseconds, 0 while unknown.
 	newestEvent atomic.Int64
@@ -112,6 +119,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_intervals flush intervals (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_uncommitted_records",
 			Help: "Records in Kafka the table does not hold yet (high watermark minus committed offset), by partition; checked by the stall watchdog."}, []string{"partition"}),
+		DataLoss: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_data_loss_total",
+			Help: "Partitions found whose table offset the Kafka log no longer continues from (records deleted before they were read, or the topic recreated), by partition, cause (retention, recreated) and action (held: not read, per kafka.on_data_loss fail; skipped: resumed at the log start)."},
+			[]string{"partition", "cause", "action"}),
+		DataLossRecords: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_data_loss_records_total",
+			Help: "Records skipped under kafka.on_data_loss skip because Kafka deleted them before they were read, by partition (a recreated topic's loss cannot be counted)."},
+			[]string{"partition"}),
+		Held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_partition_held",
+			Help: "1 while a partition is held unread because the Kafka log no longer holds its table offset (kafka.on_data_loss fail)."},
+			[]string{"partition"}),
 		now: time.Now,
 	}
 	freshness := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltaflow_event_freshness_seconds",
@@ -136,7 +152,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
 			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.Lag, m.Restarts, m.TableVersion,
 			m.LastCommit, m.NewestEvent, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
-			m.Stalled, m.Pending)
+			m.Stalled, m.Pending, m.DataLoss, m.DataLossRecords, m.Held)
 	}
 	return m
 }

@@ -16,8 +16,9 @@ type Progress struct {
 	// updates that follow it, is in flight: never the moment to exit.
 	Committing bool
 	// Uncommitted is the number of records in Kafka (up to the high
-	// watermarks) the table does not hold for the owned partitions; -1
-	// when the watermarks are unknown (Kafka unreachable).
+	// watermarks) the table does not hold for the owned partitions, but
+	// for those held for data loss (a restart would not read them either);
+	// -1 when the watermarks are unknown (Kafka unreachable).
 	Uncommitted int64
 	// FailingSince is when the pipeline started failing with its rebuild
 	// backoff at the cap; zero when it is not.
@@ -34,6 +35,9 @@ type progress struct {
 	committing   atomic.Bool
 	failingSince atomic.Int64                    // Unix nanoseconds; 0 when not failing at the cap
 	committed    atomic.Pointer[map[int32]int64] // next offset per owned partition, -1: none yet
+	// held are the partitions held for data loss: their records wait on
+	// purpose (the engine says so on /healthz), not for a restart.
+	held atomic.Pointer[map[int32]bool]
 }
 
 func newProgress(now time.Time) *progress {
@@ -41,7 +45,14 @@ func newProgress(now time.Time) *progress {
 	p.lastCommit.Store(now.UnixNano())
 	empty := map[int32]int64{}
 	p.committed.Store(&empty)
+	p.held.Store(&map[int32]bool{})
 	return p
+}
+
+// setHeld publishes the committer's held partitions.
+func (p *progress) setHeld(held map[int32]bool) {
+	c := maps.Clone(held)
+	p.held.Store(&c)
 }
 
 // setCommitted publishes the committer's per-partition next offsets.
@@ -86,9 +97,10 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 	}
 	out.Uncommitted = 0
 	read := e.fetch.position()
+	held := *p.held.Load()
 	for part, next := range *p.committed.Load() {
 		end, known := ends[part]
-		if !known {
+		if !known || held[part] {
 			continue
 		}
 		var n int64

@@ -61,16 +61,23 @@ func CommittedOffsets(s *delta.Snapshot, app, topic string, partitions []int32) 
 
 // SetOffsets writes, in one Delta commit, a txn action for every partition
 // of next so that deltaflow resumes partition p at offset next[p] (txn
-// version next[p]-1): how takeover, seek and the configured start positions
-// tell the engine where to start, the Delta log staying the only authority.
-// op names the commit in the table's history. s advances to the new version,
-// which is returned.
-func SetOffsets(ctx context.Context, tbl *delta.Table, s *delta.Snapshot, app, topic string, next map[int32]int64, op delta.Operation) (int64, error) {
-	if len(next) == 0 {
+// version next[p]-1): how takeover, seek, the configured start positions and
+// the engine's own start and data-loss decisions tell the engine where to
+// start, the Delta log staying the only authority. A non-empty topicID is
+// recorded as the topic ID the offsets count in (TopicIDProperty), when the
+// table records another. op names the commit in the table's history. s
+// advances to the new version, which is returned.
+func SetOffsets(ctx context.Context, tbl *delta.Table, s *delta.Snapshot, app, topic string, next map[int32]int64, topicID string, op delta.Operation) (int64, error) {
+	key := TopicIDProperty(app, topic)
+	setID := topicID != "" && s.Metadata().Configuration[key] != topicID
+	if len(next) == 0 && !setID {
 		return 0, fmt.Errorf("set offsets of %s: no partitions", topic)
 	}
 	now := time.Now().UnixMilli()
-	actions := make([]delta.Action, 0, len(next))
+	actions := make([]delta.Action, 0, len(next)+1)
+	if setID {
+		actions = append(actions, delta.Action{MetaData: s.Metadata().WithProperty(key, topicID)})
+	}
 	for _, p := range slices.Sorted(maps.Keys(next)) {
 		if next[p] < 0 {
 			return 0, fmt.Errorf("set offsets of %s: partition %d: negative offset %d", topic, p, next[p])

@@ -23,6 +23,7 @@ var ErrDLQIncomplete = errors.New("bridge: dlq publish incomplete")
 const (
 	HeaderError     = "Deltaflow-Error"     // why the record was rejected
 	HeaderTopic     = "Deltaflow-Topic"     // Kafka topic
+	HeaderTopicID   = "Deltaflow-Topic-Id"  // Kafka topic ID, when the brokers have IDs
 	HeaderPartition = "Deltaflow-Partition" // Kafka partition
 	HeaderOffset    = "Deltaflow-Offset"    // Kafka offset
 	HeaderKey       = "Deltaflow-Key"       // Kafka key, as is if printable UTF-8
@@ -39,6 +40,7 @@ const (
 // DeadLetter is a Kafka record that could not be turned into a row.
 type DeadLetter struct {
 	Topic     string
+	TopicID   string // Kafka topic ID; "" when the brokers have none
 	Partition int32
 	Offset    int64
 	Key       []byte
@@ -47,11 +49,17 @@ type DeadLetter struct {
 	Reason    string
 }
 
-// MsgID is the JetStream message id of the letter, "topic/partition/offset":
-// republishing the same record (an epoch replayed after a crash) within the
-// stream's duplicate window (24h) stores it once.
+// MsgID is the JetStream message id of the letter,
+// "topic/partition/offset/topicID" ("topic/partition/offset" without a
+// topic ID): republishing the same record (an epoch replayed after a crash)
+// within the stream's duplicate window (24h) stores it once, while a record
+// of a recreated topic at a reused offset is a new letter.
 func (d DeadLetter) MsgID() string {
-	return d.Topic + "/" + strconv.FormatInt(int64(d.Partition), 10) + "/" + strconv.FormatInt(d.Offset, 10)
+	id := d.Topic + "/" + strconv.FormatInt(int64(d.Partition), 10) + "/" + strconv.FormatInt(d.Offset, 10)
+	if d.TopicID != "" {
+		id += "/" + d.TopicID
+	}
+	return id
 }
 
 // Batches of async publishes are bounded so that a backlog of 10 MB hostile
@@ -199,6 +207,9 @@ func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
 	msg := nats.NewMsg(DLQLetterSubject(b.build.table, d.Topic, d.Partition))
 	msg.Header.Set(HeaderError, oneLine(d.Reason))
 	msg.Header.Set(HeaderTopic, d.Topic)
+	if d.TopicID != "" {
+		msg.Header.Set(HeaderTopicID, d.TopicID)
+	}
 	msg.Header.Set(HeaderPartition, strconv.FormatInt(int64(d.Partition), 10))
 	msg.Header.Set(HeaderOffset, strconv.FormatInt(d.Offset, 10))
 	if d.Key != nil {

@@ -221,3 +221,41 @@ func TestDLQEventsAfterUnacknowledgedPublish(t *testing.T) {
 		t.Errorf("%d letters still remembered as unacknowledged", n)
 	}
 }
+
+// TestDLQRecreatedTopicIsNotADuplicate: a topic deleted and created again
+// reuses offsets; its bad records carry the new topic ID, so the DLQ's
+// duplicate window does not drop them as copies of the old topic's.
+func TestDLQRecreatedTopicIsNotADuplicate(t *testing.T) {
+	b, _ := externalBridge(t)
+	ctx := t.Context()
+	old := testLetters(2)
+	for i := range old {
+		old[i].TopicID = "pLDKJ2HLSx-Xk5yGoJwFhg"
+	}
+	if err := b.PublishDLQ(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	recreated := testLetters(2)
+	for i := range recreated {
+		recreated[i].TopicID = "Zq8Uc2vTRmiBEW1kS5yZ3A"
+		recreated[i].Value = []byte("new topic's record")
+	}
+	if err := b.PublishDLQ(ctx, append(recreated, old...)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.js.Stream(ctx, "DELTAFLOW_DLQ_SENSOR_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.Info(ctx)
+	if info.State.Msgs != 4 {
+		t.Fatalf("stream holds %d messages; want 4: both topics' letters at offsets 100 and 101, the old ones once", info.State.Msgs)
+	}
+	m, err := s.GetMsg(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get(HeaderTopicID); got != "Zq8Uc2vTRmiBEW1kS5yZ3A" || string(m.Data) != "new topic's record" {
+		t.Errorf("third letter: topic ID %q, body %q", got, m.Data)
+	}
+}

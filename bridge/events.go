@@ -23,6 +23,7 @@ const (
 	KindOptimize   Kind = "optimize"
 	KindVacuum     Kind = "vacuum"
 	KindStalled    Kind = "stalled"
+	KindDataLoss   Kind = "data_loss"
 )
 
 // EventTypePrefix starts every event's type; a breaking change to a body
@@ -45,7 +46,7 @@ func (h *Header) header() *Header { return h }
 
 // Event is one of the typed events below, passed by pointer: *CommitEvent,
 // *FlushEvent, *CheckpointEvent, *ActorEvent, *DLQEvent, *LagEvent,
-// *OptimizeEvent, *VacuumEvent, *StalledEvent.
+// *OptimizeEvent, *VacuumEvent, *StalledEvent, *DataLossEvent.
 type Event interface {
 	Kind() Kind
 	header() *Header
@@ -155,6 +156,25 @@ type StalledEvent struct {
 	ExitNotBefore time.Time `json:"exit_not_before,omitempty" doc:"earliest exit allowed by the restart backoff (the last exits are kept in the KV bucket)"`
 }
 
+// DataLossEvent is published when a partition's offset in the table is no
+// longer in its Kafka log: records were deleted before deltaflow read them,
+// or the topic was deleted and created again.
+type DataLossEvent struct {
+	Header
+	Topic     string `json:"topic" doc:"Kafka topic"`
+	Partition int32  `json:"partition" doc:"Kafka partition"`
+	Cause     string `json:"cause" doc:"retention (records deleted by retention or DeleteRecords before they were read) or recreated (the topic's ID changed, or its log ends before the table's offset)"`
+	Action    string `json:"action" doc:"held (the partition is not read: kafka.on_data_loss fail) or skipped (reading resumes at resume_at, recorded as a DATA_LOSS commit: kafka.on_data_loss skip)"`
+	Next      int64  `json:"next_offset" doc:"the next offset the table says to read"`
+	LogStart  int64  `json:"log_start" doc:"the partition's log start offset"`
+	LogEnd    int64  `json:"log_end" doc:"the partition's log end offset (high watermark)"`
+	Records   int64  `json:"records" doc:"records lost (next_offset up to log_start); -1 when unknown (a recreated topic)"`
+	ResumeAt  int64  `json:"resume_at" doc:"where reading resumes when the loss is skipped"`
+	TopicID   string `json:"topic_id,omitempty" doc:"the topic's ID now, when it differs from the one the table recorded"`
+	StoredID  string `json:"stored_topic_id,omitempty" doc:"the topic ID the table's offsets count in"`
+	Message   string `json:"message" doc:"what happened and what to do, as logged"`
+}
+
 // Kind implements Event.
 func (*CommitEvent) Kind() Kind { return KindCommit }
 
@@ -182,6 +202,9 @@ func (*VacuumEvent) Kind() Kind { return KindVacuum }
 // Kind implements Event.
 func (*StalledEvent) Kind() Kind { return KindStalled }
 
+// Kind implements Event.
+func (*DataLossEvent) Kind() Kind { return KindDataLoss }
+
 // eventCatalogue lists every event, in documentation order, with what
 // publishes it.
 var eventCatalogue = []struct {
@@ -197,6 +220,7 @@ var eventCatalogue = []struct {
 	{&OptimizeEvent{}, "after an OPTIMIZE commit"},
 	{&VacuumEvent{}, "after a VACUUM"},
 	{&StalledEvent{}, "when the stall watchdog sees a stall, and when it exits over it"},
+	{&DataLossEvent{}, "when a partition's table offset is no longer in its Kafka log, at assignment or when a fetch finds it out of range"},
 }
 
 // Publish sends ev on deltaflow.<table>.events.<kind>, filling its header

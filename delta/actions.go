@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 )
 
 // Protocol is the protocol action: the reader and writer versions (and, at
@@ -48,6 +49,17 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 		m.Configuration = map[string]string{}
 	}
 	return marshalNoEscape(plain(m))
+}
+
+// WithProperty returns a copy of m whose configuration (the table
+// properties) sets key to value; m is left alone.
+func (m Metadata) WithProperty(key, value string) *Metadata {
+	m.Configuration = maps.Clone(m.Configuration)
+	if m.Configuration == nil {
+		m.Configuration = map[string]string{}
+	}
+	m.Configuration[key] = value
+	return &m
 }
 
 // Schema parses SchemaString.

@@ -15,12 +15,21 @@ type CommitNow struct {
 
 // Assign is sent by the engine to the committer when Kafka assigns
 // partitions (the consumer's rebalance callback, Engine.Assigned). The
-// committer spawns their readers and answers, on Reply, the next offset to
-// read for each partition (from the Delta log; -1: none).
+// committer checks the Delta log's offsets against the partitions' logs,
+// writes the start of partitions the log has none for, spawns their
+// readers and answers on Reply.
 type Assign struct {
 	Topic      string
 	Partitions []int32
-	Reply      chan map[int32]int64
+	Reply      chan Assigned
+}
+
+// Assigned answers Assign: Next is the next offset to read for each
+// partition, or -2 (kafka.Held) for one refused because the log no longer
+// holds its offset; Err, when set, fails the assignment.
+type Assigned struct {
+	Next map[int32]int64
+	Err  error
 }
 
 // Revoke is sent by the engine to the committer before Kafka takes

@@ -59,7 +59,11 @@ type DataFile struct {
 // DeadLetter is a Kafka record that could not be mapped to a row, with the
 // reason. It reaches the DLQ stream before its epoch commits.
 type DeadLetter struct {
-	Topic     string
+	Topic string
+	// TopicID is the topic's ID (Kafka's KIP-516) when the brokers have
+	// IDs, set by the committer: a recreated topic reuses offsets, and its
+	// records must not pass for duplicates of the old topic's.
+	TopicID   string
 	Partition int32
 	Offset    int64
 	Key       []byte

@@ -11,9 +11,9 @@ import (
 )
 
 // Admin answers the questions one-shot commands (takeover, seek) and the
-// start positions ask of the brokers about cfg.Topic: where each partition's
-// log starts and ends, the first offset at a time, and a consumer group's
-// committed offsets. It uses the same brokers, SASL and TLS as the consumer.
+// start positions ask of the brokers about cfg.Topic: its ID and where each
+// partition's log starts and ends, the first offset at a time, and a
+// consumer group's committed offsets. It uses the same brokers, SASL and TLS as the consumer.
 type Admin struct {
 	topic string
 	cl    *kgo.Client
@@ -33,16 +33,14 @@ func NewAdmin(cfg Config, logger *slog.Logger) (*Admin, error) {
 // Close closes the client.
 func (a *Admin) Close() { a.cl.Close() }
 
-// StartOffsets returns each partition's log start offset: the oldest
-// record retention has kept.
-func (a *Admin) StartOffsets(ctx context.Context) (map[int32]int64, error) {
-	return a.list(ctx, "start", a.adm.ListStartOffsets)
-}
-
-// EndOffsets returns each partition's end offset (high watermark): the
-// offset the next record produced gets.
-func (a *Admin) EndOffsets(ctx context.Context) (map[int32]int64, error) {
-	return a.list(ctx, "end", a.adm.ListEndOffsets)
+// TopicLogs returns the topic's ID and every partition's log range, asked
+// of the brokers now.
+func (a *Admin) TopicLogs(ctx context.Context) (TopicLogs, error) {
+	logs, err := topicLogs(ctx, a.cl, a.adm, a.topic)
+	if err == nil && len(logs.Ranges) == 0 {
+		err = fmt.Errorf("kafka: topic %s has no partitions (does it exist?)", a.topic)
+	}
+	return logs, err
 }
 
 // OffsetsAt returns, per partition, the first offset whose record timestamp

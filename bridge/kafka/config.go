@@ -76,9 +76,20 @@ type Config struct {
 	// there and invalid in mode "group".
 	Partitions []int32 `yaml:"partitions"`
 	// StartOffset is where to start a partition for which the Delta table has
-	// no offset yet: "earliest" or "latest". It also applies when a stored
-	// offset has fallen out of the log. Default "earliest".
+	// no offset yet: "earliest" or "latest". The offset it resolves to is
+	// written into the table before the partition is read, so a restart
+	// resumes there, not at a newer "latest". Default "earliest".
 	StartOffset string `yaml:"start_offset"`
+	// OnDataLoss is what happens when the table's offset for a partition is
+	// no longer in the log (retention or DeleteRecords deleted records
+	// before they were read; the topic was deleted and created again):
+	// "fail" refuses to read that partition (deltaflow goes unhealthy,
+	// naming the partition, the offsets and the count) until a human
+	// decides; "skip" resumes at the log start and records the loss as a
+	// DATA_LOSS commit in the table's history. Either way an event, a
+	// metric and a log line report it. Default "fail", as Spark's
+	// failOnDataLoss.
+	OnDataLoss string `yaml:"on_data_loss"`
 	// StartOffsets are explicit start positions, partition → first offset
 	// to read, for partitions the Delta table holds no offset for yet. `run`
 	// writes them into the table as txn actions before it reads (the Delta
@@ -166,6 +177,9 @@ func (c Config) withDefaults() Config {
 	if c.StartOffset == "" {
 		c.StartOffset = StartEarliest
 	}
+	if c.OnDataLoss == "" {
+		c.OnDataLoss = OnDataLossFail
+	}
 	if c.ClientID == "" {
 		c.ClientID = "deltaflow"
 	}
@@ -223,6 +237,9 @@ func (c Config) Validate() error {
 	}
 	if c.StartOffset != StartEarliest && c.StartOffset != StartLatest {
 		bad("start_offset", "unknown %q (want %q or %q)", c.StartOffset, StartEarliest, StartLatest)
+	}
+	if c.OnDataLoss != OnDataLossFail && c.OnDataLoss != OnDataLossSkip {
+		bad("on_data_loss", "unknown %q (want %q or %q)", c.OnDataLoss, OnDataLossFail, OnDataLossSkip)
 	}
 	for p, o := range c.StartOffsets {
 		if p < 0 || o < 0 {
@@ -296,9 +313,9 @@ func ParseTime(s string) (time.Time, error) {
 
 // String describes the configuration on one line, without the SASL password.
 func (c Config) String() string {
-	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
+	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s on_data_loss=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
 		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d sasl=%s user=%s password=%s tls=%t}",
-		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
+		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.OnDataLoss, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
 		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
 }
 
@@ -314,6 +331,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mode", c.Mode),
 		slog.Any("partitions", c.Partitions),
 		slog.String("start_offset", c.StartOffset),
+		slog.String("on_data_loss", c.OnDataLoss),
 		slog.Any("start_offsets", c.StartOffsets),
 		slog.String("start_timestamp", c.StartTimestamp),
 		slog.String("client_id", c.ClientID),

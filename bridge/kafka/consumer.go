@@ -29,16 +29,22 @@ var ErrClosed = errors.New("kafka: consumer closed")
 type Handler interface {
 	// Assigned is called when partitions are assigned (group mode) or at
 	// start (fixed mode); it returns the next offset to read for each
-	// partition (from the Delta log's txn versions: version+1), or -1 for
-	// "no offset: use start_offset". A partition missing from the map counts
-	// as -1. An error fails the assignment: the member rejoins the group and
-	// Poll reports the error.
+	// partition (from the Delta log's txn versions: version+1), -1 for "the
+	// log start", or [Held] for "do not read it". A partition missing from
+	// the map counts as -1. An error fails the assignment: the member
+	// rejoins the group and Poll reports the error.
 	Assigned(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
 	// Revoked is called before partitions are taken away (or lost): the
 	// engine drops their uncommitted epoch. Once it returns, Poll returns no
 	// more records of these partitions. Close revokes every partition.
 	Revoked(ctx context.Context, topic string, partitions []int32)
 }
+
+// Held, as a partition's offset in [Handler.Assigned]'s answer or in
+// [Consumer.Seek], holds the partition: it stays assigned but is not
+// fetched (Resume leaves it paused) until a Seek gives it an offset. The
+// engine holds a partition whose offset the log no longer has.
+const Held int64 = -2
 
 // BrokerWatcher may be implemented by a Handler that wants to know whether
 // the brokers can be reached (the engine says so on /readyz): BrokerDialed
@@ -112,6 +118,7 @@ type Consumer struct {
 type position struct {
 	origin int64 // the offset the partition started at on assignment
 	next   int64 // the next offset Poll will return
+	held   bool  // not fetched: see Held
 }
 
 // NewConsumer creates a consumer for cfg.Topic. In group mode it joins the
@@ -137,10 +144,12 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 		kgo.FetchMaxPartitionBytes(cfg.FetchMaxPartitionBytes),
 		// Never ingest records of aborted transactions.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Start positions are always explicit (see assign). This is what
-		// happens to an offset that has fallen out of the log: resume at
-		// the log start, losing only what retention deleted.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Start positions are always explicit (see assign), and an offset
+		// that has fallen out of the log is never silently reset: Poll
+		// reports OFFSET_OUT_OF_RANGE for the partition, which franz-go
+		// stops fetching until a Seek, and the engine decides
+		// (kafka.on_data_loss).
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 	)
 	if w, ok := h.(BrokerWatcher); ok {
 		opts = append(opts, kgo.WithHooks(dialHook{w}))
@@ -191,8 +200,9 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	return offsets, nil
 }
 
-// assign asks the handler where partitions ps start, resolves "no offset" to
-// a concrete offset (so Seek can return there later) and records ps as owned.
+// assign asks the handler where partitions ps start, resolves "the log
+// start" to a concrete offset (so Seek can return there later), holds what
+// the handler holds, and records ps as owned.
 func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, error) {
 	select {
 	case <-c.ready:
@@ -204,44 +214,104 @@ func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, err
 		return nil, fmt.Errorf("kafka: assign %s%v: %w", c.cfg.Topic, ps, err)
 	}
 	start := make(map[int32]int64, len(ps))
-	var unset bool
+	var held []int32
+	atLogStart := false
 	for _, p := range ps {
 		o, ok := next[p]
+		if o == Held {
+			held = append(held, p) // placed at the log start, never fetched
+		}
 		if !ok || o < 0 {
-			o, unset = -1, true
+			o, atLogStart = -1, true
 		}
 		start[p] = o
 	}
-	if unset {
-		list := c.adm.ListStartOffsets
-		if c.cfg.StartOffset == StartLatest {
-			list = c.adm.ListEndOffsets
-		}
-		listed, err := list(ctx, c.cfg.Topic)
-		if err == nil {
-			err = listed.Error()
-		}
+	if atLogStart {
+		logs, err := c.TopicLogs(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("kafka: assign %s%v: list %s offsets: %w", c.cfg.Topic, ps, c.cfg.StartOffset, err)
+			return nil, fmt.Errorf("kafka: assign %s%v: %w", c.cfg.Topic, ps, err)
 		}
 		for p, o := range start {
 			if o >= 0 {
 				continue
 			}
-			lo, ok := listed.Lookup(c.cfg.Topic, p)
+			r, ok := logs.Ranges[p]
 			if !ok {
-				return nil, fmt.Errorf("kafka: assign %s[%d]: no %s offset listed", c.cfg.Topic, p, c.cfg.StartOffset)
+				return nil, fmt.Errorf("kafka: assign %s[%d]: the topic has no such partition", c.cfg.Topic, p)
 			}
-			start[p] = lo.Offset
+			start[p] = r.Start
 		}
 	}
+	// Pausing before the partitions are consumed keeps a held one from
+	// ever being fetched (revoked resumes it: pauses outlive assignments).
+	c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: held})
 	c.mu.Lock()
 	for p, o := range start {
-		c.owned[p] = &position{origin: o, next: o}
+		c.owned[p] = &position{origin: o, next: o, held: slices.Contains(held, p)}
 	}
 	c.mu.Unlock()
-	c.log.Info("kafka: partitions assigned", "topic", c.cfg.Topic, "start", start)
+	c.log.Info("kafka: partitions assigned", "topic", c.cfg.Topic, "start", start, "held", held)
 	return start, nil
+}
+
+// TopicLogs returns the topic's ID and every partition's log range, asked
+// of the brokers now (never from cached metadata: a recreated topic must
+// show its new ID). Safe from any goroutine.
+func (c *Consumer) TopicLogs(ctx context.Context) (TopicLogs, error) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return TopicLogs{}, ctx.Err()
+	}
+	return topicLogs(ctx, c.cl, c.adm, c.cfg.Topic)
+}
+
+func topicLogs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (TopicLogs, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
+	}
+	if len(resp.Topics) != 1 {
+		return TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %d topics answered", topic, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
+	}
+	logs := TopicLogs{Topic: topic, ID: FormatTopicID(resp.Topics[0].TopicID), Ranges: map[int32]LogRange{}}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return TopicLogs{}, fmt.Errorf("kafka: list start offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return TopicLogs{}, fmt.Errorf("kafka: list end offsets of %s: %w", topic, err)
+	}
+	var missing error
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Topic != topic || o.Partition < 0 {
+			return
+		}
+		end, ok := ends.Lookup(topic, o.Partition)
+		if !ok {
+			missing = fmt.Errorf("kafka: list end offsets of %s: partition %d missing", topic, o.Partition)
+			return
+		}
+		logs.Ranges[o.Partition] = LogRange{Start: o.Offset, End: end.Offset}
+	})
+	if missing != nil {
+		return TopicLogs{}, missing
+	}
+	return logs, nil
 }
 
 func kgoOffsets(start map[int32]int64) map[int32]kgo.Offset {
@@ -263,11 +333,18 @@ func (c *Consumer) revoked(ctx context.Context, _ *kgo.Client, lost map[string][
 	slices.Sort(ps)
 	c.log.Info("kafka: partitions revoked", "topic", c.cfg.Topic, "partitions", ps)
 	c.h.Revoked(ctx, c.cfg.Topic, ps)
+	var held []int32
 	c.mu.Lock()
 	for _, p := range ps {
+		if pos := c.owned[p]; pos != nil && pos.held {
+			held = append(held, p)
+		}
 		delete(c.owned, p)
 	}
 	c.mu.Unlock()
+	// A pause outlives the assignment: one reassigned later is held again
+	// only if the handler says so.
+	c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: held})
 }
 
 // Poll waits for records and returns them grouped by partition; it returns
@@ -340,9 +417,16 @@ func (c *Consumer) Pause(partitions ...int32) {
 	c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
 }
 
-// Resume undoes Pause. The partitions are fetched again once the fetch in
-// flight returns (within fetch_max_wait). Safe from any goroutine.
+// Resume undoes Pause, except for held partitions (see [Held]). The
+// partitions are fetched again once the fetch in flight returns (within
+// fetch_max_wait). Safe from any goroutine.
 func (c *Consumer) Resume(partitions ...int32) {
+	c.mu.Lock()
+	partitions = slices.DeleteFunc(slices.Clone(partitions), func(p int32) bool {
+		pos := c.owned[p]
+		return pos != nil && pos.held
+	})
+	c.mu.Unlock()
 	c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
 }
 
@@ -350,10 +434,12 @@ func (c *Consumer) Resume(partitions ...int32) {
 // committed ones after an aborted epoch. Everything already fetched and not
 // yet returned is discarded, so the next record Poll returns for a partition
 // is the one at its new offset. An offset of -1 returns to where the
-// partition started on assignment. Partitions not owned are ignored. Call
-// from the poll loop, between two Polls.
+// partition started on assignment; [Held] holds the partition, and any other
+// offset releases a held one. Partitions not owned are ignored. Call from
+// the poll loop, between two Polls.
 func (c *Consumer) Seek(offsets map[int32]int64) {
 	set := make(map[int32]kgo.EpochOffset, len(offsets))
+	var hold, release []int32
 	c.mu.Lock()
 	for p, o := range offsets {
 		pos := c.owned[p]
@@ -361,6 +447,17 @@ func (c *Consumer) Seek(offsets map[int32]int64) {
 			c.log.Warn("kafka: seek on a partition not owned; ignored", "topic", c.cfg.Topic, "partition", p, "offset", o)
 			continue
 		}
+		if o == Held {
+			if !pos.held {
+				hold = append(hold, p)
+			}
+			pos.held = true
+			continue
+		}
+		if pos.held {
+			release = append(release, p)
+		}
+		pos.held = false
 		if o < 0 {
 			o = pos.origin
 		}
@@ -368,8 +465,16 @@ func (c *Consumer) Seek(offsets map[int32]int64) {
 		set[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
 	c.mu.Unlock()
+	if len(hold) > 0 {
+		c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: hold})
+		c.log.Info("kafka: partitions held (not fetched)", "topic", c.cfg.Topic, "partitions", hold)
+	}
 	if len(set) > 0 {
 		c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: set})
+	}
+	if len(release) > 0 {
+		c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: release})
+		c.log.Info("kafka: held partitions released", "topic", c.cfg.Topic, "partitions", release)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -170,25 +171,6 @@ func TestGroupStartsAtHandlerOffsets(t *testing.T) {
 	}
 	if a, _ := h.calls(); !slices.Equal(a, []int32{0, 1, 2}) {
 		t.Errorf("Assigned(%v), want [0 1 2]", a)
-	}
-}
-
-func TestStartLatest(t *testing.T) {
-	cfg := newCluster(t)
-	cfg.StartOffset = StartLatest
-	seed(t, cfg, map[int32]int{0: 10, 1: 10})
-	h := &handler{start: map[int32]int64{1: 4}}
-	c := newConsumer(t, cfg, h)
-	// Poll until assigned: latest is resolved at assignment.
-	got := pollUntil(t, c, 10*time.Second, func(offsets) bool { return len(c.Owned()) == 3 })
-	seed(t, cfg, map[int32]int{0: 2})
-	more := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return got.total()+o.total() == 2+6 })
-	for p, os := range more {
-		got[p] = append(got[p], os...)
-	}
-	want := offsets{0: seq(10, 12), 1: seq(4, 10)}
-	if !maps.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("polled %v, want %v", got, want)
 	}
 }
 
@@ -509,5 +491,98 @@ func TestBrokerWatcher(t *testing.T) {
 	}
 	if ok, _ := down.dials(); ok != 0 {
 		t.Errorf("%d successful dials to nothing", ok)
+	}
+}
+
+// deleteRecords moves partition p's log start to at (retention, DeleteRecords).
+func deleteRecords(t *testing.T, cfg Config, p int32, at int64) {
+	t.Helper()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: p, At: at})
+	res, err := kadm.NewClient(mustClient(t, cfg)).DeleteRecords(t.Context(), os)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOffsetBelowLogStartIsNotReset: a start offset retention has deleted
+// is never reset silently to the log start (today's 15 lost records): Poll
+// reports OFFSET_OUT_OF_RANGE for the partition and returns none of its
+// records, so the engine can decide.
+func TestOffsetBelowLogStartIsNotReset(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 60, 1: 5})
+	deleteRecords(t, cfg, 0, 45)
+	c := newConsumer(t, cfg, &handler{start: map[int32]int64{0: 30}})
+	got := offsets{}
+	var outOfRange bool
+	deadline := time.Now().Add(10 * time.Second)
+	for (!outOfRange || len(got[1]) < 5) && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		bs, err := c.Poll(ctx)
+		cancel()
+		got.add(bs)
+		var pe *PartitionError
+		if errors.As(err, &pe) && pe.Partition == 0 && errors.Is(err, kerr.OffsetOutOfRange) {
+			outOfRange = true
+		}
+	}
+	if !outOfRange || len(got[0]) != 0 || len(got[1]) != 5 {
+		t.Fatalf("out of range reported: %v; polled %v; want no record of partition 0 and all 5 of partition 1", outOfRange, got)
+	}
+}
+
+// TestHeldPartition: a partition the handler holds is not fetched, also
+// across Pause/Resume, until a Seek gives it an offset.
+func TestHeldPartition(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
+	c := newConsumer(t, cfg, &handler{start: map[int32]int64{1: Held}})
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 5 })
+	c.Pause(0, 1, 2)
+	c.Resume(0, 1, 2)
+	seed(t, cfg, map[int32]int{0: 1})
+	more := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 1 })
+	if len(got[1])+len(more[1]) != 0 {
+		t.Fatalf("held partition 1 returned %v %v", got[1], more[1])
+	}
+	c.Seek(map[int32]int64{1: 2})
+	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[1]) == 3 })
+	if !slices.Equal(got[1], seq(2, 5)) {
+		t.Fatalf("released partition 1 returned %v, want offsets 2-4", got[1])
+	}
+}
+
+// TestTopicLogs: the log ranges follow DeleteRecords, and a recreated
+// topic shows a new ID at once (not the client's cached one).
+func TestTopicLogs(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 60, 2: 3})
+	deleteRecords(t, cfg, 0, 45)
+	c := newConsumer(t, cfg, &handler{})
+	logs, err := c.TopicLogs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]LogRange{0: {45, 60}, 1: {0, 0}, 2: {0, 3}}
+	if !maps.Equal(logs.Ranges, want) || logs.ID == "" || logs.Topic != topic {
+		t.Fatalf("logs %+v, want ranges %v and an ID", logs, want)
+	}
+	adm := kadm.NewClient(mustClient(t, cfg))
+	if _, err := adm.DeleteTopics(t.Context(), topic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopics(t.Context(), 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.TopicLogs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == logs.ID || again.ID == "" || len(again.Ranges) != 2 {
+		t.Fatalf("after recreation: %+v; want a new ID and 2 partitions (was %s)", again, logs.ID)
 	}
 }

@@ -8,9 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // TestUsageErrors: a usage error is one message naming what was wrong and
@@ -174,6 +179,61 @@ func TestSeekJSON(t *testing.T) {
 	}
 	if code, _, errs := run(t, "seek", "--table", table, "--brokers", cluster.ListenAddrs()[0], "--topic", "t1", "--offsets", "0:0", "--group", "g"); code != 2 || !strings.Contains(errs, "none of the others can be") {
 		t.Errorf("two sources: exit %d, %s", code, errs)
+	}
+}
+
+// TestSeekRecordsTopicID: seek records the topic's ID with the offsets;
+// after the topic is recreated, a seek that leaves a partition at an offset
+// of the old topic is refused (under the new ID it would look valid), and
+// one that sets every partition records the new ID.
+func TestSeekRecordsTopicID(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	broker := cluster.ListenAddrs()[0]
+	table := filepath.Join(t.TempDir(), "table")
+	topicID := func() string {
+		t.Helper()
+		store, err := storage.NewLocal(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := delta.NewTable(store).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Metadata().Configuration[actors.TopicIDProperty("deltaflow", "t1")]
+	}
+	if code, _, errs := run(t, "seek", "--table", table, "--brokers", broker, "--topic", "t1", "--offsets", "0:0,1:0"); code != 0 {
+		t.Fatalf("seek: exit %d: %s", code, errs)
+	}
+	first := topicID()
+	if first == "" {
+		t.Fatal("seek recorded no topic ID")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopics(t.Context(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopics(t.Context(), 2, 1, nil, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "seek", "--table", table, "--brokers", broker, "--topic", "t1", "--offsets", "0:0", "--force")
+	if code != 1 || !strings.Contains(errs, "deleted and created again") || !strings.Contains(errs, "partitions [1] would keep offsets of the old topic") {
+		t.Fatalf("partial seek after recreation: exit %d: %s", code, errs)
+	}
+	if code, _, errs := run(t, "seek", "--table", table, "--brokers", broker, "--topic", "t1", "--offsets", "0:0,1:0", "--force"); code != 0 {
+		t.Fatalf("full seek after recreation: exit %d: %s", code, errs)
+	}
+	if now := topicID(); now == first || now == "" {
+		t.Errorf("topic ID %q after seeking the recreated topic; want the new one, not %q", now, first)
 	}
 }
 

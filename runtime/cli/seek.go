@@ -59,21 +59,21 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 	if err != nil {
 		return err
 	}
-	starts, ends, err := topicBounds(ctx, cfg.Kafka)
+	logs, err := topicLogs(ctx, cfg.Kafka)
 	if err != nil {
 		return err
 	}
-	plan := &startPlan{source: strings.ToUpper(by)}
+	plan := &startPlan{source: strings.ToUpper(by), topicID: logs.ID}
 	for _, p := range slices.Sorted(maps.Keys(next)) {
-		end, ok := ends[p]
+		lr, ok := logs.Ranges[p]
 		if !ok {
-			return fmt.Errorf("partition %d: topic %s has no such partition (it has %d)", p, cfg.Kafka.Topic, len(ends))
+			return fmt.Errorf("partition %d: topic %s has no such partition (it has %d)", p, cfg.Kafka.Topic, len(logs.Ranges))
 		}
-		if next[p] > end {
-			return fmt.Errorf("partition %d: offset %d is beyond the end offset %d of %s", p, next[p], end, cfg.Kafka.Topic)
+		if next[p] > lr.End {
+			return fmt.Errorf("partition %d: offset %d is beyond the end offset %d of %s", p, next[p], lr.End, cfg.Kafka.Topic)
 		}
 		from := next[p]
-		plan.rows = append(plan.rows, startRow{partition: p, from: &from, start: from, logStart: starts[p], end: end})
+		plan.rows = append(plan.rows, startRow{partition: p, from: &from, start: from, logStart: lr.Start, end: lr.End})
 	}
 	text := f.textOut(out)
 	if err := plan.print(text); err != nil {
@@ -97,16 +97,43 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 		return err
 	}
 	app, topic := cfg.Table.AppID, cfg.Kafka.Topic
-	if held := heldOffsets(snap, app, topic); len(held) > 0 && !f.force {
+	held := heldOffsets(snap, app, topic)
+	if len(held) > 0 && !f.force {
 		return fmt.Errorf("refusing: table %s already holds deltaflow offsets for topic %s (partitions %v, app %s); "+
 			"pass --force to replace them", cfg.Table.URI, topic, held, app)
 	}
-	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
+	if err := checkRecreatedSeek(snap, app, topic, logs, next, held); err != nil {
+		return err
+	}
+	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
 	fmt.Fprintf(text, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
 	return f.writeJSON(out, plan, cfg, &v)
+}
+
+// checkRecreatedSeek refuses a seek that would record a recreated topic's
+// new ID while some partition the table holds keeps an offset of the old
+// topic: under the new ID that offset would look valid, and the records
+// before it would be skipped.
+func checkRecreatedSeek(snap *delta.Snapshot, app, topic string, logs kafka.TopicLogs, next map[int32]int64, held []int32) error {
+	stored := snap.Metadata().Configuration[actors.TopicIDProperty(app, topic)]
+	if stored == "" || logs.ID == "" || stored == logs.ID {
+		return nil
+	}
+	var left []int32
+	for _, p := range held {
+		if _, ok := next[p]; !ok {
+			left = append(left, p)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return fmt.Errorf("refusing: topic %s was deleted and created again (topic ID %s; the table's offsets are of %s), and "+
+		"partitions %v would keep offsets of the old topic: give every partition an offset (--offsets for all %d, "+
+		"--timestamp or --group)", topic, logs.ID, stored, left, len(logs.Ranges))
 }
 
 // seekTargets returns the next offset to read per partition and what it

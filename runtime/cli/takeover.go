@@ -121,7 +121,7 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, slog.New(slog.NewTextHandler(out.Stderr, nil))); err != nil {
 		return err
 	}
-	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
+	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
 		"from": "spark", "queryId": ck.QueryID, "batchId": strconv.FormatInt(end.Batch.ID, 10),
 	}})
 	if err != nil {
@@ -186,8 +186,9 @@ func heldOffsets(s *delta.Snapshot, app, topic string) []int32 {
 // startPlan is where deltaflow will start each partition, next to what
 // the topic holds.
 type startPlan struct {
-	source string // header of the "from" column
-	rows   []startRow
+	source  string // header of the "from" column
+	rows    []startRow
+	topicID string // the topic's ID, recorded with the offsets
 }
 
 type startRow struct {
@@ -201,42 +202,42 @@ type startRow struct {
 // planTakeover checks Spark's end offsets against the topic: a partition
 // Spark never saw starts at its log start, as Spark's would.
 func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) (*startPlan, error) {
-	starts, ends, err := topicBounds(ctx, kcfg)
+	logs, err := topicLogs(ctx, kcfg)
 	if err != nil {
 		return nil, err
 	}
-	plan := &startPlan{source: "SPARK (NEXT OFFSET)"}
-	for _, p := range slices.Sorted(maps.Keys(ends)) {
-		r := startRow{partition: p, logStart: starts[p], end: ends[p], start: starts[p]}
+	plan := &startPlan{source: "SPARK (NEXT OFFSET)", topicID: logs.ID}
+	for _, p := range logs.Partitions() {
+		lr := logs.Ranges[p]
+		r := startRow{partition: p, logStart: lr.Start, end: lr.End, start: lr.Start}
 		if n, ok := next[p]; ok {
 			r.from, r.start = &n, n
 		}
 		plan.rows = append(plan.rows, r)
 	}
 	for p := range next {
-		if _, ok := ends[p]; !ok {
+		if _, ok := logs.Ranges[p]; !ok {
 			return nil, fmt.Errorf("refusing: Spark's checkpoint has partition %d of %s, which the topic does not have: is this the same Kafka cluster?", p, kcfg.Topic)
 		}
 	}
 	return plan, nil
 }
 
-// topicBounds lists the log start and end offset of every partition.
-func topicBounds(ctx context.Context, kcfg kafka.Config) (starts, ends map[int32]int64, err error) {
+// topicLogs asks the brokers for the topic's ID and every partition's log
+// range.
+func topicLogs(ctx context.Context, kcfg kafka.Config) (kafka.TopicLogs, error) {
 	adm, err := kafka.NewAdmin(kcfg, nil)
 	if err != nil {
-		return nil, nil, err
+		return kafka.TopicLogs{}, err
 	}
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if starts, err = adm.StartOffsets(ctx); err != nil {
-		return nil, nil, fmt.Errorf("%w (brokers %s)", err, strings.Join(kcfg.Brokers, ","))
+	logs, err := adm.TopicLogs(ctx)
+	if err != nil {
+		return kafka.TopicLogs{}, fmt.Errorf("%w (brokers %s)", err, strings.Join(kcfg.Brokers, ","))
 	}
-	if ends, err = adm.EndOffsets(ctx); err != nil {
-		return nil, nil, fmt.Errorf("%w (brokers %s)", err, strings.Join(kcfg.Brokers, ","))
-	}
-	return starts, ends, nil
+	return logs, nil
 }
 
 func (p *startPlan) starts() map[int32]int64 {

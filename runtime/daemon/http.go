@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,17 @@ func (r *readiness) reasons() []string {
 	for comp, why := range r.health.Degraded() {
 		out = append(out, comp+": "+why)
 	}
+	return append(out, r.unhealthy()...)
+}
+
+// unhealthy lists what the engine refuses to go on with until a human
+// steps in (a partition held for data loss); /healthz reports it too.
+func (r *readiness) unhealthy() []string {
+	var out []string
+	for key, why := range r.health.Unhealthy() {
+		out = append(out, key+": "+why)
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -67,12 +79,18 @@ func startHTTP(listen string, reg *prometheus.Registry, ready *readiness, logger
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		// Alive as long as the process answers and the stall watchdog
-		// sees no stall (on a stall the process exits by itself after
-		// watchdog.grace); other degradations are /readyz's.
+		// Alive as long as the process answers, the stall watchdog sees
+		// no stall (on a stall the process exits by itself after
+		// watchdog.grace) and the engine refuses nothing (a partition held
+		// for data loss waits for a human: a restart would not help);
+		// other degradations are /readyz's.
+		var bad []string
 		if s := ready.stalled.Load(); s != nil {
+			bad = append(bad, "stalled: "+*s)
+		}
+		if bad = append(bad, ready.unhealthy()...); len(bad) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "stalled: "+*s)
+			fmt.Fprintln(w, strings.Join(bad, "\n"))
 			return
 		}
 		fmt.Fprintln(w, "ok")

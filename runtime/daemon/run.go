@@ -154,20 +154,37 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		go runWatchdog(ctx, watch, check, watchdogDeps{engine: engine, bridge: b, metrics: metrics, ready: ready,
 			logger: logger.With("component", "watchdog"), stop: stop})
 	}
+	go func() {
+		select {
+		case err := <-engine.Fatal():
+			logger.Error("exiting for a restart", "err", err)
+			stop(err)
+		case <-ctx.Done():
+		}
+	}()
 	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name}
 	if err := b.StartControl(ctrl); err != nil {
 		logger.Warn("control service not started", "err", err)
 	}
 	logger.Info("deltaflow running", "table", store.URI(), "topic", cfg.Kafka.Topic, "nats", b.ClientURL(), "http", srv.addr())
 
-	// With UntilLatest a caught-up engine stops as a cancelled one does.
-	if !opts.UntilLatest || engine.CatchUp(ctx) != nil {
+	// With UntilLatest a caught-up engine stops as a cancelled one does;
+	// one that cannot catch up (a partition held for data loss) fails.
+	var runErr error
+	caughtUp := false
+	if opts.UntilLatest {
+		err := engine.CatchUp(ctx)
+		caughtUp = err == nil
+		if errors.Is(err, actors.ErrPartitionHeld) {
+			runErr = err
+		}
+	}
+	if !caughtUp && runErr == nil {
 		<-ctx.Done()
 		logger.Info("shutting down", "cause", context.Cause(ctx))
-	}
-	var runErr error
-	if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
-		runErr = cause
+		if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) || errors.Is(cause, actors.ErrTopicRecreated) {
+			runErr = cause
+		}
 	}
 	ready.stopping.Store(true)
 	return errors.Join(runErr, stopEngine(engine, logger))

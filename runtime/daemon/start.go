@@ -33,7 +33,7 @@ func applyStartPositions(ctx context.Context, cfg *Config, tbl *delta.Table, sna
 		if err != nil || len(next) == 0 {
 			return err
 		}
-		v, err := actors.SetOffsets(ctx, tbl, snap, app, k.Topic, next, op)
+		v, err := actors.SetOffsets(ctx, tbl, snap, app, k.Topic, next, "", op)
 		if delta.IsConflict(err, delta.ConflictTxn) {
 			lastErr = err
 			continue // snap now holds the winner's txns

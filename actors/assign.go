@@ -1,0 +1,215 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
+)
+
+// recheckPartitions is sent by the fetch loop to the committer when a fetch
+// of the partitions failed with OFFSET_OUT_OF_RANGE (their offset left the
+// log) or UNKNOWN_TOPIC_ID (the topic was deleted, maybe created again); the
+// loop has held them. staleClient says the client fetches a topic ID the
+// brokers no longer have.
+type recheckPartitions struct {
+	partitions  []int32
+	staleClient bool
+}
+
+// recheckRetry paces rechecks that could not ask Kafka (a broker down, the
+// topic deleted and not created again yet).
+const recheckRetry = 2 * time.Second
+
+// handleAssign checks the table's offsets of newly assigned partitions
+// against their logs (startPartitions), spawns their readers and answers
+// where each starts.
+func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
+	next, err := c.startPartitions(m.Partitions)
+	if err != nil {
+		m.Reply <- messages.Assigned{Err: err}
+		return
+	}
+	var fresh []int32
+	for _, p := range m.Partitions {
+		delete(c.recheck, p)
+		if !c.assigned[p] {
+			c.assigned[p] = true
+			fresh = append(fresh, p)
+		}
+	}
+	if c.pipeline != nil && len(fresh) > 0 {
+		c.spawnReaders(ctx, fresh)
+	}
+	maps.Copy(c.base, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
+	c.cfg.progress.setCommitted(c.base)
+	m.Reply <- messages.Assigned{Next: next}
+}
+
+// startPartitions decides where partitions ps start (planStarts), writes
+// what must be durable before they are read (resolved start offsets, the
+// resume points of skipped losses, the topic ID) in one commit, reports the
+// losses and holds or releases each partition. It returns the next offset
+// of each partition, kafka.Held for a held one.
+func (c *committer) startPartitions(ps []int32) (map[int32]int64, error) {
+	var conflict error
+	for range 3 {
+		// The partitions' previous owner committed them up to its
+		// revocation, after our snapshot was read: start where the log
+		// says now, not where it said then (commitEpoch drops the epoch if
+		// we do not).
+		if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
+			c.cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
+		}
+		plan, err := c.planStarts(ps)
+		if err != nil {
+			return nil, err
+		}
+		if !plan.empty() {
+			key := TopicIDProperty(c.cfg.app, c.cfg.topic)
+			v, err := SetOffsets(c.ctx, c.cfg.table, c.snap, c.cfg.app, c.cfg.topic, plan.write, plan.topicID, plan.operation(c.cfg.starts, key))
+			if delta.IsConflict(err) {
+				conflict = err // another writer recorded starts too: decide again from its commit
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("record the start offsets of %s%v: %w", c.cfg.topic, ps, err)
+			}
+			c.cfg.metrics.TableVersion.Set(float64(v))
+			c.cfg.logger.Info("start offsets recorded", "version", v, "topic", c.cfg.topic, "next", plan.write, "topic_id", plan.topicID)
+		}
+		for _, loss := range plan.losses {
+			c.reportLoss(loss, plan.skip)
+		}
+		for _, p := range ps {
+			if plan.next[p] == kafka.Held {
+				c.hold(p, plan.losses)
+			} else {
+				c.release(p)
+			}
+		}
+		return plan.next, nil
+	}
+	return nil, fmt.Errorf("record the start offsets of %s%v: %w", c.cfg.topic, ps, conflict)
+}
+
+// planStarts asks Kafka for the topic's logs and plans the starts of ps
+// against the snapshot's offsets and recorded topic ID.
+func (c *committer) planStarts(ps []int32) (startPlan, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	logs, err := c.cfg.kafka.TopicLogs(ctx)
+	if err != nil {
+		return startPlan{}, err
+	}
+	table := map[int32]int64{}
+	for p, v := range TableOffsets(c.snap, c.cfg.app, c.cfg.topic) {
+		table[p] = v + 1
+	}
+	storedID := c.snap.Metadata().Configuration[TopicIDProperty(c.cfg.app, c.cfg.topic)]
+	return planStarts(ps, table, storedID, logs, c.cfg.starts)
+}
+
+// reportLoss says, in the log, an event and the metrics, that loss was
+// found and whether it is skipped or its partition held.
+func (c *committer) reportLoss(loss *kafka.DataLossError, skipped bool) {
+	action := "held"
+	if skipped {
+		action = "skipped"
+	}
+	part := partitionLabel(loss.Partition)
+	c.cfg.metrics.DataLoss.WithLabelValues(part, loss.Cause, action).Inc()
+	attrs := []any{"topic", loss.Topic, "partition", loss.Partition, "cause", loss.Cause, "next_offset", loss.Next,
+		"log_start", loss.Log.Start, "log_end", loss.Log.End, "records", loss.Lost()}
+	if skipped {
+		if n := loss.Lost(); n > 0 {
+			c.cfg.metrics.DataLossRecords.WithLabelValues(part).Add(float64(n))
+		}
+		c.cfg.logger.Warn("data loss skipped (kafka.on_data_loss: skip): "+loss.Error(), append(attrs, "resume_at", loss.Resume)...)
+	} else {
+		c.cfg.logger.Error("data loss: partition held, not read (kafka.on_data_loss: fail): "+loss.Error(), attrs...)
+	}
+	c.cfg.outbox.Publish(&bridge.DataLossEvent{Topic: loss.Topic, Partition: loss.Partition, Cause: loss.Cause, Action: action,
+		Next: loss.Next, LogStart: loss.Log.Start, LogEnd: loss.Log.End, Records: loss.Lost(), ResumeAt: loss.Resume,
+		TopicID: loss.ID, StoredID: loss.StoredID, Message: loss.Error()})
+}
+
+// hold marks an owned partition held for its loss (one of losses): not
+// read, the engine unhealthy until it is released.
+func (c *committer) hold(p int32, losses []*kafka.DataLossError) {
+	reason := fmt.Sprintf("partition %d held", p)
+	for _, l := range losses {
+		if l.Partition == p {
+			reason = l.Error()
+		}
+	}
+	c.held[p] = true
+	c.cfg.metrics.Held.WithLabelValues(partitionLabel(p)).Set(1)
+	c.cfg.health.Refuse(heldKey(p), reason)
+	c.cfg.progress.setHeld(c.held)
+}
+
+// release undoes hold (a no-op for a partition not held).
+func (c *committer) release(p int32) {
+	if !c.held[p] {
+		return
+	}
+	delete(c.held, p)
+	c.cfg.metrics.Held.DeleteLabelValues(partitionLabel(p))
+	c.cfg.health.Accept(heldKey(p))
+	c.cfg.progress.setHeld(c.held)
+}
+
+func heldKey(p int32) string { return fmt.Sprintf("kafka partition %d", p) }
+
+// runRechecks checks the partitions a fetch found out of the log once
+// everything read of them is committed, so that only what was never read
+// counts as lost, and no epoch is in flight. A partition held stays held;
+// one skipped past its loss, or whose offset turns out to be in the log
+// after all, is re-read from the table's offset by a new generation. A
+// client fetching a topic ID the brokers no longer have is stale: once the
+// table says what to do with the new topic, the process must restart
+// (ErrTopicRecreated).
+func (c *committer) runRechecks(ctx actor.Context) {
+	if len(c.recheck) == 0 || c.cur != nil || c.pipeline == nil {
+		return
+	}
+	read := c.cfg.fetch.position()
+	var ready []int32
+	for p := range c.recheck {
+		if pos, ok := read[p]; ok && pos != c.base[p] {
+			continue // records of it are read but not committed yet
+		}
+		ready = append(ready, p)
+	}
+	if len(ready) == 0 {
+		return
+	}
+	slices.Sort(ready)
+	next, err := c.startPartitions(ready)
+	if err != nil {
+		c.cfg.logger.Warn("partitions not checked against the Kafka log; trying again", "partitions", ready, "err", err)
+		self, system := ctx.Self(), ctx.ActorSystem()
+		time.AfterFunc(recheckRetry, func() { system.Root.Send(self, &recheckPartitions{}) })
+		return
+	}
+	for _, p := range ready {
+		delete(c.recheck, p)
+	}
+	if c.staleClient {
+		c.staleClient = false
+		c.cfg.fatal(ErrTopicRecreated)
+		return
+	}
+	if slices.ContainsFunc(ready, func(p int32) bool { return next[p] != kafka.Held }) {
+		c.abort(ctx, fmt.Sprintf("partitions %v checked against the Kafka log", ready), false)
+	}
+}

@@ -1,0 +1,78 @@
+package actors
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+)
+
+// lr is the log range [start, end).
+func lr(start, end int64) kafka.LogRange { return kafka.LogRange{Start: start, End: end} }
+
+func TestPlanStarts(t *testing.T) {
+	logs := func(id string, ranges map[int32]kafka.LogRange) kafka.TopicLogs {
+		return kafka.TopicLogs{Topic: topic, ID: id, Ranges: ranges}
+	}
+	fail := startPolicy{startOffset: kafka.StartEarliest, onDataLoss: kafka.OnDataLossFail}
+	skip := startPolicy{startOffset: kafka.StartEarliest, onDataLoss: kafka.OnDataLossSkip}
+	latest := startPolicy{startOffset: kafka.StartLatest, onDataLoss: kafka.OnDataLossFail}
+	held := kafka.Held
+	for _, tc := range []struct {
+		name     string
+		assigned []int32
+		table    map[int32]int64
+		storedID string
+		logs     kafka.TopicLogs
+		pol      startPolicy
+		next     map[int32]int64
+		write    map[int32]int64
+		topicID  string
+		losses   int
+	}{
+		{name: "new table, earliest: starts written, ID recorded", assigned: []int32{0, 1},
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10), 1: lr(0, 0)}), pol: fail,
+			next: map[int32]int64{0: 5, 1: 0}, write: map[int32]int64{0: 5, 1: 0}, topicID: "A"},
+		{name: "new partition, latest", assigned: []int32{0, 1}, table: map[int32]int64{0: 7}, storedID: "A",
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10), 1: lr(3, 9)}), pol: latest,
+			next: map[int32]int64{0: 7, 1: 9}, write: map[int32]int64{1: 9}},
+		{name: "offsets in the log: nothing written", assigned: []int32{0}, table: map[int32]int64{0: 10}, storedID: "A",
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10)}), pol: fail,
+			next: map[int32]int64{0: 10}, write: map[int32]int64{}},
+		{name: "no ID recorded yet: recorded", assigned: []int32{0}, table: map[int32]int64{0: 10},
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10)}), pol: fail,
+			next: map[int32]int64{0: 10}, write: map[int32]int64{}, topicID: "A"},
+		{name: "retention, fail: held", assigned: []int32{0, 1}, table: map[int32]int64{0: 2, 1: 6}, storedID: "A",
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10), 1: lr(5, 10)}), pol: fail,
+			next: map[int32]int64{0: held, 1: 6}, write: map[int32]int64{}, losses: 1},
+		{name: "retention, skip: resume at the log start", assigned: []int32{0}, table: map[int32]int64{0: 2}, storedID: "A",
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10)}), pol: skip,
+			next: map[int32]int64{0: 5}, write: map[int32]int64{0: 5}, losses: 1},
+		{name: "recreated, fail: every assigned partition held, ID kept", assigned: []int32{0}, table: map[int32]int64{0: 3, 1: 4}, storedID: "A",
+			logs: logs("B", map[int32]kafka.LogRange{0: lr(0, 9), 1: lr(0, 2)}), pol: fail,
+			next: map[int32]int64{0: held}, write: map[int32]int64{}, losses: 1},
+		{name: "recreated, skip: every partition the table knows rewritten, new ID", assigned: []int32{0}, table: map[int32]int64{0: 3, 1: 4, 7: 1}, storedID: "A",
+			logs: logs("B", map[int32]kafka.LogRange{0: lr(0, 9), 1: lr(0, 2)}), pol: skip,
+			next: map[int32]int64{0: 0}, write: map[int32]int64{0: 0, 1: 0}, topicID: "B", losses: 2},
+		{name: "log ends before the offset", assigned: []int32{0}, table: map[int32]int64{0: 30}, storedID: "A",
+			logs: logs("A", map[int32]kafka.LogRange{0: lr(0, 12)}), pol: skip,
+			next: map[int32]int64{0: 0}, write: map[int32]int64{0: 0}, losses: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.table == nil {
+				tc.table = map[int32]int64{}
+			}
+			plan, err := planStarts(tc.assigned, tc.table, tc.storedID, tc.logs, tc.pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(plan.next, tc.next) || !maps.Equal(plan.write, tc.write) || plan.topicID != tc.topicID || len(plan.losses) != tc.losses {
+				t.Errorf("next %v write %v topicID %q losses %d; want %v %v %q %d",
+					plan.next, plan.write, plan.topicID, len(plan.losses), tc.next, tc.write, tc.topicID, tc.losses)
+			}
+		})
+	}
+	if _, err := planStarts([]int32{3}, nil, "", logs("A", map[int32]kafka.LogRange{0: lr(0, 0)}), fail); err == nil {
+		t.Error("a partition the topic does not have was planned")
+	}
+}
