@@ -46,7 +46,7 @@ func catCommand(out IO) *cobra.Command {
 	fs.StringVar(&f.timestamp, "timestamp", "", "read the table as of this `time` (RFC 3339, 'YYYY-MM-DD HH:MM:SS' UTC, or a date)")
 	fs.StringVar(&f.where, "where", "", "keep rows matching this `filter`, e.g. \"device_type = 'thermostat' AND value > 20\"")
 	fs.StringVar(&f.columns, "columns", "", "print only these comma-separated `columns`, in this order (default: all)")
-	fs.Int64Var(&f.limit, "limit", 0, "stop after this many rows (0: all)")
+	atLeast(fs, &f.limit, "limit", 0, 0, "stop after this many rows (0: all)")
 	fs.StringVar(&f.format, "format", "jsonl", "output `format`: jsonl (one JSON object per row) or csv")
 	fs.BoolVar(&f.asJSON, "json", false, "same as --format jsonl")
 	fs.BoolVar(&f.stats, "stats", false, "report files pruned by partition, skipped by statistics and read, on stderr")

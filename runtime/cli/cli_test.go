@@ -37,7 +37,20 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"verify", "--table", dir, "extra"},
 			"deltaflow verify: unexpected argument \"extra\"\nRun 'deltaflow verify --help' for usage.\n"},
 		{[]string{"inspect", "snapshot", "--version", "x", "--table", dir},
-			"deltaflow inspect snapshot: invalid argument \"x\" for \"--version\" flag: strconv.ParseInt: parsing \"x\": invalid syntax\nRun 'deltaflow inspect snapshot --help' for usage.\n"},
+			"deltaflow inspect snapshot: invalid argument \"x\" for \"--version\" flag: not an integer\nRun 'deltaflow inspect snapshot --help' for usage.\n"},
+		// Out-of-range numbers are usage errors, not another meaning.
+		{[]string{"cat", "--table", dir, "--version", "-1"},
+			"deltaflow cat: invalid argument \"-1\" for \"--version\" flag: must be >= 0\nRun 'deltaflow cat --help' for usage.\n"},
+		{[]string{"inspect", "snapshot", "--table", dir, "--version", "-5"},
+			"deltaflow inspect snapshot: invalid argument \"-5\" for \"--version\" flag: must be >= 0\nRun 'deltaflow inspect snapshot --help' for usage.\n"},
+		{[]string{"cat", "--table", dir, "--limit", "-3"},
+			"deltaflow cat: invalid argument \"-3\" for \"--limit\" flag: must be >= 0\nRun 'deltaflow cat --help' for usage.\n"},
+		{[]string{"inspect", "history", "--table", dir, "--limit", "-1"},
+			"deltaflow inspect history: invalid argument \"-1\" for \"--limit\" flag: must be >= 0\nRun 'deltaflow inspect history --help' for usage.\n"},
+		{[]string{"takeover", "--table", dir, "--from-spark-checkpoint", dir, "--quiet-for", "-2m"},
+			"deltaflow takeover: invalid argument \"-2m\" for \"--quiet-for\" flag: must be >= 0s\nRun 'deltaflow takeover --help' for usage.\n"},
+		{[]string{"healthcheck", "--timeout", "0s"},
+			"deltaflow healthcheck: invalid argument \"0s\" for \"--timeout\" flag: must be >= 1ms\nRun 'deltaflow healthcheck --help' for usage.\n"},
 	} {
 		code, out, errs := run(t, tc.args...)
 		if code != 2 || out != "" || errs != tc.want {

@@ -46,8 +46,8 @@ func demoCommand(out IO) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), out, o) },
 	}
 	cmd.Flags().StringVar(&o.data, "data", "./data", "`directory` for the table (DIR/sensor_events) and the NATS store (DIR/nats)")
-	cmd.Flags().Float64Var(&o.rate, "rate", 1000, "simulated events per second")
-	cmd.Flags().DurationVar(&o.duration, "duration", 30*time.Second, "how long to produce; 0: until Ctrl-C")
+	atLeast(cmd.Flags(), &o.rate, "rate", 1000, 1, "simulated events per second")
+	atLeast(cmd.Flags(), &o.duration, "duration", 30*time.Second, 0, "how long to produce; 0: until Ctrl-C")
 	return cmd
 }
 

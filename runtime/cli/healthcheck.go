@@ -23,7 +23,7 @@ func healthcheckCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8080/healthz", "health endpoint `URL`")
-	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "give up after this long")
+	atLeast(cmd.Flags(), &timeout, "timeout", 3*time.Second, time.Millisecond, "give up after this long")
 	return cmd
 }
 

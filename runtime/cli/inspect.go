@@ -86,7 +86,7 @@ func inspectCommand(out IO) *cobra.Command {
 			}
 			return inspectHistory(cmd.Context(), out.Stdout, tbl, tf.version, limit, asJSON)
 		}}
-	history.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
+	atLeast(history.Flags(), &limit, "limit", 0, 0, "show at most this many commits (0: all)")
 	var of offsetsFlags
 	offsets := snapshotCmd("offsets", "the Kafka offsets in the table, the NATS KV mirror and the consumer group",
 		func(ctx context.Context, s *delta.Snapshot) error {

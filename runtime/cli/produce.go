@@ -56,12 +56,12 @@ func produceCommand(out IO) *cobra.Command {
 	bindEnv(fs, "brokers", "KAFKA_BOOTSTRAP")
 	fs.StringVar(&f.topic, "topic", "sensor-events", "`topic` to write")
 	bindEnv(fs, "topic", "KAFKA_TOPIC")
-	fs.IntVar(&f.count, "count", 10000, "records to write; 0: until interrupted")
-	fs.Float64Var(&f.rate, "rate", 0, "records per second; 0: as fast as possible")
-	fs.IntVar(&f.devices, "devices", 50, "simulated devices (half smart plugs, half door sensors)")
-	fs.Float64Var(&f.badRatio, "bad-ratio", 0, "fraction of malformed records, 0 to 1")
+	atLeast(fs, &f.count, "count", 10000, 0, "records to write; 0: until interrupted")
+	atLeast(fs, &f.rate, "rate", 0, 0, "records per second; 0: as fast as possible")
+	atLeast(fs, &f.devices, "devices", 50, 1, "simulated devices (half smart plugs, half door sensors)")
+	within(fs, &f.badRatio, "bad-ratio", 0, 0, 1, "fraction of malformed records, 0 to 1")
 	fs.Int64Var(&f.seed, "seed", 1, "random seed (same seed, same records)")
-	fs.IntVar(&f.partitions, "partitions", 0, "create the topic with this many partitions if it is missing")
+	atLeast(fs, &f.partitions, "partitions", 0, 0, "create the topic with this many partitions if it is missing")
 	jsonFlag(fs, &f.asJSON)
 	return cmd
 }

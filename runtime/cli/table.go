@@ -60,7 +60,7 @@ func registerS3(fs *pflag.FlagSet, o *storage.Options) {
 
 // registerVersion adds --version, the table version to read.
 func (f *tableFlags) registerVersion(fs *pflag.FlagSet) {
-	fs.Int64Var(&f.version, "version", -1, "read the table as of version `N`")
+	atLeast(fs, &f.version, "version", -1, 0, "read the table as of version `N`")
 	fs.Lookup("version").DefValue = "latest"
 }
 

@@ -49,7 +49,7 @@ func takeoverCommand(out IO) *cobra.Command {
 	fs.StringVar(&f.checkpoint, "from-spark-checkpoint", "", "the Spark query's checkpoint `URI`: s3a://bucket/path, s3://, file:// or a path (required)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "show the plan; write nothing")
 	fs.BoolVar(&f.force, "force", false, "replace offsets deltaflow already holds in the table; take over even if the table has no txn of the Spark query")
-	fs.DurationVar(&f.quietFor, "quiet-for", defaultQuietFor, "refuse while Spark wrote its checkpoint or the table less than this `duration` ago")
+	atLeast(fs, &f.quietFor, "quiet-for", defaultQuietFor, 0, "refuse while Spark wrote its checkpoint or the table less than this `duration` ago")
 	return cmd
 }
 
