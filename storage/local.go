@@ -27,18 +27,15 @@ type Local struct {
 
 var _ Store = (*Local)(nil)
 
-// NewLocal returns a Store rooted at the directory root, creating it (and its
-// temp directory) if needed. A relative root is made absolute.
+// NewLocal returns a Store rooted at the directory root. A relative root is
+// made absolute. Nothing is created until the first write (the root and its
+// temp directory), so reading a mistyped path leaves no directory behind.
 func NewLocal(root string) (*Local, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("local store %s: %w", root, err)
 	}
-	l := &Local{root: abs, tmp: filepath.Join(abs, localTmp)}
-	if err := os.MkdirAll(l.tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("local store %s: %w", root, err)
-	}
-	return l, nil
+	return &Local{root: abs, tmp: filepath.Join(abs, localTmp)}, nil
 }
 
 // Root is the absolute directory of the store.

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,28 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
+// TestLocalReadCreatesNothing: opening and reading a store at a path that
+// does not exist (a mistyped --table) leaves no directory behind.
+func TestLocalReadCreatesNothing(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "no", "such", "table")
+	s, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos, err := s.List(t.Context(), "_delta_log/", ""); err != nil || len(infos) != 0 {
+		t.Fatalf("List = %v, %v; want nothing", infos, err)
+	}
+	if _, err := s.Get(t.Context(), "_delta_log/_last_checkpoint"); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("Get: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(filepath.Dir(root)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("reading created %s (%v)", filepath.Dir(root), err)
+	}
+	if err := s.PutIfAbsent(t.Context(), "_delta_log/00000000000000000000.json", []byte("{}")); err != nil {
+		t.Fatalf("the first write must create the directories: %v", err)
+	}
+}
+
 func TestLocalLayout(t *testing.T) {
 	s, root := newLocal(t)
 	ctx := t.Context()
@@ -54,6 +77,9 @@ func TestLocalTempFiles(t *testing.T) {
 	s, root := newLocal(t)
 	ctx := t.Context()
 	tmp := filepath.Join(root, ".deltaflow-tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(tmp, "obj-crashed"), []byte("half"), 0o644); err != nil {
 		t.Fatal(err)
 	}

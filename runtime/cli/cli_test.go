@@ -265,3 +265,24 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("inspect: %q", out)
 	}
 }
+
+// TestTableNotFound: a table that is not there says why: a missing path, a
+// directory that is not a Delta table, or the _delta_log directory given
+// instead of the table's root; reading creates nothing.
+func TestTableNotFound(t *testing.T) {
+	table := newCLITable(t)
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, tc := range []struct{ table, want string }{
+		{missing, "delta: table not found: no such directory: " + missing},
+		{t.TempDir(), "is not a Delta table: it has no _delta_log directory"},
+		{filepath.Join(table, "_delta_log"), "this is the table's _delta_log directory; give the table's root, file://" + table},
+	} {
+		code, _, errs := run(t, "inspect", "snapshot", "--table", tc.table)
+		if code != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, %q; want 1 and %q", tc.table, code, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("inspect created %s", missing)
+	}
+}

@@ -42,9 +42,11 @@ type fileJSON struct {
 
 // historyJSON is one element of `inspect history --json`.
 type historyJSON struct {
-	Version   int64     `json:"version"`
-	Timestamp time.Time `json:"timestamp"`
-	Operation string    `json:"operation"`
+	Version             int64          `json:"version"`
+	Timestamp           time.Time      `json:"timestamp"`
+	Operation           string         `json:"operation"`
+	OperationParameters map[string]any `json:"operationParameters,omitempty"`
+	OperationMetrics    map[string]any `json:"operationMetrics,omitempty"`
 }
 
 // partitionJSON is one element of `inspect partitions --json`.
@@ -191,16 +193,30 @@ func inspectFiles(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 		}
 		return writeJSON(w, out)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "records\tsize\t path\t")
+	// Numbers right-aligned, paths left-aligned: tabwriter aligns all
+	// columns one way, so the number columns are padded here.
+	rows := [][2]string{{"RECORDS", "SIZE"}}
 	for _, a := range files {
 		n := "?"
 		if r := numRecords(a); r != nil {
 			n = fmt.Sprint(*r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t %s\t\n", n, humanBytes(a.Size), a.Path)
+		rows = append(rows, [2]string{n, humanBytes(a.Size)})
 	}
-	return tw.Flush()
+	var wn, ws int
+	for _, r := range rows {
+		wn, ws = max(wn, len(r[0])), max(ws, len(r[1]))
+	}
+	for i, r := range rows {
+		path := "PATH"
+		if i > 0 {
+			path = files[i-1].Path
+		}
+		if _, err := fmt.Fprintf(w, "%*s  %*s  %s\n", wn, r[0], ws, r[1], path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func inspectHistory(ctx context.Context, w io.Writer, tbl *delta.Table, upTo int64, limit int, asJSON bool) error {
@@ -217,7 +233,8 @@ func inspectHistory(ctx context.Context, w io.Writer, tbl *delta.Table, upTo int
 	if asJSON {
 		out := make([]historyJSON, len(hist))
 		for i, h := range hist {
-			out[i] = historyJSON{Version: h.Version, Timestamp: h.Timestamp.UTC(), Operation: h.Operation}
+			out[i] = historyJSON{Version: h.Version, Timestamp: h.Timestamp.UTC(), Operation: h.Operation,
+				OperationParameters: h.OperationParameters, OperationMetrics: h.OperationMetrics}
 		}
 		return writeJSON(w, out)
 	}

@@ -43,7 +43,8 @@ func newCLITable(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tbl.Commit(t.Context(), s, []delta.Action{{Add: add}, {Txn: &delta.Txn{AppID: "app-x-0", Version: int64(i)}}}, delta.Operation{Name: "STREAMING UPDATE"}); err != nil {
+		if _, err := tbl.Commit(t.Context(), s, []delta.Action{{Add: add}, {Txn: &delta.Txn{AppID: "app-x-0", Version: int64(i)}}},
+			delta.Operation{Name: "STREAMING UPDATE", Metrics: map[string]any{"numOutputRows": "2"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,14 +87,16 @@ func TestInspectJSON(t *testing.T) {
 
 	code, out, _ = run(t, "inspect", "history", "--table", dir, "--json")
 	var hist []struct {
-		Version   int64  `json:"version"`
-		Timestamp string `json:"timestamp"`
-		Operation string `json:"operation"`
+		Version          int64          `json:"version"`
+		Timestamp        string         `json:"timestamp"`
+		Operation        string         `json:"operation"`
+		OperationMetrics map[string]any `json:"operationMetrics"`
 	}
 	if err := json.Unmarshal([]byte(out), &hist); code != 0 || err != nil || len(hist) != 3 {
 		t.Fatalf("history: %d %v %s", code, err, out)
 	}
-	if hist[0].Version != 2 || hist[0].Operation != "STREAMING UPDATE" || hist[2].Operation != "CREATE TABLE" {
+	if hist[0].Version != 2 || hist[0].Operation != "STREAMING UPDATE" || hist[2].Operation != "CREATE TABLE" ||
+		hist[0].OperationMetrics["numOutputRows"] != "2" {
 		t.Fatalf("history %+v", hist)
 	}
 	if ts, err := time.Parse(time.RFC3339Nano, hist[0].Timestamp); err != nil || ts.Location() != time.UTC {
@@ -110,6 +113,26 @@ func TestInspectHuman(t *testing.T) {
 		code, out, errs := run(t, "inspect", what, "--table", dir)
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("inspect %s: exit %d, stdout %q lacks %q (stderr %s)", what, code, out, want, errs)
+		}
+	}
+}
+
+// TestInspectFilesAligned: paths start in one column whatever the widths
+// of the numbers before them, which are right-aligned.
+func TestInspectFilesAligned(t *testing.T) {
+	dir := newCLITable(t)
+	code, out, errs := run(t, "inspect", "files", "--table", dir)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("exit %d, %q %s", code, out, errs)
+	}
+	at := strings.Index(lines[0], "PATH")
+	for _, l := range lines[1:] {
+		if i := strings.Index(l, "p="); i != at {
+			t.Errorf("path of %q starts at %d, the header's at %d", l, i, at)
+		}
+		if !strings.HasPrefix(l, "      2") {
+			t.Errorf("%q: records not right-aligned under RECORDS", l)
 		}
 	}
 }

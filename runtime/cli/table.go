@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -164,10 +167,31 @@ func (f *tableFlags) snapshot(ctx context.Context) (*delta.Table, *delta.Snapsho
 	} else {
 		s, err = tbl.Snapshot(ctx)
 	}
+	if errors.Is(err, delta.ErrTableNotFound) {
+		err = fmt.Errorf("%w: %s", err, whyNotFound(tbl.Store()))
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read table %s: %w", f.uri, err)
 	}
 	return tbl, s, nil
+}
+
+// whyNotFound says why a store holds no Delta log: the path is the log
+// directory itself, does not exist, or is not a Delta table.
+func whyNotFound(store storage.Store) string {
+	logDir := strings.TrimSuffix(delta.LogDir, "/")
+	uri := strings.TrimSuffix(store.URI(), "/")
+	if parent, ok := strings.CutSuffix(uri, "/"+logDir); ok {
+		return fmt.Sprintf("this is the table's %s directory; give the table's root, %s", logDir, parent)
+	}
+	local, ok := store.(*storage.Local)
+	if !ok {
+		return fmt.Sprintf("no %s under %s (a missing prefix, or not a Delta table)", logDir, uri)
+	}
+	if _, err := os.Stat(local.Root()); errors.Is(err, fs.ErrNotExist) {
+		return "no such directory: " + local.Root()
+	}
+	return fmt.Sprintf("%s is not a Delta table: it has no %s directory", local.Root(), logDir)
 }
 
 // formatTime is how text output shows a time; JSON has time.Time (RFC 3339).
