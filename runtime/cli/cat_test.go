@@ -211,11 +211,21 @@ func TestInspectOffsets(t *testing.T) {
 	if p3.Partition != 3 || p3.TxnVersion != nil || p3.KV.Offset != 9 {
 		t.Errorf("partition 3: %s", out)
 	}
+	if *p0.Lag != 1 || *p1.Lag != 0 {
+		t.Errorf("lag: %s", out)
+	}
+
+	// A group that never committed: the end offsets and the lag all the same.
+	out = mustRun(t, "inspect", "offsets", "--table", dir, "--app", "app", "--topic", "x",
+		"--brokers", strings.Join(cluster.ListenAddrs(), ","), "--group", "never-committed")
+	if !strings.Contains(out, "GROUP (NEXT)  END  LAG\n0          1                    -          -           -             3    1\n") {
+		t.Errorf("group without offsets:\n%s", out)
+	}
 
 	// Unreachable servers are skipped with a note, quickly.
 	out = mustRun(t, "inspect", "offsets", "--table", dir, "--app", "app", "--topic", "x",
 		"--nats", "nats://127.0.0.1:1", "--brokers", "127.0.0.1:1")
-	if !strings.Contains(out, "note: nats: skipped: connect nats://127.0.0.1:1") || !strings.Contains(out, "note: kafka: skipped") {
+	if !strings.Contains(out, "note: nats: skipped: connect nats://127.0.0.1:1") || !strings.Contains(out, "note: kafka: end offsets of x") {
 		t.Errorf("unreachable:\n%s", out)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/actors"
@@ -58,6 +60,10 @@ type offsetRow struct {
 	GroupOffset *int64 `json:"groupOffset"`
 	// EndOffset is the partition's high watermark.
 	EndOffset *int64 `json:"endOffset"`
+	// Lag is the records the table does not hold yet: EndOffset minus the
+	// table's next offset (TxnVersion+1, 0 without one); null without
+	// EndOffset.
+	Lag *int64 `json:"lag"`
 }
 
 type offsetsJSON struct {
@@ -97,14 +103,23 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 
 	if f.brokers == "" {
 		res.Notes = append(res.Notes, "kafka: skipped (no --brokers or KAFKA_BOOTSTRAP)")
-	} else if group, end, err := kafkaOffsets(ctx, strings.Split(f.brokers, ","), f.group, f.topic); err != nil {
-		res.Notes = append(res.Notes, fmt.Sprintf("kafka: skipped: %v", err))
 	} else {
+		group, end, err := kafkaOffsets(ctx, strings.Split(f.brokers, ","), f.group, f.topic)
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("kafka: %v", err))
+		}
 		for p, o := range group {
 			row(p).GroupOffset = &o
 		}
 		for p, o := range end {
-			row(p).EndOffset = &o
+			r := row(p)
+			r.EndOffset = &o
+			var next int64
+			if r.TxnVersion != nil {
+				next = *r.TxnVersion + 1
+			}
+			lag := max(o-next, 0)
+			r.Lag = &lag
 		}
 	}
 
@@ -119,7 +134,7 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 	}
 	fmt.Fprintf(w, "table version %d, app %s, topic %s\n", res.Version, res.App, res.Topic)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tTABLE (LAST OFFSET)\tKV OFFSET\tKV VERSION\tGROUP (NEXT)\tEND")
+	fmt.Fprintln(tw, "PARTITION\tTABLE (LAST OFFSET)\tKV OFFSET\tKV VERSION\tGROUP (NEXT)\tEND\tLAG")
 	opt := func(v *int64) string {
 		if v == nil {
 			return "-"
@@ -131,7 +146,7 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 		if r.KV != nil {
 			kvOff, kvVer = strconv.FormatInt(r.KV.Offset, 10), strconv.FormatInt(r.KV.Version, 10)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Partition, opt(r.TxnVersion), kvOff, kvVer, opt(r.GroupOffset), opt(r.EndOffset))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Partition, opt(r.TxnVersion), kvOff, kvVer, opt(r.GroupOffset), opt(r.EndOffset), opt(r.Lag))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -190,7 +205,8 @@ func kvOffsets(ctx context.Context, url, table, topic string) (map[int32]bridge.
 }
 
 // kafkaOffsets returns the group's committed offsets and the end offsets
-// of topic.
+// of topic. A group that committed nothing (deltaflow commits its group
+// offsets for lag tools only) still gives the end offsets, with the error.
 func kafkaOffsets(ctx context.Context, brokers []string, group, topic string) (committed, end map[int32]int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -213,8 +229,11 @@ func kafkaOffsets(ctx context.Context, brokers []string, group, topic string) (c
 	if err == nil {
 		err = fetched.Error()
 	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, end, fmt.Errorf("group %s has committed no offsets", group)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("offsets of group %s: %w", group, err)
+		return nil, end, fmt.Errorf("offsets of group %s: %w", group, err)
 	}
 	committed = map[int32]int64{}
 	fetched.Each(func(o kadm.OffsetResponse) {
