@@ -286,3 +286,34 @@ func TestTableNotFound(t *testing.T) {
 		t.Errorf("inspect created %s", missing)
 	}
 }
+
+// TestSeekDryRunPredictsRefusals: seek --dry-run refuses what seek would
+// refuse (exit 1), writes nothing, and creates no table.
+func TestSeekDryRunPredictsRefusals(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	seek := func(table string, extra ...string) (int, string, string) {
+		return run(t, append([]string{"seek", "--table", table, "--brokers", cluster.ListenAddrs()[0], "--topic", "t1",
+			"--offsets", "0:0,1:0"}, extra...)...)
+	}
+	table := filepath.Join(t.TempDir(), "table")
+	if code, out, errs := seek(table, "--dry-run"); code != 0 || !strings.Contains(out, "does not exist yet") {
+		t.Fatalf("dry run on a new table: exit %d: %s%s", code, out, errs)
+	}
+	if _, err := os.Stat(table); err == nil {
+		t.Fatal("a dry run created the table's directory")
+	}
+	if code, _, errs := seek(table); code != 0 {
+		t.Fatalf("seek: exit %d: %s", code, errs)
+	}
+	code, _, errs := seek(table, "--dry-run")
+	if code != 1 || !strings.Contains(errs, "already holds deltaflow offsets") {
+		t.Fatalf("dry run where seek refuses: exit %d, %q; want 1 and the refusal", code, errs)
+	}
+	if code, out, errs := seek(table, "--dry-run", "--force"); code != 0 || !strings.Contains(out, "stays at version 1") {
+		t.Fatalf("dry run with --force: exit %d: %s%s", code, out, errs)
+	}
+}

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,6 +18,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // seekFlags are seek's flags.
@@ -88,22 +92,31 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 			plan.rows[i].start = max(plan.rows[i].start, plan.rows[i].logStart)
 		}
 	}
-	if f.dryRun {
-		fmt.Fprintln(text, "dry run: nothing written")
-		return f.writeJSON(out, plan, cfg, nil)
-	}
-	tbl, snap, err := daemon.OpenTable(ctx, cfg, nil)
+	tbl, snap, err := seekTable(ctx, cfg, f.dryRun, out.Stderr)
 	if err != nil {
 		return err
 	}
 	app, topic := cfg.Table.AppID, cfg.Kafka.Topic
-	held := heldOffsets(snap, app, topic)
+	var held []int32
+	if snap != nil {
+		held = heldOffsets(snap, app, topic)
+	}
 	if len(held) > 0 && !f.force {
 		return fmt.Errorf("refusing: table %s already holds deltaflow offsets for topic %s (partitions %v, app %s); "+
 			"pass --force to replace them", cfg.Table.URI, topic, held, app)
 	}
-	if err := checkRecreatedSeek(snap, app, topic, logs, next, held); err != nil {
-		return err
+	if snap != nil {
+		if err := checkRecreatedSeek(snap, app, topic, logs, next, held); err != nil {
+			return err
+		}
+	}
+	if f.dryRun {
+		if snap == nil {
+			fmt.Fprintf(text, "dry run: nothing written; table %s does not exist yet: seek would create it from the configuration\n", cfg.Table.URI)
+		} else {
+			fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
+		}
+		return f.writeJSON(out, plan, cfg, nil)
 	}
 	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
 	if err != nil {
@@ -111,6 +124,37 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 	}
 	fmt.Fprintf(text, "table %s version %d: deltaflow starts these partitions at these offsets\n", cfg.Table.URI, v)
 	return f.writeJSON(out, plan, cfg, &v)
+}
+
+// seekTable opens the table seek writes. For real it is opened as run opens
+// it (created from the configuration when missing, the store probed for
+// atomic commits); a dry run creates nothing, so a missing table is a nil
+// snapshot, and an existing one is checked for writing and its store probed
+// as the real run would.
+func seekTable(ctx context.Context, cfg *daemon.Config, dryRun bool, stderr io.Writer) (*delta.Table, *delta.Snapshot, error) {
+	if !dryRun {
+		return daemon.OpenTable(ctx, cfg, nil)
+	}
+	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
+	if err != nil {
+		return nil, nil, fmt.Errorf("open table storage: %w", err)
+	}
+	tbl := delta.NewTable(store)
+	snap, err := tbl.Snapshot(ctx)
+	if errors.Is(err, delta.ErrTableNotFound) {
+		return tbl, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read table %s: %w", cfg.Table.URI, err)
+	}
+	if err := snap.CheckWrite(); err != nil {
+		return nil, nil, fmt.Errorf("table %s: %w", cfg.Table.URI, err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := daemon.CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
+		return nil, nil, err
+	}
+	return tbl, snap, nil
 }
 
 // checkRecreatedSeek refuses a seek that would record a recreated topic's

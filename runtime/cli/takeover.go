@@ -114,12 +114,16 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 			"and can no longer be ingested; to accept the loss, start at the log start with `deltaflow seek --offsets %s`",
 			lost, plan.lostDetail(), plan.startsSpec())
 	}
-	if f.dryRun {
-		fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
-		return f.writeJSON(out, plan, cfg, nil)
+	// A dry run predicts every refusal: the store is probed too.
+	if err := snap.CheckWrite(); err != nil {
+		return fmt.Errorf("table %s: %w", cfg.Table.URI, err)
 	}
 	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, slog.New(slog.NewTextHandler(out.Stderr, nil))); err != nil {
 		return err
+	}
+	if f.dryRun {
+		fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
+		return f.writeJSON(out, plan, cfg, nil)
 	}
 	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
 		"from": "spark", "queryId": ck.QueryID, "batchId": strconv.FormatInt(end.Batch.ID, 10),
