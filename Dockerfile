@@ -41,7 +41,10 @@ USER nonroot:nonroot
 WORKDIR /home/nonroot
 # /healthz, /readyz and /metrics (http.listen in configs/deltaflow.yaml).
 EXPOSE 8080
+# run and healthcheck both read the configuration from $DELTAFLOW_CONFIG, so
+# the healthcheck asks where http.listen says the daemon listens.
+ENV DELTAFLOW_CONFIG=/etc/deltaflow/deltaflow.yaml
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["/usr/bin/deltaflow", "healthcheck"]
 ENTRYPOINT ["/usr/bin/deltaflow"]
-CMD ["run", "--config", "/etc/deltaflow/deltaflow.yaml"]
+CMD ["run"]

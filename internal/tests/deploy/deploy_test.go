@@ -472,9 +472,10 @@ func TestShippedConfigLoads(t *testing.T) {
 	if cfg.Watchdog.StallIntervals <= 0 {
 		t.Errorf("Pi config watchdog %+v: want it on", cfg.Watchdog)
 	}
-	// The healthcheck in the image and compose file polls this port.
+	// The image EXPOSEs and compose publishes this port (the healthcheck
+	// follows http.listen through $DELTAFLOW_CONFIG).
 	if cfg.HTTP.Listen != "0.0.0.0:8080" {
-		t.Errorf("http.listen = %q; the Dockerfile and compose healthchecks poll :8080 from inside the container", cfg.HTTP.Listen)
+		t.Errorf("http.listen = %q; the Dockerfile exposes and compose publishes :8080", cfg.HTTP.Listen)
 	}
 	// Without the environment the file still loads (credentials can come
 	// later), so a typo in it is caught here, not on the Pi.
@@ -500,7 +501,8 @@ func TestDockerfile(t *testing.T) {
 		"USER nonroot",
 		"HEALTHCHECK",
 		`ENTRYPOINT ["/usr/bin/deltaflow"]`,
-		`CMD ["run", "--config", "/etc/deltaflow/deltaflow.yaml"]`,
+		"ENV DELTAFLOW_CONFIG=/etc/deltaflow/deltaflow.yaml", // run and healthcheck read it
+		`CMD ["run"]`,
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
