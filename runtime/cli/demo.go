@@ -12,9 +12,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
@@ -35,6 +38,7 @@ type demoOptions struct {
 	data     string
 	rate     float64
 	duration time.Duration
+	badRatio float64
 }
 
 func demoCommand(out IO) *cobra.Command {
@@ -48,6 +52,7 @@ func demoCommand(out IO) *cobra.Command {
 	cmd.Flags().StringVar(&o.data, "data", "./data", "`directory` for the table (DIR/sensor_events) and the NATS store (DIR/nats)")
 	atLeast(cmd.Flags(), &o.rate, "rate", 1000, 1, "simulated events per second")
 	atLeast(cmd.Flags(), &o.duration, "duration", 30*time.Second, 0, "how long to produce; 0: until Ctrl-C")
+	within(cmd.Flags(), &o.badRatio, "bad-ratio", 0, 0, 1, "fraction of malformed records, 0 to 1: they go to the DLQ stream")
 	return cmd
 }
 
@@ -116,7 +121,7 @@ func runDemo(ctx context.Context, out IO, o demoOptions) error {
 	}
 	prodDone := make(chan prodResult, 1)
 	go func() {
-		res, err := produceSim(prodCtx, p, demoTopic, produceOptions{rate: o.rate, devices: 50, seed: 1},
+		res, err := produceSim(prodCtx, p, demoTopic, produceOptions{rate: o.rate, devices: 50, seed: 1, badRatio: o.badRatio},
 			func(n int64) { progress.produced.Store(n) })
 		prodDone <- prodResult{res, err}
 	}()
@@ -125,7 +130,7 @@ func runDemo(ctx context.Context, out IO, o demoOptions) error {
 	if err != nil {
 		return err
 	}
-	var produced int64
+	var produced, bad int64
 	tick := time.NewTicker(progress.interval)
 	defer tick.Stop()
 producing:
@@ -137,7 +142,7 @@ producing:
 				<-runErr
 				return fmt.Errorf("produce: %w", r.err)
 			}
-			produced = r.res.produced
+			produced, bad = r.res.produced, r.res.bad
 			break producing
 		case err := <-runErr:
 			stopProd()
@@ -152,8 +157,26 @@ producing:
 	// two), then stop it; the final counts come from the table itself.
 	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), demoDrainTimeout)
 	defer cancelDrain()
-	for rows, _ := tbl.rows(drain); rows < produced && drain.Err() == nil; rows, _ = tbl.rows(drain) {
+	dlqStream := cfg.NATS.DLQStream
+	if dlqStream == "" {
+		dlqStream = bridge.DefaultDLQStream(cfg.Table.Name)
+	}
+	// The dead letters are acknowledged before their epoch commits; one
+	// of only bad records commits nothing, so count them too.
+	var letters int64
+	var lerr error
+	settled := func() bool {
+		rows, _ := tbl.rows(drain)
 		progress.show(rows, tbl.version)
+		if rows < produced-bad {
+			return false
+		}
+		if bad > 0 {
+			letters, lerr = dlqLetters(drain, "nats://"+natsAddr, dlqStream)
+		}
+		return letters >= bad
+	}
+	for !settled() && drain.Err() == nil {
 		select {
 		case <-drain.Done():
 		case err := <-runErr:
@@ -168,11 +191,48 @@ producing:
 	rows, version := tbl.rows(context.WithoutCancel(ctx))
 	progress.done()
 	fmt.Fprintf(out.Stdout, "table version %d\n", version)
-	fmt.Fprintf(out.Stdout, "produced %d events, committed %d rows\n", produced, rows)
-	if rows != produced {
-		return fmt.Errorf("committed rows (%d) differ from produced events (%d)", rows, produced)
+	if bad == 0 {
+		fmt.Fprintf(out.Stdout, "produced %d events, committed %d rows\n", produced, rows)
+	} else {
+		fmt.Fprintf(out.Stdout, "produced %d events (%d malformed), committed %d rows, %d dead letters in stream %s\n"+
+			"  (while it runs: nats --server nats://%s stream view %s)\n", produced, bad, rows, letters, dlqStream, natsAddr, dlqStream)
+	}
+	switch {
+	case rows != produced-bad:
+		return fmt.Errorf("committed rows (%d) differ from the good events produced (%d)", rows, produced-bad)
+	case lerr != nil:
+		return fmt.Errorf("count the dead letters: %w", lerr)
+	case letters != bad:
+		return fmt.Errorf("%d dead letters for %d malformed events", letters, bad)
 	}
 	return nil
+}
+
+// dlqLetters counts the messages of the DLQ stream on the NATS server at url.
+func dlqLetters(ctx context.Context, url, stream string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	nc, err := nats.Connect(url, nats.Timeout(probeTimeout), nats.MaxReconnects(0), nats.Name("deltaflow demo"))
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(info.State.Msgs), nil
 }
 
 // preferAddr returns addr if it is free, else a free port on 127.0.0.1

@@ -225,15 +225,18 @@ func TestSIGTERM(t *testing.T) {
 	}
 }
 
-var finalLine = regexp.MustCompile(`(?m)^produced (\d+) events, committed (\d+) rows$`)
+var finalLine = regexp.MustCompile(`(?m)^produced (\d+) events \((\d+) malformed\), committed (\d+) rows, (\d+) dead letters in stream DELTAFLOW_DLQ_SENSOR_EVENTS$`)
 
+// TestDemo: the demo with malformed records commits every good one once,
+// stores every bad one in the DLQ and says so; its events are of today (the
+// simulator's clock is the wall clock), so the table looks fresh.
 func TestDemo(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "demo", "--duration", "20s", "--data", dir)
+	cmd := exec.CommandContext(ctx, bin, "demo", "--duration", "10s", "--bad-ratio", "0.02", "--data", dir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
@@ -243,14 +246,47 @@ func TestDemo(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no final line in:\n%s", stdout.String())
 	}
-	if m[1] != m[2] || m[1] == "0" {
-		t.Fatalf("final line %q: counts differ or are zero", m[0])
+	n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+	if produced, bad, rows, letters := n(1), n(2), n(3), n(4); bad == 0 || rows != produced-bad || letters != bad {
+		t.Fatalf("final line %q: want rows = produced - malformed and one dead letter per malformed event", m[0])
 	}
 	rows, _, distinct := tableState(t, filepath.Join(dir, "sensor_events"))
-	if strconv.FormatInt(rows, 10) != m[2] || strconv.Itoa(distinct) != m[2] {
-		t.Fatalf("table holds %d rows (%d distinct), demo said %s", rows, distinct, m[2])
+	if strconv.FormatInt(rows, 10) != m[3] || strconv.Itoa(distinct) != m[3] {
+		t.Fatalf("table holds %d rows (%d distinct), demo said %s", rows, distinct, m[3])
+	}
+	if newest := newestEventTime(t, filepath.Join(dir, "sensor_events")); newest.Before(start) || newest.After(time.Now().Add(time.Minute)) {
+		t.Errorf("newest event_time %s; want it during the demo (started %s)", newest, start)
 	}
 	t.Logf("%s (demo took %s)", m[0], time.Since(start).Round(time.Millisecond))
+}
+
+// newestEventTime is the newest event_time the table at uri holds, by its
+// files' stats.
+func newestEventTime(t *testing.T, uri string) time.Time {
+	t.Helper()
+	store, err := storage.NewLocal(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := delta.NewTable(store).Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest time.Time
+	for _, a := range s.Files() {
+		st, err := delta.ParseStats(a.Stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(st.MaxValues["event_time"]))
+		if err != nil {
+			t.Fatalf("max event_time %v: %v", st.MaxValues["event_time"], err)
+		}
+		if ts.After(newest) {
+			newest = ts
+		}
+	}
+	return newest
 }
 
 func TestProduce(t *testing.T) {
@@ -270,6 +306,20 @@ func TestProduce(t *testing.T) {
 	}
 	if hw := testenv.HighWatermarks(t, cluster.ListenAddrs(), "t1"); len(hw) != 2 || hw[0]+hw[1] != 500 {
 		t.Fatalf("topic t1: %v", hw)
+	}
+	// Unpaced, the records cover the last 72 h up to now; --start pins them.
+	o := produceOptions{count: 500, devices: 50}
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	if c := o.simConfig(500, now); !c.Start.Equal(now.Add(-simSpan)) || c.Span != simSpan {
+		t.Errorf("unpaced: start %s span %s; want the 72 h before now", c.Start, c.Span)
+	}
+	o.rate = 100
+	if c := o.simConfig(500, now); !c.Start.Equal(now) || c.Span != 5*time.Second {
+		t.Errorf("paced at 100/s: start %s span %s; want now and the 5 s the 500 records take", c.Start, c.Span)
+	}
+	o.start = time.Date(2026, 6, 22, 0, 0, 0, 0, time.UTC)
+	if c := o.simConfig(500, now); !c.Start.Equal(o.start) {
+		t.Errorf("--start: start %s, want %s", c.Start, o.start)
 	}
 	if code, _, _ := run(t, "produce", "--bad-ratio", "2"); code != 2 {
 		t.Errorf("bad flag: exit %d", code)

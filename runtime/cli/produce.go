@@ -23,6 +23,30 @@ type produceOptions struct {
 	devices  int
 	badRatio float64
 	seed     int64
+	// start is the first record's ingested_at; zero: see simConfig.
+	start time.Time
+}
+
+// simSpan is the event time an unpaced run covers (the simulator's
+// default): several event_date partitions.
+const simSpan = 72 * time.Hour
+
+// simConfig is the simulator for o, its clock in the present unless o.start
+// pins it: paced by --rate, ingested_at follows the wall clock from now;
+// unpaced, the records cover simSpan ending now. Either way the table looks
+// fresh (a fixed past date would set off the freshness alert).
+func (o produceOptions) simConfig(events int, now time.Time) sim.Config {
+	cfg := sim.Config{Devices: o.devices, Seed: o.seed, Events: events, Rate: o.rate, BadRatio: o.badRatio, Start: o.start, Span: simSpan}
+	if o.rate > 0 {
+		cfg.Span = time.Duration(float64(events) / o.rate * float64(time.Second))
+	}
+	if cfg.Start.IsZero() {
+		cfg.Start = now
+		if o.rate <= 0 {
+			cfg.Start = now.Add(-cfg.Span)
+		}
+	}
+	return cfg
 }
 
 // produceResult counts what a producer run acknowledged.
@@ -60,7 +84,13 @@ func produceCommand(out IO) *cobra.Command {
 	atLeast(fs, &f.rate, "rate", 0, 0, "records per second; 0: as fast as possible")
 	atLeast(fs, &f.devices, "devices", 50, 1, "simulated devices (half smart plugs, half door sensors)")
 	within(fs, &f.badRatio, "bad-ratio", 0, 0, 1, "fraction of malformed records, 0 to 1")
-	fs.Int64Var(&f.seed, "seed", 1, "random seed (same seed, same records)")
+	fs.Int64Var(&f.seed, "seed", 1, "random seed (same seed and --start, same records)")
+	fs.Func("start", "first record's ingested_at, RFC 3339 or a date (default: records end now; with --rate they start now and follow the clock)",
+		func(v string) error {
+			t, err := kafka.ParseTime(v)
+			f.start = t
+			return err
+		})
 	atLeast(fs, &f.partitions, "partitions", 0, 0, "create the topic with this many partitions if it is missing")
 	jsonFlag(fs, &f.asJSON)
 	return cmd
@@ -107,7 +137,7 @@ func produceSim(ctx context.Context, p *kafka.Producer, topic string, o produceO
 	if events == 0 {
 		events = 100_000 // spreads the virtual clock; the run goes on past it
 	}
-	s := sim.New(sim.Config{Devices: o.devices, Seed: o.seed, Events: events, Rate: o.rate, BadRatio: o.badRatio})
+	s := sim.New(o.simConfig(events, time.Now()))
 	var res produceResult
 	var pending int64
 	flush := func() error {

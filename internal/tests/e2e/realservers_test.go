@@ -103,12 +103,13 @@ func TestRealServers(t *testing.T) {
 		testenv.EnvMinIOSecretKey+"="+s3.SecretKey)
 
 	// 1. Topic with 3 partitions and the first records, by deltaflow produce.
+	simStart := time.Date(2026, 6, 22, 0, 0, 0, 0, time.UTC)
 	out := run(t, env, 2*time.Minute, bin, "produce", "--topic", topic, "--partitions", strconv.Itoa(partitions),
-		"--count", strconv.Itoa(produceCount), "--seed", "1")
+		"--count", strconv.Itoa(produceCount), "--seed", "1", "--start", simStart.Format(time.RFC3339))
 	t.Logf("deltaflow produce: %s", bytes.TrimSpace(out))
 	want := map[string]bool{}
 	// The same simulator settings produce uses, to know which keys it sent.
-	ps := sim.New(sim.Config{Devices: 50, Seed: 1, Events: produceCount})
+	ps := sim.New(sim.Config{Devices: 50, Seed: 1, Events: produceCount, Start: simStart})
 	for range produceCount {
 		_, _, ev := ps.Next(nil)
 		want[rowKey(ev.DeviceID, ev.IngestedAt)] = true
