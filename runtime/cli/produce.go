@@ -85,7 +85,7 @@ func produceCommand(out IO) *cobra.Command {
 	atLeast(fs, &f.devices, "devices", 50, 1, "simulated devices (half smart plugs, half door sensors)")
 	within(fs, &f.badRatio, "bad-ratio", 0, 0, 1, "fraction of malformed records, 0 to 1")
 	fs.Int64Var(&f.seed, "seed", 1, "random seed (same seed and --start, same records)")
-	fs.Func("start", "first record's ingested_at, RFC 3339 or a date (default: records end now; with --rate they start now and follow the clock)",
+	fs.Func("start", "first record's ingested_at, a `TIME`: RFC 3339 or a date (default: records end now; with --rate they start now and follow the clock)",
 		func(v string) error {
 			t, err := kafka.ParseTime(v)
 			f.start = t
