@@ -37,14 +37,17 @@ func catCommand(out IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cat",
 		Short: "print a table's rows (filtered, projected, time travel)",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runCat(cmd.Context(), out, &f) },
+		Example: `  deltaflow cat --table ./data/sensor_events --limit 5
+  deltaflow cat --table ./data/sensor_events --where "device_type = 'smart_plug' AND power > 100" --columns device_id,event_time,power
+  deltaflow cat --table ./data/sensor_events --version 1 --format csv --limit 10 --stats`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCat(cmd.Context(), out, &f) },
 	}
 	fs := cmd.Flags()
 	f.tableFlags.register(fs)
 	f.registerVersion(fs)
 	fs.StringVar(&f.timestamp, "timestamp", "", "read the table as of this `time` (RFC 3339, 'YYYY-MM-DD HH:MM:SS' UTC, or a date)")
-	fs.StringVar(&f.where, "where", "", "keep rows matching this `filter`, e.g. \"device_type = 'thermostat' AND value > 20\"")
+	fs.StringVar(&f.where, "where", "", "keep rows matching this `filter`, e.g. \"device_type = 'smart_plug' AND power > 100\"")
 	fs.StringVar(&f.columns, "columns", "", "print only these comma-separated `columns`, in this order (default: all)")
 	atLeast(fs, &f.limit, "limit", 0, 0, "stop after this many rows (0: all)")
 	fs.StringVar(&f.format, "format", "jsonl", "output `format`: jsonl (one JSON object per row) or csv")

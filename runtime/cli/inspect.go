@@ -63,7 +63,11 @@ func inspectCommand(out IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "show a table's snapshot, files, history, schema, partitions or Kafka offsets",
-		RunE:  needCommand,
+		Example: `  deltaflow inspect snapshot --table ./data/sensor_events
+  deltaflow inspect partitions --table ./data/sensor_events --json
+  deltaflow inspect history --table ./data/sensor_events --limit 5
+  deltaflow inspect offsets --table ./data/sensor_events --brokers 127.0.0.1:9092`,
+		RunE: needCommand,
 	}
 	pf := cmd.PersistentFlags()
 	tf.register(pf)

@@ -33,8 +33,9 @@ type vacuumFlags struct {
 }
 
 // maintenanceCommand is a table command that writes the table.
-func maintenanceCommand(use, short string, tf *tableFlags, dryRun, asJSON *bool, dryRunUsage string, run func(context.Context) error) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Short: short, Args: noArgs, RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context()) }}
+func maintenanceCommand(use, short, example string, tf *tableFlags, dryRun, asJSON *bool, dryRunUsage string, run func(context.Context) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Example: example, Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context()) }}
 	tf.register(cmd.Flags())
 	tf.registerWriter(cmd.Flags())
 	cmd.Flags().BoolVar(dryRun, "dry-run", false, dryRunUsage)
@@ -44,16 +45,22 @@ func maintenanceCommand(use, short string, tf *tableFlags, dryRun, asJSON *bool,
 
 func optimizeCommand(out IO) *cobra.Command {
 	var f optimizeFlags
-	cmd := maintenanceCommand("optimize", "compact small files (Delta OPTIMIZE)", &f.tableFlags, &f.dryRun, &f.asJSON,
+	cmd := maintenanceCommand("optimize", "compact small files (Delta OPTIMIZE)",
+		`  deltaflow optimize --table ./data/sensor_events --dry-run
+  deltaflow optimize --table ./data/sensor_events --where "event_date >= '2026-06-01'" --target-size 64MiB`,
+		&f.tableFlags, &f.dryRun, &f.asJSON,
 		"show the plan without writing anything", func(ctx context.Context) error { return runOptimize(ctx, out, &f) })
-	cmd.Flags().StringVar(&f.where, "where", "", "compact only partitions matching this `filter` on partition columns, e.g. \"date >= '2024-06-01'\"")
+	cmd.Flags().StringVar(&f.where, "where", "", "compact only partitions matching this `filter` on partition columns, e.g. \"event_date >= '2026-06-01'\"")
 	cmd.Flags().StringVar(&f.targetSize, "target-size", "128MiB", "`size` compacted files aim for; files this big are left alone")
 	return cmd
 }
 
 func vacuumCommand(out IO) *cobra.Command {
 	var f vacuumFlags
-	cmd := maintenanceCommand("vacuum", "delete unreferenced files and expired log entries (VACUUM)", &f.tableFlags, &f.dryRun, &f.asJSON,
+	cmd := maintenanceCommand("vacuum", "delete unreferenced files and expired log entries (VACUUM)",
+		`  deltaflow vacuum --table ./data/sensor_events --dry-run
+  deltaflow vacuum --table ./data/sensor_events --retain 30d --json`,
+		&f.tableFlags, &f.dryRun, &f.asJSON,
 		"list the files that would be deleted; delete nothing", func(ctx context.Context) error { return runVacuum(ctx, out, &f) })
 	cmd.Flags().StringVar(&f.retain, "retain", "720h", "keep files removed less than this `duration` ago (Go duration or days, e.g. 30d)")
 	cmd.Flags().BoolVar(&f.force, "force", false, "allow a retention shorter than the table's delta.deletedFileRetentionDuration (168h unless the table sets it)")

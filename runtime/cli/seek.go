@@ -35,6 +35,8 @@ func seekCommand(out IO) *cobra.Command {
 		Short: "set where deltaflow starts reading (offsets, a time, a consumer group's offsets)",
 		Long: "seek writes deltaflow's start offsets into the table (creating it from the configuration when\n" +
 			"missing): give exactly one of --offsets, --timestamp and --group.",
+		Example: `  deltaflow seek --table ./data/sensor_events --brokers 127.0.0.1:9092 --timestamp 2026-06-22 --force --dry-run
+  deltaflow seek --table ./data/sensor_events --brokers 127.0.0.1:9092 --offsets 0:0,1:0,2:0 --force`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSeek(cmd.Context(), out, &f) },
 	}

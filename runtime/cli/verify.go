@@ -36,10 +36,11 @@ func verifyCommand(out IO) *cobra.Command {
 	var tf tableFlags
 	var deep, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "verify",
-		Short: "check that every live file exists with its logged size (and, --deep, its stats)",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runVerify(cmd.Context(), out, &tf, deep, asJSON) },
+		Use:     "verify",
+		Short:   "check that every live file exists with its logged size (and, --deep, its stats)",
+		Example: `  deltaflow verify --table ./data/sensor_events --deep`,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runVerify(cmd.Context(), out, &tf, deep, asJSON) },
 	}
 	tf.register(cmd.Flags())
 	tf.registerVersion(cmd.Flags())
