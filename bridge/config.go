@@ -42,7 +42,8 @@ type Config struct {
 	// Listen is the host:port the embedded server listens on so the nats CLI
 	// can reach it. Default "127.0.0.1:4222"; port -1 picks a free port.
 	// Ignored when URL is set. When User/Password or Token are set, the
-	// embedded server requires them from every client.
+	// embedded server requires them from every client; without them it
+	// only listens on a loopback address.
 	Listen string `yaml:"listen"`
 	// StoreDir is where the embedded server keeps JetStream data (the KV
 	// mirror and the DLQ). Default "data/nats". Ignored when URL is set.
@@ -185,12 +186,19 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.embedded() {
-		_, port, err := net.SplitHostPort(c.Listen)
+		host, port, err := net.SplitHostPort(c.Listen)
 		if err != nil {
 			return bad("listen", "%q is not host:port: %v", c.Listen, err)
 		}
 		if p, err := strconv.Atoi(port); err != nil || p < -1 || p > 65535 {
 			return bad("listen", "port %q must be 0-65535, or -1 for any free port", port)
+		}
+		// Whoever reaches the embedded server may pause deltaflow, read the
+		// dead letters and delete the DLQ stream: beyond this host, only
+		// with credentials.
+		if !loopback(host) && c.User == "" && c.Token == "" {
+			return bad("listen", "%q is reachable from other hosts but the embedded server has no credentials: "+
+				"set nats.user and nats.password (or nats.token), or listen on 127.0.0.1", c.Listen)
 		}
 		if c.KVReplicas != 1 {
 			return bad("kv_replicas", "must be 1 with the embedded server, got %d", c.KVReplicas)
@@ -209,6 +217,16 @@ func (c Config) Validate() error {
 		return bad("publish_timeout", "must be > 0, got %s", c.PublishTimeout)
 	}
 	return nil
+}
+
+// loopback reports whether host (of a listen address) is a loopback
+// address; "" and 0.0.0.0 are every interface.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func readable(path string) error {

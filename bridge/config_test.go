@@ -41,6 +41,10 @@ func TestConfigValidate(t *testing.T) {
 		{Config{URL: "nats://h:4222", TLS: TLSConfig{CertFile: "c"}}, "nats.tls"},
 		{Config{Listen: "localhost"}, "nats.listen"},
 		{Config{Listen: "127.0.0.1:99999"}, "nats.listen"},
+		// Beyond loopback, the embedded server needs credentials.
+		{Config{Listen: "0.0.0.0:4222"}, "nats.listen"},
+		{Config{Listen: ":4222"}, "nats.listen"},
+		{Config{Listen: "192.0.2.7:4222"}, "nats.listen"},
 		{Config{KVReplicas: 3}, "nats.kv_replicas"},
 		{Config{URL: "nats://h:4222", KVReplicas: 7}, "nats.kv_replicas"},
 		{Config{KVBucket: "a.b"}, "nats.kv_bucket"},

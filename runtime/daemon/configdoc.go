@@ -72,7 +72,7 @@ var fieldDocs = map[string]fieldDoc{
 	"nats.tls.cert_file":                    {doc: "PEM client certificate; with key_file.", def: "—"},
 	"nats.tls.key_file":                     {doc: "PEM client key; with cert_file.", def: "—"},
 	"nats.tls.insecure_skip_verify":         {doc: "Skip server certificate verification (tests only).", def: "false"},
-	"nats.listen":                           {doc: "Where the embedded server listens (so the `nats` CLI works); port -1 picks a free one.", def: "127.0.0.1:4222"},
+	"nats.listen":                           {doc: "Where the embedded server listens (so the `nats` CLI works); port -1 picks a free one. Beyond a loopback address only with `nats.user`/`nats.password` or `nats.token`, which it then requires: whoever reaches it may pause deltaflow and read or delete its streams.", def: "127.0.0.1:4222"},
 	"nats.store_dir":                        {doc: "JetStream store of the embedded server.", def: "`nats` next to a local table (./data/nats), else $TMPDIR/deltaflow-nats"},
 	"nats.kv_bucket":                        {doc: "KV bucket of the recovery offsets mirror.", def: "deltaflow_offsets"},
 	"nats.kv_replicas":                      {doc: "Replicas of the KV bucket and DLQ stream (1 with the embedded server).", def: "1"},
