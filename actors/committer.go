@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -365,6 +366,9 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 			// is dropped and re-read. Said in the log, /readyz and a metric.
 			c.cfg.metrics.retrying(componentNATS)
 			c.cfg.health.Degrade("nats", err.Error())
+			if bridge.IsFull(err) {
+				c.dlqFull(es.epoch, err)
+			}
 			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
 			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", es.epoch, "records", len(letters),
 				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
@@ -375,6 +379,8 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 			return
 		}
 		c.cfg.health.Recover("nats")
+		c.cfg.health.Accept(healthDLQFull)
+		c.cfg.metrics.DLQFull.Set(0)
 	}
 	refresh := c.staleTxns(es)
 	if es.empty() && len(refresh) == 0 {
@@ -413,6 +419,22 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		return
 	}
 	c.finishEpoch(ctx, nil)
+}
+
+// healthDLQFull is the Health key of a DLQ stream without room.
+const healthDLQFull = "dlq"
+
+// dlqFull reports that the DLQ stream refuses the letters of epoch for want
+// of room (bridge.IsFull): no retry soon cures that, but making room does,
+// without a restart, so the epoch keeps waiting (retried as any DLQ
+// failure) while /healthz and deltaflow_dlq_full tell a human what to do.
+// Its next acknowledgement clears it.
+func (c *committer) dlqFull(epoch uint64, err error) {
+	c.cfg.metrics.DLQFull.Set(1)
+	first, _, _ := strings.Cut(err.Error(), "\n") // one line per letter follows
+	c.cfg.health.Refuse(healthDLQFull, fmt.Sprintf("the DLQ stream is full: epoch %d waits uncommitted with its dead letters "+
+		"(nothing is lost; its records stay in Kafka); read the letters and purge them (nats stream purge), "+
+		"or raise nats.dlq_max_bytes or the server's JetStream store, and it commits by itself: %s", epoch, first))
 }
 
 // checkpoint writes the checkpoint of version when one is due. A failure

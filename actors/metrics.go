@@ -26,6 +26,7 @@ type Metrics struct {
 	BufferedBytes prometheus.Gauge
 	FetchPaused   prometheus.Gauge     // 1 while reading Kafka is paused
 	DLQWaiting    prometheus.Gauge     // dead letters an epoch waits to see acknowledged
+	DLQFull       prometheus.Gauge     // 1 while the DLQ stream refuses letters for want of room
 	Lag           *prometheus.GaugeVec // records behind the high watermark, by partition
 	Restarts      *prometheus.CounterVec
 	TableVersion  prometheus.Gauge
@@ -96,6 +97,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while reading Kafka is paused (memory budget or unfinished epochs reached, or paused by the control service)."}),
 		DLQWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_waiting_letters",
 			Help: "Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."}),
+		DLQFull: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_full",
+			Help: "1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, or the JetStream store full): the epoch holding them waits uncommitted until room is made."}),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_lag_records",
 			Help: "Records between the last one read and the partition's high watermark."}, []string{"partition"}),
 		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_actor_restarts_total",
@@ -150,7 +153,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
-			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.Lag, m.Restarts, m.TableVersion,
+			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.DLQFull, m.Lag, m.Restarts, m.TableVersion,
 			m.LastCommit, m.NewestEvent, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
 			m.Stalled, m.Pending, m.DataLoss, m.DataLossRecords, m.Held)
 	}

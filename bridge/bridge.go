@@ -264,14 +264,42 @@ func (b *Bridge) ensureDLQ(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      maxAge,
-		Duplicates:  dup,
-		MaxMsgSize:  -1, // the server's max_payload is the limit
-		Replicas:    b.cfg.KVReplicas,
+		MaxBytes:    int64(b.cfg.DLQMaxBytes),
+		// Full, the stream refuses new letters instead of dropping the
+		// oldest: a letter it acknowledged is never lost but to max age.
+		Discard:    jetstream.DiscardNew,
+		Duplicates: dup,
+		MaxMsgSize: -1, // the server's max_payload is the limit
+		Replicas:   b.cfg.KVReplicas,
 	})
+	if IsFull(err) {
+		return fmt.Errorf("create dlq stream %s: the JetStream store has no room for nats.dlq_max_bytes (%s): "+
+			"lower it, or give the server more (its max_file_store): %w", b.dlq, b.cfg.DLQMaxBytes, err)
+	}
 	if err != nil {
 		return fmt.Errorf("create dlq stream %s: %w", b.dlq, err)
 	}
 	return nil
+}
+
+// DLQUsage is how full the DLQ stream is.
+type DLQUsage struct {
+	Stream   string
+	Bytes    uint64 // stored
+	MaxBytes int64  // the stream's bound (nats.dlq_max_bytes)
+	Letters  uint64
+}
+
+// DLQUsage asks the server how full the DLQ stream is.
+func (b *Bridge) DLQUsage(ctx context.Context) (DLQUsage, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	s, err := b.js.Stream(ctx, b.dlq)
+	if err != nil {
+		return DLQUsage{}, fmt.Errorf("dlq stream %s: %w", b.dlq, err)
+	}
+	info := s.CachedInfo() // fetched by Stream just now
+	return DLQUsage{Stream: b.dlq, Bytes: info.State.Bytes, MaxBytes: info.Config.MaxBytes, Letters: info.State.Msgs}, nil
 }
 
 // bound returns ctx limited by PublishTimeout unless it has an earlier

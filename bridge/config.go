@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltaflow/deltaflow/internal/bytesize"
 	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
@@ -47,6 +48,9 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// StoreDir is where the embedded server keeps JetStream data (the KV
 	// mirror and the DLQ). Default "data/nats". Ignored when URL is set.
+	// The embedded server's JetStream store is capped at DLQMaxBytes +
+	// embeddedStoreHeadroom, not the 75% of the free disk nats-server
+	// takes by default.
 	StoreDir string `yaml:"store_dir"`
 
 	// KVBucket names the KV bucket of the recovery offsets mirror, shared by
@@ -60,6 +64,11 @@ type Config struct {
 	// DLQMaxAge is how long dead letters are kept. Default 168h (7 days);
 	// negative keeps them until deleted by hand.
 	DLQMaxAge time.Duration `yaml:"dlq_max_age"`
+	// DLQMaxBytes bounds the DLQ stream. A full stream refuses new letters
+	// (JetStream's discard new) rather than dropping stored ones: the epoch
+	// holding them waits uncommitted, and deltaflow reports itself
+	// unhealthy until room is made. Default 256MiB.
+	DLQMaxBytes bytesize.Size `yaml:"dlq_max_bytes"`
 	// PublishTimeout bounds every JetStream call (KV put, DLQ acks, setup)
 	// whose context has no earlier deadline. Default 5s.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
@@ -93,6 +102,7 @@ func defaultCfg() Config {
 		KVBucket:       DefaultKVBucket,
 		KVReplicas:     1,
 		DLQMaxAge:      7 * 24 * time.Hour,
+		DLQMaxBytes:    256 << 20,
 		PublishTimeout: 5 * time.Second,
 	}
 }
@@ -115,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DLQMaxAge == 0 {
 		c.DLQMaxAge = d.DLQMaxAge
+	}
+	if c.DLQMaxBytes == 0 {
+		c.DLQMaxBytes = d.DLQMaxBytes
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = d.PublishTimeout
@@ -213,6 +226,9 @@ func (c Config) Validate() error {
 	if c.DLQStream != "" && !streamNameRe.MatchString(c.DLQStream) {
 		return bad("dlq_stream", "%q may only contain A-Z, a-z, 0-9, '_' and '-'", c.DLQStream)
 	}
+	if c.DLQMaxBytes < 0 {
+		return bad("dlq_max_bytes", "must be > 0, got %s", c.DLQMaxBytes)
+	}
 	if c.PublishTimeout < 0 {
 		return bad("publish_timeout", "must be > 0, got %s", c.PublishTimeout)
 	}
@@ -263,6 +279,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("kv_replicas", c.KVReplicas),
 		slog.String("dlq_stream", c.DLQStream),
 		slog.Duration("dlq_max_age", c.DLQMaxAge),
+		slog.String("dlq_max_bytes", c.DLQMaxBytes.String()),
 		slog.Duration("publish_timeout", c.PublishTimeout),
 	)
 }

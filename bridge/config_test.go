@@ -16,7 +16,7 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	want := Config{Listen: "127.0.0.1:4222", StoreDir: "data/nats", KVBucket: "deltaflow_offsets", KVReplicas: 1, DLQMaxAge: 168 * time.Hour, PublishTimeout: 5 * time.Second}
+	want := Config{Listen: "127.0.0.1:4222", StoreDir: "data/nats", KVBucket: "deltaflow_offsets", KVReplicas: 1, DLQMaxAge: 168 * time.Hour, DLQMaxBytes: 256 << 20, PublishTimeout: 5 * time.Second}
 	if c != want {
 		t.Fatalf("defaults = %v, want %v", c, want)
 	}
@@ -45,6 +45,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Listen: "0.0.0.0:4222"}, "nats.listen"},
 		{Config{Listen: ":4222"}, "nats.listen"},
 		{Config{Listen: "192.0.2.7:4222"}, "nats.listen"},
+		{Config{DLQMaxBytes: -1}, "nats.dlq_max_bytes"},
 		{Config{KVReplicas: 3}, "nats.kv_replicas"},
 		{Config{URL: "nats://h:4222", KVReplicas: 7}, "nats.kv_replicas"},
 		{Config{KVBucket: "a.b"}, "nats.kv_bucket"},

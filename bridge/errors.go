@@ -41,8 +41,9 @@ var transientErrs = []error{
 
 // IsTransient reports whether err is known to go away by itself: timeouts,
 // no responders, a disconnected or reconnecting connection, JetStream
-// unavailable (HTTP-like code 503). Context cancellation, permission and
-// validation errors, and a closed bridge are not transient. For joined
+// unavailable (HTTP-like code 503, but for a full store: see IsFull).
+// Context cancellation, permission and validation errors, and a closed
+// bridge are not transient. For joined
 // errors (PublishDLQ) it is true when any part is transient. The engine's
 // policy rests on IsPermanent, which never holds for a transient error:
 // what is not permanent is retried with capped, jittered backoff.
@@ -55,13 +56,54 @@ func IsTransient(err error) bool {
 			return true
 		}
 	}
-	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == 503 {
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == 503 && !storeFull(apiErr) {
 		return true
 	}
 	if netErr := net.Error(nil); errors.As(err, &netErr) && netErr.Timeout() {
 		return true
 	}
 	return false
+}
+
+// JetStream API errors of a store out of room, which nats.go names no
+// constant for.
+const (
+	// jsErrInsufficientResources: the account's or server's JetStream
+	// store is full.
+	jsErrInsufficientResources jetstream.ErrorCode = 10023
+	// jsErrStorageResourcesExceeded: a stream's max bytes cannot be
+	// reserved in the store.
+	jsErrStorageResourcesExceeded jetstream.ErrorCode = 10047
+	// jsErrStreamStoreFailed: a message not stored; a stream at its limits
+	// with discard new says which limit (storeLimits).
+	jsErrStreamStoreFailed jetstream.ErrorCode = 10077
+)
+
+// storeLimits are the descriptions of jsErrStreamStoreFailed for a stream
+// at its limits (nats-server's ErrMaxBytes, ErrMaxMsgs,
+// ErrMaxMsgsPerSubject); its other causes (a message too large) are not
+// about room.
+var storeLimits = []string{"maximum bytes exceeded", "maximum messages exceeded", "maximum messages per subject exceeded"}
+
+func storeFull(e *jetstream.APIError) bool {
+	switch e.ErrorCode {
+	case jsErrInsufficientResources, jsErrStorageResourcesExceeded:
+		return true
+	case jsErrStreamStoreFailed:
+		return slices.Contains(storeLimits, e.Description)
+	}
+	return false
+}
+
+// IsFull reports whether err says a JetStream store has no room: the DLQ
+// stream at nats.dlq_max_bytes, or the account's or server's store full.
+// It is neither transient (room is not made by waiting a few seconds, but
+// by letters expiring, a purge or a larger bound) nor permanent (that
+// cures it without a restart): the engine keeps retrying and reports
+// itself unhealthy meanwhile.
+func IsFull(err error) bool {
+	apiErr := (*jetstream.APIError)(nil)
+	return errors.As(err, &apiErr) && storeFull(apiErr)
 }
 
 // permanentErrs are the failures a retry cannot cure: the credentials or

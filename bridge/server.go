@@ -23,6 +23,10 @@ const embeddedMaxPayload = 16 << 20
 // serverReadyTimeout bounds how long New waits for the embedded server.
 const serverReadyTimeout = 10 * time.Second
 
+// embeddedStoreHeadroom is the embedded JetStream store beyond the DLQ
+// stream's bound: the KV bucket holds one small value per partition.
+const embeddedStoreHeadroom = 64 << 20
+
 // startEmbedded starts an in-process nats-server with JetStream for cfg (see
 // Config.Listen and Config.StoreDir) and waits until it accepts clients.
 func startEmbedded(cfg Config) (embeddedServer, error) {
@@ -44,7 +48,10 @@ func startEmbedded(cfg Config) (embeddedServer, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   storeDir,
-		MaxPayload: embeddedMaxPayload,
+		// nats-server would take up to 75% of the free disk, which the SD
+		// card shares with the table's store and Kafka.
+		JetStreamMaxStore: int64(cfg.DLQMaxBytes) + embeddedStoreHeadroom,
+		MaxPayload:        embeddedMaxPayload,
 		// The process owns signal handling and logging.
 		NoSigs: true,
 		NoLog:  true,

@@ -78,6 +78,7 @@ var fieldDocs = map[string]fieldDoc{
 	"nats.kv_replicas":                      {doc: "Replicas of the KV bucket and DLQ stream (1 with the embedded server).", def: "1"},
 	"nats.dlq_stream":                       {doc: "Dead-letter stream name.", def: "DELTAFLOW_DLQ_<TABLE>"},
 	"nats.dlq_max_age":                      {doc: "How long dead letters are kept; negative keeps them forever.", def: "168h"},
+	"nats.dlq_max_bytes":                    {doc: "Bound on the DLQ stream. Full, it refuses new letters rather than drop stored ones (JetStream discard new): the epoch holding them waits uncommitted (its records stay in Kafka, nothing is lost), `/healthz` fails naming this key and `deltaflow_dlq_full` is 1, until room is made (letters expire, `nats stream purge`, a larger bound); `deltaflow_dlq_stored_bytes` warns before. The embedded server's JetStream store is capped at this + 64MiB (nats-server would take 75% of the free disk); an external server must be able to reserve it (its `max_file_store`).", def: "256MiB"},
 	"nats.publish_timeout":                  {doc: "Bound on every JetStream call (KV put, DLQ acks).", def: "5s"},
 	"flush.interval":                        {doc: "Commit an epoch this often (the Spark job's trigger)."},
 	"flush.max_bytes":                       {doc: "Commit early once the epoch's buffered data (rows being written, encoded files) reaches this size."},

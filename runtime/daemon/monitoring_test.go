@@ -167,7 +167,7 @@ func deltaflowMetricNames(t *testing.T) []string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	actors.NewMetrics(reg)
-	reg.MustRegister(buildInfo(Build{Version: "test"}))
+	reg.MustRegister(buildInfo(Build{Version: "test"}), dlqCollector{})
 	descs := make(chan *prometheus.Desc)
 	go func() {
 		reg.Describe(descs)

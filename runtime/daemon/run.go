@@ -122,6 +122,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	}
 	defer b.Close()
 	ready.bridge.Store(b)
+	reg.MustRegister(dlqCollector{b})
 	reconcileOffsets(ctx, b, snap, cfg.Table.AppID, cfg.Kafka.Topic, logger)
 
 	tableSchema, err := snap.Schema()

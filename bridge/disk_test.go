@@ -1,0 +1,116 @@
+package bridge
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deltaflow/deltaflow/internal/bytesize"
+)
+
+// fillDLQ publishes letters of 4 KiB, one call each, until the DLQ refuses
+// one; it returns how many were stored and the refusal.
+func fillDLQ(t *testing.T, b *Bridge, limit int) (int, error) {
+	t.Helper()
+	for i := range limit {
+		l := testLetters(1)[0]
+		l.Offset = int64(i)
+		l.Value = bytes.Repeat([]byte("x"), 4<<10)
+		if err := b.PublishDLQ(t.Context(), []DeadLetter{l}); err != nil {
+			return i, err
+		}
+	}
+	t.Fatalf("the DLQ took %d letters of 4 KiB and refused none", limit)
+	return 0, nil
+}
+
+// A full DLQ stream (nats.dlq_max_bytes) refuses new letters, keeps every
+// letter it acknowledged, and says so with an error the engine keeps
+// retrying (IsFull: neither transient nor permanent); once room is made,
+// the same letters are stored.
+func TestDLQFullRefusesNewLetters(t *testing.T) {
+	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), DLQMaxBytes: 64 << 10})
+	stored, err := fillDLQ(t, b, 100)
+	if stored == 0 || stored > 16 {
+		t.Fatalf("%d letters of 4 KiB stored under a 64 KiB bound", stored)
+	}
+	if !IsFull(err) || IsTransient(err) || IsPermanent(err) {
+		t.Fatalf("refusal %v: IsFull %t, IsTransient %t, IsPermanent %t; want full only", err, IsFull(err), IsTransient(err), IsPermanent(err))
+	}
+	u, err := b.DLQUsage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing acknowledged was dropped to make room (discard new, not old).
+	if u.Letters != uint64(stored) || u.MaxBytes != 64<<10 || u.Bytes > 64<<10 || u.Bytes < 60<<10 {
+		t.Errorf("usage %+v after %d letters stored; want all of them, near the 64 KiB bound", u, stored)
+	}
+	s, err := b.js.Stream(t.Context(), b.dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.GetMsg(t.Context(), 1); err != nil || m.Header.Get(HeaderOffset) != "0" {
+		t.Errorf("the first letter is gone: %v", err)
+	}
+	// Room made (a human purged the letters they had read): the refused
+	// letter is stored.
+	if err := s.Purge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l := testLetters(1)[0]
+	l.Offset = int64(stored)
+	if err := b.PublishDLQ(t.Context(), []DeadLetter{l}); err != nil {
+		t.Fatalf("after a purge: %v", err)
+	}
+}
+
+// The JetStream store itself full (insufficient resources) is no
+// transient failure either: no retry within seconds cures it.
+func TestStoreFullIsNotTransient(t *testing.T) {
+	opts := testServerOpts(t)
+	opts.JetStreamMaxStore = 256 << 10
+	ns := runServer(t, opts)
+	js, err := jetstream.New(connect(t, ns.ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "UNBOUNDED", Subjects: []string{"u"}}); err != nil {
+		t.Fatal(err)
+	}
+	var full error
+	for i := 0; i < 1000 && full == nil; i++ {
+		_, full = js.Publish(t.Context(), "u", make([]byte, 4<<10))
+	}
+	if full == nil {
+		t.Fatal("a 256 KiB store took 4 MiB")
+	}
+	if !IsFull(full) || IsTransient(full) || IsPermanent(full) {
+		t.Errorf("store full %v: IsFull %t, IsTransient %t, IsPermanent %t; want full only", full, IsFull(full), IsTransient(full), IsPermanent(full))
+	}
+}
+
+// The embedded server's JetStream store is bounded by the DLQ's bound plus
+// a little for the KV bucket, not by the free disk (nats-server's default
+// takes 75% of it); a DLQ bound the store cannot hold fails New, naming
+// the key.
+func TestEmbeddedStoreIsBounded(t *testing.T) {
+	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), DLQMaxBytes: 1 << 20})
+	js, err := jetstream.New(connect(t, b.ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "BIG", Subjects: []string{"big"}, MaxBytes: 1 << 30})
+	if !IsFull(err) {
+		t.Errorf("a 1 GiB stream on the embedded server: %v, want no room", err)
+	}
+
+	opts := testServerOpts(t)
+	opts.JetStreamMaxStore = 1 << 20
+	ns := runServer(t, opts)
+	_, err = New(t.Context(), Config{URL: ns.ClientURL(), DLQMaxBytes: 2 << 20}, nil, WithTable(testTable))
+	if err == nil || !IsFull(err) || !strings.Contains(err.Error(), "nats.dlq_max_bytes ("+bytesize.Size(2<<20).String()+")") {
+		t.Errorf("a 2 MiB DLQ on a 1 MiB store: %v, want an error naming nats.dlq_max_bytes", err)
+	}
+}

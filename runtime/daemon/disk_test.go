@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+)
+
+// produceBad sends n records that are not JSON, of size bytes each: dead
+// letters.
+func produceBad(t *testing.T, brokers []string, n, size int) {
+	t.Helper()
+	kcfg := kafka.DefaultConfig()
+	kcfg.Brokers = brokers
+	p, err := kafka.NewProducer(kcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range n {
+		v := append([]byte(fmt.Sprintf("not json %d ", i)), bytes.Repeat([]byte("x"), size)...)
+		p.ProduceAsync(t.Context(), &kgo.Record{Topic: testTopic, Value: v})
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A full DLQ stream (nats.dlq_max_bytes) loses nothing: the epoch with the
+// letters it refuses waits uncommitted, /healthz fails naming the key,
+// deltaflow_dlq_full is 1 and the fill level is on /metrics; each time a
+// human reads the letters and purges the stream, more go in, until every
+// good record is in the table and every bad one went through the DLQ once.
+func TestFullDLQLosesNothing(t *testing.T) {
+	const good, bad = 300, 30
+	cluster := newCluster(t)
+	brokers := cluster.ListenAddrs()
+	produce(t, brokers, good, 3)
+	produceBad(t, brokers, bad, 4<<10) // ~125 KiB of letters for a 64 KiB stream
+	cfg := testConfig(t, brokers)
+	cfg.Flush.Interval = 300 * time.Millisecond
+	cfg.NATS.Listen = freeAddr(t)
+	cfg.NATS.DLQMaxBytes = 64 << 10
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, RunOptions{LogOutput: logOutput()}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	base := "http://" + cfg.HTTP.Listen
+
+	waitUntil(t, "/healthz to report the full DLQ", 30*time.Second, func() bool {
+		code, body := httpGet(t, base+"/healthz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "nats.dlq_max_bytes")
+	})
+	_, body := httpGet(t, base+"/metrics")
+	stream := bridge.DefaultDLQStream("sensor_events")
+	for _, want := range []string{"deltaflow_dlq_full 1\n", `deltaflow_dlq_max_bytes{stream="` + stream + `"} 65536` + "\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if v := metricValue(t, body, `deltaflow_dlq_stored_bytes{stream="`+stream+`"}`); v < 60<<10 {
+		t.Errorf("deltaflow_dlq_stored_bytes %v, want the stream near its 64 KiB", v)
+	}
+	if n, _ := tableRecords(t, cfg.Table.URI); n >= good {
+		t.Errorf("the table holds all %d good records while an epoch's letters were refused", n)
+	}
+
+	nc, err := nats.Connect("nats://" + cfg.NATS.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters := map[string]int{} // partition/offset → times seen in the stream
+	read := func() {
+		t.Helper()
+		s, err := js.Stream(t.Context(), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.CachedInfo().State
+		for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
+			m, err := s.GetMsg(t.Context(), seq)
+			if err != nil {
+				t.Fatalf("letter %d: %v", seq, err)
+			}
+			letters[m.Header.Get(bridge.HeaderPartition)+"/"+m.Header.Get(bridge.HeaderOffset)]++
+		}
+		if err := s.Purge(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	purges := 0
+	waitUntil(t, "every record committed after purges of the DLQ", 2*time.Minute, func() bool {
+		n, _ := tableRecords(t, cfg.Table.URI)
+		if n == good {
+			return true
+		}
+		if code, _ := httpGet(t, base+"/healthz"); code == http.StatusServiceUnavailable {
+			read() // the human's part: read the letters, then make room
+			purges++
+		}
+		return false
+	})
+	read()
+	t.Logf("%d purges; %d distinct letters", purges, len(letters))
+	if len(letters) != bad {
+		t.Errorf("%d distinct letters went through the DLQ, want %d", len(letters), bad)
+	}
+	for k, n := range letters {
+		if n != 1 {
+			t.Errorf("letter %s stored %d times", k, n)
+		}
+	}
+	waitUntil(t, "/healthz ok and deltaflow_dlq_full 0", 30*time.Second, func() bool {
+		code, _ := httpGet(t, base+"/healthz")
+		_, body := httpGet(t, base+"/metrics")
+		return code == http.StatusOK && strings.Contains(body, "deltaflow_dlq_full 0\n")
+	})
+}

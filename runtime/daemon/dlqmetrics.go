@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/deltaflow/deltaflow/bridge"
+)
+
+// dlqScrapeTimeout bounds the stream info request of one scrape: a NATS
+// that does not answer leaves the series out rather than hold /metrics.
+const dlqScrapeTimeout = 2 * time.Second
+
+var (
+	dlqStoredDesc = prometheus.NewDesc("deltaflow_dlq_stored_bytes",
+		"Bytes the DLQ stream holds (asked of NATS at each scrape).", []string{"stream"}, nil)
+	dlqMaxDesc = prometheus.NewDesc("deltaflow_dlq_max_bytes",
+		"The DLQ stream's bound (nats.dlq_max_bytes); full, it refuses new dead letters.", []string{"stream"}, nil)
+)
+
+// dlqCollector reports how full the DLQ stream is, so that an alert fires
+// before it refuses letters (deltaflow_dlq_full).
+type dlqCollector struct{ b *bridge.Bridge }
+
+func (dlqCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- dlqStoredDesc
+	ch <- dlqMaxDesc
+}
+
+func (c dlqCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), dlqScrapeTimeout)
+	defer cancel()
+	u, err := c.b.DLQUsage(ctx)
+	if err != nil {
+		return // NATS down: /readyz says so
+	}
+	ch <- prometheus.MustNewConstMetric(dlqStoredDesc, prometheus.GaugeValue, float64(u.Bytes), u.Stream)
+	ch <- prometheus.MustNewConstMetric(dlqMaxDesc, prometheus.GaugeValue, float64(u.MaxBytes), u.Stream)
+}
