@@ -512,9 +512,7 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took
 	m.EpochDuration.Observe(time.Since(es.started).Seconds())
 	m.TableVersion.Set(float64(version))
 	m.LastCommit.Set(float64(time.Now().UnixMilli()) / 1e3)
-	if newest, ok := newestValue(es.files, c.cfg.eventTime); ok {
-		m.committedEvents(newest)
-	}
+	m.committedFiles(es.files, c.cfg.eventTime)
 	offsets := es.offsets()
 	next := make(map[int32]int64, len(offsets))
 	for p, off := range offsets {

@@ -425,6 +425,7 @@ func (e *Engine) Pause(ctx context.Context) error {
 		return fmt.Errorf("pause: %w", errNotStarted)
 	}
 	e.fetch.userPaused.Store(true)
+	e.deps.Metrics.Paused.Set(1)
 	e.fetch.interruptPoll()
 	for e.fetch.looping.Load() && !e.fetch.userPauseDone.Load() {
 		select {
@@ -442,6 +443,7 @@ func (e *Engine) Resume() {
 		return
 	}
 	e.fetch.userPaused.Store(false)
+	e.deps.Metrics.Paused.Set(0)
 	e.fetch.interruptPoll()
 }
 

@@ -138,11 +138,11 @@ func (es *epochState) commitActions(app string, now time.Time) (actions []delta.
 }
 
 // newestValue returns the largest maximum of the timestamp column col over
-// the files' stats; false when no file's stats carry one.
-func newestValue(files []messages.DataFile, col string) (time.Time, bool) {
-	var newest time.Time
+// the files' stats that is not after notAfter (zero when none is), and how
+// many files' maximum is after it.
+func newestValue(files []messages.DataFile, col string, notAfter time.Time) (newest time.Time, after int) {
 	if col == "" {
-		return newest, false
+		return newest, 0
 	}
 	for _, f := range files {
 		st, err := delta.ParseStats(f.Stats)
@@ -154,9 +154,13 @@ func newestValue(files []messages.DataFile, col string) (time.Time, bool) {
 			continue
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
-		if err == nil && t.After(newest) {
+		switch {
+		case err != nil:
+		case t.After(notAfter):
+			after++
+		case t.After(newest):
 			newest = t
 		}
 	}
-	return newest, !newest.IsZero()
+	return newest, after
 }

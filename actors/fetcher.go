@@ -74,6 +74,8 @@ type fetcher struct {
 	positions map[int32]int64 // next offset to read, once known
 	first     chan struct{}   // closed after the first successful poll
 	firstOnce sync.Once
+	// lagMeasured is when measureLag last asked for the lag.
+	lagMeasured time.Time
 
 	posMu   sync.Mutex
 	posCopy map[int32]int64
@@ -224,6 +226,9 @@ func (f *fetcher) run(ctx context.Context) error {
 		// poll; while paused, polling still keeps the group membership
 		// alive.
 		batches, err := f.poll(ctx, wait)
+		if paused {
+			f.measureLag(ctx)
+		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			f.metrics.Errors.WithLabelValues(componentKafka).Inc()
 			f.logger.Warn("kafka poll", "err", err)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/deltaflow/deltaflow/messages"
 )
 
 // Metrics are the engine's Prometheus metrics (served at /metrics). Create
@@ -25,6 +27,7 @@ type Metrics struct {
 	EpochDuration prometheus.Histogram
 	BufferedBytes prometheus.Gauge
 	FetchPaused   prometheus.Gauge     // 1 while reading Kafka is paused
+	Paused        prometheus.Gauge     // 1 while the control service has paused reading
 	DLQWaiting    prometheus.Gauge     // dead letters an epoch waits to see acknowledged
 	DLQFull       prometheus.Gauge     // 1 while the DLQ stream refuses letters for want of room
 	Lag           *prometheus.GaugeVec // records behind the high watermark, by partition
@@ -33,8 +36,13 @@ type Metrics struct {
 	// LastCommit is when this process last committed an epoch.
 	LastCommit prometheus.Gauge
 	// NewestEvent is the newest event time committed (the maximum of the
-	// event time column over the committed files' stats).
+	// event time column over the committed files' stats), leaving out the
+	// files whose newest event time lies in the future (FutureEvents).
 	NewestEvent prometheus.Gauge
+	// FutureEvents counts the committed files whose newest event time lies
+	// more than maxEventClockSkew ahead of the clock: a device with a wrong
+	// clock must not make the freshness negative for good.
+	FutureEvents prometheus.Counter
 	// Errors counts failed operations against a server, by component
 	// (storage, nats, kafka); Retries the ones retried after a backoff.
 	Errors  *prometheus.CounterVec
@@ -95,6 +103,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes of rows buffered and not yet uploaded."}),
 		FetchPaused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_fetch_paused",
 			Help: "1 while reading Kafka is paused (memory budget or unfinished epochs reached, or paused by the control service)."}),
+		Paused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_paused",
+			Help: "1 while the control service has paused reading Kafka; it resumes by itself after control.max_pause."}),
 		DLQWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_waiting_letters",
 			Help: "Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."}),
 		DLQFull: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_full",
@@ -109,6 +119,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "When this process last committed an epoch (Unix time); 0 before its first commit."}),
 		NewestEvent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_newest_event_timestamp_seconds",
 			Help: "Newest event time committed to the table by this process (Unix time, from the files' stats); 0 before its first commit."}),
+		FutureEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_future_event_files_total",
+			Help: "Committed data files whose newest event time lies more than 5 minutes ahead of this host's clock; the freshness metrics leave them out."}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_errors_total",
 			Help: "Failed operations against a server, by component (storage, nats, kafka)."}, []string{"component"}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_retries_total",
@@ -153,11 +165,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
-			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.DLQWaiting, m.DLQFull, m.Lag, m.Restarts, m.TableVersion,
-			m.LastCommit, m.NewestEvent, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
+			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.Paused, m.DLQWaiting, m.DLQFull, m.Lag, m.Restarts, m.TableVersion,
+			m.LastCommit, m.NewestEvent, m.FutureEvents, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
 			m.Stalled, m.Pending, m.DataLoss, m.DataLossRecords, m.Held)
 	}
 	return m
+}
+
+// maxEventClockSkew is how far ahead of this host's clock an event time
+// may lie and still count as the newest: device clocks drift a little.
+const maxEventClockSkew = 5 * time.Minute
+
+// committedFiles records the event times of committed files: the newest
+// one for the freshness metrics, but for files whose newest event lies in
+// the future, which are counted instead.
+func (m *Metrics) committedFiles(files []messages.DataFile, col string) {
+	newest, future := newestValue(files, col, m.now().Add(maxEventClockSkew))
+	m.FutureEvents.Add(float64(future))
+	if !newest.IsZero() {
+		m.committedEvents(newest)
+	}
 }
 
 // committedEvents records that events up to newest are in the table.

@@ -24,6 +24,7 @@ const (
 	KindVacuum     Kind = "vacuum"
 	KindStalled    Kind = "stalled"
 	KindDataLoss   Kind = "data_loss"
+	KindPause      Kind = "pause"
 )
 
 // EventTypePrefix starts every event's type; a breaking change to a body
@@ -46,7 +47,7 @@ func (h *Header) header() *Header { return h }
 
 // Event is one of the typed events below, passed by pointer: *CommitEvent,
 // *FlushEvent, *CheckpointEvent, *ActorEvent, *DLQEvent, *LagEvent,
-// *OptimizeEvent, *VacuumEvent, *StalledEvent, *DataLossEvent.
+// *OptimizeEvent, *VacuumEvent, *StalledEvent, *DataLossEvent, *PauseEvent.
 type Event interface {
 	Kind() Kind
 	header() *Header
@@ -175,6 +176,29 @@ type DataLossEvent struct {
 	Message   string `json:"message" doc:"what happened and what to do, as logged"`
 }
 
+// PauseAction is what happened to reading: paused or resumed.
+type PauseAction string
+
+// The pause actions, and who resumed.
+const (
+	Paused  PauseAction = "paused"
+	Resumed PauseAction = "resumed"
+
+	ByControl  = "control"   // a request to the control service
+	ByMaxPause = "max_pause" // the pause lasted control.max_pause
+)
+
+// PauseEvent is published when the control service pauses reading Kafka,
+// and when reading resumes: by the control service, or by itself once the
+// pause has lasted control.max_pause.
+type PauseEvent struct {
+	Header
+	Action   PauseAction `json:"action" doc:"paused or resumed"`
+	By       string      `json:"by" doc:"control (a request to the control service) or max_pause (resumed by itself: the pause lasted control.max_pause)"`
+	Until    time.Time   `json:"until,omitempty" doc:"when reading resumes by itself (control.max_pause after the pause began)"`
+	PausedMS int64       `json:"paused_ms,omitempty" doc:"resumed: how long reading was paused"`
+}
+
 // Kind implements Event.
 func (*CommitEvent) Kind() Kind { return KindCommit }
 
@@ -205,6 +229,9 @@ func (*StalledEvent) Kind() Kind { return KindStalled }
 // Kind implements Event.
 func (*DataLossEvent) Kind() Kind { return KindDataLoss }
 
+// Kind implements Event.
+func (*PauseEvent) Kind() Kind { return KindPause }
+
 // eventCatalogue lists every event, in documentation order, with what
 // publishes it.
 var eventCatalogue = []struct {
@@ -221,6 +248,7 @@ var eventCatalogue = []struct {
 	{&VacuumEvent{}, "after a VACUUM"},
 	{&StalledEvent{}, "when the stall watchdog sees a stall, and when it exits over it"},
 	{&DataLossEvent{}, "when a partition's table offset is no longer in its Kafka log, at assignment or when a fetch finds it out of range"},
+	{&PauseEvent{}, "when the control service pauses reading Kafka, and when reading resumes (by the control service, or by itself after control.max_pause)"},
 }
 
 // Publish sends ev on deltaflow.<table>.events.<kind>, filling its header

@@ -39,6 +39,7 @@ type Config struct {
 	Log          LogConfig          `yaml:"log"`
 	Maintenance  MaintenanceConfig  `yaml:"maintenance"`
 	Watchdog     WatchdogConfig     `yaml:"watchdog"`
+	Control      ControlConfig      `yaml:"control"`
 }
 
 // TableConfig is the `table` section: where the table lives and how records
@@ -176,6 +177,14 @@ type WatchdogConfig struct {
 	RestartBackoffMax time.Duration `yaml:"restart_backoff_max"`
 }
 
+// ControlConfig is the `control` section: the NATS control service.
+type ControlConfig struct {
+	// MaxPause ends a pause by the control service after this long:
+	// reading resumes by itself, with an event, so a forgotten (or
+	// hostile) pause cannot stop ingestion for good. Default 1h.
+	MaxPause time.Duration `yaml:"max_pause"`
+}
+
 // DefaultConfig returns the configuration with every default filled in.
 // The nats section stays zero: bridge fills its defaults itself, and
 // nats.store_dir depends on table.uri (see Load).
@@ -204,6 +213,7 @@ func DefaultConfig() Config {
 			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize,
 			VacuumRetain:           720 * time.Hour, LogCleanup: true},
 		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
+		Control:  ControlConfig{MaxPause: time.Hour},
 	}
 }
 
@@ -528,6 +538,9 @@ func (c *Config) Validate() error {
 	}
 	if w.RestartBackoffMax < w.RestartBackoff {
 		bad("watchdog.restart_backoff_max must be >= watchdog.restart_backoff (%s), got %s", w.RestartBackoff, w.RestartBackoffMax)
+	}
+	if c.Control.MaxPause <= 0 {
+		bad("control.max_pause must be > 0, got %s", c.Control.MaxPause)
 	}
 	return errors.Join(errs...)
 }

@@ -163,7 +163,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		case <-ctx.Done():
 		}
 	}()
-	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name}
+	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name,
+		maxPause: cfg.Control.MaxPause, publish: b.Publish, logger: logger.With("component", "control")}
+	defer ctrl.stop()
 	if err := b.StartControl(ctrl); err != nil {
 		logger.Warn("control service not started", "err", err)
 	}

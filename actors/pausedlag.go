@@ -1,0 +1,33 @@
+package actors
+
+import (
+	"context"
+	"time"
+)
+
+// pausedLagEvery is how often the fetch loop measures the lag while Kafka
+// is paused: dispatched records measure it otherwise, and a pause must not
+// freeze deltaflow_lag_records while the backlog grows behind it.
+const pausedLagEvery = pollWait
+
+// pausedLagTimeout bounds one measure: a resume waits for it.
+const pausedLagTimeout = time.Second
+
+// measureLag sets deltaflow_lag_records from the brokers' high watermarks,
+// at most every pausedLagEvery. Called by the loop while it is paused.
+func (f *fetcher) measureLag(ctx context.Context) {
+	if time.Since(f.lagMeasured) < pausedLagEvery {
+		return
+	}
+	f.lagMeasured = time.Now()
+	ctx, cancel := context.WithTimeout(ctx, pausedLagTimeout)
+	defer cancel()
+	lag, err := f.cons.Lag(ctx)
+	if err != nil {
+		f.logger.Debug("lag not measured while paused", "err", err)
+		return
+	}
+	for p, n := range lag {
+		f.metrics.Lag.WithLabelValues(partitionLabel(p)).Set(float64(n))
+	}
+}
