@@ -73,6 +73,13 @@ type httpServer struct {
 	ln  net.Listener
 }
 
+// httpTimeouts bound what one client holds of the server: a connection
+// trickling its request, not reading the response, or idle between
+// requests. Probes and scrapes need far less.
+var httpTimeouts = struct{ readHeader, read, write, idle time.Duration }{
+	readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: 2 * time.Minute,
+}
+
 func startHTTP(listen string, reg *prometheus.Registry, ready *readiness, logger *slog.Logger) (*httpServer, error) {
 	if listen == "" {
 		return nil, nil
@@ -110,7 +117,9 @@ func startHTTP(listen string, reg *prometheus.Registry, ready *readiness, logger
 	if err != nil {
 		return nil, fmt.Errorf("http.listen: %w", err)
 	}
-	s := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
+	t := httpTimeouts
+	s := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, WriteTimeout: t.write,
+		IdleTimeout: t.idle}, ln: ln}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server failed", "err", err)
