@@ -440,7 +440,7 @@ func s3FlagsOf(o storage.Options) s3Flags {
 // runChild runs one stage child to its end (or until ctx ends).
 func runChild(ctx context.Context, o Options, a stageArgs, onAssign func(time.Time)) (*stageRun, error) {
 	argv := append(slices.Clone(o.Self), a.args()...)
-	c, err := startChild(argv, o.ChildEnv, filepath.Join(o.Dir, a.stage+"-"+a.topic+".log"), onAssign)
+	c, err := startChild(argv, append(slices.Clone(o.ChildEnv), a.env()...), filepath.Join(o.Dir, a.stage+"-"+a.topic+".log"), onAssign)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func startDaemon(ctx context.Context, o Options, k *kafkaEnv, mode string, set f
 		set(&a)
 	}
 	assigned := make(chan struct{})
-	d.c, err = startChild(append(slices.Clone(o.Self), a.args()...), o.ChildEnv, filepath.Join(o.Dir, mode+"-"+nonce+".log"),
+	d.c, err = startChild(append(slices.Clone(o.Self), a.args()...), append(slices.Clone(o.ChildEnv), a.env()...), filepath.Join(o.Dir, mode+"-"+nonce+".log"),
 		func(time.Time) { close(assigned) })
 	if err != nil {
 		return nil, err

@@ -75,6 +75,15 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of each stage child to `FILE`.<stage>")
 }
 
+// env is the child's environment besides the parent's: the S3 secret key,
+// which never goes into args, where ps shows it.
+func (a *stageArgs) env() []string {
+	if a.s3.secretKey == "" {
+		return nil
+	}
+	return []string{"MINIO_SECRET_KEY=" + a.s3.secretKey}
+}
+
 func (a *stageArgs) args() []string {
 	out := []string{"--stage", a.stage, "--stage-brokers", a.brokers, "--stage-topic", a.topic, "--stage-group", a.group,
 		"--stage-events", strconv.FormatInt(a.events, 10)}
@@ -107,9 +116,6 @@ func (a *stageArgs) args() []string {
 	}
 	if a.s3.accessKey != "" {
 		out = append(out, "--s3-access-key", a.s3.accessKey)
-	}
-	if a.s3.secretKey != "" {
-		out = append(out, "--s3-secret-key", a.s3.secretKey)
 	}
 	if a.s3.region != "" {
 		out = append(out, "--s3-region", a.s3.region)
@@ -341,9 +347,6 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 	}
 	cfg.Table.URI = a.table
 	cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.Region = a.s3.endpoint, a.s3.accessKey, a.s3.region
-	if a.s3.secretKey != "" {
-		cfg.Storage.SecretKey = kafka.Secret(a.s3.secretKey)
-	}
 	cfg.Kafka.Brokers = strings.Split(a.brokers, ",")
 	cfg.Kafka.Topic, cfg.Kafka.Group = a.topic, a.group
 	if a.natsURL != "" {
@@ -485,7 +488,6 @@ func StageMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	a.register(fs)
 	fs.StringVar(&a.s3.endpoint, "s3-endpoint", "", "")
 	fs.StringVar(&a.s3.accessKey, "s3-access-key", "", "")
-	fs.StringVar(&a.s3.secretKey, "s3-secret-key", "", "")
 	fs.StringVar(&a.s3.region, "s3-region", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -67,6 +67,7 @@ func benchCommand(out IO) *cobra.Command {
 	fs.DurationVar(&o.SteadyDuration, "steady-duration", 10*time.Minute, "steady mode: how long to produce at each rate")
 	fs.DurationVar(&o.SteadyIdle, "steady-idle", time.Minute, "steady mode: how long to watch the idle daemon afterwards")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "latency and steady mode: the daemon uses this NATS `URL`; empty: its embedded server")
+	noCredentials(fs, "nats-url", "$NATS_URL")
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	jsonFlag(fs, &f.asJSON)

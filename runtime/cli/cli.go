@@ -53,6 +53,9 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 			"Flags take precedence over environment variables ($NAME in a flag's help),\n" +
 			"which take precedence over the --config file.",
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseCredentials(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
 			}
@@ -82,7 +85,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 		if m := singleDash.FindStringSubmatch(err.Error()); m != nil {
 			return fmt.Errorf("%w (long flags take two dashes: -%s)", err, m[1])
 		}
-		return err
+		return explainRemovedSecretFlag(err)
 	})
 	root.SetOut(out.Stdout)
 	root.SetErr(out.Stderr)

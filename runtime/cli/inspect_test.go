@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +152,11 @@ func TestInspectErrors(t *testing.T) {
 	if code != 2 {
 		t.Errorf("bogus target: exit %d", code)
 	}
-	code, _, errs = run(t, "inspect", "snapshot", "--table", "s3://b/t", "--s3-endpoint", "127.0.0.1:1", "--s3-access-key", "k", "--s3-secret-key", "supersecret")
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("supersecret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = run(t, "inspect", "snapshot", "--table", "s3://b/t", "--s3-endpoint", "127.0.0.1:1", "--s3-access-key", "k", "--s3-secret-key-file", keyFile)
 	if code != 1 || strings.Contains(errs, "supersecret") {
 		t.Errorf("unreachable s3: exit %d, stderr %q", code, errs)
 	}

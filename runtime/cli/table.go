@@ -56,7 +56,7 @@ func configFlag(fs *pflag.FlagSet, p *string, usage string) {
 func registerS3(fs *pflag.FlagSet, o *storage.Options) {
 	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "S3/MinIO endpoint `HOST:PORT` or URL (default $MINIO_ENDPOINT, $AWS_ENDPOINT_URL)")
 	fs.StringVar(&o.AccessKey, "s3-access-key", "", "S3 access `KEY` (default $MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID)")
-	fs.StringVar(&o.SecretKey, "s3-secret-key", "", "S3 secret `KEY` (default $MINIO_SECRET_KEY, $AWS_SECRET_ACCESS_KEY)")
+	secretFileFlag(fs, &o.SecretKey, "s3-secret-key-file", "`FILE` holding the S3 secret key (default $MINIO_SECRET_KEY, $AWS_SECRET_ACCESS_KEY)")
 	fs.StringVar(&o.Region, "s3-region", "", "S3 `REGION` (default $AWS_REGION)")
 	fs.StringVar(&o.CAFile, "s3-ca-file", "", "PEM CA bundle `FILE` to trust for an https:// endpoint (default $MINIO_CA_FILE)")
 }

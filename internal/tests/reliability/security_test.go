@@ -302,9 +302,14 @@ func TestSecretsNeverShown(t *testing.T) {
 	if err != nil || !strings.Contains(out, "PARTITION") {
 		t.Errorf("inspect offsets: %v\n%s", err, out)
 	}
+	wrongKey := filepath.Join(t.TempDir(), "minio-key")
+	if err := os.WriteFile(wrongKey, []byte(wrong["minio"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
-		{"inspect", "snapshot", "--table", uri, "--s3-secret-key", wrong["minio"]},
-		{"verify", "--table", uri, "--s3-secret-key", wrong["minio"]},
+		{"inspect", "snapshot", "--table", uri, "--s3-secret-key-file", wrongKey},
+		{"verify", "--table", uri, "--s3-secret-key-file", wrongKey},
+		// Refused: a password on the command line.
 		{"inspect", "offsets", "--table", uri, "--nats", strings.Replace(natsURL, "nats://", "nats://deltaflow:"+wrong["url"]+"@", 1)},
 	} {
 		out, err := securityCommand(t, env, args...)
