@@ -139,6 +139,10 @@ type SASL struct {
 	User      string `yaml:"user"`
 	// Password is never printed or logged; see [Secret].
 	Password Secret `yaml:"password"`
+	// AllowPlainWithoutTLS lets PLAIN send the password in the clear, to
+	// anyone on the path to the brokers, when TLS is off. Default false:
+	// refused (use TLS or SCRAM).
+	AllowPlainWithoutTLS bool `yaml:"allow_plain_without_tls"`
 }
 
 // TLS is the "kafka.tls" section.
@@ -277,6 +281,10 @@ func (c Config) Validate() error {
 		}
 		if c.SASL.User == "" {
 			bad("sasl.user", "required with sasl.mechanism")
+		}
+		if strings.EqualFold(m, MechPlain) && !c.TLS.Enabled && !c.SASL.AllowPlainWithoutTLS {
+			bad("sasl.mechanism", "PLAIN without TLS sends the password in the clear: set kafka.tls.enabled, "+
+				"use SCRAM-SHA-256 or SCRAM-SHA-512, or accept it with kafka.sasl.allow_plain_without_tls: true")
 		}
 	}
 	t := c.TLS

@@ -69,7 +69,8 @@ func TestSASL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			cfg := Config{Brokers: c.ListenAddrs(), SASL: SASL{Mechanism: mech, User: "alice", Password: "pw"}}
+			// kfake has no TLS: PLAIN in the clear, allowed explicitly.
+			cfg := Config{Brokers: c.ListenAddrs(), SASL: SASL{Mechanism: mech, User: "alice", Password: "pw", AllowPlainWithoutTLS: true}}
 			if err := CreateTopic(t.Context(), cfg, "t2", 1, 1); err != nil {
 				t.Fatal(err)
 			}

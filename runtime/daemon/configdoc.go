@@ -58,6 +58,7 @@ var fieldDocs = map[string]fieldDoc{
 	"kafka.sasl.mechanism":                  {doc: "`PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`; empty disables SASL.", def: "—"},
 	"kafka.sasl.user":                       {doc: "SASL user.", def: "—"},
 	"kafka.sasl.password":                   {doc: "SASL password; never printed or logged.", def: "—"},
+	"kafka.sasl.allow_plain_without_tls":    {doc: "Let `PLAIN` send the password in the clear when `kafka.tls.enabled` is false; otherwise that is refused (use TLS or SCRAM).", def: "false"},
 	"kafka.tls.enabled":                     {doc: "Encrypt broker connections.", def: "false"},
 	"kafka.tls.ca_file":                     {doc: "PEM CA bundle to trust instead of the system pool.", def: "—"},
 	"kafka.tls.cert_file":                   {doc: "PEM client certificate (mutual TLS); with key_file.", def: "—"},
