@@ -137,7 +137,7 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 			return v, nil
 		}
 		// Another writer won version v: replay it and look for a conflict.
-		winner, err := t.readCommits(ctx, []string{CommitKey(v)})
+		winner, err := t.readCommits(ctx, []storage.ObjectInfo{{Key: CommitKey(v), Size: -1}})
 		if err != nil {
 			return 0, fmt.Errorf("commit: read winning version %d: %w", v, err)
 		}
@@ -171,8 +171,13 @@ func (t *Table) tryCommit(ctx context.Context, v int64, data []byte) (ours bool,
 			return false, fmt.Errorf("outcome unknown: %w", err)
 		}
 		// Taken — or our own write whose response was lost and was retried
-		// (an earlier attempt may have landed). The log decides.
-		got, gerr := t.store.Get(ctx, key)
+		// (an earlier attempt may have landed). The log decides; a file of
+		// another size is not ours, and is not read (it may be huge).
+		info, gerr := t.store.Stat(ctx, key)
+		var got []byte
+		if gerr == nil && info.Size == int64(len(data)) {
+			got, gerr = t.store.Get(ctx, key)
+		}
 		switch {
 		case gerr == nil:
 			return bytes.Equal(got, data), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // HistoryEntry describes one commit, from its commitInfo.
@@ -31,11 +33,11 @@ func (t *Table) History(ctx context.Context, limit int) ([]HistoryEntry, error) 
 	if limit > 0 && len(versions) > limit {
 		versions = versions[:limit]
 	}
-	keys := make([]string, len(versions))
+	files := make([]storage.ObjectInfo, len(versions))
 	for i, v := range versions {
-		keys[i] = l.commits[v].Key
+		files[i] = l.commits[v]
 	}
-	commits, err := t.readCommits(ctx, keys)
+	commits, err := t.readCommits(ctx, files)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // In-commit timestamps (PROTOCOL.md "In-Commit Timestamps", feature
@@ -58,7 +60,7 @@ func ictEnablementVersion(conf map[string]string) (int64, error) {
 
 // readCommitICT reads one commit's in-commit timestamp.
 func (t *Table) readCommitICT(ctx context.Context, l *logListing, v int64) (int64, bool, error) {
-	commits, err := t.readCommits(ctx, []string{l.commits[v].Key})
+	commits, err := t.readCommits(ctx, []storage.ObjectInfo{l.commits[v]})
 	if err != nil {
 		return 0, false, err
 	}

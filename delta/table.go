@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -203,11 +205,11 @@ func (t *Table) load(ctx context.Context, l *logListing, target, cp int64, cpKey
 		}
 		s.checkpointVersion = cp
 	}
-	keys := make([]string, 0, target-cp)
+	files := make([]storage.ObjectInfo, 0, target-cp)
 	for v := cp + 1; v <= target; v++ {
-		keys = append(keys, l.commits[v].Key)
+		files = append(files, l.commits[v])
 	}
-	commits, err := t.readCommits(ctx, keys)
+	commits, err := t.readCommits(ctx, files)
 	if err != nil {
 		return nil, err
 	}
@@ -238,28 +240,66 @@ func (t *Table) load(ctx context.Context, l *logListing, target, cp int64, cpKey
 	return s, nil
 }
 
+// MaxCommitFileSize bounds a commit file the table reads: a larger one is
+// refused (CommitTooLargeError) rather than read into memory, where on a
+// 128 MiB container it would crash the process on every start. Streaming
+// and maintenance commits are kilobytes; 32 MiB holds some 60,000 file
+// actions. Commits read at once hold at most this much between them.
+const MaxCommitFileSize = 32 << 20
+
+// CommitTooLargeError is a commit file over MaxCommitFileSize.
+type CommitTooLargeError struct {
+	File string
+	Size int64
+}
+
+func (e *CommitTooLargeError) Error() string {
+	return fmt.Sprintf("delta: commit file %s is %d bytes, over the %d-byte cap (delta.MaxCommitFileSize); not read", e.File, e.Size, MaxCommitFileSize)
+}
+
 // readCommits fetches and parses commit files, a few at a time (object stores
-// reward parallel GETs), keeping their order.
-func (t *Table) readCommits(ctx context.Context, keys []string) ([][]Action, error) {
-	out := make([][]Action, len(keys))
-	errs := make([]error, len(keys))
+// reward parallel GETs), keeping their order. A file's Size comes from the
+// listing; -1 has it looked up first.
+func (t *Table) readCommits(ctx context.Context, files []storage.ObjectInfo) ([][]Action, error) {
+	out := make([][]Action, len(files))
+	errs := make([]error, len(files))
 	sem := make(chan struct{}, 8)
+	mem := semaphore.NewWeighted(MaxCommitFileSize)
 	var wg sync.WaitGroup
-	for i, k := range keys {
+	for i, f := range files {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			data, err := t.store.Get(ctx, k)
-			if err != nil {
-				errs[i] = fmt.Errorf("read %s: %w", k, err)
-				return
-			}
-			out[i], errs[i] = ParseActions(k, data)
+			out[i], errs[i] = t.readCommit(ctx, f, mem)
 		}()
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// readCommit reads and parses one commit file of at most MaxCommitFileSize,
+// holding its size of mem meanwhile.
+func (t *Table) readCommit(ctx context.Context, f storage.ObjectInfo, mem *semaphore.Weighted) ([]Action, error) {
+	if f.Size < 0 {
+		info, err := t.store.Stat(ctx, f.Key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.Key, err)
+		}
+		f.Size = info.Size
+	}
+	if f.Size > MaxCommitFileSize {
+		return nil, &CommitTooLargeError{File: f.Key, Size: f.Size}
+	}
+	if err := mem.Acquire(ctx, max(f.Size, 1)); err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Key, err)
+	}
+	defer mem.Release(max(f.Size, 1))
+	data, err := t.store.Get(ctx, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Key, err)
+	}
+	return ParseActions(f.Key, data)
 }
 
 // Update advances s in place to the latest version, replaying the commits
@@ -269,7 +309,7 @@ func (t *Table) Update(ctx context.Context, s *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	var keys []string
+	var files []storage.ObjectInfo
 	for v := s.version + 1; ; v++ {
 		o, ok := l.commits[v]
 		if !ok {
@@ -289,9 +329,9 @@ func (t *Table) Update(ctx context.Context, s *Snapshot) error {
 			}
 			return fmt.Errorf("%w: %s is missing", ErrVersionGap, CommitKey(v))
 		}
-		keys = append(keys, o.Key)
+		files = append(files, o)
 	}
-	commits, err := t.readCommits(ctx, keys)
+	commits, err := t.readCommits(ctx, files)
 	if err != nil {
 		return err
 	}
