@@ -248,6 +248,7 @@ var envOverrides = []struct {
 		return nil
 	}},
 	{"NATS_URL", "nats.url", func(c *Config, v string) error { c.NATS.URL = v; return nil }},
+	{"NATS_PASSWORD", "nats.password", func(c *Config, v string) error { c.NATS.Password = bridge.Secret(v); return nil }},
 	{"DELTAFLOW_TABLE_URI", "table.uri", func(c *Config, v string) error { c.Table.URI = v; return nil }},
 	{"DELTAFLOW_LOG_LEVEL", "log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
 	{"DELTAFLOW_HTTP_LISTEN", "http.listen", func(c *Config, v string) error { c.HTTP.Listen = v; return nil }},
