@@ -2,6 +2,8 @@ module github.com/deltaflow/deltaflow
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/compose-spec/compose-go/v2 v2.16.2

@@ -17,7 +17,9 @@ export DELTAFLOW_CACHE PATH="$BIN:$PATH"
 # as a toolchain: the machine's go1.26.8 lacks the crypto/tls, crypto/x509
 # and net/http fixes of GO-2026-6607, -6608, -6617 and -6809 (govulncheck
 # finds them reachable), and 1.27.3 is the newer toolchain available here.
-# go.mod still says 1.26.8, so a plain `go test` works on the older Go.
+# go.mod names it too (toolchain go1.27.3), so a plain `go` with Go's default
+# GOTOOLCHAIN=auto switches to it; its go line stays 1.26.8, the least Go a
+# GOTOOLCHAIN=local build needs.
 GO_TOOLCHAIN="go1.27.3"
 export GOTOOLCHAIN="$GO_TOOLCHAIN"
 

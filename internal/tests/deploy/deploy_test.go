@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -627,21 +626,11 @@ func TestImageBinary(t *testing.T) {
 // (scripts/lib.sh's MINIO_MODULE).
 func TestImageToolchain(t *testing.T) {
 	root := scenario.RepoRoot(t)
-	lib, err := os.ReadFile(filepath.Join(root, "scripts", "lib.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^GO_TOOLCHAIN="go([0-9.]+)"$`).FindSubmatch(lib)
-	if m == nil {
-		t.Fatal(`scripts/lib.sh has no GO_TOOLCHAIN="goX.Y.Z" line`)
-	}
-	minio := regexp.MustCompile(`(?m)^MINIO_MODULE="([^"]+)"$`).FindSubmatch(lib)
-	if minio == nil {
-		t.Fatal(`scripts/lib.sh has no MINIO_MODULE="github.com/minio/minio@..." line`)
-	}
+	goVersion := strings.TrimPrefix(libSetting(t, "GO_TOOLCHAIN"), "go")
+	minio := libSetting(t, "MINIO_MODULE")
 	wants := map[string][]string{
-		"Dockerfile":              {"ARG GO_VERSION=" + string(m[1]) + "\n"},
-		"deploy/minio/Dockerfile": {"ARG GO_VERSION=" + string(m[1]) + "\n", "ARG MINIO_MODULE=" + string(minio[1]) + "\n"},
+		"Dockerfile":              {"ARG GO_VERSION=" + goVersion + "\n"},
+		"deploy/minio/Dockerfile": {"ARG GO_VERSION=" + goVersion + "\n", "ARG MINIO_MODULE=" + minio + "\n"},
 	}
 	for file, lines := range wants {
 		df, err := os.ReadFile(filepath.Join(root, file))
@@ -650,7 +639,7 @@ func TestImageToolchain(t *testing.T) {
 		}
 		for _, want := range lines {
 			if !strings.Contains(string(df), want) {
-				t.Errorf("%s lacks %q (scripts/lib.sh builds with go%s and tests %s)", file, strings.TrimSpace(want), m[1], minio[1])
+				t.Errorf("%s lacks %q (scripts/lib.sh builds with go%s and tests %s)", file, strings.TrimSpace(want), goVersion, minio)
 			}
 		}
 	}
