@@ -46,6 +46,9 @@ func WriteConfig(t testing.TB, name string, sections map[string]any) string {
 		// outage scenarios keep a server down for a minute and expect the
 		// process to ride it out (the stall scenario sets its own).
 		"watchdog": map[string]any{"stall_intervals": 300},
+		// Every scenario's table has its DLQ stream on the one test server,
+		// and each stream reserves its bound of the server's store.
+		"nats": map[string]any{"dlq_max_bytes": "64MiB"},
 	}
 	for k, v := range sections {
 		if base, ok := doc[k].(map[string]any); ok {
