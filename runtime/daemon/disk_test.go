@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,52 +10,17 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge"
-	"github.com/deltaflow/deltaflow/bridge/kafka"
 )
 
 // produceBad sends n records that are not JSON, of size bytes each: dead
 // letters.
 func produceBad(t *testing.T, brokers []string, n, size int) {
 	t.Helper()
-	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = brokers
-	p, err := kafka.NewProducer(kcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for i := range n {
-		v := append([]byte(fmt.Sprintf("not json %d ", i)), bytes.Repeat([]byte("x"), size)...)
-		p.ProduceAsync(t.Context(), &kgo.Record{Topic: testTopic, Value: v})
-	}
-	if err := p.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	produceWith(t, brokers, n, func(i int) (key, value []byte) {
+		return nil, append([]byte(fmt.Sprintf("not json %d ", i)), bytes.Repeat([]byte("x"), size)...)
+	})
 }
 
 // A full DLQ stream (nats.dlq_max_bytes) loses nothing: the epoch with the
@@ -75,16 +38,7 @@ func TestFullDLQLosesNothing(t *testing.T) {
 	cfg.Flush.Interval = 300 * time.Millisecond
 	cfg.NATS.Listen = freeAddr(t)
 	cfg.NATS.DLQMaxBytes = 64 << 10
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, RunOptions{LogOutput: logOutput()}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	base := "http://" + cfg.HTTP.Listen
+	base := startRun(t, cfg)
 
 	waitUntil(t, "/healthz to report the full DLQ", 30*time.Second, func() bool {
 		code, body := httpGet(t, base+"/healthz")

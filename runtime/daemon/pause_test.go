@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -25,16 +24,7 @@ func TestPauseEndsAfterMaxPause(t *testing.T) {
 	cfg.Flush.Interval = 200 * time.Millisecond
 	cfg.NATS.Listen = freeAddr(t)
 	cfg.Control.MaxPause = 3 * time.Second
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, RunOptions{LogOutput: logOutput()}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	base := "http://" + cfg.HTTP.Listen
+	base := startRun(t, cfg)
 	waitUntil(t, "/readyz", 30*time.Second, func() bool { code, _ := httpGet(t, base+"/readyz"); return code == http.StatusOK })
 	waitUntil(t, "the first records committed", 30*time.Second, func() bool {
 		n, _ := tableRecords(t, cfg.Table.URI)

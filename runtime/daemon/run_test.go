@@ -89,6 +89,16 @@ func testConfig(t *testing.T, brokers []string) *Config {
 // produce sends n good simulated records.
 func produce(t *testing.T, brokers []string, n int, seed int64) {
 	t.Helper()
+	s := sim.New(sim.Config{Seed: seed, Events: n})
+	produceWith(t, brokers, n, func(int) (key, value []byte) {
+		key, value, _ = s.Next(nil)
+		return key, value
+	})
+}
+
+// produceWith sends n records, the i-th made by next(i).
+func produceWith(t *testing.T, brokers []string, n int, next func(i int) (key, value []byte)) {
+	t.Helper()
 	kcfg := kafka.DefaultConfig()
 	kcfg.Brokers = brokers
 	p, err := kafka.NewProducer(kcfg, nil)
@@ -96,13 +106,50 @@ func produce(t *testing.T, brokers []string, n int, seed int64) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s := sim.New(sim.Config{Seed: seed, Events: n})
-	for range n {
-		key, value, _ := s.Next(nil)
+	for i := range n {
+		key, value := next(i)
 		p.ProduceAsync(t.Context(), &kgo.Record{Topic: testTopic, Key: key, Value: value})
 	}
 	if err := p.Flush(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// startRun runs the daemon with cfg until the test ends (when Run must
+// return nil) and returns the base URL of its HTTP server.
+func startRun(t *testing.T, cfg *Config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, RunOptions{LogOutput: logOutput()}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return "http://" + cfg.HTTP.Listen
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
