@@ -379,9 +379,11 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 			return
 		}
 		c.cfg.health.Recover("nats")
-		c.cfg.health.Accept(healthDLQFull)
-		c.cfg.metrics.DLQFull.Set(0)
 	}
+	// The DLQ holds up nothing now (this epoch's letters are stored, or it
+	// has none: a partition whose letters waited may have moved away).
+	c.cfg.health.Accept(healthDLQFull)
+	c.cfg.metrics.DLQFull.Set(0)
 	refresh := c.staleTxns(es)
 	if es.empty() && len(refresh) == 0 {
 		c.finishEpoch(ctx, nil)
@@ -428,7 +430,7 @@ const healthDLQFull = "dlq"
 // of room (bridge.IsFull): no retry soon cures that, but making room does,
 // without a restart, so the epoch keeps waiting (retried as any DLQ
 // failure) while /healthz and deltaflow_dlq_full tell a human what to do.
-// Its next acknowledgement clears it.
+// An epoch that gets past its letters clears it.
 func (c *committer) dlqFull(epoch uint64, err error) {
 	c.cfg.metrics.DLQFull.Set(1)
 	first, _, _ := strings.Cut(err.Error(), "\n") // one line per letter follows
