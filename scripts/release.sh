@@ -22,7 +22,7 @@ REVISION="${REVISION:-$(git rev-parse HEAD 2>/dev/null || true)}"
 DIST="${DIST:-dist}"
 ARCHES=(arm64 amd64)
 # What goes into each tarball besides the binary (LICENSE when there is one).
-FILES=(README.md configs docker-compose.yml .env.example deploy)
+FILES=(README.md docs configs docker-compose.yml docker-compose.seed.yml .env.example deploy)
 [[ -f LICENSE ]] && FILES+=(LICENSE)
 
 # Dates in the tarballs and SBOMs: the commit's, so a rebuild is identical.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -691,3 +692,43 @@ func TestSeedComposeFile(t *testing.T) {
 		t.Errorf("configs/seed.yaml does not target the seed stack: %s", cfg)
 	}
 }
+
+// TestEnvExampleListsComposeVariables: every variable the compose files
+// read is in .env.example (set, or commented out with its default), so
+// copying it to .env leaves no setting to a silent default (Grafana's
+// admin/admin, say).
+func TestEnvExampleListsComposeVariables(t *testing.T) {
+	root := scenario.RepoRoot(t)
+	example, err := os.ReadFile(filepath.Join(root, ".env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range envLine.FindAllStringSubmatch(string(example), -1) {
+		listed[m[1]] = true
+	}
+	read := map[string]bool{}
+	for _, compose := range []string{"docker-compose.yml", "docker-compose.seed.yml"} {
+		data, err := os.ReadFile(filepath.Join(root, compose))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range composeVar.FindAllStringSubmatch(string(data), -1) {
+			read[m[1]] = true
+			if !listed[m[1]] {
+				t.Errorf("%s reads ${%s}, which .env.example does not list", compose, m[1])
+			}
+		}
+	}
+	if len(read) < 10 {
+		t.Fatalf("only %d variables found in the compose files: not read as expected", len(read))
+	}
+}
+
+var (
+	// envLine matches VAR= at the start of a .env.example line, commented
+	// out or not.
+	envLine = regexp.MustCompile(`(?m)^#? ?([A-Z][A-Z0-9_]*)=`)
+	// composeVar matches a variable a compose file interpolates.
+	composeVar = regexp.MustCompile(`\$\{([A-Z][A-Z0-9_]*)`)
+)

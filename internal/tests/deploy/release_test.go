@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -118,6 +119,9 @@ func checkTarball(t *testing.T, path, dir, bin string) {
 		t.Errorf("%s: the gzip header holds a time or name (%s, %q): not gzip -n", path, zr.ModTime, zr.Name)
 	}
 	want := map[string]bool{"deltaflow": false, "README.md": false, "configs/deltaflow.yaml": false, "docker-compose.yml": false}
+	for _, rel := range shippedReferences(t) {
+		want[rel] = false
+	}
 	tr := tar.NewReader(zr)
 	prev := ""
 	for {
@@ -167,6 +171,47 @@ func checkTarball(t *testing.T, path, dir, bin string) {
 		}
 	}
 }
+
+// shippedReferences are the files a user of the tarball is sent to: every
+// local file the README links, and every file the compose files mount from
+// the directory they are in.
+func shippedReferences(t *testing.T) []string {
+	t.Helper()
+	root := scenario.RepoRoot(t)
+	var refs []string
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range readmeLink.FindAllStringSubmatch(string(readme), -1) {
+		if target := m[1]; !strings.Contains(target, "://") && !strings.HasPrefix(target, "#") {
+			refs = append(refs, strings.SplitN(target, "#", 2)[0])
+		}
+	}
+	for _, compose := range []string{"docker-compose.yml", "docker-compose.seed.yml"} {
+		data, err := os.ReadFile(filepath.Join(root, compose))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, compose)
+		for _, m := range composeMount.FindAllStringSubmatch(string(data), -1) {
+			if info, err := os.Stat(filepath.Join(root, m[1])); err == nil && !info.IsDir() {
+				refs = append(refs, m[1])
+			}
+		}
+	}
+	if len(refs) < 8 {
+		t.Fatalf("only %d shipped references found (%v): the README or compose files were not read as expected", len(refs), refs)
+	}
+	return refs
+}
+
+var (
+	// readmeLink matches a Markdown link's target.
+	readmeLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	// composeMount matches a bind mount of a file beside a compose file.
+	composeMount = regexp.MustCompile(`- \./([^:\s]+):`)
+)
 
 // checkBinary checks that bin is a static ELF executable for the machine
 // and, when this machine can run it, that `deltaflow version` names
