@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -206,5 +207,90 @@ func TestBuildInfoMetric(t *testing.T) {
 	}
 	if want := map[string]string{"version": "1.2.3", "revision": "abc123-dirty", "goversion": "go1.99"}; !maps.Equal(labels, want) {
 		t.Errorf("labels %v, want %v", labels, want)
+	}
+}
+
+// TestDashboardStructure holds the Grafana dashboard to what a user of
+// several replicas and a provisioned data source needs (no Grafana can be
+// installed here to load it): data source and instance variables, every
+// panel and query on the data source variable, every deltaflow series
+// filtered by instance, every stat panel with thresholds, the Version panel
+// showing the version label rather than the metric's value 1; and every
+// query is valid PromQL (promtool parses it as a recording rule).
+func TestDashboardStructure(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(deployDir, "grafana", "dashboards", "deltaflow.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type datasource struct{ Type, UID string }
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name, Type string
+				Query      any
+			}
+		}
+		Panels []struct {
+			Title, Type string
+			Datasource  *datasource
+			Targets     []struct {
+				Expr         string
+				LegendFormat string
+				Datasource   *datasource
+			}
+			FieldConfig struct {
+				Defaults struct {
+					Thresholds *struct{ Steps []struct{ Color string } }
+				}
+			}
+			Options struct{ TextMode string }
+		}
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = v.Type
+	}
+	if vars["datasource"] != "datasource" || vars["instance"] != "query" {
+		t.Errorf("template variables %v; want a datasource variable and an instance query", vars)
+	}
+	const ds = "${datasource}"
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	series := regexp.MustCompile(`\b(?:deltaflow|process)_[a-zA-Z0-9_]+(\{[^}]*\})?`)
+	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != ds {
+			t.Errorf("panel %q: data source %+v, want %s", p.Title, p.Datasource, ds)
+		}
+		if p.Type == "stat" && (p.FieldConfig.Defaults.Thresholds == nil || len(p.FieldConfig.Defaults.Thresholds.Steps) == 0) {
+			t.Errorf("stat panel %q has no thresholds", p.Title)
+		}
+		for i, tg := range p.Targets {
+			if tg.Datasource == nil || tg.Datasource.UID != ds {
+				t.Errorf("panel %q query %d: data source %+v, want %s", p.Title, i, tg.Datasource, ds)
+			}
+			for _, m := range series.FindAllStringSubmatch(tg.Expr, -1) {
+				if !strings.Contains(m[1], `instance=~"$instance"`) {
+					t.Errorf("panel %q: %s is not filtered by the instance variable", p.Title, m[0])
+				}
+			}
+			expr := strings.ReplaceAll(tg.Expr, "$instance", ".*")
+			fmt.Fprintf(&rules, "      - record: dashboard:%s:%d\n        expr: %q\n", strings.ToLower(regexp.MustCompile(`\W+`).ReplaceAllString(p.Title, "_")), i, expr)
+		}
+		if p.Title == "Version" && (p.Options.TextMode != "name" || len(p.Targets) != 1 || p.Targets[0].LegendFormat != "{{version}}") {
+			t.Errorf("Version panel: text mode %q, legend %+v; want the version label shown (textMode name, legend {{version}})", p.Options.TextMode, p.Targets)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "dashboard_rules.yml")
+	if err := os.WriteFile(file, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(testenv.Tool(t, "promtool"), "check", "rules", file).CombinedOutput(); err != nil {
+		t.Errorf("the dashboard's queries are not all valid PromQL: %v\n%s", err, out)
 	}
 }
