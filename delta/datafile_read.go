@@ -290,11 +290,13 @@ func leafConverter(t DataType, node parquet.Node) (func(parquet.Value) (any, err
 			return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
 		}
 	case Double:
-		switch kind {
-		case parquet.Double:
+		switch {
+		case kind == parquet.Double:
 			return func(v parquet.Value) (any, error) { return v.Double(), nil }, nil
-		case parquet.Float: // widened column
+		case kind == parquet.Float: // widened column (type widening)
 			return func(v parquet.Value) (any, error) { return float64(v.Float()), nil }, nil
+		case isInt: // an integer column widened to double
+			return func(v parquet.Value) (any, error) { return float64(intOf(v)), nil }, nil
 		}
 	case Boolean:
 		if kind == parquet.Boolean {
@@ -326,7 +328,7 @@ func leafConverter(t DataType, node parquet.Node) (func(parquet.Value) (any, err
 		}
 	}
 	if dt, ok := t.(DecimalType); ok {
-		scale := dt.Scale
+		scale := 0 // an integer column widened to decimal
 		if d, ok := lt.(*format.DecimalType); ok {
 			scale = int(d.Scale)
 		}

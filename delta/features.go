@@ -295,5 +295,5 @@ func typeWideningOn(s *Snapshot) (bool, string) {
 	if strings.EqualFold(c["delta.enableTypeWidening"], "true") {
 		return true, ""
 	}
-	return fieldMetadataKey("delta.typeChanges")(s)
+	return fieldMetadataKey(typeChangesKey)(s)
 }

@@ -200,7 +200,7 @@ func withRequiredProtocol(s *Snapshot, actions []Action) ([]Action, error) {
 	}
 	// The table as it will be: refused if this library could not append to it.
 	after := *s
-	after.protocol, after.metadata, after.schema = next, actions[metaAt].MetaData, nil
+	after.protocol, after.metadata, after.schema, after.statCols = next, actions[metaAt].MetaData, nil, nil
 	if err := after.Check(OpAppend); err != nil {
 		return nil, err
 	}

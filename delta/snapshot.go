@@ -19,6 +19,7 @@ type Snapshot struct {
 	protocol  *Protocol
 	metadata  *Metadata
 	schema    *StructType
+	statCols  map[string]*statColumn // by physical path; nil until FileStats needs it
 	files     map[fileKey]*Add
 	removes   map[fileKey]*Remove
 	txns      map[string]Txn
@@ -66,7 +67,7 @@ func (s *Snapshot) apply(a *Action) {
 		s.txns[a.Txn.AppID] = *a.Txn
 	case a.MetaData != nil:
 		s.metadata = a.MetaData
-		s.schema = nil
+		s.schema, s.statCols = nil, nil
 	case a.Protocol != nil:
 		s.protocol = a.Protocol
 	case a.DomainMetadata != nil:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,13 +12,30 @@ import (
 	"time"
 )
 
-// sparkFixture copies a delta-spark fixture (delta/testdata/spark-features,
+// sparkFixture copies a delta-spark 3.2 fixture (delta/testdata/spark-features,
 // made by its generate.py) to a temporary directory and returns it with the
 // number of rows Spark reads at its latest version.
 func sparkFixture(t *testing.T, name string) (string, int) {
 	t.Helper()
+	dir, exp := fixture(t, "spark-features", name)
+	return dir, len(exp.Rows)
+}
+
+// fixtureExpected is what a fixture's expected.json says Spark reads.
+type fixtureExpected struct {
+	Rows    []map[string]any `json:"rows"`
+	Queries []struct {
+		Where string `json:"where"`
+		Count int    `json:"count"`
+	} `json:"queries"`
+}
+
+// fixture copies the fixture name of set (a directory of delta/testdata) to
+// a temporary directory, without its expected.json, which it returns.
+func fixture(t *testing.T, set, name string) (string, *fixtureExpected) {
+	t.Helper()
 	dst := filepath.Join(t.TempDir(), name)
-	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "delta", "testdata", "spark-features", name))); err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "delta", "testdata", set, name))); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dst, "expected.json"))
@@ -25,13 +43,11 @@ func sparkFixture(t *testing.T, name string) (string, int) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dst, "expected.json"))
-	var exp struct {
-		Rows []map[string]any `json:"rows"`
-	}
+	var exp fixtureExpected
 	if err := json.Unmarshal(data, &exp); err != nil {
 		t.Fatal(err)
 	}
-	return dst, len(exp.Rows)
+	return dst, &exp
 }
 
 // TestDeletionVectorRowCounts: inspect, cat and verify count the rows a
@@ -225,5 +241,29 @@ func TestInspectActiveFeatures(t *testing.T) {
 		if !slices.Equal(snap.ActiveFeatures, want) {
 			t.Errorf("%s: active features %v, want %v", name, snap.ActiveFeatures, want)
 		}
+	}
+}
+
+// TestStatsMisleadNoQuery: on delta-spark 4 tables whose old files carry
+// stats of dropped columns under the new columns' display names (column
+// mapping turned on, raw_payload and score dropped and added again) or
+// bounds in a type since widened (FLOAT→DOUBLE, ...), cat --where prints
+// the rows Spark counts without data skipping, and verify --deep finds no
+// mismatch.
+func TestStatsMisleadNoQuery(t *testing.T) {
+	for _, name := range []string{"colmap-readd", "typewidening"} {
+		t.Run(name, func(t *testing.T) {
+			dir, exp := fixture(t, "spark4-features", name)
+			for _, q := range exp.Queries {
+				code, out, errs := run(t, "cat", "--table", dir, "--where", q.Where)
+				if n := strings.Count(out, "\n"); code != 0 || n != q.Count {
+					t.Errorf("cat --where %q: exit %d, %d rows, Spark counts %d: %s", q.Where, code, n, q.Count, errs)
+				}
+			}
+			code, out, errs := run(t, "verify", "--table", dir, "--deep")
+			if want := fmt.Sprintf(" %d rows", len(exp.Rows)); code != 0 || !strings.Contains(out, want) {
+				t.Errorf("verify --deep: exit %d: %s%s", code, out, errs)
+			}
+		})
 	}
 }
