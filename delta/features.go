@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -27,23 +28,36 @@ type featureRule struct {
 	// active reports whether the feature is in use on the table; nil means
 	// whenever it is supported. detail, if not empty, says where.
 	active func(s *Snapshot) (ok bool, detail string)
-	// refuse lists the write operations refused while the feature is active.
+	// refuse lists the write operations refused while the feature is active,
+	// for the reason given (a refusal names both).
 	refuse []Op
+	reason string
 }
 
 var allWrites = []Op{OpAppend, OpOptimize, OpVacuum}
 
+// unknownFeature is the reason for refusing a feature featureRules lacks.
+const unknownFeature = "not implemented by deltaflow"
+
 // featureRules covers every feature of PROTOCOL.md this library knows of.
 // A feature missing here is refused for every operation it could affect.
+// VACUUM only lists and deletes files no version within the retention
+// references: a feature refuses it only if it asks something of VACUUM
+// (vacuumProtocolCheck asks that VACUUM check the writer features, which
+// Vacuum does through Check like every write).
 var featureRules = map[string]featureRule{
 	// appendOnly is honoured by checkActions: no dataChange removes.
 	"appendOnly": {active: configTrue("delta.appendOnly")},
 	// invariants are not evaluated: appends are refused while one exists;
 	// compaction only moves rows that already satisfied them.
-	"invariants":          {active: fieldMetadataKey("delta.invariants"), refuse: []Op{OpAppend}},
-	"checkConstraints":    {active: configPrefix("delta.constraints."), refuse: []Op{OpAppend}},
-	"generatedColumns":    {active: fieldMetadataKey("delta.generationExpression"), refuse: []Op{OpAppend}},
-	"allowColumnDefaults": {active: fieldMetadataKey("CURRENT_DEFAULT"), refuse: []Op{OpAppend}},
+	"invariants": {active: fieldMetadataKey("delta.invariants"), refuse: []Op{OpAppend},
+		reason: "column invariants are not evaluated"},
+	"checkConstraints": {active: configPrefix("delta.constraints."), refuse: []Op{OpAppend},
+		reason: "CHECK constraints are not evaluated"},
+	"generatedColumns": {active: fieldMetadataKey("delta.generationExpression"), refuse: []Op{OpAppend},
+		reason: "generation expressions are not evaluated"},
+	"allowColumnDefaults": {active: fieldMetadataKey("CURRENT_DEFAULT"), refuse: []Op{OpAppend},
+		reason: "column defaults are not evaluated"},
 	// Appends write only data files, which CDF allows; OPTIMIZE is
 	// dataChange=false and needs no change data either.
 	"changeDataFeed": {active: configTrue("delta.enableChangeDataFeed")},
@@ -63,14 +77,25 @@ var featureRules = map[string]featureRule{
 	"inCommitTimestamp":         {active: inCommitTimestampsOn},
 	"inCommitTimestamp-preview": {active: inCommitTimestampsOn},
 	// Appends need no clustering; OPTIMIZE would have to cluster.
-	"clustering": {refuse: []Op{OpOptimize}},
-	// Not implemented for writing: every write is refused while active.
-	"rowTracking":          {active: rowTrackingOn, refuse: allWrites},
-	"identityColumns":      {active: fieldMetadataKey("delta.identity.start"), refuse: allWrites},
-	"typeWidening":         {read: true, active: typeWideningOn, refuse: allWrites},
-	"typeWidening-preview": {read: true, active: typeWideningOn, refuse: allWrites},
-	"icebergCompatV1":      {active: configTrue("delta.enableIcebergCompatV1"), refuse: allWrites},
-	"icebergCompatV2":      {active: configTrue("delta.enableIcebergCompatV2"), refuse: allWrites},
+	"clustering": {refuse: []Op{OpOptimize}, reason: "OPTIMIZE does not cluster"},
+	"rowTracking": {active: rowTrackingOn, refuse: []Op{OpAppend, OpOptimize},
+		reason: "row IDs and row commit versions are not assigned"},
+	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend, OpOptimize},
+		reason: "identity values are not generated"},
+	// Reads convert old files' values to the widened types.
+	"typeWidening": {read: true, active: typeWideningOn, refuse: []Op{OpAppend, OpOptimize},
+		reason: "writes are not checked against type changes"},
+	"typeWidening-preview": {read: true, active: typeWideningOn, refuse: []Op{OpAppend, OpOptimize},
+		reason: "writes are not checked against type changes"},
+	"materializePartitionColumns": {refuse: []Op{OpAppend, OpOptimize},
+		reason: "partition values are not written into data files"},
+	"icebergCompatV1": {active: configTrue("delta.enableIcebergCompatV1"), refuse: allWrites,
+		reason: "Iceberg compatibility is not maintained"},
+	"icebergCompatV2": {active: configTrue("delta.enableIcebergCompatV2"), refuse: allWrites,
+		reason: "Iceberg compatibility is not maintained"},
+	// Such a table is committed to, and read, through its catalog: a
+	// client of the storage alone sees only the published commits.
+	"catalogManaged": {refuse: allWrites, reason: "commits go through the table's catalog, which deltaflow does not speak to"},
 }
 
 // readerFeatureSet is the reader features the protocol supports:
@@ -106,13 +131,16 @@ func (s *Snapshot) Check(op Op) error {
 		return &UnsupportedError{Op: op, Write: true, Version: p.MinWriterVersion}
 	}
 	var bad, details []string
-	refuse := func(f, detail string) {
-		if !slices.Contains(bad, f) {
-			bad = append(bad, f)
-			if detail != "" {
-				details = append(details, f+": "+detail)
-			}
+	refuse := func(f, reason, where string) {
+		if slices.Contains(bad, f) {
+			return
 		}
+		bad = append(bad, f)
+		d := f + ": " + reason
+		if where != "" {
+			d += " (" + where + ")"
+		}
+		details = append(details, d)
 	}
 	// Writers read the table first: every operation needs the reader side.
 	for _, f := range p.readerFeatureSet() {
@@ -120,30 +148,30 @@ func (s *Snapshot) Check(op Op) error {
 		if ok && r.read {
 			continue
 		}
-		active, detail := true, ""
+		active, where := true, ""
 		if ok && r.active != nil {
-			active, detail = r.active(s)
+			active, where = r.active(s)
 		}
 		if active {
-			refuse(f, detail)
+			refuse(f, cmp.Or(r.reason, unknownFeature), where)
 		}
 	}
 	if op != OpRead {
 		for _, f := range p.writerFeatureSet() {
 			r, ok := featureRules[f]
 			if !ok {
-				refuse(f, "")
+				refuse(f, unknownFeature, "")
 				continue
 			}
 			if !slices.Contains(r.refuse, op) {
 				continue
 			}
-			active, detail := true, ""
+			active, where := true, ""
 			if r.active != nil {
-				active, detail = r.active(s)
+				active, where = r.active(s)
 			}
 			if active {
-				refuse(f, detail)
+				refuse(f, r.reason, where)
 			}
 		}
 	}

@@ -12,6 +12,8 @@
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
 #   - pyspark + delta-spark in that venv, and the Spark jars the seed's job
 #     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
+#   - pyspark 4 in its own venv ($VENV_SPARK4) and the delta-spark 4 jar in
+#     $SPARK4_IVY, for the checks against what delta-spark 4 writes and reads
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -174,4 +176,31 @@ else
 		{ tail -50 "$SPARK_IVY/resolve.log" >&2; die "spark could not resolve its jars"; }
 	log "spark jars: resolved in $((SECONDS - start))s"
 	echo "$jars_want" >"$SPARK_IVY/packages.version"
+fi
+
+# Spark 4: pyspark in its own venv, the Delta jar resolved by one start.
+spark4_want="pyspark==$PYSPARK4_VERSION"
+if [[ -x "$VENV_SPARK4/bin/python" && "$(cat "$VENV_SPARK4/deps.version" 2>/dev/null)" == "$spark4_want" ]] &&
+	"$VENV_SPARK4/bin/python" -c 'import pyspark' 2>/dev/null; then
+	log "pyspark 4: cached ($VENV_SPARK4)"
+else
+	log "pyspark 4: creating $VENV_SPARK4 with $spark4_want"
+	rm -rf "$VENV_SPARK4"
+	python3 -m venv "$VENV_SPARK4"
+	"$VENV_SPARK4/bin/pip" install --quiet --disable-pip-version-check "$spark4_want"
+	echo "$spark4_want" >"$VENV_SPARK4/deps.version"
+fi
+spark4_dir="$(cd "$(dirname "$0")/spark4" && pwd)"
+jars4_want="$(cd "$spark4_dir" && "$VENV_SPARK4/bin/python" -c 'import session; print(",".join(session.PACKAGES))')"
+[[ "$jars4_want" == *":$DELTA_SPARK4_VERSION" ]] || die "scripts/spark4/session.py names $jars4_want, scripts/lib.sh delta-spark $DELTA_SPARK4_VERSION"
+if [[ "$(cat "$SPARK4_IVY/packages.version" 2>/dev/null)" == "$jars4_want" ]]; then
+	log "spark 4 jars: cached ($SPARK4_IVY)"
+else
+	log "spark 4 jars: resolving $jars4_want into $SPARK4_IVY"
+	mkdir -p "$SPARK4_IVY"
+	start=$SECONDS
+	(cd "$spark4_dir" && DELTAFLOW_CACHE="$CACHE" "$VENV_SPARK4/bin/python" session.py) >"$SPARK4_IVY/resolve.log" 2>&1 ||
+		{ tail -50 "$SPARK4_IVY/resolve.log" >&2; die "spark 4 could not resolve its jars"; }
+	log "spark 4 jars: resolved in $((SECONDS - start))s"
+	echo "$jars4_want" >"$SPARK4_IVY/packages.version"
 fi

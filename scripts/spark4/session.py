@@ -5,6 +5,9 @@ pyspark 4.2.0 (pip, its own venv) with delta-spark 4.4.0; the Delta jar
 comes from Maven Central through spark.jars.packages into an Ivy cache under
 $DELTAFLOW_CACHE (scripts/install-deps.sh resolves it once).
 """
+import datetime
+import decimal
+import json
 import os
 
 from pyspark.sql import SparkSession
@@ -40,6 +43,47 @@ def build(app_name):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def render(v):
+    """Render a value as scripts/deltars.py does for delta-rs rows."""
+    if v is None or isinstance(v, (bool, int, str, float)):
+        return v
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (
+            v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
+    if isinstance(v, datetime.date):
+        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    return str(v)
+
+
+def frame(spark, path, version=None):
+    """The table as a DataFrame, variant columns as to_json text."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import VariantType
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    df = reader.load(path)
+    return df.select([F.to_json(F.col(f.name)).alias(f.name) if isinstance(f.dataType, VariantType) else F.col(f.name)
+                      for f in df.schema.fields])
+
+
+def rows_of(spark, path, version=None):
+    """Every row of the table, rendered and sorted."""
+    rows = [{k: render(v) for k, v in r.asDict().items()} for r in frame(spark, path, version).collect()]
+    rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
+    return rows
+
+
+def row_ids(spark, path):
+    """[id, row_id, row_commit_version] of every row, sorted."""
+    df = spark.read.format("delta").load(path).select("id", "_metadata.row_id", "_metadata.row_commit_version")
+    return sorted([r["id"], r["row_id"], r["row_commit_version"]] for r in df.collect())
 
 
 if __name__ == "__main__":

@@ -48,8 +48,6 @@ Fixtures:
   variant-shredded  the same rows written shredded (variantShredding-preview,
                   typed_value columns for a, b and c).
 """
-import datetime
-import decimal
 import glob
 import json
 import os
@@ -61,44 +59,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "scripts", "spark4"))
 import session  # noqa: E402
 
 
-def render(v):
-    """Render a value as scripts/deltars.py does for delta-rs rows."""
-    if v is None or isinstance(v, (bool, int, str, float)):
-        return v
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (
-            v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
-    if isinstance(v, datetime.date):
-        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
-    if isinstance(v, decimal.Decimal):
-        return str(v)
-    return str(v)
-
-
-def frame(spark, path, version=None):
-    """The table as a DataFrame, variant columns as to_json text."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import VariantType
-    reader = spark.read.format("delta")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    df = reader.load(path)
-    return df.select([F.to_json(F.col(f.name)).alias(f.name) if isinstance(f.dataType, VariantType) else F.col(f.name)
-                      for f in df.schema.fields])
-
-
 def unskipped(spark, path):
     """The table's rows as a plain DataFrame: filters on it skip no file."""
-    df = frame(spark, path)
+    df = session.frame(spark, path)
     return spark.createDataFrame(df.collect(), df.schema)
-
-
-def rows_of(spark, path, version=None):
-    rows = [{k: render(v) for k, v in r.asDict().items()} for r in frame(spark, path, version).collect()]
-    rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
-    return rows
 
 
 def finish(spark, name, path, queries=(), row_ids=False):
@@ -107,13 +71,12 @@ def finish(spark, name, path, queries=(), row_ids=False):
     versions = sorted(h["version"] for h in hist)
     exp = {
         "version": versions[-1],
-        "rows": rows_of(spark, path),
-        "rowsByVersion": {str(v): rows_of(spark, path, v) for v in versions},
+        "rows": session.rows_of(spark, path),
+        "rowsByVersion": {str(v): session.rows_of(spark, path, v) for v in versions},
         "queries": [{"where": w, "sql": s, "count": unskipped(spark, path).where(s).count()} for w, s in queries],
     }
     if row_ids:
-        df = spark.read.format("delta").load(path).select("id", "_metadata.row_id", "_metadata.row_commit_version")
-        exp["rowIds"] = sorted(([r["id"], r["row_id"], r["row_commit_version"]] for r in df.collect()))
+        exp["rowIds"] = session.row_ids(spark, path)
     for f in glob.glob(os.path.join(path, "**", ".*.crc"), recursive=True):
         os.remove(f)
     with open(os.path.join(path, "expected.json"), "w") as f:

@@ -1,0 +1,208 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+)
+
+// The delta-spark 4 fixtures (testdata/spark4-features, see its
+// generate.py) and what deltaflow may do on each: the feature that refuses
+// each operation, "" where it is done.
+var spark4Refusals = map[string]map[Op]string{
+	"default":          {},
+	"cdf":              {},
+	"colmap-readd":     {},
+	"typewidening":     {OpAppend: "typeWidening", OpOptimize: "typeWidening"},
+	"rowtracking":      {OpAppend: "rowTracking", OpOptimize: "rowTracking"},
+	"materialize":      {OpAppend: "materializePartitionColumns", OpOptimize: "materializePartitionColumns"},
+	"clustered":        {OpOptimize: "clustering"},
+	"v2checkpoint":     {},
+	"variant":          {OpRead: "variantType"},
+	"variant-shredded": {OpRead: "variantType"},
+}
+
+// spark4Read is one table (at one version, or the latest) for Spark 4 to
+// read, and the rows it must find.
+type spark4Read struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Version *int64 `json:"version,omitempty"`
+	RowIDs  bool   `json:"rowIds"`
+	schema  *StructType
+	want    []map[string]any
+	// check, if set, judges Spark's row ids.
+	check func(t *testing.T, rowIDs [][3]int64)
+}
+
+// TestSpark4 checks every delta-spark 4 fixture × operation: the table
+// reads as Spark read it at every version; append, OPTIMIZE (then a
+// checkpoint) and VACUUM are done, and leave the rows Spark's plus the
+// appended ones, or are refused naming the feature; then one Spark 4 JVM
+// (scripts/spark4/check.py) reads every table deltaflow wrote and must find
+// the same rows.
+func TestSpark4(t *testing.T) {
+	var reads []*spark4Read
+	root := t.TempDir() // outlives the subtests: Spark reads the tables last
+	for _, name := range slices.Sorted(maps.Keys(spark4Refusals)) {
+		t.Run(name, func(t *testing.T) {
+			reads = append(reads, spark4Ops(t, root, name, spark4Refusals[name])...)
+		})
+	}
+	t.Run("spark", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a Spark 4 JVM")
+		}
+		checkWithSpark4(t, reads)
+	})
+}
+
+// spark4Ops runs the operations on copies of fixture name under root and
+// returns what Spark must then read.
+func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4Read {
+	dir, exp := copyFixture(t, filepath.Join(root, name), "spark4-features", name)
+	tbl := NewTable(localStore(t, dir))
+	s, err := tbl.Snapshot(t.Context())
+	if f := refused[OpRead]; f != "" {
+		checkRefusal(t, OpRead, err, f)
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEveryVersion(t, tbl, exp)
+	schema, err := s.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(exp.Rows)
+
+	// Copy one: append, OPTIMIZE, checkpoint.
+	row, m := sampleRow(schema)
+	appended, err := appendRows(t, tbl, s, []Row{row, row})
+	checkRefusal(t, OpAppend, err, refused[OpAppend])
+	var reads []*spark4Read
+	if err == nil {
+		want = append(want, m, m)
+		reads = append(reads, &spark4Read{Name: name + "/append", Path: dir, Version: &appended, want: slices.Clone(want)})
+	}
+	res, err := tbl.Optimize(t.Context(), s, OptimizeOptions{TargetSize: 1 << 20})
+	checkRefusal(t, OpOptimize, err, refused[OpOptimize])
+	if err == nil && res.Version < 0 {
+		t.Errorf("optimize committed nothing (%d bins)", len(res.Bins))
+	}
+	if err := tbl.Checkpoint(t.Context(), s); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	fresh, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, tbl, fresh, want)
+	reads = append(reads, &spark4Read{Name: name + "/optimize", Path: dir, want: want})
+
+	// Copy two: VACUUM with no retention.
+	vdir, _ := copyFixture(t, filepath.Join(root, name+"-vacuum"), "spark4-features", name)
+	vtbl := NewTable(localStore(t, vdir))
+	vs, err := vtbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	_, err = vtbl.Vacuum(t.Context(), vs, VacuumOptions{Retention: time.Millisecond, Force: true})
+	checkRefusal(t, OpVacuum, err, refused[OpVacuum])
+	checkRows(t, vtbl, vs, exp.Rows)
+	reads = append(reads, &spark4Read{Name: name + "/vacuum", Path: vdir, want: exp.Rows})
+	for _, r := range reads {
+		r.schema = schema
+	}
+	return reads
+}
+
+// checkRefusal fails unless err is nil and feature "", or an
+// *UnsupportedError refusing op for feature, with the feature and a reason
+// in its message.
+func checkRefusal(t *testing.T, op Op, err error, feature string) {
+	t.Helper()
+	var ue *UnsupportedError
+	switch {
+	case feature == "" && err != nil:
+		t.Errorf("%s: %v", op, err)
+	case feature != "" && (!errors.As(err, &ue) || ue.Op != op || !slices.Contains(ue.Features, feature)):
+		t.Errorf("%s: got %v, want a refusal naming %s", op, err, feature)
+	case feature != "" && !strings.Contains(err.Error(), feature+": "):
+		t.Errorf("%s: message %q does not say why %s is refused", op, err, feature)
+	}
+}
+
+// checkWithSpark4 has one Spark 4 JVM read every table and compares its
+// rows with what each must hold.
+func checkWithSpark4(t *testing.T, reads []*spark4Read) {
+	py, dir := testenv.Spark4(t)
+	req, err := json.Marshal(map[string]any{"tables": reads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqFile := filepath.Join(t.TempDir(), "request.json")
+	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, filepath.Join(dir, "check.py"), reqFile)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("spark 4: %v\n%s", err, lastLines(stderr.String(), 40))
+	}
+	t.Logf("spark 4 read %d tables in %s", len(reads), time.Since(start).Round(time.Second))
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	var got map[string]struct {
+		Rows   []map[string]any `json:"rows"`
+		RowIDs [][3]int64       `json:"rowIds"`
+		Error  string           `json:"error"`
+	}
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("spark 4 output: %v\n%s", err, out)
+	}
+	for _, r := range reads {
+		g, ok := got[r.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s: Spark did not report it", r.Name)
+			continue
+		case g.Error != "":
+			t.Errorf("%s: Spark cannot read it: %s", r.Name, g.Error)
+			continue
+		}
+		ours, theirs := canonRows(r.schema, r.want), canonRows(r.schema, g.Rows)
+		if !slices.Equal(ours, theirs) {
+			t.Errorf("%s: Spark reads %d rows, want %d:\nSpark: %s\nwant:  %s", r.Name, len(theirs), len(ours),
+				strings.Join(theirs, "\n       "), strings.Join(ours, "\n       "))
+		}
+		if r.check != nil {
+			r.check(t, g.RowIDs)
+		}
+	}
+}
+
+// lastLines is the end of s, at most n lines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
