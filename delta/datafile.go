@@ -463,7 +463,14 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // NewFileWriter starts a data file for rows of dataSchema (the table schema
 // without partition columns) written to w.
 func NewFileWriter(w io.Writer, dataSchema *StructType, opts WriterOptions) (*FileWriter, error) {
-	ps, err := NewParquetSchema(dataSchema)
+	return newFileWriter(w, dataSchema, len(dataSchema.Fields), opts)
+}
+
+// newFileWriter starts a data file of the columns of fileSchema, of which
+// only the leading statsCols (the data columns, not those written behind
+// them for row tracking) get stats.
+func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts WriterOptions) (*FileWriter, error) {
+	ps, err := NewParquetSchema(fileSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +481,7 @@ func NewFileWriter(w io.Writer, dataSchema *StructType, opts WriterOptions) (*Fi
 	fw := &FileWriter{
 		ps:           ps,
 		out:          countingWriter{w: w},
-		stats:        newStatsCollector(dataSchema, opts.numIndexedCols(len(dataSchema.Fields))),
+		stats:        newStatsCollector(fileSchema, opts.numIndexedCols(statsCols)),
 		rowGroupRows: opts.RowGroupRows,
 	}
 	if fw.rowGroupRows <= 0 {

@@ -39,12 +39,30 @@ func ReadDataFile(ctx context.Context, store storage.Store, schema *StructType, 
 // error the iteration stops.
 func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
+		for r, err := range scanDataFile(ctx, store, schema, partitionColumns, add) {
+			if !yield(r.row, err) {
+				return
+			}
+		}
+	}
+}
+
+// scannedRow is a row of a data file with its physical index in the file
+// (deleted rows count), which row tracking's row IDs are based on.
+type scannedRow struct {
+	index uint64
+	row   Row
+}
+
+// scanDataFile is DataFileRows with each row's physical index.
+func scanDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[scannedRow, error] {
+	return func(yield func(scannedRow, error) bool) {
 		key, err := StoreKey(store, add.Path)
 		if err != nil {
-			yield(nil, fmt.Errorf("read data file %s: %w", add.Path, err))
+			yield(scannedRow{}, fmt.Errorf("read data file %s: %w", add.Path, err))
 			return
 		}
-		fail := func(err error) { yield(nil, fmt.Errorf("read data file %s: %w", key, err)) }
+		fail := func(err error) { yield(scannedRow{}, fmt.Errorf("read data file %s: %w", key, err)) }
 		r, err := store.Open(ctx, key)
 		if err != nil {
 			fail(err)
@@ -88,7 +106,7 @@ func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, 
 						fail(err)
 						return
 					}
-					if !yield(row, nil) {
+					if !yield(scannedRow{index - 1, row}, nil) {
 						rows.Close()
 						return
 					}

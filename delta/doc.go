@@ -23,8 +23,9 @@
 // Tables other engines made may use table features. Snapshot.Check gates
 // each operation (read, append, OPTIMIZE, VACUUM) by the features that are
 // active, not merely supported (features.go), and refuses with an
-// *UnsupportedError naming the features and the operation. Reads apply
-// deletion vectors (dv.go, roaring.go), resolve column mapping
+// *UnsupportedError naming the features, why, and the operation. Reads
+// apply deletion vectors (dv.go, roaring.go), resolve column mapping
 // (columnmapping.go), read V2 checkpoints with sidecars (checkpoint_v2.go)
-// and take version times from in-commit timestamps (ict.go).
+// and take version times from in-commit timestamps (ict.go); commits assign
+// row IDs and OPTIMIZE keeps stable ones under row tracking (rowtracking.go).
 package delta

@@ -78,8 +78,10 @@ var featureRules = map[string]featureRule{
 	"inCommitTimestamp-preview": {active: inCommitTimestampsOn},
 	// Appends need no clustering; OPTIMIZE would have to cluster.
 	"clustering": {refuse: []Op{OpOptimize}, reason: "OPTIMIZE does not cluster"},
-	"rowTracking": {active: rowTrackingOn, refuse: []Op{OpAppend, OpOptimize},
-		reason: "row IDs and row commit versions are not assigned"},
+	// Commits assign fresh row IDs and commit versions; OPTIMIZE keeps the
+	// stable ones of an enabled table in its materialized columns
+	// (rowtracking.go).
+	"rowTracking": {active: rowTrackingOn},
 	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend, OpOptimize},
 		reason: "identity values are not generated"},
 	// Reads convert old files' values to the widened types.

@@ -64,7 +64,7 @@ func TestFeatureGating(t *testing.T) {
 		{"domainMetadata", features7("domainMetadata"), nil, "", want{}},
 		{"timestampNtz", features37([]string{"timestampNtz"}), nil, "", want{}},
 		{"vacuumProtocolCheck", features37([]string{"vacuumProtocolCheck"}), nil, "", want{}},
-		{"rowTracking supported", features7("rowTracking", "domainMetadata"), nil, "", refusedWrites("rowTracking")},
+		{"rowTracking supported", features7("rowTracking", "domainMetadata"), nil, "", want{}},
 		{"rowTracking suspended", features7("rowTracking", "domainMetadata"), map[string]string{"delta.rowTrackingSuspended": "true"}, "", want{}},
 		{"identityColumns supported only", features7("identityColumns"), nil, "", want{}},
 		{"identityColumns active", features7("identityColumns"), nil, `{"delta.identity.start":1,"delta.identity.step":1}`,

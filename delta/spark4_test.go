@@ -25,7 +25,7 @@ var spark4Refusals = map[string]map[Op]string{
 	"cdf":              {},
 	"colmap-readd":     {},
 	"typewidening":     {OpAppend: "typeWidening", OpOptimize: "typeWidening"},
-	"rowtracking":      {OpAppend: "rowTracking", OpOptimize: "rowTracking"},
+	"rowtracking":      {},
 	"materialize":      {OpAppend: "materializePartitionColumns", OpOptimize: "materializePartitionColumns"},
 	"clustered":        {OpOptimize: "clustering"},
 	"v2checkpoint":     {},
@@ -110,7 +110,12 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		t.Fatal(err)
 	}
 	checkRows(t, tbl, fresh, want)
-	reads = append(reads, &spark4Read{Name: name + "/optimize", Path: dir, want: want})
+	optimized := &spark4Read{Name: name + "/optimize", Path: dir, want: want}
+	if exp.RowIDs != nil {
+		checkRowIDRanges(t, fresh)
+		optimized.RowIDs, optimized.check = true, func(t *testing.T, got [][3]int64) { checkRowIDs(t, exp.RowIDs, got, appended) }
+	}
+	reads = append(reads, optimized)
 
 	// Copy two: VACUUM with no retention.
 	vdir, _ := copyFixture(t, filepath.Join(root, name+"-vacuum"), "spark4-features", name)
@@ -128,6 +133,62 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		r.schema = schema
 	}
 	return reads
+}
+
+// checkRowIDRanges fails unless every live file has a baseRowId and a
+// defaultRowCommitVersion, no two files' row ID ranges overlap, and the
+// delta.rowTracking high-water mark covers them all.
+func checkRowIDRanges(t *testing.T, s *Snapshot) {
+	t.Helper()
+	hwm, err := s.rowIDHighWaterMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct {
+		lo, hi int64
+		path   string
+	}
+	var spans []span
+	for _, a := range s.Files() {
+		st, err := ParseStats(a.Stats)
+		if a.BaseRowID == nil || a.DefaultRowCommitVersion == nil || err != nil {
+			t.Errorf("%s: baseRowId %v, defaultRowCommitVersion %v, stats %v", a.Path, a.BaseRowID, a.DefaultRowCommitVersion, err)
+			continue
+		}
+		spans = append(spans, span{*a.BaseRowID, *a.BaseRowID + st.NumRecords - 1, a.Path})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return int(a.lo - b.lo) })
+	for i, sp := range spans {
+		if i > 0 && sp.lo <= spans[i-1].hi {
+			t.Errorf("row IDs of %s [%d, %d] overlap those of %s [%d, %d]", sp.path, sp.lo, sp.hi, spans[i-1].path, spans[i-1].lo, spans[i-1].hi)
+		}
+		if sp.hi > hwm {
+			t.Errorf("row IDs of %s reach %d, above the high-water mark %d", sp.path, sp.hi, hwm)
+		}
+	}
+}
+
+// checkRowIDs judges the [id, row_id, row_commit_version] Spark reads after
+// an append at version appended and an OPTIMIZE: the fixture's rows keep
+// their stable row IDs and commit versions, the appended ones have the
+// append's version, and no two rows share a row ID.
+func checkRowIDs(t *testing.T, fixture, got [][3]int64, appended int64) {
+	t.Helper()
+	seen := map[int64]bool{}
+	for _, r := range got {
+		if seen[r[1]] {
+			t.Errorf("row ID %d twice: %v", r[1], got)
+		}
+		seen[r[1]] = true
+		if !slices.ContainsFunc(fixture, func(f [3]int64) bool { return f[0] == r[0] }) && r[2] != appended {
+			t.Errorf("appended row %v: row commit version %d, want %d", r, r[2], appended)
+		}
+	}
+	for _, f := range fixture {
+		if !slices.Contains(got, f) {
+			t.Errorf("row %d: Spark's stable row ID and commit version %v are lost (Spark reads %v)", f[0], f, got)
+		}
+	}
 }
 
 // checkRefusal fails unless err is nil and feature "", or an

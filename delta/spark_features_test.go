@@ -389,7 +389,7 @@ func TestSparkFeatureGating(t *testing.T) {
 		"constraints":  {OpAppend: "checkConstraints"},
 		"generated":    {OpAppend: "generatedColumns"},
 		"cdf":          {},
-		"rowtracking":  writes("rowTracking"),
+		"rowtracking":  {},
 		"typewidening": writes("typeWidening-preview"),
 	} {
 		t.Run(name, func(t *testing.T) {
