@@ -218,8 +218,9 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // actions is the snapshot state in the order to write:
 // protocol, metaData, live adds (dataChange=false), unexpired removes, txns,
 // domainMetadata; commitInfo and unknown actions are dropped. The file has
-// exactly the schema Spark 3.5 writes, so remove.stats/tags and
-// add.clusteringProvider are not kept.
+// the schema Spark 3.5 writes plus add.clusteringProvider as delta-spark 4
+// writes it (a clustered table's files must keep it), so remove.stats/tags
+// are not kept.
 //
 // The whole file is built in memory and stored with one Put, so no reader
 // sees a partial file; two writers racing on the same version write the same
@@ -318,7 +319,8 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 	return buf.Bytes(), rows, adds, nil
 }
 
-// The checkpoint schema, field for field as Spark 3.5 writes it (parquet-mr
+// The checkpoint schema, field for field as Spark 3.5 writes it, with
+// add.clusteringProvider where delta-spark 4 writes it (parquet-mr
 // 1.13.1; see docs/delta-notes.md §4). Every field is optional, integers carry no
 // logical type annotation, maps are MAP(repeated key_value{required key;
 // optional value}) and lists are LIST(repeated list{optional element}).
@@ -355,6 +357,7 @@ var (
 			field("deletionVector", pqDV),
 			field("baseRowId", pqInt64),
 			field("defaultRowCommitVersion", pqInt64),
+			field("clusteringProvider", pqString),
 			field("stats", pqString),
 		))),
 		field("remove", parquet.Optional(group(
@@ -423,7 +426,7 @@ func (e *rowEncoder) encode(row parquet.Row, a *Action) parquet.Row {
 		e.optI64(2, t.LastUpdated)
 	}
 	if f := a.Add; f == nil {
-		e.null(17, 0)
+		e.null(18, 0)
 	} else {
 		e.str(2, f.Path)
 		strMap(e, 2, f.PartitionValues, false) // required: {} when empty
@@ -434,6 +437,7 @@ func (e *rowEncoder) encode(row parquet.Row, a *Action) parquet.Row {
 		e.dv(2, f.DeletionVector)
 		e.optI64(2, f.BaseRowID)
 		e.optI64(2, f.DefaultRowCommitVersion)
+		e.optStrPtr(2, f.ClusteringProvider)
 		e.optStr(2, f.Stats, f.Stats == "")
 	}
 	if r := a.Remove; r == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,22 @@ type WriterOptions struct {
 	NumIndexedCols int
 	// NoColumnStats writes only numRecords, as dataSkippingNumIndexedCols=0.
 	NoColumnStats bool
+	// Partitions, when set, are the table's partition columns (physical
+	// names, column ids), written into every data file behind its other
+	// columns, as tables with materializePartitionColumns require (see
+	// Snapshot.ApplyWriterOptions). Each file's values are those of
+	// WithPartitionValues, or of CreateDataFile's partitionValues.
+	Partitions *StructType
+	// partitionValues are the file's partition values by physical name.
+	partitionValues map[string]*string
+}
+
+// WithPartitionValues returns the options for a data file of the partition
+// with these values (keyed by physical name, as add actions key them):
+// with Partitions set, the file holds them too.
+func (o WriterOptions) WithPartitionValues(values map[string]*string) WriterOptions {
+	o.partitionValues = values
+	return o
 }
 
 // ApplyTableConfig sets the options a table's metaData.configuration
@@ -160,7 +177,8 @@ type ParquetSchema struct {
 }
 
 // NewParquetSchema maps a Delta data schema (no partition columns) to Parquet.
-// Only primitive types can be written; nested and decimal columns are refused.
+// Only primitive types and decimals can be written; nested columns are
+// refused.
 func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 	ps := &ParquetSchema{fields: dataSchema.Fields}
 	root := make([]parquet.Field, 0, len(dataSchema.Fields))
@@ -193,6 +211,9 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 }
 
 func parquetLeaf(t DataType) (parquet.Node, error) {
+	if d, ok := t.(DecimalType); ok {
+		return parquet.Decimal(d.Scale, d.Precision, decimalPhysical(d)), nil
+	}
 	var n parquet.Node
 	switch t {
 	case String:
@@ -220,7 +241,7 @@ func parquetLeaf(t DataType) (parquet.Node, error) {
 	case TimestampNTZ:
 		n = parquet.TimestampAdjusted(parquet.Microsecond, false)
 	default:
-		return nil, fmt.Errorf("type %s cannot be written (only primitive types)", typeName(t))
+		return nil, fmt.Errorf("type %s cannot be written (only primitive types and decimals)", typeName(t))
 	}
 	if n.Type().Kind() == parquet.ByteArray {
 		// parquet-go defaults byte arrays to DELTA_LENGTH_BYTE_ARRAY, which
@@ -310,6 +331,56 @@ func WallClockMicros(t time.Time) int64 {
 	return time.Date(y, mo, d, h, mi, sec, t.Nanosecond(), time.UTC).UnixMicro()
 }
 
+// decimalPhysical is the Parquet type Spark writes a decimal as: INT32 up
+// to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY.
+func decimalPhysical(d DecimalType) parquet.Type {
+	switch {
+	case d.Precision <= 9:
+		return parquet.Int32Type
+	case d.Precision <= 18:
+		return parquet.Int64Type
+	}
+	n := 1
+	for limit := big.NewInt(128); limit.Cmp(pow10(d.Precision)) < 0; limit.Lsh(limit, 8) {
+		n++
+	}
+	return parquet.FixedLenByteArrayType(n)
+}
+
+func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
+
+// Decimal is a value of a decimal column: v is its text ("12.3", "-0.05"),
+// with at most the column's scale of fraction digits and its precision of
+// digits in all.
+func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
+	d := s.fields[col].Type.(DecimalType)
+	r, ok := new(big.Rat).SetString(v)
+	if !ok {
+		return parquet.Value{}, fmt.Errorf("%q is not a number", v)
+	}
+	r.Mul(r, new(big.Rat).SetInt(pow10(d.Scale)))
+	if !r.IsInt() || new(big.Int).Abs(r.Num()).Cmp(pow10(d.Precision)) >= 0 {
+		return parquet.Value{}, fmt.Errorf("%s does not fit %s", v, d)
+	}
+	unscaled := r.Num()
+	var pv parquet.Value
+	switch s.kinds[col] {
+	case parquet.Int32:
+		pv = parquet.Int32Value(int32(unscaled.Int64()))
+	case parquet.Int64:
+		pv = parquet.Int64Value(unscaled.Int64())
+	default: // big-endian two's complement, sign-extended to the length
+		n := decimalPhysical(d).Length()
+		b := make([]byte, n)
+		if unscaled.Sign() < 0 {
+			unscaled = new(big.Int).Add(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+		}
+		unscaled.FillBytes(b)
+		pv = parquet.FixedLenByteArrayValue(b)
+	}
+	return pv.Level(0, s.def[col], col), nil
+}
+
 // AppendValue appends the value of column col to row, converting the Go value
 // v as documented on Row (nil is null). Integers of any Go int type are
 // accepted for integer columns when they fit; float32 and float64 for float
@@ -378,21 +449,16 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 			return append(row, s.Timestamp(col, t)), nil
 		}
 	}
-	return bad()
-}
-
-// AppendRow appends the values of a Row aligned with the data schema.
-func (s *ParquetSchema) AppendRow(dst parquet.Row, r Row) (parquet.Row, error) {
-	if len(r) != len(s.fields) {
-		return dst, fmt.Errorf("row has %d values, the data schema %d columns", len(r), len(s.fields))
-	}
-	var err error
-	for i, v := range r {
-		if dst, err = s.AppendValue(dst, i, v); err != nil {
-			return dst, err
+	if _, ok := f.Type.(DecimalType); ok {
+		if x, ok := v.(string); ok {
+			pv, err := s.Decimal(col, x)
+			if err != nil {
+				return row, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			return append(row, pv), nil
 		}
 	}
-	return dst, nil
+	return bad()
 }
 
 // checkRow verifies a row has one value per column in column order, with
@@ -445,6 +511,9 @@ type FileWriter struct {
 	inGroup      int
 	numRows      int64
 	rowBuf       []parquet.Row
+	cols         int         // values per row written, before partitionRow's
+	partitionRow parquet.Row // materialized partition values, added to every row
+	withParts    []parquet.Row
 	err          error // sticky: the file is broken after a write error
 	closed       bool
 }
@@ -468,11 +537,27 @@ func NewFileWriter(w io.Writer, dataSchema *StructType, opts WriterOptions) (*Fi
 
 // newFileWriter starts a data file of the columns of fileSchema, of which
 // only the leading statsCols (the data columns, not those written behind
-// them for row tracking) get stats.
+// them for row tracking) get stats, followed by opts.Partitions, whose
+// values the writer adds to every row.
 func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts WriterOptions) (*FileWriter, error) {
+	cols := len(fileSchema.Fields)
+	if opts.Partitions != nil {
+		fileSchema = &StructType{Fields: append(slices.Clone(fileSchema.Fields), opts.Partitions.Fields...)}
+	}
 	ps, err := NewParquetSchema(fileSchema)
 	if err != nil {
 		return nil, err
+	}
+	var partitionRow parquet.Row
+	for i := cols; i < len(fileSchema.Fields); i++ {
+		f := &fileSchema.Fields[i]
+		v, err := ParsePartitionValue(f.Type, opts.partitionValues[f.Name])
+		if err == nil {
+			partitionRow, err = ps.AppendValue(partitionRow, i, v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition column %s: %w", f.Name, err)
+		}
 	}
 	codec, err := opts.Compression.codec()
 	if err != nil {
@@ -483,6 +568,8 @@ func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts Writ
 		out:          countingWriter{w: w},
 		stats:        newStatsCollector(fileSchema, opts.numIndexedCols(statsCols)),
 		rowGroupRows: opts.RowGroupRows,
+		cols:         cols,
+		partitionRow: partitionRow,
 	}
 	if fw.rowGroupRows <= 0 {
 		fw.rowGroupRows = DefaultRowGroupRows
@@ -526,7 +613,7 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	}
 	written := 0
 	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), w.rowGroupRows-w.inGroup)]
+		chunk := w.addPartitionValues(rows[:min(len(rows), w.rowGroupRows-w.inGroup)])
 		var bad error
 		for i, r := range chunk {
 			if err := w.ps.checkRow(r); err != nil {
@@ -559,13 +646,39 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	return written, nil
 }
 
+// addPartitionValues returns rows with the materialized partition values
+// behind each (in buffers of the writer's own), or rows themselves when
+// the file has none.
+func (w *FileWriter) addPartitionValues(rows []parquet.Row) []parquet.Row {
+	if len(w.partitionRow) == 0 {
+		return rows
+	}
+	if cap(w.withParts) < len(rows) {
+		w.withParts = append(w.withParts[:cap(w.withParts)], make([]parquet.Row, len(rows)-cap(w.withParts))...)
+	}
+	out := w.withParts[:len(rows)]
+	for i, r := range rows {
+		out[i] = append(append(out[i][:0], r...), w.partitionRow...)
+	}
+	return out
+}
+
 // Write writes one row of Go values aligned with the data schema (see Row).
 // It allocates; the engine's hot path uses WriteRows.
 func (w *FileWriter) Write(r Row) error {
 	if len(w.rowBuf) == 0 {
 		w.rowBuf = make([]parquet.Row, 1)
 	}
-	row, err := w.ps.AppendRow(w.rowBuf[0][:0], r)
+	if len(r) != w.cols {
+		return fmt.Errorf("row has %d values, the file %d columns before its partition columns", len(r), w.cols)
+	}
+	row := w.rowBuf[0][:0]
+	var err error
+	for i, v := range r {
+		if row, err = w.ps.AppendValue(row, i, v); err != nil {
+			break
+		}
+	}
 	w.rowBuf[0] = row
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func CreateDataFile(ctx context.Context, store storage.Store, key string, dataSc
 // which the leading statsCols get stats (see newFileWriter).
 func createDataFile(ctx context.Context, store storage.Store, key string, fileSchema *StructType, statsCols int, partitionValues map[string]*string, opts WriterOptions) (*StoreFileWriter, error) {
 	pr, pw := io.Pipe()
-	fw, err := newFileWriter(pw, fileSchema, statsCols, opts)
+	fw, err := newFileWriter(pw, fileSchema, statsCols, opts.WithPartitionValues(partitionValues))
 	if err != nil {
 		return nil, err
 	}

@@ -76,21 +76,23 @@ var featureRules = map[string]featureRule{
 	// Commits write commitInfo.inCommitTimestamp first.
 	"inCommitTimestamp":         {active: inCommitTimestampsOn},
 	"inCommitTimestamp-preview": {active: inCommitTimestampsOn},
-	// Appends need no clustering; OPTIMIZE would have to cluster.
-	"clustering": {refuse: []Op{OpOptimize}, reason: "OPTIMIZE does not cluster"},
+	// Appends need no clustering. OPTIMIZE bin-packs only unclustered files
+	// (no clusteringProvider) into unclustered files, so the files a
+	// clustering implementation made stay as it made them (PlanOptimize).
+	"clustering": {},
 	// Commits assign fresh row IDs and commit versions; OPTIMIZE keeps the
 	// stable ones of an enabled table in its materialized columns
 	// (rowtracking.go).
 	"rowTracking": {active: rowTrackingOn},
 	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend, OpOptimize},
 		reason: "identity values are not generated"},
-	// Reads convert old files' values to the widened types.
-	"typeWidening": {read: true, active: typeWideningOn, refuse: []Op{OpAppend, OpOptimize},
-		reason: "writes are not checked against type changes"},
-	"typeWidening-preview": {read: true, active: typeWideningOn, refuse: []Op{OpAppend, OpOptimize},
-		reason: "writes are not checked against type changes"},
-	"materializePartitionColumns": {refuse: []Op{OpAppend, OpOptimize},
-		reason: "partition values are not written into data files"},
+	// Reads convert old files' values to the widened types; appends and
+	// OPTIMIZE write the current types. deltaflow changes no column's type.
+	"typeWidening":         {read: true, active: typeWideningOn},
+	"typeWidening-preview": {read: true, active: typeWideningOn},
+	// Writers write partition values into every new data file
+	// (Snapshot.ApplyWriterOptions).
+	"materializePartitionColumns": {},
 	"icebergCompatV1": {active: configTrue("delta.enableIcebergCompatV1"), refuse: allWrites,
 		reason: "Iceberg compatibility is not maintained"},
 	"icebergCompatV2": {active: configTrue("delta.enableIcebergCompatV2"), refuse: allWrites,

@@ -48,7 +48,7 @@ type OptimizeResult struct {
 
 // PlanOptimize bin-packs the small files of each partition (sorted by size)
 // into bins of at most TargetSize bytes; only bins of two or more files are
-// worth rewriting. Files with deletion vectors take part: compaction
+// worth rewriting. On clustered tables only unclustered files take part. Files with deletion vectors take part: compaction
 // rewrites them with the deleted rows left out. Files the table's store
 // cannot read (outside the table root, or with a path that cannot be
 // decoded) are left alone.
@@ -61,7 +61,9 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	for _, a := range s.files {
 		// Partition values are keyed by physical names under column mapping.
 		logical := s.logicalPartitionValues(a.PartitionValues)
-		if a.Size >= target || opts.Filter != nil && !opts.Filter(logical) {
+		// A file a clustering implementation made (clusteringProvider) is
+		// left to it: bin-packing it would undo its clustering.
+		if a.Size >= target || a.ClusteringProvider != nil || opts.Filter != nil && !opts.Filter(logical) {
 			continue
 		}
 		if _, err := s.root.key(a.Path); err != nil {
@@ -132,7 +134,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 		return nil, err
 	}
 	wopts := opts.Writer
-	if err := wopts.ApplyTableConfig(s.metadata.Configuration); err != nil {
+	if err := s.ApplyWriterOptions(&wopts); err != nil {
 		return nil, fmt.Errorf("optimize: %w", err)
 	}
 	var preserve *rowTrackingColumns

@@ -24,10 +24,10 @@ var spark4Refusals = map[string]map[Op]string{
 	"default":          {},
 	"cdf":              {},
 	"colmap-readd":     {},
-	"typewidening":     {OpAppend: "typeWidening", OpOptimize: "typeWidening"},
+	"typewidening":     {},
 	"rowtracking":      {},
-	"materialize":      {OpAppend: "materializePartitionColumns", OpOptimize: "materializePartitionColumns"},
-	"clustered":        {OpOptimize: "clustering"},
+	"materialize":      {},
+	"clustered":        {},
 	"v2checkpoint":     {},
 	"variant":          {OpRead: "variantType"},
 	"variant-shredded": {OpRead: "variantType"},
@@ -97,8 +97,20 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		want = append(want, m, m)
 		reads = append(reads, &spark4Read{Name: name + "/append", Path: dir, Version: &appended, want: slices.Clone(want)})
 	}
+	clustered := map[string]bool{}
+	for _, a := range s.Files() {
+		if a.ClusteringProvider != nil {
+			clustered[a.Path] = true
+		}
+	}
 	res, err := tbl.Optimize(t.Context(), s, OptimizeOptions{TargetSize: 1 << 20})
 	checkRefusal(t, OpOptimize, err, refused[OpOptimize])
+	for _, a := range s.Files() {
+		delete(clustered, a.Path)
+	}
+	if len(clustered) > 0 {
+		t.Errorf("OPTIMIZE rewrote the files a clustering implementation made: %v", slices.Sorted(maps.Keys(clustered)))
+	}
 	if err == nil && res.Version < 0 {
 		t.Errorf("optimize committed nothing (%d bins)", len(res.Bins))
 	}
@@ -110,6 +122,12 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		t.Fatal(err)
 	}
 	checkRows(t, tbl, fresh, want)
+	checkMaterializedPartitions(t, dir, fresh)
+	for _, a := range s.Files() {
+		if f := fresh.File(a.Path); a.ClusteringProvider != nil && (f == nil || f.ClusteringProvider == nil) {
+			t.Errorf("%s: clusteringProvider lost in the checkpoint", a.Path)
+		}
+	}
 	optimized := &spark4Read{Name: name + "/optimize", Path: dir, want: want}
 	if exp.RowIDs != nil {
 		checkRowIDRanges(t, fresh)
@@ -133,6 +151,28 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		r.schema = schema
 	}
 	return reads
+}
+
+// checkMaterializedPartitions fails unless, on a table with the writer
+// feature materializePartitionColumns, every live data file holds the
+// partition columns (by physical name) behind its data columns.
+func checkMaterializedPartitions(t *testing.T, dir string, s *Snapshot) {
+	t.Helper()
+	var opts WriterOptions
+	if err := s.ApplyWriterOptions(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Partitions == nil {
+		return
+	}
+	for _, a := range s.Files() {
+		names := parquetColumns(t, dir, a)
+		for i, f := range opts.Partitions.Fields {
+			if j := len(names) - len(opts.Partitions.Fields) + i; j < 0 || names[j] != f.Name {
+				t.Errorf("%s: columns %v, want partition column %s at the end", a.Path, names, f.Name)
+			}
+		}
+	}
 }
 
 // checkRowIDRanges fails unless every live file has a baseRowId and a

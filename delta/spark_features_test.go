@@ -153,13 +153,17 @@ func appendRows(t *testing.T, tbl *Table, s *Snapshot, rows []Row) (int64, error
 		}
 		byPart[k] = append(byPart[k], r)
 	}
+	var opts WriterOptions
+	if err := s.ApplyWriterOptions(&opts); err != nil {
+		t.Fatal(err)
+	}
 	var actions []Action
 	for k, rs := range byPart {
 		pv := map[string]*string{}
 		if len(parts) > 0 {
 			pv[parts[0]] = &k
 		}
-		add, err := WriteDataFile(t.Context(), tbl.Store(), schema, parts, pv, rs, WriterOptions{})
+		add, err := WriteDataFile(t.Context(), tbl.Store(), schema, parts, pv, rs, opts)
 		if err != nil {
 			return 0, err
 		}
@@ -382,15 +386,14 @@ func checkOps(t *testing.T, dir string, exp *sparkExpected, refused map[Op]strin
 
 // TestSparkFeatureGating: on tables delta-spark made with each feature,
 // reads match Spark, and append, OPTIMIZE and VACUUM are done or refused as
-// the feature table of issue 11 says.
+// the feature table of issues 11 and 20 says.
 func TestSparkFeatureGating(t *testing.T) {
-	writes := func(f string) map[Op]string { return map[Op]string{OpAppend: f, OpOptimize: f} }
 	for name, refused := range map[string]map[Op]string{
 		"constraints":  {OpAppend: "checkConstraints"},
 		"generated":    {OpAppend: "generatedColumns"},
 		"cdf":          {},
 		"rowtracking":  {},
-		"typewidening": writes("typeWidening-preview"),
+		"typewidening": {},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir, exp := sparkFixture(t, name)
@@ -430,9 +433,8 @@ func TestSparkColumnMapping(t *testing.T) {
 	}
 }
 
-// checkFieldIDs fails unless the data file's columns have the physical
-// names and column ids of the table's columns.
-func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
+// parquetFields are the top-level fields of a's data file.
+func parquetFields(t *testing.T, dir string, a *Add) []parquet.Field {
 	t.Helper()
 	key, err := DecodePath(a.Path)
 	if err != nil {
@@ -448,7 +450,24 @@ func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ff := range pf.Schema().Fields() {
+	return pf.Schema().Fields()
+}
+
+// parquetColumns are the names of the top-level columns of a's data file.
+func parquetColumns(t *testing.T, dir string, a *Add) []string {
+	t.Helper()
+	var names []string
+	for _, f := range parquetFields(t, dir, a) {
+		names = append(names, f.Name())
+	}
+	return names
+}
+
+// checkFieldIDs fails unless the data file's columns have the physical
+// names and column ids of the table's columns.
+func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
+	t.Helper()
+	for _, ff := range parquetFields(t, dir, a) {
 		found := false
 		for i := range schema.Fields {
 			if PhysicalName(&schema.Fields[i]) == ff.Name() {
