@@ -70,8 +70,8 @@ var featureRules = map[string]featureRule{
 	"deletionVectors": {read: true, active: deletionVectorsOn},
 	// Reads resolve physical names; writes use physical names and field ids.
 	"columnMapping": {read: true, active: columnMappingOn},
-	// V2 checkpoints and sidecars are read; writers may still write classic
-	// V1 checkpoints.
+	// V2 checkpoints and sidecars are read, and written where the table
+	// asks (delta.checkpointPolicy=v2), else classic V1 ones.
 	"v2Checkpoint": {read: true},
 	// Commits write commitInfo.inCommitTimestamp first.
 	"inCommitTimestamp":         {active: inCommitTimestampsOn},

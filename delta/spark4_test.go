@@ -134,6 +134,9 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		optimized.RowIDs, optimized.check = true, func(t *testing.T, got [][3]int64) { checkRowIDs(t, exp.RowIDs, got, appended) }
 	}
 	reads = append(reads, optimized)
+	if fresh.writesV2Checkpoints() {
+		reads = append(reads, fromOurCheckpoint(t, root, name, dir, fresh, want))
+	}
 
 	// Copy two: VACUUM with no retention.
 	vdir, _ := copyFixture(t, filepath.Join(root, name+"-vacuum"), "spark4-features", name)
@@ -151,6 +154,73 @@ func spark4Ops(t *testing.T, root, name string, refused map[Op]string) []*spark4
 		r.schema = schema
 	}
 	return reads
+}
+
+// fromOurCheckpoint copies the table at dir (whose latest version s has a
+// checkpoint deltaflow wrote) without the commits before that version and
+// without any other checkpoint, so that only ours can rebuild it, and
+// checks that it is a V2 checkpoint (UUID-named, checkpointMetadata, file
+// actions in sidecars) that reads as want, here and in delta-rs; Spark
+// reads it too.
+func fromOurCheckpoint(t *testing.T, root, name, dir string, s *Snapshot, want []map[string]any) *spark4Read {
+	t.Helper()
+	cdir := filepath.Join(root, name+"-checkpoint")
+	if err := os.CopyFS(cdir, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	ours := ""
+	logFiles, _ := os.ReadDir(filepath.Join(cdir, "_delta_log"))
+	for _, e := range logFiles {
+		v, kind, _, _, ok := ParseLogFileName(e.Name())
+		switch {
+		case !ok:
+		case kind == LogFileUUIDCheckpoint && v == s.Version():
+			ours = e.Name()
+			continue
+		case kind == LogFileCommit && v >= s.Version():
+			continue
+		case kind == LogFileLastCheckpoint:
+			continue
+		}
+		if !e.IsDir() {
+			if err := os.Remove(filepath.Join(cdir, "_delta_log", e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ours == "" {
+		t.Fatalf("no V2 checkpoint at version %d in %v", s.Version(), logFiles)
+	}
+	data, err := os.ReadFile(filepath.Join(cdir, "_delta_log", ours))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions, err := ParseActions(ours, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecars := 0
+	for i, a := range actions {
+		switch {
+		case i == 0 && (a.CheckpointMetadata == nil || a.CheckpointMetadata.Version != s.Version()):
+			t.Errorf("%s starts with %s, want checkpointMetadata version %d", ours, data[:min(len(data), 80)], s.Version())
+		case a.Add != nil || a.Remove != nil:
+			t.Errorf("%s holds file action %s: they belong in sidecars", ours, data)
+		case a.Sidecar != nil:
+			sidecars++
+		}
+	}
+	if sidecars == 0 {
+		t.Errorf("%s names no sidecar", ours)
+	}
+	tbl := NewTable(localStore(t, cdir))
+	cs, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatalf("read from our checkpoint: %v", err)
+	}
+	checkRows(t, tbl, cs, want)
+	compareWithDeltaRSArgs(t, tbl, cdir, true, []string{"--query"})
+	return &spark4Read{Name: name + "/checkpoint", Path: cdir, want: want}
 }
 
 // checkMaterializedPartitions fails unless, on a table with the writer
