@@ -162,18 +162,23 @@ func DataSchema(schema *StructType, partitionColumns []string) *StructType {
 // ParquetSchema is the Parquet schema of a data file, built from a Delta
 // data schema in declared column order, and the constructors of the
 // parquet.Value each column takes. Build rows for FileWriter.WriteRows with it:
-// one value per column, in column order, e.g.
+// one value per leaf column, in column order, e.g.
 //
 //	row = append(row[:0], ps.Text(0, id), ps.Timestamp(1, t), ps.Null(2))
 //
-// The constructors set the column index and definition level; they do not
-// check that the Go value suits the column (WriteRows does).
+// Every column is one leaf but a variant's, which is two (see Variant;
+// AppendValue appends both). The constructors take the column's index in
+// the data schema, set the leaf's column index and definition level, and do
+// not check that the Go value suits the column (WriteRows does).
 type ParquetSchema struct {
 	fields []StructField
 	schema *parquet.Schema
-	// def is each column's definition level when not null: 1 if optional.
-	def   []int
-	kinds []parquet.Kind
+	leaf   []int // each column's first leaf
+	// Per leaf: its column, its definition level when not null (1 if
+	// optional) and its physical kind.
+	column []int
+	def    []int
+	kinds  []parquet.Kind
 }
 
 // NewParquetSchema maps a Delta data schema (no partition columns) to Parquet.
@@ -203,16 +208,54 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 			node = parquet.FieldID(node, id) // column mapping: the column id
 		}
 		root = append(root, field(f.Name, node))
-		ps.def = append(ps.def, def)
-		ps.kinds = append(ps.kinds, node.Type().Kind())
+		ps.leaf = append(ps.leaf, len(ps.kinds))
+		for _, leaf := range leafKinds(node) {
+			ps.column = append(ps.column, len(ps.leaf)-1)
+			ps.def = append(ps.def, def)
+			ps.kinds = append(ps.kinds, leaf)
+		}
 	}
 	ps.schema = parquet.NewSchema("spark_schema", group(root...))
 	return ps, nil
 }
 
+// leafKinds are the physical kinds of node's leaves, in column order.
+func leafKinds(n parquet.Node) []parquet.Kind {
+	if n.Leaf() {
+		return []parquet.Kind{n.Type().Kind()}
+	}
+	var kinds []parquet.Kind
+	for _, f := range n.Fields() {
+		kinds = append(kinds, leafKinds(f)...)
+	}
+	return kinds
+}
+
+// variantNode is an unshredded variant as the Parquet spec lays it out: a
+// VARIANT group of two required binaries, metadata then value (some
+// readers, DuckDB among them, want that order; Spark finds them by name).
+var variantNode parquet.Node = &orderedGroup{
+	fields: []parquet.Field{
+		field("metadata", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
+		field("value", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
+	},
+	typ: variantV1{parquet.Variant().Type()},
+}
+
+// variantV1 is the VARIANT logical type with its specification version,
+// 1: parquet-go writes 0 (or none), which Spark refuses.
+type variantV1 struct{ parquet.Type }
+
+func (variantV1) LogicalType() *format.LogicalType {
+	return &format.LogicalType{Value: &format.VariantType{SpecificationVersion: 1}}
+}
+
 func parquetLeaf(t DataType) (parquet.Node, error) {
 	if d, ok := t.(DecimalType); ok {
 		return parquet.Decimal(d.Scale, d.Precision, decimalPhysical(d)), nil
+	}
+	if t == Variant {
+		return variantNode, nil
 	}
 	var n parquet.Node
 	switch t {
@@ -258,39 +301,50 @@ func (s *ParquetSchema) Schema() *parquet.Schema { return s.schema }
 // Field is the Delta field of column col.
 func (s *ParquetSchema) Field(col int) *StructField { return &s.fields[col] }
 
-// Null is a null in column col.
-func (s *ParquetSchema) Null(col int) parquet.Value { return parquet.Value{}.Level(0, 0, col) }
+// Null is a null in column col (of one leaf: AppendValue appends a
+// variant's nulls).
+func (s *ParquetSchema) Null(col int) parquet.Value { return parquet.Value{}.Level(0, 0, s.leaf[col]) }
+
+// Variant is the values of a variant column: its metadata, then its value.
+// The byte slices are not copied.
+func (s *ParquetSchema) Variant(col int, v VariantValue) [2]parquet.Value {
+	l := s.leaf[col]
+	return [2]parquet.Value{
+		parquet.ByteArrayValue(v.Metadata).Level(0, s.def[l], l),
+		parquet.ByteArrayValue(v.Value).Level(0, s.def[l], l+1),
+	}
+}
 
 // Bool is a boolean value.
 func (s *ParquetSchema) Bool(col int, v bool) parquet.Value {
-	return parquet.BooleanValue(v).Level(0, s.def[col], col)
+	return parquet.BooleanValue(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Int32 is a value of an integer, short, byte or date (days since the epoch) column.
 func (s *ParquetSchema) Int32(col int, v int32) parquet.Value {
-	return parquet.Int32Value(v).Level(0, s.def[col], col)
+	return parquet.Int32Value(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Int64 is a value of a long column, or of a timestamp or timestamp_ntz
 // column in microseconds since the epoch.
 func (s *ParquetSchema) Int64(col int, v int64) parquet.Value {
-	return parquet.Int64Value(v).Level(0, s.def[col], col)
+	return parquet.Int64Value(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Float32 is a value of a float column.
 func (s *ParquetSchema) Float32(col int, v float32) parquet.Value {
-	return parquet.FloatValue(v).Level(0, s.def[col], col)
+	return parquet.FloatValue(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Float64 is a value of a double column.
 func (s *ParquetSchema) Float64(col int, v float64) parquet.Value {
-	return parquet.DoubleValue(v).Level(0, s.def[col], col)
+	return parquet.DoubleValue(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Text is a value of a string column. The value refers to v's bytes without
 // copying them; the writer copies them when the row is written.
 func (s *ParquetSchema) Text(col int, v string) parquet.Value {
-	return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(v), len(v))).Level(0, s.def[col], col)
+	return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(v), len(v))).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Bytes is a value of a binary (or string) column; b is not copied.
@@ -298,7 +352,7 @@ func (s *ParquetSchema) Bytes(col int, b []byte) parquet.Value {
 	if b == nil {
 		b = []byte{} // a nil slice would be a null-looking value; keep it empty
 	}
-	return parquet.ByteArrayValue(b).Level(0, s.def[col], col)
+	return parquet.ByteArrayValue(b).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Date is a value of a date column: t's calendar date in its own location,
@@ -364,7 +418,7 @@ func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
 	}
 	unscaled := r.Num()
 	var pv parquet.Value
-	switch s.kinds[col] {
+	switch s.kinds[s.leaf[col]] {
 	case parquet.Int32:
 		pv = parquet.Int32Value(int32(unscaled.Int64()))
 	case parquet.Int64:
@@ -378,7 +432,7 @@ func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
 		unscaled.FillBytes(b)
 		pv = parquet.FixedLenByteArrayValue(b)
 	}
-	return pv.Level(0, s.def[col], col), nil
+	return pv.Level(0, s.def[s.leaf[col]], s.leaf[col]), nil
 }
 
 // AppendValue appends the value of column col to row, converting the Go value
@@ -394,7 +448,10 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 		if !f.Nullable {
 			return row, fmt.Errorf("column %q: null in a non-nullable column", f.Name)
 		}
-		return append(row, s.Null(col)), nil
+		for l := s.leaf[col]; l < len(s.column) && s.column[l] == col; l++ {
+			row = append(row, parquet.Value{}.Level(0, 0, l))
+		}
+		return row, nil
 	}
 	bad := func() (parquet.Row, error) {
 		return row, fmt.Errorf("column %q (%s): cannot write %v (%T)", f.Name, typeName(f.Type), v, v)
@@ -448,6 +505,14 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 		if t, ok := v.(time.Time); ok {
 			return append(row, s.Timestamp(col, t)), nil
 		}
+	case Variant:
+		if x, ok := v.(VariantValue); ok {
+			if err := x.check(); err != nil {
+				return row, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			vals := s.Variant(col, x)
+			return append(row, vals[:]...), nil
+		}
 	}
 	if _, ok := f.Type.(DecimalType); ok {
 		if x, ok := v.(string); ok {
@@ -466,7 +531,7 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 // silently writes garbage (or panics) otherwise.
 func (s *ParquetSchema) checkRow(row parquet.Row) error {
 	if len(row) != len(s.kinds) {
-		return fmt.Errorf("row has %d values, the schema %d columns", len(row), len(s.kinds))
+		return fmt.Errorf("row has %d values, the schema %d leaf columns", len(row), len(s.kinds))
 	}
 	for i, v := range row {
 		if v.Column() != i {
@@ -474,16 +539,16 @@ func (s *ParquetSchema) checkRow(row parquet.Row) error {
 		}
 		if v.IsNull() {
 			if s.def[i] == 0 {
-				return fmt.Errorf("column %q: null in a non-nullable column", s.fields[i].Name)
+				return fmt.Errorf("column %q: null in a non-nullable column", s.fields[s.column[i]].Name)
 			}
 			if v.DefinitionLevel() != 0 {
-				return fmt.Errorf("column %q: null with definition level %d", s.fields[i].Name, v.DefinitionLevel())
+				return fmt.Errorf("column %q: null with definition level %d", s.fields[s.column[i]].Name, v.DefinitionLevel())
 			}
 			continue
 		}
 		if v.Kind() != s.kinds[i] || v.DefinitionLevel() != s.def[i] {
 			return fmt.Errorf("column %q: %s value with definition level %d, want %s at level %d",
-				s.fields[i].Name, v.Kind(), v.DefinitionLevel(), s.kinds[i], s.def[i])
+				s.fields[s.column[i]].Name, v.Kind(), v.DefinitionLevel(), s.kinds[i], s.def[i])
 		}
 	}
 	return nil
@@ -566,7 +631,7 @@ func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts Writ
 	fw := &FileWriter{
 		ps:           ps,
 		out:          countingWriter{w: w},
-		stats:        newStatsCollector(fileSchema, opts.numIndexedCols(statsCols)),
+		stats:        newStatsCollector(fileSchema, ps.leaf, opts.numIndexedCols(statsCols)),
 		rowGroupRows: opts.RowGroupRows,
 		cols:         cols,
 		partitionRow: partitionRow,

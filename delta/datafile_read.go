@@ -135,18 +135,20 @@ type fileRowReader struct {
 }
 
 type fieldReader struct {
-	kind     int // fieldConst, fieldLeaf, fieldNested
+	kind     int // fieldConst, fieldLeaf, fieldNested, fieldVariant
 	constant any
 	leaf     int
 	conv     func(parquet.Value) (any, error)
 	name     string
 	typ      DataType
+	variant  *variantReader
 }
 
 const (
 	fieldConst = iota
 	fieldLeaf
 	fieldNested
+	fieldVariant
 )
 
 func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []string, partitionValues map[string]*string) (*fileRowReader, error) {
@@ -189,6 +191,14 @@ func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []st
 		}
 		if !ok {
 			continue // not in this file: null
+		}
+		if sf.Type == Variant {
+			vr, err := newVariantReader(ff, leafStart[phys])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", sf.Name, err)
+			}
+			fd.kind, fd.variant = fieldVariant, vr
+			continue
 		}
 		if ff.Leaf() && !ff.Repeated() {
 			conv, err := leafConverter(sf.Type, ff)
@@ -252,6 +262,12 @@ func (fr *fileRowReader) convert(pr parquet.Row) (Row, error) {
 			row[i] = v
 		case fieldNested:
 			row[i] = nestedValue(fd.typ, nested[fd.name])
+		case fieldVariant:
+			v, err := fd.variant.read(pr, fr.start, fr.end)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", fd.name, err)
+			}
+			row[i] = v
 		}
 	}
 	return row, nil

@@ -84,8 +84,14 @@ var featureRules = map[string]featureRule{
 	// stable ones of an enabled table in its materialized columns
 	// (rowtracking.go).
 	"rowTracking": {active: rowTrackingOn},
-	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend, OpOptimize},
+	// OPTIMIZE copies identity values as they are.
+	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend},
 		reason: "identity values are not generated"},
+	// Variants are read unshredded or shredded, and written unshredded,
+	// which every table with the type allows (shredding is optional).
+	"variantType":              {read: true},
+	"variantShredding":         {read: true},
+	"variantShredding-preview": {read: true},
 	// Reads convert old files' values to the widened types; appends and
 	// OPTIMIZE write the current types. deltaflow changes no column's type.
 	"typeWidening":         {read: true, active: typeWideningOn},

@@ -52,6 +52,9 @@ var tableFeatures = []tableFeature{
 	{name: "timestampNtz", reader: true, active: func(_ *Metadata, s *StructType) bool {
 		return anyType(s, func(t DataType) bool { return t == TimestampNTZ })
 	}},
+	{name: "variantType", reader: true, active: func(_ *Metadata, s *StructType) bool {
+		return anyType(s, func(t DataType) bool { return t == Variant })
+	}},
 }
 
 // anyType reports whether match holds for t or for any type nested in it.

@@ -29,8 +29,8 @@ var spark4Refusals = map[string]map[Op]string{
 	"materialize":      {},
 	"clustered":        {},
 	"v2checkpoint":     {},
-	"variant":          {OpRead: "variantType"},
-	"variant-shredded": {OpRead: "variantType"},
+	"variant":          {},
+	"variant-shredded": {},
 }
 
 // spark4Read is one table (at one version, or the latest) for Spark 4 to
@@ -60,12 +60,36 @@ func TestSpark4(t *testing.T) {
 			reads = append(reads, spark4Ops(t, root, name, spark4Refusals[name])...)
 		})
 	}
+	t.Run("ours", func(t *testing.T) { reads = append(reads, ourVariantTable(t, root)) })
 	t.Run("spark", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("starts a Spark 4 JVM")
 		}
 		checkWithSpark4(t, reads)
 	})
+}
+
+// ourVariantTable creates a table with a variant column here (the protocol
+// the column needs: reader 3 / writer 7 with variantType) and appends a
+// row, for Spark to read.
+func ourVariantTable(t *testing.T, root string) *spark4Read {
+	dir := filepath.Join(root, "ours-variant")
+	tbl := NewTable(localStore(t, dir))
+	schema := &StructType{Fields: []StructField{{Name: "id", Type: Long, Nullable: true}, {Name: "v", Type: Variant, Nullable: true}}}
+	s, err := tbl.Create(t.Context(), schema, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Protocol(); p.MinReaderVersion != 3 || !slices.Contains(p.ReaderFeatures, "variantType") || !slices.Contains(p.WriterFeatures, "variantType") {
+		t.Errorf("protocol %+v, want variantType at reader 3 / writer 7", p)
+	}
+	row, m := sampleRow(schema)
+	if _, err := appendRows(t, tbl, s, []Row{row, {int64(2), nil}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{m, {"id": int64(2), "v": nil}}
+	checkRows(t, tbl, s, want)
+	return &spark4Read{Name: "ours/variant", Path: dir, schema: schema, want: want}
 }
 
 // spark4Ops runs the operations on copies of fixture name under root and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/variant"
 )
 
 // The fixtures in testdata/spark-features were made by delta-spark 3.2 with
@@ -342,6 +343,13 @@ func sampleRow(schema *StructType) (Row, map[string]any) {
 		}
 		if d, ok := f.Type.(DecimalType); ok {
 			r[i] = "1." + strings.Repeat("5", d.Scale)
+		}
+		if f.Type == Variant {
+			m, v, err := variant.Marshal(map[string]any{"state": "ON", "power": 84.5, "n": int64(i), "tags": []any{"x", nil, true}})
+			if err != nil {
+				panic(err)
+			}
+			r[i] = VariantValue{Metadata: m, Value: v}
 		}
 		m[f.Name] = r[i]
 	}

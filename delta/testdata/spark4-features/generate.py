@@ -21,7 +21,7 @@ expected.json: `version`; `rows` (latest version); `rowsByVersion`;
 `queries`: [{where, sql, count}] — a deltaflow --where filter, the same
 predicate in Spark SQL, and the rows Spark counts with it; `rowIds` (row
 tracking fixtures): id, _metadata.row_id and _metadata.row_commit_version of
-every row.
+every row; `json` (variant fixtures): the text parse_json read for each id.
 
 Fixtures:
   default         a plain partitioned table, as CREATE TABLE makes one.
@@ -65,7 +65,7 @@ def unskipped(spark, path):
     return spark.createDataFrame(df.collect(), df.schema)
 
 
-def finish(spark, name, path, queries=(), row_ids=False):
+def finish(spark, name, path, queries=(), row_ids=False, extra=None):
     """Write expected.json and drop Hadoop's .crc side files."""
     hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
     versions = sorted(h["version"] for h in hist)
@@ -77,6 +77,7 @@ def finish(spark, name, path, queries=(), row_ids=False):
     }
     if row_ids:
         exp["rowIds"] = session.row_ids(spark, path)
+    exp.update(extra or {})
     for f in glob.glob(os.path.join(path, "**", ".*.crc"), recursive=True):
         os.remove(f)
     with open(os.path.join(path, "expected.json"), "w") as f:
@@ -220,30 +221,32 @@ def make_variant(spark, t, shredded=False):
         spark.conf.unset("spark.sql.variant.forceShreddingSchemaForTest")
 
 
+VARIANT_INPUTS = {"json": {str(i): j for i, j in enumerate(VARIANT_JSON)}}
+
 FIXTURES = [
-    ("default", make_default, (), False),
-    ("cdf", make_cdf, (), False),
-    ("colmap-readd", make_colmap_readd, COLMAP_QUERIES, False),
-    ("typewidening", make_typewidening, TYPEWIDENING_QUERIES, False),
-    ("rowtracking", make_rowtracking, (), True),
-    ("materialize", make_materialize, (), False),
-    ("clustered", make_clustered, (), False),
-    ("v2checkpoint", make_v2checkpoint, (), False),
-    ("variant", make_variant, (), False),
-    ("variant-shredded", lambda spark, t: make_variant(spark, t, shredded=True), (), False),
+    ("default", make_default, (), False, None),
+    ("cdf", make_cdf, (), False, None),
+    ("colmap-readd", make_colmap_readd, COLMAP_QUERIES, False, None),
+    ("typewidening", make_typewidening, TYPEWIDENING_QUERIES, False, None),
+    ("rowtracking", make_rowtracking, (), True, None),
+    ("materialize", make_materialize, (), False, None),
+    ("clustered", make_clustered, (), False, None),
+    ("v2checkpoint", make_v2checkpoint, (), False, None),
+    ("variant", make_variant, (), False, VARIANT_INPUTS),
+    ("variant-shredded", lambda spark, t: make_variant(spark, t, shredded=True), (), False, VARIANT_INPUTS),
 ]
 
 
 def main():
     only = set(sys.argv[1:])
     spark = session.build("deltaflow-spark4-fixtures")
-    for name, make, queries, row_ids in FIXTURES:
+    for name, make, queries, row_ids, extra in FIXTURES:
         if only and name not in only:
             continue
         path = os.path.join(HERE, name)
         shutil.rmtree(path, ignore_errors=True)
         make(spark, f"delta.`{path}`")
-        finish(spark, name, path, queries, row_ids)
+        finish(spark, name, path, queries, row_ids, extra)
     spark.stop()
 
 
