@@ -161,22 +161,27 @@ else
 	echo "$spark_want" >"$VENV/spark.version"
 fi
 
-# The Spark jars: one Spark start resolves spark.jars.packages from Maven
-# Central into $SPARK_IVY; later starts find them there.
-spark_dir="$(cd "$(dirname "$0")/spark" && pwd)"
-jars_want="$(cd "$spark_dir" && "$VENV/bin/python" -c 'import session; print(",".join(session.PACKAGES))')"
-if [[ "$(cat "$SPARK_IVY/packages.version" 2>/dev/null)" == "$jars_want" ]]; then
-	log "spark jars: cached ($SPARK_IVY)"
-else
-	command -v java >/dev/null || die "java not found (Spark $PYSPARK_VERSION needs Java 8, 11 or 17)"
-	log "spark jars: resolving $jars_want into $SPARK_IVY"
-	mkdir -p "$SPARK_IVY"
+# spark_jars NAME PYTHON DIR IVY: resolve the jars DIR/session.py names
+# (session.PACKAGES, through spark.jars.packages from Maven Central) into
+# the Ivy cache IVY with one Spark start, unless IVY's stamp says they are
+# there; later starts find them there.
+spark_jars() {
+	local name="$1" python="$2" dir="$3" ivy="$4" want start
+	want="$(cd "$dir" && "$python" -c 'import session; print(",".join(session.PACKAGES))')"
+	if [[ "$(cat "$ivy/packages.version" 2>/dev/null)" == "$want" ]]; then
+		log "$name jars: cached ($ivy)"
+		return
+	fi
+	command -v java >/dev/null || die "java not found ($name needs Java 17)"
+	log "$name jars: resolving $want into $ivy"
+	mkdir -p "$ivy"
 	start=$SECONDS
-	(cd "$spark_dir" && DELTAFLOW_CACHE="$CACHE" "$VENV/bin/python" session.py) >"$SPARK_IVY/resolve.log" 2>&1 ||
-		{ tail -50 "$SPARK_IVY/resolve.log" >&2; die "spark could not resolve its jars"; }
-	log "spark jars: resolved in $((SECONDS - start))s"
-	echo "$jars_want" >"$SPARK_IVY/packages.version"
-fi
+	(cd "$dir" && DELTAFLOW_CACHE="$CACHE" "$python" session.py) >"$ivy/resolve.log" 2>&1 ||
+		{ tail -50 "$ivy/resolve.log" >&2; die "$name could not resolve its jars"; }
+	log "$name jars: resolved in $((SECONDS - start))s"
+	echo "$want" >"$ivy/packages.version"
+}
+spark_jars spark "$VENV/bin/python" "$(cd "$(dirname "$0")/spark" && pwd)" "$SPARK_IVY"
 
 # Spark 4: pyspark in its own venv, the Delta jar resolved by one start.
 spark4_want="pyspark==$PYSPARK4_VERSION"
@@ -191,16 +196,6 @@ else
 	echo "$spark4_want" >"$VENV_SPARK4/deps.version"
 fi
 spark4_dir="$(cd "$(dirname "$0")/spark4" && pwd)"
-jars4_want="$(cd "$spark4_dir" && "$VENV_SPARK4/bin/python" -c 'import session; print(",".join(session.PACKAGES))')"
-[[ "$jars4_want" == *":$DELTA_SPARK4_VERSION" ]] || die "scripts/spark4/session.py names $jars4_want, scripts/lib.sh delta-spark $DELTA_SPARK4_VERSION"
-if [[ "$(cat "$SPARK4_IVY/packages.version" 2>/dev/null)" == "$jars4_want" ]]; then
-	log "spark 4 jars: cached ($SPARK4_IVY)"
-else
-	log "spark 4 jars: resolving $jars4_want into $SPARK4_IVY"
-	mkdir -p "$SPARK4_IVY"
-	start=$SECONDS
-	(cd "$spark4_dir" && DELTAFLOW_CACHE="$CACHE" "$VENV_SPARK4/bin/python" session.py) >"$SPARK4_IVY/resolve.log" 2>&1 ||
-		{ tail -50 "$SPARK4_IVY/resolve.log" >&2; die "spark 4 could not resolve its jars"; }
-	log "spark 4 jars: resolved in $((SECONDS - start))s"
-	echo "$jars4_want" >"$SPARK4_IVY/packages.version"
-fi
+grep -q "io.delta:delta-spark_4.2_2.13:$DELTA_SPARK4_VERSION" "$spark4_dir/session.py" ||
+	die "scripts/spark4/session.py does not name delta-spark $DELTA_SPARK4_VERSION (scripts/lib.sh)"
+spark_jars "spark 4" "$VENV_SPARK4/bin/python" "$spark4_dir" "$SPARK4_IVY"

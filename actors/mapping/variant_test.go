@@ -164,19 +164,7 @@ func TestMapVariantDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := []*Record{rec(plugSample), rec(doorSample)}
-	var row Row
-	row.Arena = new(Arena)
-	i := 0
-	allocs := testing.AllocsPerRun(1000, func() {
-		if err := m.Map(recs[i%2], &row); err != nil {
-			t.Fatal(err)
-		}
-		if i++; i%200 == 0 {
-			row.Arena.Reset()
-		}
-	})
-	if allocs != 0 {
+	if allocs := mapAllocs(t, m); allocs != 0 {
 		t.Errorf("Map allocates %.1f times per record", allocs)
 	}
 }

@@ -5,12 +5,14 @@ pyspark 4.2.0 (pip, its own venv) with delta-spark 4.4.0; the Delta jar
 comes from Maven Central through spark.jars.packages into an Ivy cache under
 $DELTAFLOW_CACHE (scripts/install-deps.sh resolves it once).
 """
-import datetime
-import decimal
 import json
 import os
+import sys
 
 from pyspark.sql import SparkSession
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from rowjson import render  # noqa: E402
 
 # Keep in step with scripts/lib.sh (DELTA_SPARK4_VERSION).
 PACKAGES = ["io.delta:delta-spark_4.2_2.13:4.4.0"]
@@ -43,22 +45,6 @@ def build(app_name):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
     return spark
-
-
-def render(v):
-    """Render a value as scripts/deltars.py does for delta-rs rows."""
-    if v is None or isinstance(v, (bool, int, str, float)):
-        return v
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (
-            v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
-    if isinstance(v, datetime.date):
-        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
-    if isinstance(v, decimal.Decimal):
-        return str(v)
-    return str(v)
 
 
 def frame(spark, path, version=None):

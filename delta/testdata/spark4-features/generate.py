@@ -48,8 +48,6 @@ Fixtures:
   variant-shredded  the same rows written shredded (variantShredding-preview,
                   typed_value columns for a, b and c).
 """
-import glob
-import json
 import os
 import shutil
 import sys
@@ -57,6 +55,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "scripts", "spark4"))
 import session  # noqa: E402
+from rowjson import sql  # noqa: E402
+import rowjson  # noqa: E402
 
 
 def unskipped(spark, path):
@@ -66,7 +66,7 @@ def unskipped(spark, path):
 
 
 def finish(spark, name, path, queries=(), row_ids=False, extra=None):
-    """Write expected.json and drop Hadoop's .crc side files."""
+    """Write expected.json."""
     hist = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
     versions = sorted(h["version"] for h in hist)
     exp = {
@@ -78,17 +78,7 @@ def finish(spark, name, path, queries=(), row_ids=False, extra=None):
     if row_ids:
         exp["rowIds"] = session.row_ids(spark, path)
     exp.update(extra or {})
-    for f in glob.glob(os.path.join(path, "**", ".*.crc"), recursive=True):
-        os.remove(f)
-    with open(os.path.join(path, "expected.json"), "w") as f:
-        json.dump(exp, f, indent=1, sort_keys=True)
-        f.write("\n")
-    print(f"{name}: version {exp['version']}, {len(exp['rows'])} rows", file=sys.stderr)
-
-
-def sql(spark, *stmts):
-    for s in stmts:
-        spark.sql(s)
+    rowjson.write_expected(name, path, exp)
 
 
 def make_default(spark, t):
