@@ -45,12 +45,16 @@ func TestRowIDsAssignedPerAttempt(t *testing.T) {
 	if hwm, err := s.rowIDHighWaterMark(); err != nil || hwm != before+5 {
 		t.Errorf("high-water mark %d (%v), want %d", hwm, err, before+5)
 	}
-	commits, err := tbl.readCommits(t.Context(), []string{CommitKey(v1), CommitKey(v2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range []int64{v1, v2} {
-		for _, a := range commits[i] {
+	for _, v := range []int64{v1, v2} {
+		data, err := tbl.Store().Get(t.Context(), CommitKey(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions, err := ParseActions(CommitKey(v), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range actions {
 			if a.Add != nil && (a.Add.DefaultRowCommitVersion == nil || *a.Add.DefaultRowCommitVersion != v) {
 				t.Errorf("version %d: %s has defaultRowCommitVersion %v", v, a.Add.Path, a.Add.DefaultRowCommitVersion)
 			}
