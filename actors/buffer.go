@@ -125,7 +125,7 @@ func (b *buffer) file(epoch uint64) *epochFile {
 		return b.files[n-1]
 	}
 	f := &epochFile{epoch: epoch}
-	w, err := delta.NewFileWriter(&f.out, b.cfg.dataSchema, b.cfg.writer)
+	w, err := delta.NewFileWriter(&f.out, b.cfg.dataSchema, b.cfg.writer.WithPartitionValues(b.physicalValues()))
 	if err != nil {
 		panic(fmt.Errorf("buffer %s: %w", b.key, err))
 	}
@@ -180,6 +180,15 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 	}()
 }
 
+// physicalValues are the buffer's partition values keyed by physical name,
+// as add actions and materialized partition columns take them.
+func (b *buffer) physicalValues() map[string]*string {
+	if b.cfg.tableSchema == nil {
+		return b.values
+	}
+	return delta.PhysicalPartitionValues(b.cfg.tableSchema, b.values)
+}
+
 // upload writes one finished file, retrying failures that are not permanent;
 // the file stays invisible until the committer commits its add.
 func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats) (messages.DataFile, error) {
@@ -195,12 +204,8 @@ func (b *buffer) upload(ctx context.Context, data *chunkFile, st delta.FileStats
 		return messages.DataFile{}, fmt.Errorf("upload %s: %w", key, err)
 	}
 	b.cfg.health.Recover("storage")
-	values := b.values
-	if b.cfg.tableSchema != nil {
-		values = delta.PhysicalPartitionValues(b.cfg.tableSchema, values)
-	}
 	return messages.DataFile{
-		Path: delta.EncodePath(key), Size: size, PartitionValues: values,
+		Path: delta.EncodePath(key), Size: size, PartitionValues: b.physicalValues(),
 		ModificationTime: time.Now().UnixMilli(), Stats: st.Stats, Rows: st.NumRecords,
 	}, nil
 }

@@ -247,9 +247,9 @@ func appendProtocol(t *testing.T, dir string, p *Protocol) {
 // supported features that are not active refuse nothing.
 func TestUnsupportedProtocol(t *testing.T) {
 	for name, p := range map[string]*Protocol{
-		"variantType":    {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"variantType"}, WriterFeatures: []string{"variantType"}},
-		"reader v4":      {MinReaderVersion: 4, MinWriterVersion: 7},
-		"catalogManaged": {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "catalogManaged"}, WriterFeatures: []string{"catalogManaged"}},
+		"unknown feature": {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"geospatial"}, WriterFeatures: []string{"geospatial"}},
+		"reader v4":       {MinReaderVersion: 4, MinWriterVersion: 7},
+		"catalogManaged":  {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "catalogManaged"}, WriterFeatures: []string{"catalogManaged"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := copyGolden(t, "spark-checkpoint")

@@ -218,8 +218,9 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // actions is the snapshot state in the order to write:
 // protocol, metaData, live adds (dataChange=false), unexpired removes, txns,
 // domainMetadata; commitInfo and unknown actions are dropped. The file has
-// exactly the schema Spark 3.5 writes, so remove.stats/tags and
-// add.clusteringProvider are not kept.
+// the schema Spark 3.5 writes plus add.clusteringProvider as delta-spark 4
+// writes it (a clustered table's files must keep it), so remove.stats/tags
+// are not kept.
 //
 // The whole file is built in memory and stored with one Put, so no reader
 // sees a partial file; two writers racing on the same version write the same
@@ -228,20 +229,8 @@ func ReadLastCheckpoint(ctx context.Context, store storage.Store) (*LastCheckpoi
 // and only when it names an older checkpoint (or none, or is unreadable).
 func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, actions []Action) (*LastCheckpoint, error) {
 	key := CheckpointKey(version)
-	// A checkpoint replaces the commits before it, which log cleanup then
-	// deletes: one without exactly one protocol and metaData would leave
-	// the table unreadable.
-	var protocols, metadatas int
-	for i := range actions {
-		if actions[i].Protocol != nil {
-			protocols++
-		}
-		if actions[i].MetaData != nil {
-			metadatas++
-		}
-	}
-	if protocols != 1 || metadatas != 1 {
-		return nil, fmt.Errorf("write checkpoint %s: need one protocol and one metaData, got %d and %d", key, protocols, metadatas)
+	if err := checkStateActions(key, actions); err != nil {
+		return nil, err
 	}
 	data, rows, adds, err := encodeCheckpoint(actions)
 	if err != nil {
@@ -252,27 +241,60 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, version int64, ac
 	}
 	failpoint.Hit(failpoint.Checkpoint)
 	lc := &LastCheckpoint{Version: version, Size: rows, SizeInBytes: int64(len(data)), NumOfAddFiles: adds}
-	// The hint never moves backwards: a slow writer finishing an older
-	// checkpoint after a newer one must not send readers (and log cleanup,
-	// which keeps what the newest checkpoint needs) to the older one.
-	if cur, err := ReadLastCheckpoint(ctx, store); err == nil && cur.Version >= version {
-		return lc, nil
+	return lc, writeLastCheckpoint(ctx, store, lc)
+}
+
+// checkStateActions refuses checkpoint actions without exactly one protocol
+// and one metaData: a checkpoint replaces the commits before it, which log
+// cleanup then deletes, so such a checkpoint would leave the table
+// unreadable.
+func checkStateActions(key string, actions []Action) error {
+	var protocols, metadatas int
+	for i := range actions {
+		if actions[i].Protocol != nil {
+			protocols++
+		}
+		if actions[i].MetaData != nil {
+			metadatas++
+		}
+	}
+	if protocols != 1 || metadatas != 1 {
+		return fmt.Errorf("write checkpoint %s: need one protocol and one metaData, got %d and %d", key, protocols, metadatas)
+	}
+	return nil
+}
+
+// writeLastCheckpoint points _last_checkpoint at lc's checkpoint, which
+// must be complete. The hint never moves backwards: a slow writer finishing
+// an older checkpoint after a newer one must not send readers (and log
+// cleanup, which keeps what the newest checkpoint needs) to the older one.
+func writeLastCheckpoint(ctx context.Context, store storage.Store, lc *LastCheckpoint) error {
+	if cur, err := ReadLastCheckpoint(ctx, store); err == nil && cur.Version >= lc.Version {
+		return nil
 	}
 	hint, err := json.Marshal(lc)
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", LastCheckpointKey, err)
+		return fmt.Errorf("write %s: %w", LastCheckpointKey, err)
 	}
 	if err := store.Put(ctx, LastCheckpointKey, hint); err != nil {
-		return nil, fmt.Errorf("write %s: %w", LastCheckpointKey, err)
+		return fmt.Errorf("write %s: %w", LastCheckpointKey, err)
 	}
-	return lc, nil
+	return nil
 }
 
 // encodeCheckpoint returns the Parquet file of actions, its row count and
 // its number of adds.
 func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err error) {
+	return encodeActionRows(checkpointSchema, (*rowEncoder).encode, actions)
+}
+
+// encodeActionRows writes the checkpoint actions among actions (not
+// commitInfo or unknown ones) as Parquet rows of schema, each made by
+// encode, and returns the file, its row count and its number of adds.
+func encodeActionRows(schema *parquet.Schema, encode func(*rowEncoder, parquet.Row, *Action) parquet.Row,
+	actions []Action) (data []byte, rows, adds int64, err error) {
 	var buf bytes.Buffer
-	w := parquet.NewWriter(&buf, checkpointSchema,
+	w := parquet.NewWriter(&buf, schema,
 		parquet.Compression(&parquet.Snappy),
 		parquet.DataPageVersion(1), // Delta asks for V1 data pages
 		// parquet-go defaults to DELTA_LENGTH_BYTE_ARRAY; PLAIN is what every
@@ -301,7 +323,7 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 		// Reuse the row slices of earlier batches: WriteRows copies the values.
 		n := len(batch)
 		batch = batch[:n+1]
-		batch[n] = enc.encode(batch[n][:0], a)
+		batch[n] = encode(&enc, batch[n][:0], a)
 		rows++
 		if len(batch) == batchSize {
 			if err := flush(); err != nil {
@@ -318,7 +340,8 @@ func encodeCheckpoint(actions []Action) (data []byte, rows, adds int64, err erro
 	return buf.Bytes(), rows, adds, nil
 }
 
-// The checkpoint schema, field for field as Spark 3.5 writes it (parquet-mr
+// The checkpoint schema, field for field as Spark 3.5 writes it, with
+// add.clusteringProvider where delta-spark 4 writes it (parquet-mr
 // 1.13.1; see docs/delta-notes.md §4). Every field is optional, integers carry no
 // logical type annotation, maps are MAP(repeated key_value{required key;
 // optional value}) and lists are LIST(repeated list{optional element}).
@@ -339,35 +362,39 @@ var (
 		field("maxRowIndex", pqInt64),
 	))
 
+	addNode = parquet.Optional(group(
+		field("path", pqString),
+		field("partitionValues", pqMap),
+		field("size", pqInt64),
+		field("modificationTime", pqInt64),
+		field("dataChange", pqBool),
+		field("tags", pqMap),
+		field("deletionVector", pqDV),
+		field("baseRowId", pqInt64),
+		field("defaultRowCommitVersion", pqInt64),
+		field("clusteringProvider", pqString),
+		field("stats", pqString),
+	))
+	removeNode = parquet.Optional(group(
+		field("path", pqString),
+		field("deletionTimestamp", pqInt64),
+		field("dataChange", pqBool),
+		field("extendedFileMetadata", pqBool),
+		field("partitionValues", pqMap),
+		field("size", pqInt64),
+		field("deletionVector", pqDV),
+		field("baseRowId", pqInt64),
+		field("defaultRowCommitVersion", pqInt64),
+	))
+
 	checkpointSchema = parquet.NewSchema("spark_schema", group(
 		field("txn", parquet.Optional(group(
 			field("appId", pqString),
 			field("version", pqInt64),
 			field("lastUpdated", pqInt64),
 		))),
-		field("add", parquet.Optional(group(
-			field("path", pqString),
-			field("partitionValues", pqMap),
-			field("size", pqInt64),
-			field("modificationTime", pqInt64),
-			field("dataChange", pqBool),
-			field("tags", pqMap),
-			field("deletionVector", pqDV),
-			field("baseRowId", pqInt64),
-			field("defaultRowCommitVersion", pqInt64),
-			field("stats", pqString),
-		))),
-		field("remove", parquet.Optional(group(
-			field("path", pqString),
-			field("deletionTimestamp", pqInt64),
-			field("dataChange", pqBool),
-			field("extendedFileMetadata", pqBool),
-			field("partitionValues", pqMap),
-			field("size", pqInt64),
-			field("deletionVector", pqDV),
-			field("baseRowId", pqInt64),
-			field("defaultRowCommitVersion", pqInt64),
-		))),
+		field("add", addNode),
+		field("remove", removeNode),
 		field("metaData", parquet.Optional(group(
 			field("id", pqString),
 			field("name", pqString),
@@ -394,6 +421,9 @@ var (
 		))),
 	))
 	checkpointColumns = len(checkpointSchema.Columns())
+
+	// sidecarSchema is a V2 checkpoint sidecar's: file actions only.
+	sidecarSchema = parquet.NewSchema("spark_schema", group(field("add", addNode), field("remove", removeNode)))
 )
 
 // plainType is an INT32, INT64 or BOOLEAN type as Spark writes it: without
@@ -413,6 +443,7 @@ type rowEncoder struct {
 	col int
 }
 
+// encode is a's row of a classic checkpoint (checkpointSchema).
 func (e *rowEncoder) encode(row parquet.Row, a *Action) parquet.Row {
 	e.row, e.col = row, 0
 	if t := a.Txn; t == nil {
@@ -422,37 +453,7 @@ func (e *rowEncoder) encode(row parquet.Row, a *Action) parquet.Row {
 		e.i64(2, t.Version)
 		e.optI64(2, t.LastUpdated)
 	}
-	if f := a.Add; f == nil {
-		e.null(17, 0)
-	} else {
-		e.str(2, f.Path)
-		strMap(e, 2, f.PartitionValues, false) // required: {} when empty
-		e.i64(2, f.Size)
-		e.i64(2, f.ModificationTime)
-		e.boolean(2, f.DataChange)
-		strMap(e, 2, f.Tags, f.Tags == nil)
-		e.dv(2, f.DeletionVector)
-		e.optI64(2, f.BaseRowID)
-		e.optI64(2, f.DefaultRowCommitVersion)
-		e.optStr(2, f.Stats, f.Stats == "")
-	}
-	if r := a.Remove; r == nil {
-		e.null(15, 0)
-	} else {
-		e.str(2, r.Path)
-		e.optI64(2, r.DeletionTimestamp)
-		e.boolean(2, r.DataChange)
-		if r.ExtendedFileMetadata == nil {
-			e.null(1, 1)
-		} else {
-			e.boolean(2, *r.ExtendedFileMetadata)
-		}
-		strMap(e, 2, r.PartitionValues, r.PartitionValues == nil)
-		e.optI64(2, r.Size)
-		e.dv(2, r.DeletionVector)
-		e.optI64(2, r.BaseRowID)
-		e.optI64(2, r.DefaultRowCommitVersion)
-	}
+	e.files(a)
 	if m := a.MetaData; m == nil {
 		e.null(11, 0)
 	} else {
@@ -485,6 +486,49 @@ func (e *rowEncoder) encode(row parquet.Row, a *Action) parquet.Row {
 		panic(fmt.Sprintf("delta: checkpoint row has %d columns, schema %d", e.col, checkpointColumns))
 	}
 	return e.row
+}
+
+// encodeFiles is a's row of a V2 checkpoint sidecar (sidecarSchema).
+func (e *rowEncoder) encodeFiles(row parquet.Row, a *Action) parquet.Row {
+	e.row, e.col = row, 0
+	e.files(a)
+	return e.row
+}
+
+// files writes the add and remove groups.
+func (e *rowEncoder) files(a *Action) {
+	if f := a.Add; f == nil {
+		e.null(18, 0)
+	} else {
+		e.str(2, f.Path)
+		strMap(e, 2, f.PartitionValues, false) // required: {} when empty
+		e.i64(2, f.Size)
+		e.i64(2, f.ModificationTime)
+		e.boolean(2, f.DataChange)
+		strMap(e, 2, f.Tags, f.Tags == nil)
+		e.dv(2, f.DeletionVector)
+		e.optI64(2, f.BaseRowID)
+		e.optI64(2, f.DefaultRowCommitVersion)
+		e.optStrPtr(2, f.ClusteringProvider)
+		e.optStr(2, f.Stats, f.Stats == "")
+	}
+	if r := a.Remove; r == nil {
+		e.null(15, 0)
+	} else {
+		e.str(2, r.Path)
+		e.optI64(2, r.DeletionTimestamp)
+		e.boolean(2, r.DataChange)
+		if r.ExtendedFileMetadata == nil {
+			e.null(1, 1)
+		} else {
+			e.boolean(2, *r.ExtendedFileMetadata)
+		}
+		strMap(e, 2, r.PartitionValues, r.PartitionValues == nil)
+		e.optI64(2, r.Size)
+		e.dv(2, r.DeletionVector)
+		e.optI64(2, r.BaseRowID)
+		e.optI64(2, r.DefaultRowCommitVersion)
+	}
 }
 
 func (e *rowEncoder) put(v parquet.Value, def int) {

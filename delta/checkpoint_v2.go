@@ -3,8 +3,13 @@ package delta
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -16,6 +21,71 @@ import (
 
 // SidecarDir holds the sidecar files of V2 checkpoints.
 const SidecarDir = LogDir + "_sidecars/"
+
+// checkpointPolicyKey is the table property asking for V2 checkpoints
+// ("v2"; "classic", the default, for V1).
+const checkpointPolicyKey = "delta.checkpointPolicy"
+
+// sidecarActions bounds the file actions of one sidecar, so that a large
+// state is spread over several files readers can take in parallel.
+const sidecarActions = 100_000
+
+// writesV2Checkpoints reports whether the table asks for V2 checkpoints:
+// delta.checkpointPolicy=v2 on a table supporting v2Checkpoint.
+func (s *Snapshot) writesV2Checkpoints() bool {
+	return strings.EqualFold(s.metadata.Configuration[checkpointPolicyKey], "v2") &&
+		slices.Contains(s.protocol.readerFeatureSet(), "v2Checkpoint")
+}
+
+// writeV2Checkpoint writes a UUID-named V2 checkpoint of version (PROTOCOL.md
+// "V2 Spec"): the file actions in sidecar files of at most perSidecar
+// actions each, then the top-level JSON file holding a checkpointMetadata
+// action, the other actions and one sidecar action per sidecar, then
+// _last_checkpoint; call it only once the commit of version exists. Every
+// file has a new name, so nothing is ever overwritten, and the top-level
+// file, which makes the checkpoint visible, is written last.
+func writeV2Checkpoint(ctx context.Context, store storage.Store, version int64, actions []Action, perSidecar int) (*LastCheckpoint, error) {
+	key := fmt.Sprintf("%s%020d.checkpoint.%s.json", LogDir, version, uuid.NewString())
+	if err := checkStateActions(key, actions); err != nil {
+		return nil, err
+	}
+	top := []Action{{CheckpointMetadata: &CheckpointMetadata{Version: version}}}
+	var files []Action
+	for _, a := range actions {
+		switch {
+		case a.Add != nil || a.Remove != nil:
+			files = append(files, a)
+		case a.Protocol != nil || a.MetaData != nil || a.Txn != nil || a.DomainMetadata != nil:
+			top = append(top, a)
+		}
+	}
+	lc := &LastCheckpoint{Version: version}
+	for part := range slices.Chunk(files, perSidecar) {
+		data, rows, adds, err := encodeActionRows(sidecarSchema, (*rowEncoder).encodeFiles, part)
+		if err != nil {
+			return nil, fmt.Errorf("write checkpoint %s: sidecar: %w", key, err)
+		}
+		name := uuid.NewString() + ".parquet"
+		if err := store.Put(ctx, SidecarDir+name, data); err != nil {
+			return nil, fmt.Errorf("write checkpoint %s: %w", key, err)
+		}
+		top = append(top, Action{Sidecar: &Sidecar{Path: name, SizeInBytes: int64(len(data)), ModificationTime: time.Now().UnixMilli()}})
+		lc.Size += rows
+		lc.SizeInBytes += int64(len(data))
+		lc.NumOfAddFiles += adds
+	}
+	data, err := EncodeActions(top)
+	if err != nil {
+		return nil, fmt.Errorf("write checkpoint %s: %w", key, err)
+	}
+	if err := store.Put(ctx, key, data); err != nil {
+		return nil, fmt.Errorf("write checkpoint %s: %w", key, err)
+	}
+	failpoint.Hit(failpoint.Checkpoint)
+	lc.Size += int64(len(top)) // the actions in sidecars, and those of the top-level file
+	lc.SizeInBytes += int64(len(data))
+	return lc, writeLastCheckpoint(ctx, store, lc)
+}
 
 // readCheckpointPart reads one checkpoint file, JSON or Parquet, and the
 // sidecars it names, calling fn for each action (sidecar and

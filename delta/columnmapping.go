@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -21,6 +22,7 @@ const (
 	columnMappingID           = "delta.columnMapping.id"
 	columnMappingModeKey      = "delta.columnMapping.mode"
 	columnMappingMaxID        = "delta.columnMapping.maxColumnId"
+	typeChangesKey            = "delta.typeChanges"
 )
 
 // fieldMetadata decodes a field's metadata object (nil when empty or bad).
@@ -217,47 +219,153 @@ func (s *Snapshot) logicalPartitionValues(values map[string]*string) map[string]
 }
 
 // FileStats parses the file's stats with columns keyed by display name
-// ("a.b" for nested ones), whatever the column mapping: writers key them by
-// physical name.
+// ("a.b" for nested ones), whatever the column mapping, and with min/max
+// bounds that hold for the columns' current types. Writers key stats by
+// physical name: only keys naming a physical column of the current schema
+// are kept, so the stats of a dropped column (whose physical name may be
+// the display name of a column added since) are never read as another
+// column's. A column whose type was widened (delta.typeChanges) may have
+// files whose bounds were written in the old type; those are widened or
+// dropped (see statColumn).
 func (s *Snapshot) FileStats(a *Add) (*Stats, error) {
-	st, err := ParseStats(a.Stats)
+	raw, err := ParseStats(a.Stats)
 	if err != nil {
 		return nil, err
 	}
-	schema, err := s.Schema()
+	cols, err := s.statColumns()
 	if err != nil {
-		return st, nil
+		return nil, err
 	}
-	rename := map[string]string{} // physical path → display path
-	var walk func(t DataType, phys, logical string)
-	walk = func(t DataType, phys, logical string) {
-		if st, ok := t.(*StructType); ok {
-			for i := range st.Fields {
-				f := &st.Fields[i]
-				p, l := phys+PhysicalName(f), logical+f.Name
-				if p != l {
-					rename[p] = l
-				}
-				walk(f.Type, p+".", l+".")
-			}
+	st := &Stats{NumRecords: raw.NumRecords, TightBounds: raw.TightBounds,
+		MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]int64{}}
+	for phys, c := range cols {
+		if n, ok := raw.NullCount[phys]; ok {
+			st.NullCount[c.name] = n
+		}
+		if c.bounds == boundsNone {
+			continue
+		}
+		if v, ok := raw.MinValues[phys]; ok {
+			st.MinValues[c.name] = c.bound(v, false)
+		}
+		if v, ok := raw.MaxValues[phys]; ok {
+			st.MaxValues[c.name] = c.bound(v, true)
 		}
 	}
-	walk(schema, "", "")
-	if len(rename) == 0 {
-		return st, nil
-	}
-	st.MinValues, st.MaxValues = renameKeys(st.MinValues, rename), renameKeys(st.MaxValues, rename)
-	st.NullCount = renameKeys(st.NullCount, rename)
 	return st, nil
 }
 
-func renameKeys[V any](m map[string]V, rename map[string]string) map[string]V {
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		if to, ok := rename[k]; ok {
-			k = to
-		}
-		out[k] = v
+// statColumn is how the stats of one column (at any depth) are read.
+type statColumn struct {
+	name   string // display path
+	bounds boundsRule
+}
+
+// boundsRule says how a column's min/max stats hold for its current type,
+// given the type changes (PROTOCOL.md "Type Widening") the column went
+// through: files written before a change carry bounds in the old type.
+type boundsRule uint8
+
+const (
+	// boundsExact: every old type's bounds are exact values of the
+	// current type (integer and decimal widenings).
+	boundsExact boundsRule = iota
+	// boundsFloat: files from before FLOAT→DOUBLE wrote a float's shortest
+	// text ("0.8" for 0.800000011920929), which read as a double is not the
+	// stored value: a bound may be either, so the wider one is used.
+	boundsFloat
+	// boundsNone: some old type's bounds cannot be read as the current
+	// type; they are ignored, so no file is skipped by them.
+	boundsNone
+)
+
+// bound returns a min (isMax false) or max statistic as a bound that holds
+// whichever type the file was written in.
+func (c *statColumn) bound(v any, isMax bool) any {
+	n, ok := v.(json.Number)
+	if c.bounds != boundsFloat || !ok {
+		return v
 	}
-	return out
+	d, err := n.Float64()
+	if err != nil {
+		return v
+	}
+	f := float64(float32(d)) // the float the text stood for, if a float file wrote it
+	if math.IsInf(f, 0) || (isMax && f <= d) || (!isMax && f >= d) {
+		return v
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// statColumns maps the physical path of every column of the current schema
+// (nested ones too) to how its stats are read; computed once per metadata.
+func (s *Snapshot) statColumns() (map[string]*statColumn, error) {
+	if s.statCols != nil {
+		return s.statCols, nil
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		return nil, err
+	}
+	cols := map[string]*statColumn{}
+	var walk func(t DataType, phys, logical string)
+	walk = func(t DataType, phys, logical string) {
+		st, ok := t.(*StructType)
+		if !ok {
+			return
+		}
+		for i := range st.Fields {
+			f := &st.Fields[i]
+			p, l := phys+PhysicalName(f), logical+f.Name
+			cols[p] = &statColumn{name: l, bounds: boundsOf(f)}
+			walk(f.Type, p+".", l+".")
+		}
+	}
+	walk(schema, "", "")
+	s.statCols = cols
+	return cols, nil
+}
+
+// boundsOf reads the field's delta.typeChanges: which of its old types'
+// bounds hold for its current type.
+func boundsOf(f *StructField) boundsRule {
+	raw, ok := fieldMetadata(f)[typeChangesKey]
+	if !ok {
+		return boundsExact
+	}
+	var changes []struct {
+		FromType  json.RawMessage `json:"fromType"`
+		FieldPath string          `json:"fieldPath"`
+	}
+	if json.Unmarshal(raw, &changes) != nil {
+		return boundsNone
+	}
+	rule := boundsExact
+	for _, c := range changes {
+		if c.FieldPath != "" {
+			continue // a map key or value, or an array element: no stats
+		}
+		from, err := parseType(c.FromType)
+		switch {
+		case err != nil:
+			return boundsNone
+		case from == Float && f.Type == Double:
+			rule = boundsFloat
+		case !exactWidening(from, f.Type):
+			return boundsNone
+		}
+	}
+	return rule
+}
+
+// exactWidening reports whether every value of type from, and so every
+// bound written in it, is exactly a value of type to: integers to a wider
+// integer, a double or a decimal; decimals to a wider decimal.
+func exactWidening(from, to DataType) bool {
+	isInt := func(t DataType) bool { return t == Byte || t == Short || t == Integer || t == Long }
+	_, toDecimal := to.(DecimalType)
+	if _, ok := from.(DecimalType); ok {
+		return toDecimal
+	}
+	return isInt(from) && (isInt(to) || to == Double || toDecimal)
 }

@@ -111,26 +111,27 @@ func (t *Table) commit(ctx context.Context, s *Snapshot, actions []Action, op Op
 	}
 	info := t.commitInfo(s, actions, op, blind)
 	actions = stampTxns(actions, info.Timestamp)
-	data, err := EncodeActions(append([]Action{{CommitInfo: info}}, actions...))
-	if err != nil {
-		return 0, fmt.Errorf("commit %s: %w", op.Name, err)
-	}
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 && info.InCommitTimestamp != nil {
 			// Past the commits we lost to: stay monotonic.
 			ict := s.nextInCommitTimestamp(t.now())
 			info.InCommitTimestamp, info.Timestamp = &ict, ict
-			if data, err = EncodeActions(append([]Action{{CommitInfo: info}}, actions...)); err != nil {
-				return 0, fmt.Errorf("commit %s: %w", op.Name, err)
-			}
 		}
 		v := s.version + 1
+		final, err := s.withRowIDs(actions, v)
+		if err != nil {
+			return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+		}
+		data, err := EncodeActions(append([]Action{{CommitInfo: info}}, final...))
+		if err != nil {
+			return 0, fmt.Errorf("commit %s: %w", op.Name, err)
+		}
 		ours, err := t.tryCommit(ctx, v, data)
 		if err != nil {
 			return 0, fmt.Errorf("commit version %d: %w", v, err)
 		}
 		if ours {
-			if err := s.applyCommit(actions); err != nil {
+			if err := s.applyCommit(final); err != nil {
 				return 0, err
 			}
 			s.version, s.timestamp = v, info.Timestamp // the in-commit timestamp, if any

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,22 @@ type WriterOptions struct {
 	NumIndexedCols int
 	// NoColumnStats writes only numRecords, as dataSkippingNumIndexedCols=0.
 	NoColumnStats bool
+	// Partitions, when set, are the table's partition columns (physical
+	// names, column ids), written into every data file behind its other
+	// columns, as tables with materializePartitionColumns require (see
+	// Snapshot.ApplyWriterOptions). Each file's values are those of
+	// WithPartitionValues, or of CreateDataFile's partitionValues.
+	Partitions *StructType
+	// partitionValues are the file's partition values by physical name.
+	partitionValues map[string]*string
+}
+
+// WithPartitionValues returns the options for a data file of the partition
+// with these values (keyed by physical name, as add actions key them):
+// with Partitions set, the file holds them too.
+func (o WriterOptions) WithPartitionValues(values map[string]*string) WriterOptions {
+	o.partitionValues = values
+	return o
 }
 
 // ApplyTableConfig sets the options a table's metaData.configuration
@@ -145,22 +162,28 @@ func DataSchema(schema *StructType, partitionColumns []string) *StructType {
 // ParquetSchema is the Parquet schema of a data file, built from a Delta
 // data schema in declared column order, and the constructors of the
 // parquet.Value each column takes. Build rows for FileWriter.WriteRows with it:
-// one value per column, in column order, e.g.
+// one value per leaf column, in column order, e.g.
 //
 //	row = append(row[:0], ps.Text(0, id), ps.Timestamp(1, t), ps.Null(2))
 //
-// The constructors set the column index and definition level; they do not
-// check that the Go value suits the column (WriteRows does).
+// Every column is one leaf but a variant's, which is two (see Variant;
+// AppendValue appends both). The constructors take the column's index in
+// the data schema, set the leaf's column index and definition level, and do
+// not check that the Go value suits the column (WriteRows does).
 type ParquetSchema struct {
 	fields []StructField
 	schema *parquet.Schema
-	// def is each column's definition level when not null: 1 if optional.
-	def   []int
-	kinds []parquet.Kind
+	leaf   []int // each column's first leaf
+	// Per leaf: its column, its definition level when not null (1 if
+	// optional) and its physical kind.
+	column []int
+	def    []int
+	kinds  []parquet.Kind
 }
 
 // NewParquetSchema maps a Delta data schema (no partition columns) to Parquet.
-// Only primitive types can be written; nested and decimal columns are refused.
+// Only primitive types and decimals can be written; nested columns are
+// refused.
 func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 	ps := &ParquetSchema{fields: dataSchema.Fields}
 	root := make([]parquet.Field, 0, len(dataSchema.Fields))
@@ -185,14 +208,55 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 			node = parquet.FieldID(node, id) // column mapping: the column id
 		}
 		root = append(root, field(f.Name, node))
-		ps.def = append(ps.def, def)
-		ps.kinds = append(ps.kinds, node.Type().Kind())
+		ps.leaf = append(ps.leaf, len(ps.kinds))
+		for _, leaf := range leafKinds(node) {
+			ps.column = append(ps.column, len(ps.leaf)-1)
+			ps.def = append(ps.def, def)
+			ps.kinds = append(ps.kinds, leaf)
+		}
 	}
 	ps.schema = parquet.NewSchema("spark_schema", group(root...))
 	return ps, nil
 }
 
+// leafKinds are the physical kinds of node's leaves, in column order.
+func leafKinds(n parquet.Node) []parquet.Kind {
+	if n.Leaf() {
+		return []parquet.Kind{n.Type().Kind()}
+	}
+	var kinds []parquet.Kind
+	for _, f := range n.Fields() {
+		kinds = append(kinds, leafKinds(f)...)
+	}
+	return kinds
+}
+
+// variantNode is an unshredded variant as the Parquet spec lays it out: a
+// VARIANT group of two required binaries, metadata then value (some
+// readers, DuckDB among them, want that order; Spark finds them by name).
+var variantNode parquet.Node = &orderedGroup{
+	fields: []parquet.Field{
+		field("metadata", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
+		field("value", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
+	},
+	typ: variantV1{parquet.Variant().Type()},
+}
+
+// variantV1 is the VARIANT logical type with its specification version,
+// 1: parquet-go writes 0 (or none), which Spark refuses.
+type variantV1 struct{ parquet.Type }
+
+func (variantV1) LogicalType() *format.LogicalType {
+	return &format.LogicalType{Value: &format.VariantType{SpecificationVersion: 1}}
+}
+
 func parquetLeaf(t DataType) (parquet.Node, error) {
+	if d, ok := t.(DecimalType); ok {
+		return parquet.Decimal(d.Scale, d.Precision, decimalPhysical(d)), nil
+	}
+	if t == Variant {
+		return variantNode, nil
+	}
 	var n parquet.Node
 	switch t {
 	case String:
@@ -220,7 +284,7 @@ func parquetLeaf(t DataType) (parquet.Node, error) {
 	case TimestampNTZ:
 		n = parquet.TimestampAdjusted(parquet.Microsecond, false)
 	default:
-		return nil, fmt.Errorf("type %s cannot be written (only primitive types)", typeName(t))
+		return nil, fmt.Errorf("type %s cannot be written (only primitive types and decimals)", typeName(t))
 	}
 	if n.Type().Kind() == parquet.ByteArray {
 		// parquet-go defaults byte arrays to DELTA_LENGTH_BYTE_ARRAY, which
@@ -237,39 +301,50 @@ func (s *ParquetSchema) Schema() *parquet.Schema { return s.schema }
 // Field is the Delta field of column col.
 func (s *ParquetSchema) Field(col int) *StructField { return &s.fields[col] }
 
-// Null is a null in column col.
-func (s *ParquetSchema) Null(col int) parquet.Value { return parquet.Value{}.Level(0, 0, col) }
+// Null is a null in column col (of one leaf: AppendValue appends a
+// variant's nulls).
+func (s *ParquetSchema) Null(col int) parquet.Value { return parquet.Value{}.Level(0, 0, s.leaf[col]) }
+
+// Variant is the values of a variant column: its metadata, then its value.
+// The byte slices are not copied.
+func (s *ParquetSchema) Variant(col int, v VariantValue) [2]parquet.Value {
+	l := s.leaf[col]
+	return [2]parquet.Value{
+		parquet.ByteArrayValue(v.Metadata).Level(0, s.def[l], l),
+		parquet.ByteArrayValue(v.Value).Level(0, s.def[l], l+1),
+	}
+}
 
 // Bool is a boolean value.
 func (s *ParquetSchema) Bool(col int, v bool) parquet.Value {
-	return parquet.BooleanValue(v).Level(0, s.def[col], col)
+	return parquet.BooleanValue(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Int32 is a value of an integer, short, byte or date (days since the epoch) column.
 func (s *ParquetSchema) Int32(col int, v int32) parquet.Value {
-	return parquet.Int32Value(v).Level(0, s.def[col], col)
+	return parquet.Int32Value(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Int64 is a value of a long column, or of a timestamp or timestamp_ntz
 // column in microseconds since the epoch.
 func (s *ParquetSchema) Int64(col int, v int64) parquet.Value {
-	return parquet.Int64Value(v).Level(0, s.def[col], col)
+	return parquet.Int64Value(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Float32 is a value of a float column.
 func (s *ParquetSchema) Float32(col int, v float32) parquet.Value {
-	return parquet.FloatValue(v).Level(0, s.def[col], col)
+	return parquet.FloatValue(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Float64 is a value of a double column.
 func (s *ParquetSchema) Float64(col int, v float64) parquet.Value {
-	return parquet.DoubleValue(v).Level(0, s.def[col], col)
+	return parquet.DoubleValue(v).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Text is a value of a string column. The value refers to v's bytes without
 // copying them; the writer copies them when the row is written.
 func (s *ParquetSchema) Text(col int, v string) parquet.Value {
-	return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(v), len(v))).Level(0, s.def[col], col)
+	return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(v), len(v))).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Bytes is a value of a binary (or string) column; b is not copied.
@@ -277,7 +352,7 @@ func (s *ParquetSchema) Bytes(col int, b []byte) parquet.Value {
 	if b == nil {
 		b = []byte{} // a nil slice would be a null-looking value; keep it empty
 	}
-	return parquet.ByteArrayValue(b).Level(0, s.def[col], col)
+	return parquet.ByteArrayValue(b).Level(0, s.def[s.leaf[col]], s.leaf[col])
 }
 
 // Date is a value of a date column: t's calendar date in its own location,
@@ -310,6 +385,56 @@ func WallClockMicros(t time.Time) int64 {
 	return time.Date(y, mo, d, h, mi, sec, t.Nanosecond(), time.UTC).UnixMicro()
 }
 
+// decimalPhysical is the Parquet type Spark writes a decimal as: INT32 up
+// to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY.
+func decimalPhysical(d DecimalType) parquet.Type {
+	switch {
+	case d.Precision <= 9:
+		return parquet.Int32Type
+	case d.Precision <= 18:
+		return parquet.Int64Type
+	}
+	n := 1
+	for limit := big.NewInt(128); limit.Cmp(pow10(d.Precision)) < 0; limit.Lsh(limit, 8) {
+		n++
+	}
+	return parquet.FixedLenByteArrayType(n)
+}
+
+func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
+
+// Decimal is a value of a decimal column: v is its text ("12.3", "-0.05"),
+// with at most the column's scale of fraction digits and its precision of
+// digits in all.
+func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
+	d := s.fields[col].Type.(DecimalType)
+	r, ok := new(big.Rat).SetString(v)
+	if !ok {
+		return parquet.Value{}, fmt.Errorf("%q is not a number", v)
+	}
+	r.Mul(r, new(big.Rat).SetInt(pow10(d.Scale)))
+	if !r.IsInt() || new(big.Int).Abs(r.Num()).Cmp(pow10(d.Precision)) >= 0 {
+		return parquet.Value{}, fmt.Errorf("%s does not fit %s", v, d)
+	}
+	unscaled := r.Num()
+	var pv parquet.Value
+	switch s.kinds[s.leaf[col]] {
+	case parquet.Int32:
+		pv = parquet.Int32Value(int32(unscaled.Int64()))
+	case parquet.Int64:
+		pv = parquet.Int64Value(unscaled.Int64())
+	default: // big-endian two's complement, sign-extended to the length
+		n := decimalPhysical(d).Length()
+		b := make([]byte, n)
+		if unscaled.Sign() < 0 {
+			unscaled = new(big.Int).Add(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+		}
+		unscaled.FillBytes(b)
+		pv = parquet.FixedLenByteArrayValue(b)
+	}
+	return pv.Level(0, s.def[s.leaf[col]], s.leaf[col]), nil
+}
+
 // AppendValue appends the value of column col to row, converting the Go value
 // v as documented on Row (nil is null). Integers of any Go int type are
 // accepted for integer columns when they fit; float32 and float64 for float
@@ -323,7 +448,10 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 		if !f.Nullable {
 			return row, fmt.Errorf("column %q: null in a non-nullable column", f.Name)
 		}
-		return append(row, s.Null(col)), nil
+		for l := s.leaf[col]; l < len(s.column) && s.column[l] == col; l++ {
+			row = append(row, parquet.Value{}.Level(0, 0, l))
+		}
+		return row, nil
 	}
 	bad := func() (parquet.Row, error) {
 		return row, fmt.Errorf("column %q (%s): cannot write %v (%T)", f.Name, typeName(f.Type), v, v)
@@ -377,22 +505,25 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 		if t, ok := v.(time.Time); ok {
 			return append(row, s.Timestamp(col, t)), nil
 		}
-	}
-	return bad()
-}
-
-// AppendRow appends the values of a Row aligned with the data schema.
-func (s *ParquetSchema) AppendRow(dst parquet.Row, r Row) (parquet.Row, error) {
-	if len(r) != len(s.fields) {
-		return dst, fmt.Errorf("row has %d values, the data schema %d columns", len(r), len(s.fields))
-	}
-	var err error
-	for i, v := range r {
-		if dst, err = s.AppendValue(dst, i, v); err != nil {
-			return dst, err
+	case Variant:
+		if x, ok := v.(VariantValue); ok {
+			if err := x.check(); err != nil {
+				return row, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			vals := s.Variant(col, x)
+			return append(row, vals[:]...), nil
 		}
 	}
-	return dst, nil
+	if _, ok := f.Type.(DecimalType); ok {
+		if x, ok := v.(string); ok {
+			pv, err := s.Decimal(col, x)
+			if err != nil {
+				return row, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			return append(row, pv), nil
+		}
+	}
+	return bad()
 }
 
 // checkRow verifies a row has one value per column in column order, with
@@ -400,7 +531,7 @@ func (s *ParquetSchema) AppendRow(dst parquet.Row, r Row) (parquet.Row, error) {
 // silently writes garbage (or panics) otherwise.
 func (s *ParquetSchema) checkRow(row parquet.Row) error {
 	if len(row) != len(s.kinds) {
-		return fmt.Errorf("row has %d values, the schema %d columns", len(row), len(s.kinds))
+		return fmt.Errorf("row has %d values, the schema %d leaf columns", len(row), len(s.kinds))
 	}
 	for i, v := range row {
 		if v.Column() != i {
@@ -408,16 +539,16 @@ func (s *ParquetSchema) checkRow(row parquet.Row) error {
 		}
 		if v.IsNull() {
 			if s.def[i] == 0 {
-				return fmt.Errorf("column %q: null in a non-nullable column", s.fields[i].Name)
+				return fmt.Errorf("column %q: null in a non-nullable column", s.fields[s.column[i]].Name)
 			}
 			if v.DefinitionLevel() != 0 {
-				return fmt.Errorf("column %q: null with definition level %d", s.fields[i].Name, v.DefinitionLevel())
+				return fmt.Errorf("column %q: null with definition level %d", s.fields[s.column[i]].Name, v.DefinitionLevel())
 			}
 			continue
 		}
 		if v.Kind() != s.kinds[i] || v.DefinitionLevel() != s.def[i] {
 			return fmt.Errorf("column %q: %s value with definition level %d, want %s at level %d",
-				s.fields[i].Name, v.Kind(), v.DefinitionLevel(), s.kinds[i], s.def[i])
+				s.fields[s.column[i]].Name, v.Kind(), v.DefinitionLevel(), s.kinds[i], s.def[i])
 		}
 	}
 	return nil
@@ -445,6 +576,9 @@ type FileWriter struct {
 	inGroup      int
 	numRows      int64
 	rowBuf       []parquet.Row
+	cols         int         // values per row written, before partitionRow's
+	partitionRow parquet.Row // materialized partition values, added to every row
+	withParts    []parquet.Row
 	err          error // sticky: the file is broken after a write error
 	closed       bool
 }
@@ -463,9 +597,32 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // NewFileWriter starts a data file for rows of dataSchema (the table schema
 // without partition columns) written to w.
 func NewFileWriter(w io.Writer, dataSchema *StructType, opts WriterOptions) (*FileWriter, error) {
-	ps, err := NewParquetSchema(dataSchema)
+	return newFileWriter(w, dataSchema, len(dataSchema.Fields), opts)
+}
+
+// newFileWriter starts a data file of the columns of fileSchema, of which
+// only the leading statsCols (the data columns, not those written behind
+// them for row tracking) get stats, followed by opts.Partitions, whose
+// values the writer adds to every row.
+func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts WriterOptions) (*FileWriter, error) {
+	cols := len(fileSchema.Fields)
+	if opts.Partitions != nil {
+		fileSchema = &StructType{Fields: append(slices.Clone(fileSchema.Fields), opts.Partitions.Fields...)}
+	}
+	ps, err := NewParquetSchema(fileSchema)
 	if err != nil {
 		return nil, err
+	}
+	var partitionRow parquet.Row
+	for i := cols; i < len(fileSchema.Fields); i++ {
+		f := &fileSchema.Fields[i]
+		v, err := ParsePartitionValue(f.Type, opts.partitionValues[f.Name])
+		if err == nil {
+			partitionRow, err = ps.AppendValue(partitionRow, i, v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition column %s: %w", f.Name, err)
+		}
 	}
 	codec, err := opts.Compression.codec()
 	if err != nil {
@@ -474,8 +631,10 @@ func NewFileWriter(w io.Writer, dataSchema *StructType, opts WriterOptions) (*Fi
 	fw := &FileWriter{
 		ps:           ps,
 		out:          countingWriter{w: w},
-		stats:        newStatsCollector(dataSchema, opts.numIndexedCols(len(dataSchema.Fields))),
+		stats:        newStatsCollector(fileSchema, ps.leaf, opts.numIndexedCols(statsCols)),
 		rowGroupRows: opts.RowGroupRows,
+		cols:         cols,
+		partitionRow: partitionRow,
 	}
 	if fw.rowGroupRows <= 0 {
 		fw.rowGroupRows = DefaultRowGroupRows
@@ -519,7 +678,7 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	}
 	written := 0
 	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), w.rowGroupRows-w.inGroup)]
+		chunk := w.addPartitionValues(rows[:min(len(rows), w.rowGroupRows-w.inGroup)])
 		var bad error
 		for i, r := range chunk {
 			if err := w.ps.checkRow(r); err != nil {
@@ -552,13 +711,39 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	return written, nil
 }
 
+// addPartitionValues returns rows with the materialized partition values
+// behind each (in buffers of the writer's own), or rows themselves when
+// the file has none.
+func (w *FileWriter) addPartitionValues(rows []parquet.Row) []parquet.Row {
+	if len(w.partitionRow) == 0 {
+		return rows
+	}
+	if cap(w.withParts) < len(rows) {
+		w.withParts = append(w.withParts[:cap(w.withParts)], make([]parquet.Row, len(rows)-cap(w.withParts))...)
+	}
+	out := w.withParts[:len(rows)]
+	for i, r := range rows {
+		out[i] = append(append(out[i][:0], r...), w.partitionRow...)
+	}
+	return out
+}
+
 // Write writes one row of Go values aligned with the data schema (see Row).
 // It allocates; the engine's hot path uses WriteRows.
 func (w *FileWriter) Write(r Row) error {
 	if len(w.rowBuf) == 0 {
 		w.rowBuf = make([]parquet.Row, 1)
 	}
-	row, err := w.ps.AppendRow(w.rowBuf[0][:0], r)
+	if len(r) != w.cols {
+		return fmt.Errorf("row has %d values, the file %d columns before its partition columns", len(r), w.cols)
+	}
+	row := w.rowBuf[0][:0]
+	var err error
+	for i, v := range r {
+		if row, err = w.ps.AppendValue(row, i, v); err != nil {
+			break
+		}
+	}
 	w.rowBuf[0] = row
 	if err != nil {
 		return err

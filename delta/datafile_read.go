@@ -39,12 +39,30 @@ func ReadDataFile(ctx context.Context, store storage.Store, schema *StructType, 
 // error the iteration stops.
 func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
+		for r, err := range scanDataFile(ctx, store, schema, partitionColumns, add) {
+			if !yield(r.row, err) {
+				return
+			}
+		}
+	}
+}
+
+// scannedRow is a row of a data file with its physical index in the file
+// (deleted rows count), which row tracking's row IDs are based on.
+type scannedRow struct {
+	index uint64
+	row   Row
+}
+
+// scanDataFile is DataFileRows with each row's physical index.
+func scanDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[scannedRow, error] {
+	return func(yield func(scannedRow, error) bool) {
 		key, err := StoreKey(store, add.Path)
 		if err != nil {
-			yield(nil, fmt.Errorf("read data file %s: %w", add.Path, err))
+			yield(scannedRow{}, fmt.Errorf("read data file %s: %w", add.Path, err))
 			return
 		}
-		fail := func(err error) { yield(nil, fmt.Errorf("read data file %s: %w", key, err)) }
+		fail := func(err error) { yield(scannedRow{}, fmt.Errorf("read data file %s: %w", key, err)) }
 		r, err := store.Open(ctx, key)
 		if err != nil {
 			fail(err)
@@ -88,7 +106,7 @@ func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, 
 						fail(err)
 						return
 					}
-					if !yield(row, nil) {
+					if !yield(scannedRow{index - 1, row}, nil) {
 						rows.Close()
 						return
 					}
@@ -117,18 +135,20 @@ type fileRowReader struct {
 }
 
 type fieldReader struct {
-	kind     int // fieldConst, fieldLeaf, fieldNested
+	kind     int // fieldConst, fieldLeaf, fieldNested, fieldVariant
 	constant any
 	leaf     int
 	conv     func(parquet.Value) (any, error)
 	name     string
 	typ      DataType
+	variant  *variantReader
 }
 
 const (
 	fieldConst = iota
 	fieldLeaf
 	fieldNested
+	fieldVariant
 )
 
 func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []string, partitionValues map[string]*string) (*fileRowReader, error) {
@@ -171,6 +191,14 @@ func newFileRowReader(f *parquet.File, schema *StructType, partitionColumns []st
 		}
 		if !ok {
 			continue // not in this file: null
+		}
+		if sf.Type == Variant {
+			vr, err := newVariantReader(ff, leafStart[phys])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", sf.Name, err)
+			}
+			fd.kind, fd.variant = fieldVariant, vr
+			continue
 		}
 		if ff.Leaf() && !ff.Repeated() {
 			conv, err := leafConverter(sf.Type, ff)
@@ -234,6 +262,12 @@ func (fr *fileRowReader) convert(pr parquet.Row) (Row, error) {
 			row[i] = v
 		case fieldNested:
 			row[i] = nestedValue(fd.typ, nested[fd.name])
+		case fieldVariant:
+			v, err := fd.variant.read(pr, fr.start, fr.end)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", fd.name, err)
+			}
+			row[i] = v
 		}
 	}
 	return row, nil
@@ -290,11 +324,13 @@ func leafConverter(t DataType, node parquet.Node) (func(parquet.Value) (any, err
 			return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
 		}
 	case Double:
-		switch kind {
-		case parquet.Double:
+		switch {
+		case kind == parquet.Double:
 			return func(v parquet.Value) (any, error) { return v.Double(), nil }, nil
-		case parquet.Float: // widened column
+		case kind == parquet.Float: // widened column (type widening)
 			return func(v parquet.Value) (any, error) { return float64(v.Float()), nil }, nil
+		case isInt: // an integer column widened to double
+			return func(v parquet.Value) (any, error) { return float64(intOf(v)), nil }, nil
 		}
 	case Boolean:
 		if kind == parquet.Boolean {
@@ -326,7 +362,7 @@ func leafConverter(t DataType, node parquet.Node) (func(parquet.Value) (any, err
 		}
 	}
 	if dt, ok := t.(DecimalType); ok {
-		scale := dt.Scale
+		scale := 0 // an integer column widened to decimal
 		if d, ok := lt.(*format.DecimalType); ok {
 			scale = int(d.Scale)
 		}

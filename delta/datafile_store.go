@@ -42,8 +42,14 @@ type StoreFileWriter struct {
 // The upload runs while rows are written; Close finishes it, Abort cancels
 // it.
 func CreateDataFile(ctx context.Context, store storage.Store, key string, dataSchema *StructType, partitionValues map[string]*string, opts WriterOptions) (*StoreFileWriter, error) {
+	return createDataFile(ctx, store, key, dataSchema, len(dataSchema.Fields), partitionValues, opts)
+}
+
+// createDataFile is CreateDataFile for a file of fileSchema's columns, of
+// which the leading statsCols get stats (see newFileWriter).
+func createDataFile(ctx context.Context, store storage.Store, key string, fileSchema *StructType, statsCols int, partitionValues map[string]*string, opts WriterOptions) (*StoreFileWriter, error) {
 	pr, pw := io.Pipe()
-	fw, err := NewFileWriter(pw, dataSchema, opts)
+	fw, err := newFileWriter(pw, fileSchema, statsCols, opts.WithPartitionValues(partitionValues))
 	if err != nil {
 		return nil, err
 	}

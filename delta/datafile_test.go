@@ -3,6 +3,7 @@ package delta
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"math/big"
 	"os"
@@ -307,9 +308,10 @@ func TestWriteRowsRejectsBadRows(t *testing.T) {
 	if st.NumRecords != 5 {
 		t.Errorf("NumRecords %d", st.NumRecords)
 	}
-	if _, err := NewFileWriter(&buf, &StructType{Fields: []StructField{{Name: "d", Type: DecimalType{10, 2}}}}, WriterOptions{}); err == nil ||
-		!strings.Contains(err.Error(), "decimal(10,2)") {
-		t.Errorf("decimal column: %v", err)
+	nested := &StructType{Fields: []StructField{{Name: "a", Type: Long}}}
+	if _, err := NewFileWriter(&buf, &StructType{Fields: []StructField{{Name: "s", Type: nested}}}, WriterOptions{}); err == nil ||
+		!strings.Contains(err.Error(), `column "s"`) {
+		t.Errorf("struct column: %v", err)
 	}
 }
 
@@ -533,3 +535,41 @@ func TestDeltaRSReadsAllTypes(t *testing.T) {
 }
 
 func bigInt(n int64) *big.Int { return big.NewInt(n) }
+
+// TestDecimalRoundTrip: decimals are written as Spark writes them (INT32 up
+// to 9 digits, INT64 up to 18, FIXED_LEN_BYTE_ARRAY beyond) and read back
+// at the column's scale; a value with too many digits is refused.
+func TestDecimalRoundTrip(t *testing.T) {
+	schema := &StructType{Fields: []StructField{
+		{Name: "a", Type: DecimalType{5, 2}, Nullable: true},
+		{Name: "b", Type: DecimalType{12, 3}, Nullable: true},
+		{Name: "c", Type: DecimalType{30, 5}, Nullable: true},
+	}}
+	rows := []Row{
+		{"1.5", "-0.001", "-1234567890123456789012.5"},
+		{"-999.99", "999999999.999", "99999999999999999999999.99999"},
+		{nil, "0", "-0.00001"},
+	}
+	want := []Row{
+		{"1.50", "-0.001", "-1234567890123456789012.50000"},
+		{"-999.99", "999999999.999", "99999999999999999999999.99999"},
+		{nil, "0.000", "-0.00001"},
+	}
+	store := localStore(t, t.TempDir())
+	add, err := WriteDataFile(t.Context(), store, schema, nil, nil, rows, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadDataFile(t.Context(), store, schema, nil, add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("read %v, want %v", got, want)
+	}
+	for _, bad := range []Row{{"1.234", "0", "0"}, {"1000", "0", "0"}, {"x", "0", "0"}} {
+		if _, err := WriteDataFile(t.Context(), store, schema, nil, nil, []Row{bad}, WriterOptions{}); err == nil || !strings.Contains(err.Error(), `column "a"`) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}

@@ -23,8 +23,13 @@
 // Tables other engines made may use table features. Snapshot.Check gates
 // each operation (read, append, OPTIMIZE, VACUUM) by the features that are
 // active, not merely supported (features.go), and refuses with an
-// *UnsupportedError naming the features and the operation. Reads apply
-// deletion vectors (dv.go, roaring.go), resolve column mapping
-// (columnmapping.go), read V2 checkpoints with sidecars (checkpoint_v2.go)
-// and take version times from in-commit timestamps (ict.go).
+// *UnsupportedError naming the features, why, and the operation. Reads
+// apply deletion vectors (dv.go, roaring.go), resolve column mapping
+// (columnmapping.go), convert widened types and read stats as the current
+// schema says (columnmapping.go), read V2 checkpoints with sidecars and
+// write them where the table asks (checkpoint_v2.go), and take version
+// times from in-commit timestamps (ict.go). Commits assign row IDs under
+// row tracking and OPTIMIZE keeps stable ones (rowtracking.go); data files
+// carry partition values where the table materializes them
+// (Snapshot.ApplyWriterOptions).
 package delta

@@ -27,7 +27,10 @@ type UnsupportedError struct {
 	Write    bool // false: reading is refused; true: only writing is
 	Version  int32
 	Features []string
-	Detail   string // where the features are in use, e.g. "checkConstraints: positive"
+	// Detail says, per feature, why the operation is refused and where the
+	// feature is in use: "checkConstraints: CHECK constraints are not
+	// evaluated (positive)".
+	Detail string
 }
 
 func (e *UnsupportedError) Error() string {

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -27,23 +28,36 @@ type featureRule struct {
 	// active reports whether the feature is in use on the table; nil means
 	// whenever it is supported. detail, if not empty, says where.
 	active func(s *Snapshot) (ok bool, detail string)
-	// refuse lists the write operations refused while the feature is active.
+	// refuse lists the write operations refused while the feature is active,
+	// for the reason given (a refusal names both).
 	refuse []Op
+	reason string
 }
 
 var allWrites = []Op{OpAppend, OpOptimize, OpVacuum}
 
+// unknownFeature is the reason for refusing a feature featureRules lacks.
+const unknownFeature = "not implemented by deltaflow"
+
 // featureRules covers every feature of PROTOCOL.md this library knows of.
 // A feature missing here is refused for every operation it could affect.
+// VACUUM only lists and deletes files no version within the retention
+// references: a feature refuses it only if it asks something of VACUUM
+// (vacuumProtocolCheck asks that VACUUM check the writer features, which
+// Vacuum does through Check like every write).
 var featureRules = map[string]featureRule{
 	// appendOnly is honoured by checkActions: no dataChange removes.
 	"appendOnly": {active: configTrue("delta.appendOnly")},
 	// invariants are not evaluated: appends are refused while one exists;
 	// compaction only moves rows that already satisfied them.
-	"invariants":          {active: fieldMetadataKey("delta.invariants"), refuse: []Op{OpAppend}},
-	"checkConstraints":    {active: configPrefix("delta.constraints."), refuse: []Op{OpAppend}},
-	"generatedColumns":    {active: fieldMetadataKey("delta.generationExpression"), refuse: []Op{OpAppend}},
-	"allowColumnDefaults": {active: fieldMetadataKey("CURRENT_DEFAULT"), refuse: []Op{OpAppend}},
+	"invariants": {active: fieldMetadataKey("delta.invariants"), refuse: []Op{OpAppend},
+		reason: "column invariants are not evaluated"},
+	"checkConstraints": {active: configPrefix("delta.constraints."), refuse: []Op{OpAppend},
+		reason: "CHECK constraints are not evaluated"},
+	"generatedColumns": {active: fieldMetadataKey("delta.generationExpression"), refuse: []Op{OpAppend},
+		reason: "generation expressions are not evaluated"},
+	"allowColumnDefaults": {active: fieldMetadataKey("CURRENT_DEFAULT"), refuse: []Op{OpAppend},
+		reason: "column defaults are not evaluated"},
 	// Appends write only data files, which CDF allows; OPTIMIZE is
 	// dataChange=false and needs no change data either.
 	"changeDataFeed": {active: configTrue("delta.enableChangeDataFeed")},
@@ -56,21 +70,42 @@ var featureRules = map[string]featureRule{
 	"deletionVectors": {read: true, active: deletionVectorsOn},
 	// Reads resolve physical names; writes use physical names and field ids.
 	"columnMapping": {read: true, active: columnMappingOn},
-	// V2 checkpoints and sidecars are read; writers may still write classic
-	// V1 checkpoints.
+	// V2 checkpoints and sidecars are read, and written where the table
+	// asks (delta.checkpointPolicy=v2), else classic V1 ones.
 	"v2Checkpoint": {read: true},
 	// Commits write commitInfo.inCommitTimestamp first.
 	"inCommitTimestamp":         {active: inCommitTimestampsOn},
 	"inCommitTimestamp-preview": {active: inCommitTimestampsOn},
-	// Appends need no clustering; OPTIMIZE would have to cluster.
-	"clustering": {refuse: []Op{OpOptimize}},
-	// Not implemented for writing: every write is refused while active.
-	"rowTracking":          {active: rowTrackingOn, refuse: allWrites},
-	"identityColumns":      {active: fieldMetadataKey("delta.identity.start"), refuse: allWrites},
-	"typeWidening":         {read: true, active: typeWideningOn, refuse: allWrites},
-	"typeWidening-preview": {read: true, active: typeWideningOn, refuse: allWrites},
-	"icebergCompatV1":      {active: configTrue("delta.enableIcebergCompatV1"), refuse: allWrites},
-	"icebergCompatV2":      {active: configTrue("delta.enableIcebergCompatV2"), refuse: allWrites},
+	// Appends need no clustering. OPTIMIZE bin-packs only unclustered files
+	// (no clusteringProvider) into unclustered files, so the files a
+	// clustering implementation made stay as it made them (PlanOptimize).
+	"clustering": {},
+	// Commits assign fresh row IDs and commit versions; OPTIMIZE keeps the
+	// stable ones of an enabled table in its materialized columns
+	// (rowtracking.go).
+	"rowTracking": {active: rowTrackingOn},
+	// OPTIMIZE copies identity values as they are.
+	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend},
+		reason: "identity values are not generated"},
+	// Variants are read unshredded or shredded, and written unshredded,
+	// which every table with the type allows (shredding is optional).
+	"variantType":              {read: true},
+	"variantShredding":         {read: true},
+	"variantShredding-preview": {read: true},
+	// Reads convert old files' values to the widened types; appends and
+	// OPTIMIZE write the current types. deltaflow changes no column's type.
+	"typeWidening":         {read: true, active: typeWideningOn},
+	"typeWidening-preview": {read: true, active: typeWideningOn},
+	// Writers write partition values into every new data file
+	// (Snapshot.ApplyWriterOptions).
+	"materializePartitionColumns": {},
+	"icebergCompatV1": {active: configTrue("delta.enableIcebergCompatV1"), refuse: allWrites,
+		reason: "Iceberg compatibility is not maintained"},
+	"icebergCompatV2": {active: configTrue("delta.enableIcebergCompatV2"), refuse: allWrites,
+		reason: "Iceberg compatibility is not maintained"},
+	// Such a table is committed to, and read, through its catalog: a
+	// client of the storage alone sees only the published commits.
+	"catalogManaged": {refuse: allWrites, reason: "commits go through the table's catalog, which deltaflow does not speak to"},
 }
 
 // readerFeatureSet is the reader features the protocol supports:
@@ -106,13 +141,16 @@ func (s *Snapshot) Check(op Op) error {
 		return &UnsupportedError{Op: op, Write: true, Version: p.MinWriterVersion}
 	}
 	var bad, details []string
-	refuse := func(f, detail string) {
-		if !slices.Contains(bad, f) {
-			bad = append(bad, f)
-			if detail != "" {
-				details = append(details, f+": "+detail)
-			}
+	refuse := func(f, reason, where string) {
+		if slices.Contains(bad, f) {
+			return
 		}
+		bad = append(bad, f)
+		d := f + ": " + reason
+		if where != "" {
+			d += " (" + where + ")"
+		}
+		details = append(details, d)
 	}
 	// Writers read the table first: every operation needs the reader side.
 	for _, f := range p.readerFeatureSet() {
@@ -120,30 +158,30 @@ func (s *Snapshot) Check(op Op) error {
 		if ok && r.read {
 			continue
 		}
-		active, detail := true, ""
+		active, where := true, ""
 		if ok && r.active != nil {
-			active, detail = r.active(s)
+			active, where = r.active(s)
 		}
 		if active {
-			refuse(f, detail)
+			refuse(f, cmp.Or(r.reason, unknownFeature), where)
 		}
 	}
 	if op != OpRead {
 		for _, f := range p.writerFeatureSet() {
 			r, ok := featureRules[f]
 			if !ok {
-				refuse(f, "")
+				refuse(f, unknownFeature, "")
 				continue
 			}
 			if !slices.Contains(r.refuse, op) {
 				continue
 			}
-			active, detail := true, ""
+			active, where := true, ""
 			if r.active != nil {
-				active, detail = r.active(s)
+				active, where = r.active(s)
 			}
 			if active {
-				refuse(f, detail)
+				refuse(f, r.reason, where)
 			}
 		}
 	}
@@ -295,5 +333,5 @@ func typeWideningOn(s *Snapshot) (bool, string) {
 	if strings.EqualFold(c["delta.enableTypeWidening"], "true") {
 		return true, ""
 	}
-	return fieldMetadataKey("delta.typeChanges")(s)
+	return fieldMetadataKey(typeChangesKey)(s)
 }

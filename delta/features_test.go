@@ -62,18 +62,21 @@ func TestFeatureGating(t *testing.T) {
 		{"domainMetadata", features7("domainMetadata"), nil, "", want{}},
 		{"timestampNtz", features37([]string{"timestampNtz"}), nil, "", want{}},
 		{"vacuumProtocolCheck", features37([]string{"vacuumProtocolCheck"}), nil, "", want{}},
-		{"rowTracking supported", features7("rowTracking", "domainMetadata"), nil, "", refusedAll("rowTracking")},
+		{"rowTracking supported", features7("rowTracking", "domainMetadata"), nil, "", want{}},
 		{"rowTracking suspended", features7("rowTracking", "domainMetadata"), map[string]string{"delta.rowTrackingSuspended": "true"}, "", want{}},
 		{"identityColumns supported only", features7("identityColumns"), nil, "", want{}},
 		{"identityColumns active", features7("identityColumns"), nil, `{"delta.identity.start":1,"delta.identity.step":1}`,
-			refusedAll("identityColumns")},
+			want{OpAppend: "identityColumns"}},
 		{"typeWidening active", features37([]string{"typeWidening"}), map[string]string{"delta.enableTypeWidening": "true"}, "",
-			refusedAll("typeWidening")},
+			want{}},
 		{"typeWidening-preview changed a type", features37([]string{"typeWidening-preview"}), nil,
-			`{"delta.typeChanges":[{"fromType":"short","toType":"integer"}]}`, refusedAll("typeWidening-preview")},
+			`{"delta.typeChanges":[{"fromType":"short","toType":"integer"}]}`, want{}},
+		{"materializePartitionColumns", features7("materializePartitionColumns"), nil, "", want{}},
+		{"catalogManaged", features37([]string{"catalogManaged"}, "inCommitTimestamp"), nil, "",
+			want{OpRead: "catalogManaged", OpAppend: "catalogManaged", OpOptimize: "catalogManaged", OpVacuum: "catalogManaged"}},
 		{"icebergCompatV2 active", features7("icebergCompatV2", "columnMapping"),
 			map[string]string{"delta.enableIcebergCompatV2": "true"}, "", refusedAll("icebergCompatV2")},
-		{"clustering", features7("clustering", "domainMetadata"), nil, "", want{OpOptimize: "clustering"}},
+		{"clustering", features7("clustering", "domainMetadata"), nil, "", want{}},
 		{"unknown writer feature", features7("fancyNewThing"), nil, "", refusedAll("fancyNewThing")},
 		{"unknown reader feature", features37([]string{"fancyNewThing"}), nil, "",
 			want{OpRead: "fancyNewThing", OpAppend: "fancyNewThing", OpOptimize: "fancyNewThing", OpVacuum: "fancyNewThing"}},
@@ -104,15 +107,19 @@ func TestFeatureGating(t *testing.T) {
 	}
 }
 
-// TestFeatureRefusalNamesWhere: the error says which constraint or column
-// makes the feature active.
+// TestFeatureRefusalNamesWhere: the error says why the feature is refused
+// and which constraint or column makes it active.
 func TestFeatureRefusalNamesWhere(t *testing.T) {
 	s := featureSnapshot(features7("checkConstraints"), map[string]string{"delta.constraints.positive": "c > 0"}, "")
-	if err := s.CheckWrite(); err == nil || !strings.Contains(err.Error(), "checkConstraints: positive") {
+	if err := s.CheckWrite(); err == nil || !strings.Contains(err.Error(), "checkConstraints: CHECK constraints are not evaluated (positive)") {
 		t.Errorf("got %v", err)
 	}
 	s = featureSnapshot(features7("generatedColumns"), nil, `{"delta.generationExpression":"id * 2"}`)
-	if err := s.CheckWrite(); err == nil || !strings.Contains(err.Error(), "generatedColumns: c") {
+	if err := s.CheckWrite(); err == nil || !strings.Contains(err.Error(), "generatedColumns: generation expressions are not evaluated (c)") {
+		t.Errorf("got %v", err)
+	}
+	s = featureSnapshot(features7("fancyNewThing"), nil, "")
+	if err := s.CheckWrite(); err == nil || !strings.Contains(err.Error(), "fancyNewThing: "+unknownFeature) {
 		t.Errorf("got %v", err)
 	}
 }

@@ -80,6 +80,8 @@ func canon(typ DataType, v any) string {
 		return v.UTC().Format("2006-01-02T15:04:05.000000")
 	case []byte:
 		return "b64:" + base64.StdEncoding.EncodeToString(v)
+	case VariantValue:
+		return v.String() // as Spark's to_json renders it
 	case string:
 		if _, ok := typ.(DecimalType); ok {
 			if r, ok := new(big.Rat).SetString(v); ok {

@@ -48,7 +48,7 @@ type OptimizeResult struct {
 
 // PlanOptimize bin-packs the small files of each partition (sorted by size)
 // into bins of at most TargetSize bytes; only bins of two or more files are
-// worth rewriting. Files with deletion vectors take part: compaction
+// worth rewriting. On clustered tables only unclustered files take part. Files with deletion vectors take part: compaction
 // rewrites them with the deleted rows left out. Files the table's store
 // cannot read (outside the table root, or with a path that cannot be
 // decoded) are left alone.
@@ -61,7 +61,9 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	for _, a := range s.files {
 		// Partition values are keyed by physical names under column mapping.
 		logical := s.logicalPartitionValues(a.PartitionValues)
-		if a.Size >= target || opts.Filter != nil && !opts.Filter(logical) {
+		// A file a clustering implementation made (clusteringProvider) is
+		// left to it: bin-packing it would undo its clustering.
+		if a.Size >= target || a.ClusteringProvider != nil || opts.Filter != nil && !opts.Filter(logical) {
 			continue
 		}
 		if _, err := s.root.key(a.Path); err != nil {
@@ -132,15 +134,21 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 		return nil, err
 	}
 	wopts := opts.Writer
-	if err := wopts.ApplyTableConfig(s.metadata.Configuration); err != nil {
+	if err := s.ApplyWriterOptions(&wopts); err != nil {
 		return nil, fmt.Errorf("optimize: %w", err)
+	}
+	var preserve *rowTrackingColumns
+	if s.preservesRowIDs() {
+		if preserve, err = s.materializedRowTrackingColumns(); err != nil {
+			return nil, fmt.Errorf("optimize: %w", err)
+		}
 	}
 	now := t.now().UnixMilli()
 	var actions []Action
 	var sizes []int64
 	var done, dvsRemoved int64
 	for i, b := range bins {
-		add, err := t.compact(ctx, schema, s.PartitionColumns(), b, wopts)
+		add, err := t.compact(ctx, schema, s.PartitionColumns(), b, preserve, wopts)
 		if err != nil {
 			return nil, fmt.Errorf("optimize: %w", err)
 		}
@@ -154,6 +162,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 			actions = append(actions, Action{Remove: &Remove{
 				Path: f.Path, DeletionTimestamp: &now, DataChange: false, ExtendedFileMetadata: &ext,
 				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags, DeletionVector: f.DeletionVector,
+				BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion,
 			}})
 			if f.DeletionVector != nil {
 				dvsRemoved++
@@ -191,26 +200,41 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// compact streams the rows of a bin's files into one new data file.
-func (t *Table) compact(ctx context.Context, schema *StructType, partitionColumns []string, b OptimizeBin, opts WriterOptions) (*Add, error) {
+// compact streams the rows of a bin's files into one new data file. With
+// preserve (row tracking enabled) each row's stable row ID and commit
+// version, materialized or derived from its file's baseRowId and
+// defaultRowCommitVersion, are written into the table's materialized
+// columns behind the data columns, so the rows keep them in the new file.
+func (t *Table) compact(ctx context.Context, schema *StructType, partitionColumns []string, b OptimizeBin,
+	preserve *rowTrackingColumns, opts WriterOptions) (*Add, error) {
 	dataSchema := DataSchema(schema, partitionColumns)
 	dataIdx := make([]int, 0, len(dataSchema.Fields))
 	for _, f := range dataSchema.Fields {
 		dataIdx = append(dataIdx, schema.Index(f.Name))
 	}
+	readSchema, fileSchema := schema, PhysicalSchema(dataSchema)
+	if preserve != nil {
+		readSchema = preserve.appendTo(schema)
+		fileSchema = preserve.appendTo(fileSchema)
+	}
 	key := NewDataFileKey(partitionColumns, LogicalPartitionValues(schema, b.PartitionValues), opts.Compression)
-	w, err := CreateDataFile(ctx, t.store, key, PhysicalSchema(dataSchema), b.PartitionValues, opts)
+	w, err := createDataFile(ctx, t.store, key, fileSchema, len(dataSchema.Fields), b.PartitionValues, opts)
 	if err != nil {
 		return nil, err
 	}
-	dataRow := make(Row, len(dataIdx))
+	fileRow := make(Row, len(fileSchema.Fields))
 	for _, f := range b.Files {
-		for row, err := range DataFileRows(ctx, t.store, schema, partitionColumns, f) {
+		for r, err := range scanDataFile(ctx, t.store, readSchema, partitionColumns, f) {
 			if err == nil {
 				for i, j := range dataIdx {
-					dataRow[i] = row[j]
+					fileRow[i] = r.row[j]
 				}
-				err = w.Write(dataRow)
+				if preserve != nil {
+					err = preserve.stable(f, r, fileRow[len(dataIdx):])
+				}
+			}
+			if err == nil {
+				err = w.Write(fileRow)
 			}
 			if err != nil {
 				w.Abort(err)

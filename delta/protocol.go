@@ -52,6 +52,9 @@ var tableFeatures = []tableFeature{
 	{name: "timestampNtz", reader: true, active: func(_ *Metadata, s *StructType) bool {
 		return anyType(s, func(t DataType) bool { return t == TimestampNTZ })
 	}},
+	{name: "variantType", reader: true, active: func(_ *Metadata, s *StructType) bool {
+		return anyType(s, func(t DataType) bool { return t == Variant })
+	}},
 }
 
 // anyType reports whether match holds for t or for any type nested in it.
@@ -200,7 +203,7 @@ func withRequiredProtocol(s *Snapshot, actions []Action) ([]Action, error) {
 	}
 	// The table as it will be: refused if this library could not append to it.
 	after := *s
-	after.protocol, after.metadata, after.schema = next, actions[metaAt].MetaData, nil
+	after.protocol, after.metadata, after.schema, after.statCols = next, actions[metaAt].MetaData, nil, nil
 	if err := after.Check(OpAppend); err != nil {
 		return nil, err
 	}

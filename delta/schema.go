@@ -33,6 +33,9 @@ const (
 	Date         PrimitiveType = "date"
 	Timestamp    PrimitiveType = "timestamp"
 	TimestampNTZ PrimitiveType = "timestamp_ntz"
+	// Variant is semi-structured data (table feature variantType), read
+	// and written as a VariantValue.
+	Variant PrimitiveType = "variant"
 )
 
 func (p PrimitiveType) String() string { return string(p) }
@@ -132,6 +135,8 @@ func parseType(raw json.RawMessage) (DataType, error) {
 		return nil, err
 	}
 	switch obj.Type {
+	case "variant": // PROTOCOL.md writes it as an object too: {"type":"variant"}
+		return Variant, nil
 	case "struct":
 		st := &StructType{Fields: make([]StructField, 0, len(obj.Fields))}
 		for _, fr := range obj.Fields {
@@ -199,7 +204,7 @@ func parseField(raw json.RawMessage) (StructField, error) {
 
 func parsePrimitive(name string) (DataType, error) {
 	switch p := PrimitiveType(name); p {
-	case String, Long, Integer, Short, Byte, Float, Double, Boolean, Binary, Date, Timestamp, TimestampNTZ:
+	case String, Long, Integer, Short, Byte, Float, Double, Boolean, Binary, Date, Timestamp, TimestampNTZ, Variant:
 		return p, nil
 	}
 	if name == "decimal" { // Spark's default precision

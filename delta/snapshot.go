@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ type Snapshot struct {
 	protocol  *Protocol
 	metadata  *Metadata
 	schema    *StructType
+	statCols  map[string]*statColumn // by physical path; nil until FileStats needs it
 	files     map[fileKey]*Add
 	removes   map[fileKey]*Remove
 	txns      map[string]Txn
@@ -66,7 +68,7 @@ func (s *Snapshot) apply(a *Action) {
 		s.txns[a.Txn.AppID] = *a.Txn
 	case a.MetaData != nil:
 		s.metadata = a.MetaData
-		s.schema = nil
+		s.schema, s.statCols = nil, nil
 	case a.Protocol != nil:
 		s.protocol = a.Protocol
 	case a.DomainMetadata != nil:
@@ -335,4 +337,33 @@ func (s *Snapshot) CheckWrite() error { return s.Check(OpAppend) }
 // AppendOnly reports delta.appendOnly: data may be added, never changed.
 func (s *Snapshot) AppendOnly() bool {
 	return strings.EqualFold(s.metadata.Configuration["delta.appendOnly"], "true")
+}
+
+// ApplyWriterOptions sets the options of data files the table asks for: its
+// configuration's (ApplyTableConfig) and, on tables with the writer feature
+// materializePartitionColumns, the partition columns to write into every
+// file (RFC "Materialize Partition Columns": physical names, behind the
+// data columns). Every writer of new data files starts from it.
+func (s *Snapshot) ApplyWriterOptions(o *WriterOptions) error {
+	if err := o.ApplyTableConfig(s.metadata.Configuration); err != nil {
+		return err
+	}
+	o.Partitions = nil
+	if !slices.Contains(s.protocol.writerFeatureSet(), "materializePartitionColumns") || len(s.PartitionColumns()) == 0 {
+		return nil
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		return err
+	}
+	parts := &StructType{}
+	for _, c := range s.PartitionColumns() {
+		f := schema.Field(c)
+		if f == nil {
+			return fmt.Errorf("partition column %q is not in the schema", c)
+		}
+		parts.Fields = append(parts.Fields, *f)
+	}
+	o.Partitions = PhysicalSchema(parts)
+	return nil
 }

@@ -31,6 +31,7 @@ const (
 // not allocate per row.
 type colStats struct {
 	name      []byte // JSON-encoded name
+	leaf      int    // its (first) value in a row
 	typ       DataType
 	kind      statKind
 	int32Phys bool // values arrive as INT32 (integer, short, byte, date)
@@ -50,12 +51,14 @@ type statsCollector struct {
 	anyEligible bool       // some indexed column gets min/max
 }
 
-func newStatsCollector(dataSchema *StructType, numIndexed int) *statsCollector {
+// newStatsCollector collects the stats of the first numIndexed columns of
+// dataSchema, whose values start at leaf[i] in each row.
+func newStatsCollector(dataSchema *StructType, leaf []int, numIndexed int) *statsCollector {
 	c := &statsCollector{cols: make([]colStats, numIndexed)}
 	for i := range c.cols {
 		f := dataSchema.Fields[i]
 		name, _ := marshalNoEscape(f.Name)
-		cs := colStats{name: name, typ: f.Type}
+		cs := colStats{name: name, leaf: leaf[i], typ: f.Type}
 		switch f.Type {
 		case Long, Timestamp, TimestampNTZ:
 			cs.kind = statInt
@@ -78,7 +81,7 @@ func newStatsCollector(dataSchema *StructType, numIndexed int) *statsCollector {
 func (c *statsCollector) add(row parquet.Row) {
 	for i := range c.cols {
 		cs := &c.cols[i]
-		v := row[i]
+		v := row[cs.leaf] // a variant's metadata: null when the variant is
 		if v.IsNull() {
 			cs.nulls++
 			continue

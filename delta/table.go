@@ -417,7 +417,9 @@ func (t *Table) listCommits(ctx context.Context) (*logListing, []int64, error) {
 }
 
 // Checkpoint writes the checkpoint of version s.Version() and then
-// _last_checkpoint. The checkpoint is built from the log as stored (the
+// _last_checkpoint: a V2 checkpoint (UUID-named, file actions in sidecars)
+// when the table asks for one (delta.checkpointPolicy=v2), else a classic
+// V1 one. The checkpoint is built from the log as stored (the
 // newest checkpoint and the commits after it, read back), never from s
 // itself: a checkpoint replaces the commits before it, which log cleanup then
 // deletes, so a commit that s holds differently from the log (a write lost
@@ -431,7 +433,13 @@ func (t *Table) Checkpoint(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("checkpoint version %d: read the log: %w", s.version, err)
 	}
 	now := t.now()
-	if _, err := WriteCheckpoint(ctx, t.store, s.version, stored.CheckpointActions(now)); err != nil {
+	write := WriteCheckpoint
+	if stored.writesV2Checkpoints() {
+		write = func(ctx context.Context, store storage.Store, version int64, actions []Action) (*LastCheckpoint, error) {
+			return writeV2Checkpoint(ctx, store, version, actions, sidecarActions)
+		}
+	}
+	if _, err := write(ctx, t.store, s.version, stored.CheckpointActions(now)); err != nil {
 		return fmt.Errorf("checkpoint version %d: %w", s.version, err)
 	}
 	stored.checkpointVersion = s.version

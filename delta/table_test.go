@@ -282,11 +282,11 @@ func TestBrokenLogs(t *testing.T) {
 	}
 	store.Delete(ctx, CommitKey(4))
 	// Unsupported reader feature.
-	p := &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"variantType"}, WriterFeatures: []string{"variantType"}}
+	p := &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"geospatial"}, WriterFeatures: []string{"geospatial"}}
 	upgrade, _ := EncodeActions([]Action{{Protocol: p}})
 	store.Put(ctx, CommitKey(3), upgrade)
 	var ue *UnsupportedError
-	if _, err := tbl.Snapshot(ctx); !errors.As(err, &ue) || ue.Features[0] != "variantType" {
+	if _, err := tbl.Snapshot(ctx); !errors.As(err, &ue) || ue.Features[0] != "geospatial" {
 		t.Errorf("unsupported feature: got %v", err)
 	}
 }

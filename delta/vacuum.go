@@ -233,7 +233,7 @@ func (t *Table) CleanupLog(ctx context.Context, s *Snapshot) ([]string, error) {
 // written before cutoff: a checkpoint being written uploads its sidecars
 // before the file naming them, so a young unnamed sidecar may be in use.
 // Kept checkpoints are read only when such candidates exist, which on a
-// table only deltaflow wrote (classic checkpoints) is never.
+// table with classic checkpoints is never.
 func (t *Table) expiredSidecars(ctx context.Context, objs []storage.ObjectInfo, keepFrom int64, cutoff time.Time) ([]string, error) {
 	var candidates []string
 	for _, o := range objs {

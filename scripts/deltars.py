@@ -17,16 +17,15 @@
 S3 URIs use DELTAFLOW_TEST_MINIO_ENDPOINT / _ACCESS_KEY / _SECRET_KEY.
 """
 import argparse
-import base64
 import datetime
-import decimal
 import json
-import math
 import os
 import sys
 
 import deltalake
 import pyarrow as pa
+
+from rowjson import render
 
 
 def storage_options(uri):
@@ -43,39 +42,6 @@ def storage_options(uri):
         "AWS_ALLOW_HTTP": "true",
         "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
     }
-
-
-def render(v):
-    """Render a value the way deltaflow's Go tests render theirs."""
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "+Inf" if v > 0 else "-Inf"
-        return v
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        # Not strftime: glibc's %Y does not pad years before 1000 ("1-01-01").
-        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (
-            v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
-    if isinstance(v, datetime.date):
-        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
-    if isinstance(v, decimal.Decimal):
-        return str(v)
-    if isinstance(v, (bytes, bytearray)):
-        return "b64:" + base64.b64encode(bytes(v)).decode()
-    if isinstance(v, dict):
-        return {k: render(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [render(x) for x in v]
-    return str(v)
 
 
 def read(args):

@@ -12,6 +12,8 @@
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
 #   - pyspark + delta-spark in that venv, and the Spark jars the seed's job
 #     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
+#   - pyspark 4 in its own venv ($VENV_SPARK4) and the delta-spark 4 jar in
+#     $SPARK4_IVY, for the checks against what delta-spark 4 writes and reads
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -159,19 +161,41 @@ else
 	echo "$spark_want" >"$VENV/spark.version"
 fi
 
-# The Spark jars: one Spark start resolves spark.jars.packages from Maven
-# Central into $SPARK_IVY; later starts find them there.
-spark_dir="$(cd "$(dirname "$0")/spark" && pwd)"
-jars_want="$(cd "$spark_dir" && "$VENV/bin/python" -c 'import session; print(",".join(session.PACKAGES))')"
-if [[ "$(cat "$SPARK_IVY/packages.version" 2>/dev/null)" == "$jars_want" ]]; then
-	log "spark jars: cached ($SPARK_IVY)"
-else
-	command -v java >/dev/null || die "java not found (Spark $PYSPARK_VERSION needs Java 8, 11 or 17)"
-	log "spark jars: resolving $jars_want into $SPARK_IVY"
-	mkdir -p "$SPARK_IVY"
+# spark_jars NAME PYTHON DIR IVY: resolve the jars DIR/session.py names
+# (session.PACKAGES, through spark.jars.packages from Maven Central) into
+# the Ivy cache IVY with one Spark start, unless IVY's stamp says they are
+# there; later starts find them there.
+spark_jars() {
+	local name="$1" python="$2" dir="$3" ivy="$4" want start
+	want="$(cd "$dir" && "$python" -c 'import session; print(",".join(session.PACKAGES))')"
+	if [[ "$(cat "$ivy/packages.version" 2>/dev/null)" == "$want" ]]; then
+		log "$name jars: cached ($ivy)"
+		return
+	fi
+	command -v java >/dev/null || die "java not found ($name needs Java 17)"
+	log "$name jars: resolving $want into $ivy"
+	mkdir -p "$ivy"
 	start=$SECONDS
-	(cd "$spark_dir" && DELTAFLOW_CACHE="$CACHE" "$VENV/bin/python" session.py) >"$SPARK_IVY/resolve.log" 2>&1 ||
-		{ tail -50 "$SPARK_IVY/resolve.log" >&2; die "spark could not resolve its jars"; }
-	log "spark jars: resolved in $((SECONDS - start))s"
-	echo "$jars_want" >"$SPARK_IVY/packages.version"
+	(cd "$dir" && DELTAFLOW_CACHE="$CACHE" "$python" session.py) >"$ivy/resolve.log" 2>&1 ||
+		{ tail -50 "$ivy/resolve.log" >&2; die "$name could not resolve its jars"; }
+	log "$name jars: resolved in $((SECONDS - start))s"
+	echo "$want" >"$ivy/packages.version"
+}
+spark_jars spark "$VENV/bin/python" "$(cd "$(dirname "$0")/spark" && pwd)" "$SPARK_IVY"
+
+# Spark 4: pyspark in its own venv, the Delta jar resolved by one start.
+spark4_want="pyspark==$PYSPARK4_VERSION"
+if [[ -x "$VENV_SPARK4/bin/python" && "$(cat "$VENV_SPARK4/deps.version" 2>/dev/null)" == "$spark4_want" ]] &&
+	"$VENV_SPARK4/bin/python" -c 'import pyspark' 2>/dev/null; then
+	log "pyspark 4: cached ($VENV_SPARK4)"
+else
+	log "pyspark 4: creating $VENV_SPARK4 with $spark4_want"
+	rm -rf "$VENV_SPARK4"
+	python3 -m venv "$VENV_SPARK4"
+	"$VENV_SPARK4/bin/pip" install --quiet --disable-pip-version-check "$spark4_want"
+	echo "$spark4_want" >"$VENV_SPARK4/deps.version"
 fi
+spark4_dir="$(cd "$(dirname "$0")/spark4" && pwd)"
+grep -q "io.delta:delta-spark_4.2_2.13:$DELTA_SPARK4_VERSION" "$spark4_dir/session.py" ||
+	die "scripts/spark4/session.py does not name delta-spark $DELTA_SPARK4_VERSION (scripts/lib.sh)"
+spark_jars "spark 4" "$VENV_SPARK4/bin/python" "$spark4_dir" "$SPARK4_IVY"

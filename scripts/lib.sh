@@ -33,6 +33,14 @@ PYARROW_VERSION="26.0.1"
 PYSPARK_VERSION="3.5.1"
 DELTA_SPARK_VERSION="3.2.0"
 SPARK_IVY="$CACHE/ivy"
+# Spark 4 for the checks of tables delta-spark 4 makes (delta/spark4_test.go,
+# scripts/spark4): pyspark from PyPI into its own venv (delta-spark 4.4 pins
+# pyspark <= 4.2.0, and the seed's job stays on 3.5), the Delta jar
+# (scripts/spark4/session.py names it) from Maven Central into SPARK4_IVY.
+PYSPARK4_VERSION="4.2.0"
+DELTA_SPARK4_VERSION="4.4.0"
+VENV_SPARK4="$CACHE/venv-spark4"
+SPARK4_IVY="$CACHE/ivy-spark4"
 # Kafka broker jars from Maven Central (no Docker engine here, and the Apache
 # download site is not reachable): 4.1 runs KRaft-only on the machine's Java 17.
 KAFKA_VERSION="4.1.1"

@@ -280,6 +280,7 @@ start() {
 			esac
 		done
 		echo "export DELTAFLOW_TEST_PYTHON=$VENV/bin/python"
+		echo "export DELTAFLOW_TEST_SPARK4_PYTHON=$VENV_SPARK4/bin/python"
 		echo "export DELTAFLOW_TEST_BIN=$BIN"
 		echo "export DELTAFLOW_TEST_REQUIRE_SERVERS=1"
 	} >"$ENVFILE.tmp"

@@ -37,7 +37,11 @@ type Config struct {
 type Column struct {
 	// Name is the Delta column name (required, unique).
 	Name string `yaml:"name"`
-	// Type is string, boolean, integer, long, float, double, timestamp or date.
+	// Type is string, boolean, integer, long, float, double, timestamp, date
+	// or variant. A variant (JSON path sources only) holds a JSON value as
+	// Spark's parse_json makes it; a JSON string is parsed as JSON text
+	// (raw_payload's source, payload, is one), any other value is taken as
+	// it is.
 	Type string `yaml:"type"`
 	// Source says where the value comes from (default: the column name as a
 	// JSON path): a dot-separated JSON path ("payload.power", descending
@@ -121,6 +125,7 @@ var allowedTypes = map[sourceKind][]delta.PrimitiveType{
 var columnTypes = map[string]delta.PrimitiveType{
 	"string": delta.String, "boolean": delta.Boolean, "integer": delta.Integer, "long": delta.Long,
 	"float": delta.Float, "double": delta.Double, "timestamp": delta.Timestamp, "date": delta.Date,
+	"variant": delta.Variant,
 }
 
 // parsedSource is a validated source.

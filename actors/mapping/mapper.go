@@ -36,6 +36,8 @@ type plan struct {
 	partNames []string
 	partIdx   []int    // column index of each partition column
 	partKeys  [][]byte // escaped "name=" of each partition column
+	leaves    int      // leaf columns of the data files: len(Row.Values)
+	variants  bool     // some column is a variant
 }
 
 type planColumn struct {
@@ -44,11 +46,12 @@ type planColumn struct {
 	nullable bool
 	required bool // required, or not nullable: a null sends the record to the DLQ
 	node     int  // srcPath: the node holding the value
-	dataIdx  int  // index in Row.Values, or -1 for a partition column
+	dataIdx  int  // its (first) leaf column: index in Row.Values, or -1 for a partition column
 	partIdx  int  // index in Row.PartitionValues, or -1
 	def      int  // definition level of a present value
 	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
-	nullValue parquet.Value
+	// A variant has two leaves (metadata, value), and so two nulls.
+	nullValue [2]parquet.Value
 }
 
 // kind is a column type on the hot path.
@@ -63,11 +66,13 @@ const (
 	kDouble
 	kTimestamp
 	kDate
+	kVariant
 )
 
 var kinds = map[delta.PrimitiveType]kind{
 	delta.String: kString, delta.Boolean: kBoolean, delta.Integer: kInteger, delta.Long: kLong,
 	delta.Float: kFloat, delta.Double: kDouble, delta.Timestamp: kTimestamp, delta.Date: kDate,
+	delta.Variant: kVariant,
 }
 
 // node is one JSON path prefix: "payload" in "payload.power". A node with
@@ -94,6 +99,7 @@ type Mapper struct {
 	visitAt int    // container being visited
 	missing int    // children of visitAt not found yet
 	visitFn func(k []byte, v *fastjson.Value)
+	variant *variantEncoder // for variant columns
 	now     func() time.Time
 	// batchNow is now() in µs for the records of the current batch, valid
 	// when haveBatchNow (see StartBatch).
@@ -144,9 +150,14 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 			}
 		}
 		if pc.partIdx < 0 {
-			pc.dataIdx = len(p.data.Fields)
-			pc.nullValue = parquet.Value{}.Level(0, 0, pc.dataIdx)
+			pc.dataIdx = p.leaves
+			pc.nullValue = [2]parquet.Value{parquet.Value{}.Level(0, 0, p.leaves), parquet.Value{}.Level(0, 0, p.leaves+1)}
 			p.data.Fields = append(p.data.Fields, field)
+			p.leaves++
+			if pc.kind == kVariant { // metadata and value, as delta.ParquetSchema lays it out
+				p.leaves++
+				p.variants = true
+			}
 		}
 		p.cols = append(p.cols, pc)
 	}
@@ -196,6 +207,9 @@ func newMapper(p *plan) *Mapper {
 	}
 	// Bound once: a closure built per record would be allocated per record.
 	m.visitFn = m.visit
+	if p.variants {
+		m.variant = newVariantEncoder()
+	}
 	return m
 }
 
@@ -250,7 +264,8 @@ type cell struct {
 	null bool
 	i    int64 // boolean (0/1), integer, long, date (days), timestamp (µs)
 	f    float64
-	b    []byte // string, in the row's arena
+	b    []byte // string, or a variant's value, in the row's arena
+	m    []byte // a variant's metadata, in the row's arena
 }
 
 // failure codes; the MapError is only built when the record is rejected,
@@ -267,6 +282,8 @@ const (
 	failUTF8
 	failTimestamp
 	failRange
+	failVariant      // detail: the text that is no JSON
+	failVariantValue // detail: why the JSON makes no variant
 )
 
 // Map maps rec into out; on error (always a *MapError) the record belongs in
@@ -290,7 +307,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		out.Arena = new(Arena)
 	}
 	arenaStart := out.Arena.Len()
-	out.Values = resize(out.Values, len(p.data.Fields))
+	out.Values = resize(out.Values, p.leaves)
 	out.PartitionValues = resize(out.PartitionValues, len(p.partNames))
 	out.pvals = resize(out.pvals, len(p.partNames))
 
@@ -351,9 +368,12 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		if c.kind == kTimestamp {
 			m.micros[i], m.valid[i] = v.i, !v.null
 		}
-		if c.dataIdx >= 0 {
+		switch {
+		case c.kind == kVariant:
+			out.Values[c.dataIdx], out.Values[c.dataIdx+1] = c.variantValues(v)
+		case c.dataIdx >= 0:
 			out.Values[c.dataIdx] = c.parquetValue(v)
-		} else {
+		default:
 			out.PartitionValues[c.partIdx] = m.partitionValue(c, v, out)
 		}
 	}
@@ -371,9 +391,17 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
+// variantValues are a variant column's metadata and value leaves.
+func (c *planColumn) variantValues(v cell) (parquet.Value, parquet.Value) {
+	if v.null {
+		return c.nullValue[0], c.nullValue[1]
+	}
+	return parquet.ByteArrayValue(v.m).Level(0, c.def, c.dataIdx), parquet.ByteArrayValue(v.b).Level(0, c.def, c.dataIdx+1)
+}
+
 func (c *planColumn) parquetValue(v cell) parquet.Value {
 	if v.null {
-		return c.nullValue
+		return c.nullValue[0]
 	}
 	var pv parquet.Value
 	switch c.kind {
@@ -609,6 +637,8 @@ func (m *Mapper) fromJSON(c *planColumn, v *fastjson.Value, a *Arena, out *cell)
 			out.f = x
 			return ok, nil
 		}
+	case kVariant:
+		return m.variant.encode(v, a, out)
 	case kTimestamp, kDate:
 		if t == fastjson.TypeString {
 			s, _ := v.StringBytes()
@@ -730,6 +760,10 @@ func (m *Mapper) fail(c *planColumn, f failure, detail []byte, v *fastjson.Value
 		e.Reason = name + "unparsable timestamp " + quote(detail)
 	case failRange:
 		e.Reason = name + "timestamp out of range (years 0001-9999)"
+	case failVariant:
+		e.Reason = name + "not a variant: " + quote(detail)
+	case failVariantValue:
+		e.Reason = name + "not a variant: " + string(detail)
 	}
 	return e
 }

@@ -10,11 +10,12 @@ import (
 // PartitionValues, Key and Size, and copies string bytes into Arena, which
 // Map never resets: their owner does, when nothing refers to them any more.
 type Row struct {
-	// Values are the data columns (DataSchema order), each with its column
-	// index and definition level set (1 when present in an optional column,
-	// 0 for null), ready for parquet-go's WriteRows: DATE as int32 days
-	// since the epoch, TIMESTAMP as int64 µs (UTC), strings as byte arrays
-	// in Arena.
+	// Values are the data columns' leaves (DataSchema order), each with its
+	// column index and definition level set (1 when present in an optional
+	// column, 0 for null), ready for parquet-go's WriteRows: DATE as int32
+	// days since the epoch, TIMESTAMP as int64 µs (UTC), strings as byte
+	// arrays in Arena, a VARIANT as two byte arrays in Arena, its metadata
+	// and its value (delta.ParquetSchema's layout).
 	Values parquet.Row
 	// PartitionValues are the partition columns' values (PartitionColumns
 	// order) as Delta partitionValues strings; nil is null. The strings

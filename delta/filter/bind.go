@@ -286,8 +286,8 @@ func convert(t delta.DataType, lit Literal) (any, error) {
 		return r, nil
 	}
 	p, ok := t.(delta.PrimitiveType)
-	if !ok {
-		return nil, fmt.Errorf("nested columns can only be compared with null")
+	if !ok || p == delta.Variant {
+		return nil, fmt.Errorf("nested and variant columns can only be compared with null")
 	}
 	switch p {
 	case delta.String:

@@ -285,6 +285,8 @@ func jsonValue(t delta.DataType, v any) ([]byte, error) {
 		if _, ok := t.(delta.DecimalType); ok {
 			return []byte(x), nil // a decimal's text is a JSON number; keeps its scale
 		}
+	case delta.VariantValue:
+		return x.AppendJSON(nil) // the JSON itself, as Spark's to_json renders it
 	}
 	return json.Marshal(v)
 }
@@ -313,6 +315,8 @@ func csvValue(t delta.DataType, v any) string {
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case bool, int64, int32, int16, int8:
 		return fmt.Sprint(x)
+	case delta.VariantValue:
+		return x.String()
 	}
 	b, err := json.Marshal(v) // nested values
 	if err != nil {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,13 +13,30 @@ import (
 	"time"
 )
 
-// sparkFixture copies a delta-spark fixture (delta/testdata/spark-features,
+// sparkFixture copies a delta-spark 3.2 fixture (delta/testdata/spark-features,
 // made by its generate.py) to a temporary directory and returns it with the
 // number of rows Spark reads at its latest version.
 func sparkFixture(t *testing.T, name string) (string, int) {
 	t.Helper()
+	dir, exp := fixture(t, "spark-features", name)
+	return dir, len(exp.Rows)
+}
+
+// fixtureExpected is what a fixture's expected.json says Spark reads.
+type fixtureExpected struct {
+	Rows    []map[string]any `json:"rows"`
+	Queries []struct {
+		Where string `json:"where"`
+		Count int    `json:"count"`
+	} `json:"queries"`
+}
+
+// fixture copies the fixture name of set (a directory of delta/testdata) to
+// a temporary directory, without its expected.json, which it returns.
+func fixture(t *testing.T, set, name string) (string, *fixtureExpected) {
+	t.Helper()
 	dst := filepath.Join(t.TempDir(), name)
-	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "delta", "testdata", "spark-features", name))); err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "delta", "testdata", set, name))); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dst, "expected.json"))
@@ -25,13 +44,11 @@ func sparkFixture(t *testing.T, name string) (string, int) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dst, "expected.json"))
-	var exp struct {
-		Rows []map[string]any `json:"rows"`
-	}
+	var exp fixtureExpected
 	if err := json.Unmarshal(data, &exp); err != nil {
 		t.Fatal(err)
 	}
-	return dst, len(exp.Rows)
+	return dst, &exp
 }
 
 // TestDeletionVectorRowCounts: inspect, cat and verify count the rows a
@@ -225,5 +242,77 @@ func TestInspectActiveFeatures(t *testing.T) {
 		if !slices.Equal(snap.ActiveFeatures, want) {
 			t.Errorf("%s: active features %v, want %v", name, snap.ActiveFeatures, want)
 		}
+	}
+}
+
+// TestStatsMisleadNoQuery: on delta-spark 4 tables whose old files carry
+// stats of dropped columns under the new columns' display names (column
+// mapping turned on, raw_payload and score dropped and added again) or
+// bounds in a type since widened (FLOAT→DOUBLE, ...), cat --where prints
+// the rows Spark counts without data skipping, and verify --deep finds no
+// mismatch.
+func TestStatsMisleadNoQuery(t *testing.T) {
+	for _, name := range []string{"colmap-readd", "typewidening"} {
+		t.Run(name, func(t *testing.T) {
+			dir, exp := fixture(t, "spark4-features", name)
+			for _, q := range exp.Queries {
+				code, out, errs := run(t, "cat", "--table", dir, "--where", q.Where)
+				if n := strings.Count(out, "\n"); code != 0 || n != q.Count {
+					t.Errorf("cat --where %q: exit %d, %d rows, Spark counts %d: %s", q.Where, code, n, q.Count, errs)
+				}
+			}
+			code, out, errs := run(t, "verify", "--table", dir, "--deep")
+			if want := fmt.Sprintf(" %d rows", len(exp.Rows)); code != 0 || !strings.Contains(out, want) {
+				t.Errorf("verify --deep: exit %d: %s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+// TestVariantCLI: on delta-spark 4's variant tables (unshredded and
+// shredded), cat prints each variant as the JSON Spark's to_json renders,
+// filters it by null, verify --deep reads every file and inspect names
+// the type.
+func TestVariantCLI(t *testing.T) {
+	for _, name := range []string{"variant", "variant-shredded"} {
+		t.Run(name, func(t *testing.T) {
+			dir, exp := fixture(t, "spark4-features", name)
+			want := map[string]string{}
+			for _, r := range exp.Rows {
+				v, _ := r["v"].(string) // to_json's text; SQL NULL prints as null
+				want[fmt.Sprint(r["id"])] = cmp.Or(v, "null")
+			}
+			code, out, errs := run(t, "cat", "--table", dir, "--columns", "id,v")
+			if code != 0 {
+				t.Fatalf("cat: exit %d: %s", code, errs)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			for _, line := range lines {
+				var r struct {
+					ID json.Number     `json:"id"`
+					V  json.RawMessage `json:"v"`
+				}
+				if err := json.Unmarshal([]byte(line), &r); err != nil || string(r.V) != want[r.ID.String()] {
+					t.Errorf("cat printed %s (%v), Spark's to_json: %s", line, err, want[r.ID.String()])
+				}
+			}
+			if len(lines) != len(exp.Rows) {
+				t.Errorf("cat printed %d rows, Spark reads %d", len(lines), len(exp.Rows))
+			}
+			for where, n := range map[string]int{"v = null": 1, "v != null": len(exp.Rows) - 1} {
+				if code, out, errs := run(t, "cat", "--table", dir, "--where", where); code != 0 || strings.Count(out, "\n") != n {
+					t.Errorf("cat --where %q: exit %d, %d rows, want %d: %s", where, code, strings.Count(out, "\n"), n, errs)
+				}
+			}
+			if code, _, errs := run(t, "cat", "--table", dir, "--where", "v = 'x'"); code != 2 || !strings.Contains(errs, "variant columns can only be compared with null") {
+				t.Errorf("cat --where v = 'x': exit %d: %s", code, errs)
+			}
+			if code, out, errs := run(t, "verify", "--table", dir, "--deep"); code != 0 || !strings.Contains(out, fmt.Sprintf(" %d rows", len(exp.Rows))) {
+				t.Errorf("verify --deep: exit %d: %s%s", code, out, errs)
+			}
+			if code, out, errs := run(t, "inspect", "schema", "--table", dir); code != 0 || !strings.Contains(out, "variant") {
+				t.Errorf("inspect schema: exit %d: %s%s", code, out, errs)
+			}
+		})
 	}
 }

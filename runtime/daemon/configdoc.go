@@ -27,7 +27,7 @@ var fieldDocs = map[string]fieldDoc{
 	"table.max_record_bytes":                {doc: "Record values larger than this go to the DLQ unparsed."},
 	"table.columns":                         {doc: "Columns in declared order (list of the keys below).", def: "the Spark job's `sensor_events` schema"},
 	"table.columns[].name":                  {doc: "Delta column name (required, unique)."},
-	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp or date."},
+	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp, date or variant (a JSON value as Spark's parse_json makes it: a JSON string is parsed as JSON text, e.g. raw_payload from payload; JSON path sources only)."},
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)` or kafka.partition/offset/timestamp/key/topic.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},

@@ -133,6 +133,9 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := snap.ApplyWriterOptions(&engineCfg.Writer); err != nil { // e.g. materialized partition columns
+		return fmt.Errorf("table %s: %w", store.URI(), err)
+	}
 	engine, err := actors.NewEngine(engineCfg, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema,
 		PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {

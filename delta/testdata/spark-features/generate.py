@@ -50,6 +50,8 @@ from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "scripts"))
+from rowjson import render, sql, write_expected  # noqa: E402
 
 Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
@@ -66,22 +68,6 @@ def z85encode(data):
             chunk.append(Z85[r])
         out.extend(reversed(chunk))
     return "".join(out)
-
-
-def render(v):
-    """Render a value as scripts/deltars.py does for delta-rs rows."""
-    if v is None or isinstance(v, (bool, int, str)):
-        return v
-    if isinstance(v, float):
-        return v
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (
-            v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
-    if isinstance(v, datetime.date):
-        return "%04d-%02d-%02d" % (v.year, v.month, v.day)
-    return str(v)
 
 
 def spark_session():
@@ -119,17 +105,7 @@ def finish(spark, name, path, extra=None):
     }
     if extra:
         exp.update(extra)
-    for f in glob.glob(os.path.join(path, "**", ".*.crc"), recursive=True):
-        os.remove(f)
-    with open(os.path.join(path, "expected.json"), "w") as f:
-        json.dump(exp, f, indent=1, sort_keys=True)
-        f.write("\n")
-    print(f"{name}: version {exp['version']}, {len(exp['rows'])} rows", file=sys.stderr)
-
-
-def sql(spark, *stmts):
-    for s in stmts:
-        spark.sql(s)
+    write_expected(name, path, exp)
 
 
 def make_dv(spark, path):

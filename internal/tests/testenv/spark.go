@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,4 +21,29 @@ func Spark(t testing.TB) (python, dir string) {
 		t.Skipf("pyspark/delta-spark missing from %s; %s", py, howTo)
 	}
 	return py, filepath.Join(RepoRoot(t), "scripts", "spark")
+}
+
+// EnvSpark4Python is the Python of the Spark 4 venv (pyspark 4.2.0), which
+// scripts/install-deps.sh makes and scripts/servers.sh exports.
+const EnvSpark4Python = "DELTAFLOW_TEST_SPARK4_PYTHON"
+
+// Spark4 returns the Python that has pyspark 4 and the directory of the
+// Spark 4 scripts (scripts/spark4): $DELTAFLOW_TEST_SPARK4_PYTHON, else the
+// cache's venv-spark4. Missing, it skips the test, or fails it when servers
+// are required.
+func Spark4(t testing.TB) (python, dir string) {
+	t.Helper()
+	py := os.Getenv(EnvSpark4Python)
+	if py == "" {
+		cache := os.Getenv("DELTAFLOW_CACHE")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache", "deltaflow")
+		}
+		py = filepath.Join(cache, "venv-spark4", "bin", "python")
+	}
+	if out, err := exec.Command(py, "-c", "import pyspark; assert pyspark.__version__.startswith('4.')").CombinedOutput(); err != nil {
+		missing(t, fmt.Sprintf("pyspark 4 at %s (%v: %s); scripts/install-deps.sh installs it", py, err, out))
+	}
+	return py, filepath.Join(RepoRoot(t), "scripts", "spark4")
 }
