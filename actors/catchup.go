@@ -21,7 +21,7 @@ const catchUpPoll = 50 * time.Millisecond
 
 // CatchUp returns nil once the table holds every record that was in the
 // owned partitions when the engine first owned some: the targets are the
-// high watermarks read then. It commits as soon as everything is read
+// end offsets read then (the last stable offsets under read_committed). It commits as soon as everything is read
 // rather than at the next flush interval, so a cron run (`run
 // --until-latest`) ends promptly. It returns ctx's error if ctx ends first,
 // and ErrPartitionHeld (with the reasons) once a partition is held. The
@@ -45,7 +45,7 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 	var targets map[int32]int64
 	for {
 		var err error
-		if targets, err = e.cons.HighWatermarks(ctx); err == nil {
+		if targets, err = e.cons.EndOffsets(ctx); err == nil {
 			break
 		}
 		if ctx.Err() != nil {

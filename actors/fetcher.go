@@ -27,8 +27,9 @@ type Consumer interface {
 	Resume(partitions ...int32)
 	Seek(offsets map[int32]int64)
 	Owned() []int32
-	// HighWatermarks is the next offset to be produced, per partition.
-	HighWatermarks(ctx context.Context) (map[int32]int64, error)
+	// EndOffsets is, per partition, the offset reading can reach now (the
+	// last stable offset under read_committed).
+	EndOffsets(ctx context.Context) (map[int32]int64, error)
 	// Lag is, per owned partition, the offsets between the next one Poll
 	// returns and the high watermark.
 	Lag(ctx context.Context) (map[int32]int64, error)

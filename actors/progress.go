@@ -91,7 +91,7 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 	if f := p.failingSince.Load(); f != 0 {
 		out.FailingSince = time.Unix(0, f)
 	}
-	ends, err := e.cons.HighWatermarks(ctx)
+	ends, err := e.cons.EndOffsets(ctx)
 	if err != nil {
 		return out
 	}

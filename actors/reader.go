@@ -110,10 +110,15 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 	r.row.Arena = &mem.arena
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
+	data := 0
 	for _, kr := range m.Records {
+		r.lastOffset = kr.Offset
+		if kr.Attrs.IsControl() {
+			continue // a transaction marker: consumed (the offset moves past it), never a row
+		}
+		data++
 		r.rec = mapping.Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 			Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
-		r.lastOffset = kr.Offset
 		r.records++
 		// Map writes the row's values straight into the slab.
 		r.row.Values = mem.values[used : used+ncols : used+ncols]
@@ -136,7 +141,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 		mem.route = append(mem.route, rt.idx)
 	}
 	r.row.Arena, r.row.Values = nil, nil
-	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(len(m.Records)))
+	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(data))
 	if len(r.touched) == 0 {
 		mem.free()
 		return

@@ -35,6 +35,17 @@ const (
 	StartLatest   = "latest"
 )
 
+// Isolation levels of [Config.IsolationLevel].
+const (
+	// ReadCommitted reads only records of committed transactions (and
+	// every non-transactional record); reading stops at the last stable
+	// offset while a transaction is open.
+	ReadCommitted = "read_committed"
+	// ReadUncommitted reads every record, those of aborted transactions
+	// too.
+	ReadUncommitted = "read_uncommitted"
+)
+
 // SASL mechanisms of [SASL.Mechanism].
 const (
 	MechPlain       = "PLAIN"
@@ -90,6 +101,10 @@ type Config struct {
 	// metric and a log line report it. Default "fail", as Spark's
 	// failOnDataLoss.
 	OnDataLoss string `yaml:"on_data_loss"`
+	// IsolationLevel is "read_committed": records of aborted transactions
+	// never reach the table, and reading waits for open ones; or
+	// "read_uncommitted": every record is read. Default "read_committed".
+	IsolationLevel string `yaml:"isolation_level"`
 	// StartOffsets are explicit start positions, partition → first offset
 	// to read, for partitions the Delta table holds no offset for yet. `run`
 	// writes them into the table as txn actions before it reads (the Delta
@@ -184,6 +199,9 @@ func (c Config) withDefaults() Config {
 	if c.OnDataLoss == "" {
 		c.OnDataLoss = OnDataLossFail
 	}
+	if c.IsolationLevel == "" {
+		c.IsolationLevel = ReadCommitted
+	}
 	if c.ClientID == "" {
 		c.ClientID = "deltaflow"
 	}
@@ -241,6 +259,9 @@ func (c Config) Validate() error {
 	}
 	if c.StartOffset != StartEarliest && c.StartOffset != StartLatest {
 		bad("start_offset", "unknown %q (want %q or %q)", c.StartOffset, StartEarliest, StartLatest)
+	}
+	if c.IsolationLevel != ReadCommitted && c.IsolationLevel != ReadUncommitted {
+		bad("isolation_level", "unknown %q (want %q or %q)", c.IsolationLevel, ReadCommitted, ReadUncommitted)
 	}
 	if c.OnDataLoss != OnDataLossFail && c.OnDataLoss != OnDataLossSkip {
 		bad("on_data_loss", "unknown %q (want %q or %q)", c.OnDataLoss, OnDataLossFail, OnDataLossSkip)
@@ -321,9 +342,9 @@ func ParseTime(s string) (time.Time, error) {
 
 // String describes the configuration on one line, without the SASL password.
 func (c Config) String() string {
-	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s on_data_loss=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
+	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s on_data_loss=%s isolation_level=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
 		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d sasl=%s user=%s password=%s tls=%t}",
-		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.OnDataLoss, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
+		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.OnDataLoss, c.IsolationLevel, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
 		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
 }
 
@@ -340,6 +361,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("partitions", c.Partitions),
 		slog.String("start_offset", c.StartOffset),
 		slog.String("on_data_loss", c.OnDataLoss),
+		slog.String("isolation_level", c.IsolationLevel),
 		slog.Any("start_offsets", c.StartOffsets),
 		slog.String("start_timestamp", c.StartTimestamp),
 		slog.String("client_id", c.ClientID),
@@ -350,6 +372,14 @@ func (c Config) LogValue() slog.Value {
 		slog.Group("sasl", "mechanism", c.SASL.Mechanism, "user", c.SASL.User, "password", c.SASL.Password),
 		slog.Bool("tls", c.TLS.Enabled),
 	)
+}
+
+// isolation is the fetch isolation level of c (with its defaults).
+func (c Config) isolation() kgo.IsolationLevel {
+	if c.IsolationLevel == ReadUncommitted {
+		return kgo.ReadUncommitted()
+	}
+	return kgo.ReadCommitted()
 }
 
 // clientOpts are the kgo options every client of ours shares: brokers,

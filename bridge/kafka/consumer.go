@@ -142,8 +142,14 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.FetchMaxBytes(cfg.FetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(cfg.FetchMaxPartitionBytes),
-		// Never ingest records of aborted transactions.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Under read_committed, records of aborted transactions are never
+		// ingested.
+		kgo.FetchIsolationLevel(cfg.isolation()),
+		// A transaction's commit or abort marker takes an offset: kept, it
+		// moves the partition's position (and so the table's offset) past
+		// itself, so a partition whose last offset is a marker is caught
+		// up. The reader makes no row of it.
+		kgo.KeepControlRecords(),
 		// Start positions are always explicit (see assign), and an offset
 		// that has fallen out of the log is never silently reset: Poll
 		// reports OFFSET_OUT_OF_RANGE for the partition, which franz-go
@@ -527,14 +533,21 @@ func (c *Consumer) CommitOffsets(ctx context.Context, next map[int32]int64) erro
 	return nil
 }
 
-// HighWatermarks returns every partition's end offset (the offset of the next
-// record produced). Safe from any goroutine.
-func (c *Consumer) HighWatermarks(ctx context.Context) (map[int32]int64, error) {
-	return highWatermarks(ctx, c.adm, c.cfg.Topic)
+// EndOffsets returns, for every partition, the offset reading can reach
+// now: the last stable offset under read_committed (records of a
+// transaction still open wait for its end), the high watermark (the offset
+// of the next record produced) under read_uncommitted. Safe from any
+// goroutine.
+func (c *Consumer) EndOffsets(ctx context.Context) (map[int32]int64, error) {
+	list := c.adm.ListEndOffsets
+	if c.cfg.IsolationLevel == ReadCommitted {
+		list = c.adm.ListCommittedOffsets
+	}
+	return endOffsets(ctx, list, c.cfg.Topic)
 }
 
-func highWatermarks(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
-	listed, err := adm.ListEndOffsets(ctx, topic)
+func endOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (map[int32]int64, error) {
+	listed, err := list(ctx, topic)
 	if err == nil {
 		err = listed.Error()
 	}
@@ -551,11 +564,10 @@ func highWatermarks(ctx context.Context, adm *kadm.Client, topic string) (map[in
 }
 
 // Lag returns, for each partition this consumer owns, how many offsets lie
-// between the next one Poll will return and the high watermark. Transaction
-// markers occupy offsets too, so a caught-up partition of a transactional
-// producer shows a small lag. Safe from any goroutine.
+// between the next one Poll will return and the end offset (EndOffsets).
+// Safe from any goroutine.
 func (c *Consumer) Lag(ctx context.Context) (map[int32]int64, error) {
-	hw, err := c.HighWatermarks(ctx)
+	hw, err := c.EndOffsets(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -361,12 +361,12 @@ func TestHighWatermarksAndLag(t *testing.T) {
 	cfg := newCluster(t)
 	seed(t, cfg, map[int32]int{0: 7, 2: 3})
 	c := newConsumer(t, cfg, &handler{start: map[int32]int64{0: 2}})
-	hw, err := c.HighWatermarks(t.Context())
+	hw, err := c.EndOffsets(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := map[int32]int64{0: 7, 1: 0, 2: 3}; !maps.Equal(hw, want) {
-		t.Errorf("HighWatermarks = %v, want %v", hw, want)
+		t.Errorf("EndOffsets = %v, want %v", hw, want)
 	}
 	pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(c.Owned()) == 3 })
 	// MaxPollRecords would stop part-way; read everything then check lag.

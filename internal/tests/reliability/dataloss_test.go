@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
@@ -279,4 +280,54 @@ func (r *lossRig) hasDataLoss(dir string, records float64) bool {
 		}
 	}
 	return false
+}
+
+// TestTransactionalTopic: a transactional producer (franz-go's
+// TransactionalID) on the real broker writes committed transactions with an
+// aborted one between them. `run --until-latest` returns (its last offsets
+// are commit markers), the table holds exactly the committed records, its
+// offset past the last marker; with isolation_level read_uncommitted the
+// aborted records are read too.
+func TestTransactionalTopic(t *testing.T) {
+	r := newLossRig(t, testenv.Kafka(t), testenv.NATS(t), scenario.Binary(t))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.brokers...), kgo.DefaultProduceTopic(r.topic),
+		kgo.TransactionalID(scenario.Unique("bridge")), kgo.TransactionTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s := sim.New(sim.Config{Seed: 9, Events: 30})
+	for i, n := range []int{10, 7, 5} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			key, value, _ := s.Next(nil)
+			if err := cl.ProduceSync(t.Context(), &kgo.Record{Key: key, Value: value}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(t.Context(), kgo.TransactionEndTry(i != 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed, uncommitted := filepath.Join(t.TempDir(), "committed"), filepath.Join(t.TempDir(), "uncommitted")
+	if err, out := r.run(committed, nil); err != nil {
+		t.Fatalf("run --until-latest on a transactional topic: %v\n%s", err, out)
+	}
+	// 10 records, a commit marker, 7 aborted, an abort marker, 5, a commit marker.
+	want := append(span(0, 10), span(19, 24)...)
+	s1, rows := r.table(committed)
+	if !slices.Equal(rows, want) {
+		t.Fatalf("read_committed: table offsets %v; want %v", rows, want)
+	}
+	if v, _ := s1.TxnVersion(actors.TxnAppID("deltaflow", r.topic, 0)); v != 24 {
+		t.Errorf("read_committed: the table's last offset is %d; want 24, the last commit marker", v)
+	}
+	if err, out := r.run(uncommitted, map[string]any{"isolation_level": "read_uncommitted"}); err != nil {
+		t.Fatalf("run --until-latest read_uncommitted: %v\n%s", err, out)
+	}
+	if _, rows := r.table(uncommitted); !slices.Equal(rows, append(span(0, 10), append(span(11, 18), span(19, 24)...)...)) {
+		t.Fatalf("read_uncommitted: table offsets %v; want every record, the aborted ones too", rows)
+	}
 }

@@ -20,7 +20,7 @@ func HighWatermarks(t testing.TB, brokers []string, topic string) map[int32]int6
 		t.Fatal(err)
 	}
 	defer c.Close()
-	hw, err := c.HighWatermarks(t.Context())
+	hw, err := c.EndOffsets(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
