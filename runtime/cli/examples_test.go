@@ -16,6 +16,7 @@ import (
 const (
 	exampleTable  = "./data/sensor_events"
 	exampleBroker = "127.0.0.1:9092"
+	exampleConfig = "deltaflow.yaml"
 )
 
 // TestHelpExamplesRun: every example in every command's --help runs (exit
@@ -29,7 +30,7 @@ func TestHelpExamplesRun(t *testing.T) {
 	}
 	defer cluster.Close()
 	broker := cluster.ListenAddrs()[0]
-	if code, _, errs := run(t, "produce", "--brokers", broker, "--count", "300"); code != 0 {
+	if code, _, errs := run(t, "produce", "--brokers", broker, "--count", "300", "--bad-ratio", "0.05"); code != 0 {
 		t.Fatalf("produce: exit %d: %s", code, errs)
 	}
 	dir := t.TempDir()
@@ -59,7 +60,7 @@ func TestHelpExamplesRun(t *testing.T) {
 				continue
 			}
 			for i, a := range args {
-				args[i] = strings.NewReplacer(exampleTable, table, exampleBroker, broker).Replace(a)
+				args[i] = strings.NewReplacer(exampleTable, table, exampleBroker, broker, exampleConfig, cfg).Replace(a)
 			}
 			examples++
 			if code, out, errs := run(t, args[1:]...); code != 0 {

@@ -135,7 +135,8 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 // as the real run would.
 func seekTable(ctx context.Context, cfg *daemon.Config, dryRun bool, stderr io.Writer) (*delta.Table, *delta.Snapshot, error) {
 	if !dryRun {
-		return daemon.OpenTable(ctx, cfg, nil)
+		tbl, snap, _, err := daemon.OpenTable(ctx, cfg, nil)
+		return tbl, snap, err
 	}
 	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
 	if err != nil {

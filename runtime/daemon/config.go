@@ -412,7 +412,7 @@ func (c *Config) MappingConfig() mapping.Config {
 // EngineConfig is the engine's configuration: this one's, with the data
 // file settings of tableConf (the table's delta.* properties) applied.
 func (c *Config) EngineConfig(tableConf map[string]string) (actors.Config, error) {
-	writer := delta.WriterOptions{Compression: c.compression(), RowGroupRows: c.Flush.RowGroupRows}
+	writer := c.writerOptions()
 	if err := writer.ApplyTableConfig(tableConf); err != nil {
 		return actors.Config{}, fmt.Errorf("table configuration: %w", err)
 	}
@@ -426,6 +426,23 @@ func (c *Config) EngineConfig(tableConf map[string]string) (actors.Config, error
 			OptimizeMinFiles: m.OptimizeMinFiles, OptimizeOpenTargetSize: int64(m.OptimizeOpenTargetSize),
 			VacuumEvery: m.VacuumEvery, VacuumRetain: m.VacuumRetain, LogCleanupAfterCheckpoint: m.LogCleanup},
 	}, nil
+}
+
+// writerOptions are the data file options this configuration sets.
+func (c *Config) writerOptions() delta.WriterOptions {
+	return delta.WriterOptions{Compression: c.compression(), RowGroupRows: c.Flush.RowGroupRows}
+}
+
+// WriterOptions are the options of data files written into the table of
+// snap besides the engine's (dlq replay): this configuration's, with those
+// the table asks for (its delta.* properties, materialized partition
+// columns) applied, as `run` gives the engine.
+func (c *Config) WriterOptions(snap *delta.Snapshot) (delta.WriterOptions, error) {
+	writer := c.writerOptions()
+	if err := snap.ApplyWriterOptions(&writer); err != nil {
+		return delta.WriterOptions{}, fmt.Errorf("table %s: %w", c.Table.URI, err)
+	}
+	return writer, nil
 }
 
 // compression returns the data file codec.

@@ -219,13 +219,13 @@ func stopEngine(e *actors.Engine, logger *slog.Logger) error {
 // OpenTable opens the configured table as `run` does before it streams:
 // created from table.columns when missing, its schema evolved when the
 // configuration adds nullable columns, refused when they are incompatible.
-// A nil logger discards logs.
-func OpenTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, error) {
+// The mapper maps records as `run` would into this table. A nil logger
+// discards logs.
+func OpenTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	tbl, snap, _, err := openTable(ctx, cfg, logger)
-	return tbl, snap, err
+	return openTable(ctx, cfg, logger)
 }
 
 func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
