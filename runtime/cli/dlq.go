@@ -160,9 +160,9 @@ func dlqListCommand(out IO) *cobra.Command {
 	var limit int
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "ls",
-		Short:   "list the dead letters, oldest first: sequence, partition, offset, size and reason",
-		Args:    noArgs,
+		Use:   "ls",
+		Short: "list the dead letters, oldest first: sequence, partition, offset, size and reason",
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(config)
 			if err != nil {
@@ -232,8 +232,8 @@ func dlqShowCommand(out IO) *cobra.Command {
 	var config string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "show SEQ",
-		Short:   "show one dead letter: where it came from, why it was refused, and the record's value",
+		Use:   "show SEQ",
+		Short: "show one dead letter: where it came from, why it was refused, and the record's value",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("want one stream sequence (see dlq ls)")
@@ -320,7 +320,7 @@ func dlqReplayCommand(out IO) *cobra.Command {
 			"them from the stream. Letters that still fail stay, with their reason listed. A replay stopped at any\n" +
 			"point writes no letter twice when run again: each commit records the stream sequences it wrote\n" +
 			"under the txn appId <app>-dlq-<stream>. It may run while deltaflow runs.",
-		Args:    noArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runReplay(cmd.Context(), out, &tf, &df, dlqreplay.Options{BatchLetters: batch, DryRun: dryRun}, asJSON)
 		},
