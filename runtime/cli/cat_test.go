@@ -228,4 +228,19 @@ func TestInspectOffsets(t *testing.T) {
 	if !strings.Contains(out, "note: nats: skipped: connect nats://127.0.0.1:1") || !strings.Contains(out, "note: kafka: end offsets of x") {
 		t.Errorf("unreachable:\n%s", out)
 	}
+
+	// With --config, the app, topic, table name, brokers and group are the
+	// configuration's (as `run` writes them); flags still win.
+	cfg := filepath.Join(t.TempDir(), "deltaflow.yaml")
+	yaml := "table: {uri: " + dir + ", app_id: app, name: events}\nkafka: {topic: x, group: g, brokers: [" + cluster.ListenAddrs()[0] + "]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = mustRun(t, "inspect", "offsets", "--config", cfg)
+	if !strings.Contains(out, "app app, topic x") || !strings.Contains(out, "\n0          1                    -          -           2             3    1\n") {
+		t.Errorf("with --config:\n%s", out)
+	}
+	if out = mustRun(t, "inspect", "offsets", "--config", cfg, "--topic", "y"); !strings.Contains(out, `no txn for app "app" topic "y"`) {
+		t.Errorf("with --config and --topic:\n%s", out)
+	}
 }

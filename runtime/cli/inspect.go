@@ -99,6 +99,17 @@ func inspectCommand(out IO) *cobra.Command {
 			return inspectOffsets(ctx, out.Stdout, s, of, asJSON)
 		})
 	of.register(offsets.Flags())
+	offsets.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if tf.config == "" {
+			return nil
+		}
+		cfg, err := tf.load()
+		if err != nil {
+			return err
+		}
+		of.defaultsFrom(cmd.Flags(), cfg)
+		return nil
+	}
 	cmd.AddCommand(
 		snapshotCmd("snapshot", "version, commit time, size, protocol and txns",
 			func(_ context.Context, s *delta.Snapshot) error { return inspectSnapshot(out.Stdout, s, asJSON) }),

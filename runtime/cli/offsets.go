@@ -24,6 +24,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/secret"
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
 // probeTimeout bounds each look at NATS and Kafka: `inspect offsets` is a
@@ -38,15 +39,33 @@ type offsetsFlags struct {
 }
 
 func (f *offsetsFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.app, "app", "deltaflow", "table.app_id, the txn appId prefix")
-	fs.StringVar(&f.topic, "topic", "sensor-events", "Kafka topic")
-	fs.StringVar(&f.name, "name", "sensor_events", "table.name, as in the NATS KV keys")
-	fs.StringVar(&f.natsURL, "nats", "", "NATS `URL` of the KV mirror, without a password (put one in $NATS_URL); none: skipped")
+	fs.StringVar(&f.app, "app", "deltaflow", "table.app_id, the txn appId prefix (with --config: its table.app_id)")
+	fs.StringVar(&f.topic, "topic", "sensor-events", "Kafka topic (with --config: its kafka.topic)")
+	fs.StringVar(&f.name, "name", "sensor_events", "table.name, as in the NATS KV keys (with --config: its table.name)")
+	fs.StringVar(&f.natsURL, "nats", "", "NATS `URL` of the KV mirror, without a password (put one in $NATS_URL; with --config: its nats.url); none: skipped")
 	bindEnv(fs, "nats", "NATS_URL")
 	noCredentials(fs, "nats", "$NATS_URL")
-	fs.StringVar(&f.brokers, "brokers", "", "Kafka brokers, comma-separated; none: skipped")
+	fs.StringVar(&f.brokers, "brokers", "", "Kafka brokers, comma-separated (with --config: its kafka.brokers); none: skipped")
 	bindEnv(fs, "brokers", "KAFKA_BOOTSTRAP")
-	fs.StringVar(&f.group, "group", "deltaflow", "Kafka consumer group")
+	fs.StringVar(&f.group, "group", "deltaflow", "Kafka consumer group (with --config: its kafka.group)")
+}
+
+// defaultsFrom fills the flags not given (on the command line or by their
+// environment variable) from the configuration: with --config, `inspect
+// offsets` looks where `run` writes.
+func (f *offsetsFlags) defaultsFrom(fs *pflag.FlagSet, cfg *daemon.Config) {
+	for _, d := range []struct {
+		flag string
+		p    *string
+		v    string
+	}{
+		{"app", &f.app, cfg.Table.AppID}, {"topic", &f.topic, cfg.Kafka.Topic}, {"name", &f.name, cfg.Table.Name},
+		{"nats", &f.natsURL, cfg.NATS.URL}, {"brokers", &f.brokers, strings.Join(cfg.Kafka.Brokers, ",")}, {"group", &f.group, cfg.Kafka.Group},
+	} {
+		if !fs.Changed(d.flag) && d.v != "" {
+			*d.p = d.v
+		}
+	}
 }
 
 // offsetRow is one partition of `inspect offsets --json`; absent sources are

@@ -111,10 +111,16 @@ func (s *sparkRun) waitFile(t *testing.T, path string, timeout time.Duration) {
 // error.
 func (r *rig) deltaflow(args ...string) (string, error) {
 	r.t.Helper()
+	return r.deltaflowIn(os.Environ(), args...)
+}
+
+// deltaflowIn is deltaflow in the environment env.
+func (r *rig) deltaflowIn(env []string, args ...string) (string, error) {
+	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.bin, args...)
-	cmd.Env = os.Environ()
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

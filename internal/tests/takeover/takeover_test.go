@@ -31,7 +31,8 @@ const quiet = "--quiet-for=1ms" // Spark is known to be stopped
 // after batch N reached the table) resumes after batch N, and retention
 // that ate part of the gap is refused with the lost count. Spark then
 // reads the table deltaflow appended to, and the seed's optimize.py runs
-// while deltaflow appends.
+// while deltaflow appends. The README's migration recipe runs as written on
+// another copy.
 func TestTakeoverFromSpark(t *testing.T) {
 	r := newRig(t, "takeover")
 	work := t.TempDir()
@@ -65,6 +66,9 @@ func TestTakeoverFromSpark(t *testing.T) {
 	copyDir(t, ck, ckDel)
 	copyDir(t, table, tableRet)
 	copyDir(t, ck, ckRet)
+	tableReadme, ckReadme := filepath.Join(work, "table-readme"), filepath.Join(work, "ckpt-readme")
+	copyDir(t, table, tableReadme)
+	copyDir(t, ck, ckReadme)
 	for _, f := range []string{strconv.FormatInt(n, 10), "." + strconv.FormatInt(n, 10) + ".crc"} {
 		if err := os.Remove(filepath.Join(ckDel, "commits", f)); err != nil {
 			t.Fatal(err)
@@ -123,20 +127,7 @@ func TestTakeoverFromSpark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = filepath.WalkDir(ckRet, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || strings.HasSuffix(d.Name(), ".crc") { // s3a writes no checksum files
-				return err
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(ckRet, path)
-			return store.Put(t.Context(), "checkpoints/sensor_stream/"+filepath.ToSlash(rel), data)
-		})
-		if err != nil {
-			t.Fatalf("upload Spark's checkpoint: %v", err)
-		}
+		upload(t, store, ckRet, "checkpoints/sensor_stream")
 		t.Setenv("MINIO_ENDPOINT", s3.Endpoint)
 		t.Setenv("MINIO_ACCESS_KEY", s3.AccessKey)
 		t.Setenv("MINIO_SECRET_KEY", s3.SecretKey)
@@ -149,6 +140,10 @@ func TestTakeoverFromSpark(t *testing.T) {
 				t.Errorf("plan lacks partition %d at %d:\n%s", p, o, out)
 			}
 		}
+	})
+
+	t.Run("the README's migration commands, as written", func(t *testing.T) {
+		readmeMigration(t, r.with(t), tableReadme, ckReadme, 2500)
 	})
 
 	t.Run("Spark reads it; optimize.py while deltaflow appends", func(t *testing.T) {
