@@ -24,11 +24,47 @@ const (
 // records, as after `deltaflow demo`; and every table command but takeover
 // (which needs a Spark checkpoint) shows one.
 func TestHelpExamplesRun(t *testing.T) {
+	ex := newExampleSetup(t)
+	root, _ := newRoot(IO{Stdout: os.Stdout, Stderr: os.Stderr})
+	examples := 0
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.GroupID == groupTable && c.Name() != "takeover" && c.Example == "" {
+			t.Errorf("%s --help shows no example", c.CommandPath())
+		}
+		for line := range strings.Lines(c.Example) {
+			args := shellWords(t, strings.TrimSpace(line))
+			if len(args) == 0 || args[0] != "deltaflow" {
+				t.Errorf("%s: example %q does not start with deltaflow", c.CommandPath(), line)
+				continue
+			}
+			examples++
+			ex.run(t, line, args[1:])
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if examples < 10 {
+		t.Fatalf("only %d examples ran", examples)
+	}
+}
+
+// exampleSetup is a table deltaflow made from a topic of the simulator's
+// records (some malformed, so the DLQ holds letters), as after `deltaflow
+// demo`, and the configuration that made it.
+type exampleSetup struct {
+	table, cfg, broker string
+}
+
+func newExampleSetup(t *testing.T) *exampleSetup {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "sensor-events"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(cluster.Close)
 	broker := cluster.ListenAddrs()[0]
 	if code, _, errs := run(t, "produce", "--brokers", broker, "--count", "300", "--bad-ratio", "0.05"); code != 0 {
 		t.Fatalf("produce: exit %d: %s", code, errs)
@@ -45,36 +81,77 @@ func TestHelpExamplesRun(t *testing.T) {
 	if code, _, errs := run(t, "run", "--config", cfg, "--until-latest"); code != 0 {
 		t.Fatalf("run --until-latest: exit %d: %s", code, errs)
 	}
+	return &exampleSetup{table: table, cfg: cfg, broker: broker}
+}
 
-	root, _ := newRoot(IO{Stdout: os.Stdout, Stderr: os.Stderr})
-	examples := 0
-	var walk func(*cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.GroupID == groupTable && c.Name() != "takeover" && c.Example == "" {
-			t.Errorf("%s --help shows no example", c.CommandPath())
+// run runs an example's arguments with the example names replaced by the
+// table's, failing t unless it exits 0.
+func (ex *exampleSetup) run(t *testing.T, line string, args []string) {
+	t.Helper()
+	for i, a := range args {
+		args[i] = strings.NewReplacer(exampleTable, ex.table, exampleBroker, ex.broker, exampleConfig, ex.cfg).Replace(a)
+	}
+	if code, out, errs := run(t, args...); code != 0 {
+		t.Errorf("%s: exit %d\n%s%s", strings.TrimSpace(line), code, out, errs)
+	}
+}
+
+// readmeSkipped are the README's deltaflow commands this test does not run,
+// and where they run instead.
+var readmeSkipped = map[string]string{
+	"./deltaflow demo --duration 30s":  "TestDemo (e2e_test.go) runs the demo",
+	"./deltaflow demo --duration 2m &": "TestDemo (e2e_test.go) runs the demo",
+}
+
+// TestREADMEExamplesRun: every deltaflow command in the README's shell
+// blocks runs (exit 0) against a table as after the demo, but those
+// readmeSkipped names; commands of the compose stack (`seed run --rm
+// deltaflow …`) run in internal/tests/takeover.
+func TestREADMEExamplesRun(t *testing.T) {
+	ex := newExampleSetup(t)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, line := range shellLines(string(readme)) {
+		args := shellWords(t, line)
+		if len(args) == 0 || args[0] != "deltaflow" && args[0] != "./deltaflow" {
+			continue
 		}
-		for line := range strings.Lines(c.Example) {
-			args := shellWords(t, strings.TrimSpace(line))
-			if len(args) == 0 || args[0] != "deltaflow" {
-				t.Errorf("%s: example %q does not start with deltaflow", c.CommandPath(), line)
-				continue
-			}
-			for i, a := range args {
-				args[i] = strings.NewReplacer(exampleTable, table, exampleBroker, broker, exampleConfig, cfg).Replace(a)
-			}
-			examples++
-			if code, out, errs := run(t, args[1:]...); code != 0 {
-				t.Errorf("%s: exit %d\n%s%s", strings.TrimSpace(line), code, out, errs)
-			}
+		if _, ok := readmeSkipped[line]; ok {
+			continue
 		}
-		for _, sub := range c.Commands() {
-			walk(sub)
+		ran++
+		ex.run(t, line, args[1:])
+	}
+	if ran < 8 {
+		t.Fatalf("only %d README commands ran", ran)
+	}
+}
+
+// shellLines returns the lines of the Markdown's sh blocks, continuation
+// lines joined and comments cut.
+func shellLines(md string) []string {
+	var lines []string
+	inBlock := false
+	for line := range strings.Lines(strings.ReplaceAll(md, "\\\n", " ")) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "```sh":
+			inBlock = true
+		case line == "```":
+			inBlock = false
+		case inBlock:
+			if i := strings.Index(line, " #"); i >= 0 {
+				line = line[:i]
+			}
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				lines = append(lines, line)
+			}
 		}
 	}
-	walk(root)
-	if examples < 10 {
-		t.Fatalf("only %d examples ran", examples)
-	}
+	return lines
 }
 
 // freeAddr returns a free loopback address.
