@@ -6,12 +6,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 )
+
+// bracketedVars matches "[$NAME]" and "[$A, $B]" in a flag's help.
+var bracketedVars = regexp.MustCompile(`\[\$[A-Z_]+(, \$[A-Z_]+)*\]`)
 
 var update = flag.Bool("update", false, "rewrite testdata/help/*.golden from the current --help output")
 
@@ -51,6 +55,10 @@ func TestHelpGolden(t *testing.T) {
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Count(line, "(default") > 1 {
 				t.Errorf("%s: default shown twice: %q", name, line)
+			}
+			// A flag's variables show one way, as [$NAME] (README).
+			if rest := bracketedVars.ReplaceAllString(line, ""); strings.Contains(rest, "default $") || strings.Contains(rest, ", $") {
+				t.Errorf("%s: a variable not shown as [$NAME]: %q", name, line)
 			}
 			if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "-") && !strings.HasPrefix(f[0], "--") && !strings.HasPrefix(f[0], "-h,") {
 				t.Errorf("%s: single-dash flag: %q", name, line)

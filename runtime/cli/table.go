@@ -54,11 +54,11 @@ func configFlag(fs *pflag.FlagSet, p *string, usage string) {
 // registerS3 adds the S3 flags; empty ones fall back to the environment
 // in storage.Open.
 func registerS3(fs *pflag.FlagSet, o *storage.Options) {
-	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "S3/MinIO endpoint `HOST:PORT` or URL (default $MINIO_ENDPOINT, $AWS_ENDPOINT_URL)")
-	fs.StringVar(&o.AccessKey, "s3-access-key", "", "S3 access `KEY` (default $MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID)")
-	secretFileFlag(fs, &o.SecretKey, "s3-secret-key-file", "`FILE` holding the S3 secret key (default $MINIO_SECRET_KEY, $AWS_SECRET_ACCESS_KEY)")
-	fs.StringVar(&o.Region, "s3-region", "", "S3 `REGION` (default $AWS_REGION)")
-	fs.StringVar(&o.CAFile, "s3-ca-file", "", "PEM CA bundle `FILE` to trust for an https:// endpoint (default $MINIO_CA_FILE)")
+	fs.StringVar(&o.Endpoint, "s3-endpoint", "", "S3/MinIO endpoint `HOST:PORT` or URL [$MINIO_ENDPOINT, $AWS_ENDPOINT_URL]")
+	fs.StringVar(&o.AccessKey, "s3-access-key", "", "S3 access `KEY` [$MINIO_ACCESS_KEY, $AWS_ACCESS_KEY_ID]")
+	secretFileFlag(fs, &o.SecretKey, "s3-secret-key-file", "`FILE` holding the S3 secret key; without it the key comes from $MINIO_SECRET_KEY or $AWS_SECRET_ACCESS_KEY")
+	fs.StringVar(&o.Region, "s3-region", "", "S3 `REGION` [$AWS_REGION]")
+	fs.StringVar(&o.CAFile, "s3-ca-file", "", "PEM CA bundle `FILE` to trust for an https:// endpoint [$MINIO_CA_FILE]")
 }
 
 // registerVersion adds --version, the table version to read.

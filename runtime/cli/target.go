@@ -22,8 +22,8 @@ type targetFlags struct {
 func (f *targetFlags) register(fs *pflag.FlagSet) {
 	f.tableFlags.register(fs)
 	fs.StringVar(&f.app, "app", "", "txn appId `PREFIX` (default table.app_id: deltaflow)")
-	fs.StringVar(&f.topic, "topic", "", "Kafka `topic` (default kafka.topic, $KAFKA_TOPIC: sensor-events)")
-	fs.StringVar(&f.brokers, "brokers", "", "Kafka `brokers`, comma-separated (default kafka.brokers, $KAFKA_BOOTSTRAP)")
+	fs.StringVar(&f.topic, "topic", "", "Kafka `topic` (default kafka.topic: sensor-events) [$KAFKA_TOPIC]")
+	fs.StringVar(&f.brokers, "brokers", "", "Kafka `brokers`, comma-separated (default kafka.brokers) [$KAFKA_BOOTSTRAP]")
 	jsonFlag(fs, &f.asJSON)
 }
 
