@@ -353,77 +353,11 @@ var (
 	pqBool   = parquet.Optional(parquet.Leaf(plainType{parquet.BooleanType}))
 	pqMap    = parquet.Optional(mapOf(parquet.String(), pqString))
 	pqList   = parquet.Optional(listOf(pqString))
-	pqDV     = parquet.Optional(group(
-		field("storageType", pqString),
-		field("pathOrInlineDv", pqString),
-		field("offset", pqInt32),
-		field("sizeInBytes", pqInt32),
-		field("cardinality", pqInt64),
-		field("maxRowIndex", pqInt64),
-	))
 
-	addNode = parquet.Optional(group(
-		field("path", pqString),
-		field("partitionValues", pqMap),
-		field("size", pqInt64),
-		field("modificationTime", pqInt64),
-		field("dataChange", pqBool),
-		field("tags", pqMap),
-		field("deletionVector", pqDV),
-		field("baseRowId", pqInt64),
-		field("defaultRowCommitVersion", pqInt64),
-		field("clusteringProvider", pqString),
-		field("stats", pqString),
-	))
-	removeNode = parquet.Optional(group(
-		field("path", pqString),
-		field("deletionTimestamp", pqInt64),
-		field("dataChange", pqBool),
-		field("extendedFileMetadata", pqBool),
-		field("partitionValues", pqMap),
-		field("size", pqInt64),
-		field("deletionVector", pqDV),
-		field("baseRowId", pqInt64),
-		field("defaultRowCommitVersion", pqInt64),
-	))
-
-	checkpointSchema = parquet.NewSchema("spark_schema", group(
-		field("txn", parquet.Optional(group(
-			field("appId", pqString),
-			field("version", pqInt64),
-			field("lastUpdated", pqInt64),
-		))),
-		field("add", addNode),
-		field("remove", removeNode),
-		field("metaData", parquet.Optional(group(
-			field("id", pqString),
-			field("name", pqString),
-			field("description", pqString),
-			field("format", parquet.Optional(group(
-				field("provider", pqString),
-				field("options", pqMap),
-			))),
-			field("schemaString", pqString),
-			field("partitionColumns", pqList),
-			field("configuration", pqMap),
-			field("createdTime", pqInt64),
-		))),
-		field("protocol", parquet.Optional(group(
-			field("minReaderVersion", pqInt32),
-			field("minWriterVersion", pqInt32),
-			field("readerFeatures", pqList),
-			field("writerFeatures", pqList),
-		))),
-		field("domainMetadata", parquet.Optional(group(
-			field("domain", pqString),
-			field("configuration", pqString),
-			field("removed", pqBool),
-		))),
-	))
-	checkpointColumns = len(checkpointSchema.Columns())
-
+	checkpointSchema, checkpointColumns = ckSchema(ckActions)
 	// sidecarSchema is a V2 checkpoint sidecar's: file actions only.
-	sidecarSchema = parquet.NewSchema("spark_schema", group(field("add", addNode), field("remove", removeNode)))
+	sidecarSchema, _ = ckSchema(fileActions)
+	fileActions      = slices.DeleteFunc(slices.Clone(ckActions), func(a ckAction) bool { return a.name != "add" && a.name != "remove" })
 )
 
 // plainType is an INT32, INT64 or BOOLEAN type as Spark writes it: without
@@ -445,90 +379,16 @@ type rowEncoder struct {
 
 // encode is a's row of a classic checkpoint (checkpointSchema).
 func (e *rowEncoder) encode(row parquet.Row, a *Action) parquet.Row {
-	e.row, e.col = row, 0
-	if t := a.Txn; t == nil {
-		e.null(3, 0)
-	} else {
-		e.str(2, t.AppID)
-		e.i64(2, t.Version)
-		e.optI64(2, t.LastUpdated)
-	}
-	e.files(a)
-	if m := a.MetaData; m == nil {
-		e.null(11, 0)
-	} else {
-		e.str(2, m.ID)
-		e.optStrPtr(2, m.Name)
-		e.optStrPtr(2, m.Description)
-		e.str(3, m.Format.Provider)
-		strMap(e, 3, m.Format.Options, false)
-		e.str(2, m.SchemaString)
-		e.strList(2, m.PartitionColumns, false)
-		strMap(e, 2, m.Configuration, false)
-		e.optI64(2, m.CreatedTime)
-	}
-	if p := a.Protocol; p == nil {
-		e.null(4, 0)
-	} else {
-		e.i32(2, p.MinReaderVersion)
-		e.i32(2, p.MinWriterVersion)
-		e.strList(2, p.ReaderFeatures, p.ReaderFeatures == nil)
-		e.strList(2, p.WriterFeatures, p.WriterFeatures == nil)
-	}
-	if d := a.DomainMetadata; d == nil {
-		e.null(3, 0)
-	} else {
-		e.str(2, d.Domain)
-		e.str(2, d.Configuration)
-		e.boolean(2, d.Removed)
-	}
+	row = encodeRow(ckActions, e, row, a)
 	if e.col != checkpointColumns {
 		panic(fmt.Sprintf("delta: checkpoint row has %d columns, schema %d", e.col, checkpointColumns))
 	}
-	return e.row
+	return row
 }
 
 // encodeFiles is a's row of a V2 checkpoint sidecar (sidecarSchema).
 func (e *rowEncoder) encodeFiles(row parquet.Row, a *Action) parquet.Row {
-	e.row, e.col = row, 0
-	e.files(a)
-	return e.row
-}
-
-// files writes the add and remove groups.
-func (e *rowEncoder) files(a *Action) {
-	if f := a.Add; f == nil {
-		e.null(18, 0)
-	} else {
-		e.str(2, f.Path)
-		strMap(e, 2, f.PartitionValues, false) // required: {} when empty
-		e.i64(2, f.Size)
-		e.i64(2, f.ModificationTime)
-		e.boolean(2, f.DataChange)
-		strMap(e, 2, f.Tags, f.Tags == nil)
-		e.dv(2, f.DeletionVector)
-		e.optI64(2, f.BaseRowID)
-		e.optI64(2, f.DefaultRowCommitVersion)
-		e.optStrPtr(2, f.ClusteringProvider)
-		e.optStr(2, f.Stats, f.Stats == "")
-	}
-	if r := a.Remove; r == nil {
-		e.null(15, 0)
-	} else {
-		e.str(2, r.Path)
-		e.optI64(2, r.DeletionTimestamp)
-		e.boolean(2, r.DataChange)
-		if r.ExtendedFileMetadata == nil {
-			e.null(1, 1)
-		} else {
-			e.boolean(2, *r.ExtendedFileMetadata)
-		}
-		strMap(e, 2, r.PartitionValues, r.PartitionValues == nil)
-		e.optI64(2, r.Size)
-		e.dv(2, r.DeletionVector)
-		e.optI64(2, r.BaseRowID)
-		e.optI64(2, r.DefaultRowCommitVersion)
-	}
+	return encodeRow(fileActions, e, row, a)
 }
 
 func (e *rowEncoder) put(v parquet.Value, def int) {
@@ -570,24 +430,6 @@ func (e *rowEncoder) optI64(def int, v *int64) {
 	} else {
 		e.i64(def, *v)
 	}
-}
-
-// dv writes a deletionVector struct whose fields are at level def+1.
-func (e *rowEncoder) dv(def int, dv *DeletionVector) {
-	if dv == nil {
-		e.null(6, def-1)
-		return
-	}
-	e.str(def+1, dv.StorageType)
-	e.str(def+1, dv.PathOrInlineDv)
-	if dv.Offset == nil {
-		e.null(1, def)
-	} else {
-		e.i32(def+1, *dv.Offset)
-	}
-	e.i32(def+1, dv.SizeInBytes)
-	e.i64(def+1, dv.Cardinality)
-	e.optI64(def+1, dv.MaxRowIndex)
 }
 
 // strList writes a LIST of strings present at level def: null at def-1,

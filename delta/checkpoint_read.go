@@ -96,7 +96,7 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 		return err
 	}
 	var b binder
-	cols := bindCheckpoint(&b, f.Root())
+	decode := bindCheckpoint(&b, f.Root())
 	if b.err != nil {
 		return b.err
 	}
@@ -109,7 +109,7 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := decodeRowGroup(rg, &b, rowValues, cols, fn)
+		n, err := decodeRowGroup(rg, &b, rowValues, decode, fn)
 		total += n
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
@@ -121,7 +121,8 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 	return nil
 }
 
-func decodeRowGroup(rg parquet.RowGroup, b *binder, rv [][]parquet.Value, cols *ckColumns, fn func(*Action) error) (int64, error) {
+func decodeRowGroup(rg parquet.RowGroup, b *binder, rv [][]parquet.Value,
+	decode func([][]parquet.Value, func(*Action) error) error, fn func(*Action) error) (int64, error) {
 	chunks, used := rg.ColumnChunks(), b.used
 	cursors := make([]*columnCursor, len(used))
 	for i, idx := range used {
@@ -138,7 +139,7 @@ func decodeRowGroup(rg parquet.RowGroup, b *binder, rv [][]parquet.Value, cols *
 			}
 			rv[used[i]] = v
 		}
-		if err := cols.decode(rv, fn); err != nil {
+		if err := decode(rv, fn); err != nil {
 			if _, ok := err.(callbackError); ok {
 				return row, err
 			}
@@ -248,55 +249,6 @@ type (
 	ckList struct {
 		elem          ckLeaf
 		def, entryDef int
-	}
-	ckDV struct {
-		ckGroup
-		storageType, pathOrInlineDv, offset, sizeInBytes, cardinality, maxRowIndex ckLeaf
-	}
-	ckColumns struct {
-		txn struct {
-			ckGroup
-			appID, version, lastUpdated ckLeaf
-		}
-		add struct {
-			ckGroup
-			path, size, modificationTime, dataChange, stats        ckLeaf
-			baseRowID, defaultRowCommitVersion, clusteringProvider ckLeaf
-			partitionValues, tags                                  ckMap
-			dv                                                     ckDV
-		}
-		remove struct {
-			ckGroup
-			path, deletionTimestamp, dataChange, extendedFileMetadata, size, stats ckLeaf
-			baseRowID, defaultRowCommitVersion                                     ckLeaf
-			partitionValues, tags                                                  ckMap
-			dv                                                                     ckDV
-		}
-		metaData struct {
-			ckGroup
-			id, name, description, schemaString, createdTime ckLeaf
-			format                                           ckGroup
-			provider                                         ckLeaf
-			options, configuration                           ckMap
-			partitionColumns                                 ckList
-		}
-		protocol struct {
-			ckGroup
-			minReaderVersion, minWriterVersion ckLeaf
-			readerFeatures, writerFeatures     ckList
-		}
-		domainMetadata struct {
-			ckGroup
-			domain, configuration, removed ckLeaf
-		}
-		sidecar struct {
-			ckGroup
-			path, sizeInBytes, modificationTime ckLeaf
-		}
-		checkpointMetadata struct {
-			ckGroup
-			version ckLeaf
-		}
 	}
 )
 
@@ -432,102 +384,6 @@ func (b *binder) listOf(parent *parquet.Column, name string) ckList {
 		l.elem = b.leafCol(elem, kindString)
 	}
 	return l
-}
-
-func (b *binder) dv(parent *parquet.Column) ckDV {
-	c := child(parent, "deletionVector")
-	return ckDV{
-		ckGroup:        b.group(c),
-		storageType:    b.leaf(c, "storageType", kindString),
-		pathOrInlineDv: b.leaf(c, "pathOrInlineDv", kindString),
-		offset:         b.leaf(c, "offset", kindInt),
-		sizeInBytes:    b.leaf(c, "sizeInBytes", kindInt),
-		cardinality:    b.leaf(c, "cardinality", kindInt),
-		maxRowIndex:    b.leaf(c, "maxRowIndex", kindInt),
-	}
-}
-
-func bindCheckpoint(b *binder, root *parquet.Column) *ckColumns {
-	s := &ckColumns{}
-	const str, num, boolean = kindString, kindInt, kindBool
-
-	c := child(root, "txn")
-	s.txn.ckGroup = b.group(c)
-	s.txn.appID = b.leaf(c, "appId", str)
-	s.txn.version = b.leaf(c, "version", num)
-	s.txn.lastUpdated = b.leaf(c, "lastUpdated", num)
-
-	c = child(root, "add")
-	a := &s.add
-	a.ckGroup = b.group(c)
-	a.path = b.leaf(c, "path", str)
-	a.partitionValues = b.mapOf(c, "partitionValues")
-	a.size = b.leaf(c, "size", num)
-	a.modificationTime = b.leaf(c, "modificationTime", num)
-	a.dataChange = b.leaf(c, "dataChange", boolean)
-	a.tags = b.mapOf(c, "tags")
-	a.dv = b.dv(c)
-	a.baseRowID = b.leaf(c, "baseRowId", num)
-	a.defaultRowCommitVersion = b.leaf(c, "defaultRowCommitVersion", num)
-	a.stats = b.leaf(c, "stats", str)
-	a.clusteringProvider = b.leaf(c, "clusteringProvider", str)
-
-	c = child(root, "remove")
-	r := &s.remove
-	r.ckGroup = b.group(c)
-	r.path = b.leaf(c, "path", str)
-	r.deletionTimestamp = b.leaf(c, "deletionTimestamp", num)
-	r.dataChange = b.leaf(c, "dataChange", boolean)
-	r.extendedFileMetadata = b.leaf(c, "extendedFileMetadata", boolean)
-	r.partitionValues = b.mapOf(c, "partitionValues")
-	r.size = b.leaf(c, "size", num)
-	r.stats = b.leaf(c, "stats", str)
-	r.tags = b.mapOf(c, "tags")
-	r.dv = b.dv(c)
-	r.baseRowID = b.leaf(c, "baseRowId", num)
-	r.defaultRowCommitVersion = b.leaf(c, "defaultRowCommitVersion", num)
-
-	c = child(root, "metaData")
-	m := &s.metaData
-	m.ckGroup = b.group(c)
-	m.id = b.leaf(c, "id", str)
-	m.name = b.leaf(c, "name", str)
-	m.description = b.leaf(c, "description", str)
-	fc := child(c, "format")
-	m.format = b.group(fc)
-	m.provider = b.leaf(fc, "provider", str)
-	m.options = b.mapOf(fc, "options")
-	m.schemaString = b.leaf(c, "schemaString", str)
-	m.partitionColumns = b.listOf(c, "partitionColumns")
-	m.configuration = b.mapOf(c, "configuration")
-	m.createdTime = b.leaf(c, "createdTime", num)
-
-	c = child(root, "protocol")
-	p := &s.protocol
-	p.ckGroup = b.group(c)
-	p.minReaderVersion = b.leaf(c, "minReaderVersion", num)
-	p.minWriterVersion = b.leaf(c, "minWriterVersion", num)
-	p.readerFeatures = b.listOf(c, "readerFeatures")
-	p.writerFeatures = b.listOf(c, "writerFeatures")
-
-	c = child(root, "domainMetadata")
-	d := &s.domainMetadata
-	d.ckGroup = b.group(c)
-	d.domain = b.leaf(c, "domain", str)
-	d.configuration = b.leaf(c, "configuration", str)
-	d.removed = b.leaf(c, "removed", boolean)
-
-	c = child(root, "sidecar")
-	sc := &s.sidecar
-	sc.ckGroup = b.group(c)
-	sc.path = b.leaf(c, "path", str)
-	sc.sizeInBytes = b.leaf(c, "sizeInBytes", num)
-	sc.modificationTime = b.leaf(c, "modificationTime", num)
-
-	c = child(root, "checkpointMetadata")
-	s.checkpointMetadata.ckGroup = b.group(c)
-	s.checkpointMetadata.version = b.leaf(c, "version", num)
-	return s
 }
 
 // Accessors of one row; rv holds the row's values by column index.
@@ -696,154 +552,4 @@ func (l ckList) strings(rv [][]parquet.Value) []string {
 		}
 	}
 	return out
-}
-
-func (d *ckDV) read(rv [][]parquet.Value) (*DeletionVector, error) {
-	if !d.present(rv) {
-		return nil, nil
-	}
-	offset, err1 := d.offset.i32Ptr(rv)
-	size, err2 := d.sizeInBytes.i32(rv)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("deletionVector: %w", err)
-	}
-	return &DeletionVector{
-		StorageType:    d.storageType.str(rv),
-		PathOrInlineDv: d.pathOrInlineDv.str(rv),
-		Offset:         offset,
-		SizeInBytes:    size,
-		Cardinality:    d.cardinality.i64(rv),
-		MaxRowIndex:    d.maxRowIndex.i64Ptr(rv),
-	}, nil
-}
-
-// decode turns one row into actions and calls fn for each: normally one,
-// none for rows of other actions (commitInfo, cdc, ...).
-func (s *ckColumns) decode(rv [][]parquet.Value, fn func(*Action) error) error {
-	if t := &s.txn; t.present(rv) {
-		txn := &Txn{AppID: t.appID.str(rv), Version: t.version.i64(rv), LastUpdated: t.lastUpdated.i64Ptr(rv)}
-		if txn.AppID == "" {
-			return errors.New("txn action without appId")
-		}
-		if err := fn(&Action{Txn: txn}); err != nil {
-			return err
-		}
-	}
-	if a := &s.add; a.present(rv) {
-		pv, err1 := a.partitionValues.nullable(rv)
-		tags, err2 := a.tags.plain(rv)
-		dv, err3 := a.dv.read(rv)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return fmt.Errorf("add: %w", err)
-		}
-		add := &Add{
-			Path:                    a.path.str(rv),
-			PartitionValues:         pv,
-			Size:                    a.size.i64(rv),
-			ModificationTime:        a.modificationTime.i64(rv),
-			DataChange:              a.dataChange.boolean(rv),
-			Stats:                   a.stats.str(rv),
-			Tags:                    tags,
-			DeletionVector:          dv,
-			BaseRowID:               a.baseRowID.i64Ptr(rv),
-			DefaultRowCommitVersion: a.defaultRowCommitVersion.i64Ptr(rv),
-			ClusteringProvider:      a.clusteringProvider.strPtr(rv),
-		}
-		if add.Path == "" {
-			return errors.New("add action without path")
-		}
-		if err := fn(&Action{Add: add}); err != nil {
-			return err
-		}
-	}
-	if r := &s.remove; r.present(rv) {
-		pv, err1 := r.partitionValues.nullable(rv)
-		tags, err2 := r.tags.plain(rv)
-		dv, err3 := r.dv.read(rv)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return fmt.Errorf("remove: %w", err)
-		}
-		rm := &Remove{
-			Path:                    r.path.str(rv),
-			DeletionTimestamp:       r.deletionTimestamp.i64Ptr(rv),
-			DataChange:              r.dataChange.boolean(rv),
-			ExtendedFileMetadata:    r.extendedFileMetadata.boolPtr(rv),
-			PartitionValues:         pv,
-			Size:                    r.size.i64Ptr(rv),
-			Stats:                   r.stats.str(rv),
-			Tags:                    tags,
-			DeletionVector:          dv,
-			BaseRowID:               r.baseRowID.i64Ptr(rv),
-			DefaultRowCommitVersion: r.defaultRowCommitVersion.i64Ptr(rv),
-		}
-		if rm.Path == "" {
-			return errors.New("remove action without path")
-		}
-		if err := fn(&Action{Remove: rm}); err != nil {
-			return err
-		}
-	}
-	if m := &s.metaData; m.present(rv) {
-		opts, err1 := m.options.plain(rv)
-		conf, err2 := m.configuration.plain(rv)
-		if err := errors.Join(err1, err2); err != nil {
-			return fmt.Errorf("metaData: %w", err)
-		}
-		md := &Metadata{
-			ID:               m.id.str(rv),
-			Name:             m.name.strPtr(rv),
-			Description:      m.description.strPtr(rv),
-			SchemaString:     m.schemaString.str(rv),
-			PartitionColumns: m.partitionColumns.strings(rv),
-			Configuration:    conf,
-			CreatedTime:      m.createdTime.i64Ptr(rv),
-		}
-		if m.format.present(rv) {
-			md.Format = Format{Provider: m.provider.str(rv), Options: opts}
-		}
-		if err := fn(&Action{MetaData: md}); err != nil {
-			return err
-		}
-	}
-	if p := &s.protocol; p.present(rv) {
-		minR, err1 := p.minReaderVersion.i32(rv)
-		minW, err2 := p.minWriterVersion.i32(rv)
-		if err := errors.Join(err1, err2); err != nil {
-			return fmt.Errorf("protocol: %w", err)
-		}
-		pr := &Protocol{
-			MinReaderVersion: minR,
-			MinWriterVersion: minW,
-			ReaderFeatures:   p.readerFeatures.strings(rv),
-			WriterFeatures:   p.writerFeatures.strings(rv),
-		}
-		if err := fn(&Action{Protocol: pr}); err != nil {
-			return err
-		}
-	}
-	if d := &s.domainMetadata; d.present(rv) {
-		dm := &DomainMetadata{
-			Domain:        d.domain.str(rv),
-			Configuration: d.configuration.str(rv),
-			Removed:       d.removed.boolean(rv),
-		}
-		if err := fn(&Action{DomainMetadata: dm}); err != nil {
-			return err
-		}
-	}
-	if sc := &s.sidecar; sc.present(rv) {
-		a := &Sidecar{Path: sc.path.str(rv), SizeInBytes: sc.sizeInBytes.i64(rv), ModificationTime: sc.modificationTime.i64(rv)}
-		if a.Path == "" {
-			return errors.New("sidecar without path")
-		}
-		if err := fn(&Action{Sidecar: a}); err != nil {
-			return err
-		}
-	}
-	if cm := &s.checkpointMetadata; cm.present(rv) {
-		if err := fn(&Action{CheckpointMetadata: &CheckpointMetadata{Version: cm.version.i64(rv)}}); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -18,7 +18,11 @@
 //
 // A commit that changes metaData carries the protocol the new metadata needs
 // (see Table.Commit), and a checkpoint holds the log's state as stored, never
-// a snapshot's memory (see Table.Checkpoint).
+// a snapshot's memory (see Table.Checkpoint). Each action type's checkpoint
+// columns are declared once (checkpoint_columns.go): the declarations make
+// the schema checkpoints are written with, their row encoder, and the
+// binding and decoding of any writer's checkpoint, so a new action field is
+// one line there.
 //
 // Tables other engines made may use table features. Snapshot.Check gates
 // each operation (read, append, OPTIMIZE, VACUUM) by the features that are
