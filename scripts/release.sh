@@ -40,7 +40,7 @@ mkdir -p "$DIST"
 DIST="$(cd "$DIST" && pwd)"
 
 # The SBOM tool runs on this machine, whatever the release's platform.
-go build -o "$work/sbom" ./internal/sbom/cmd/sbom
+go build -o "$work/sbom" ./cmd/sbom
 
 artifacts=()
 for arch in "${ARCHES[@]}"; do

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltaflow/deltaflow/internal/bench"
+	"github.com/deltaflow/deltaflow/runtime/devtools/bench"
 )
 
 // benchFlags are bench's flags that bench.Options does not hold as is.

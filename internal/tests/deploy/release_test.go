@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/internal/sbom"
+	"github.com/deltaflow/deltaflow/runtime/devtools/sbom"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 )
 

@@ -20,6 +20,13 @@ var forbidden = map[string][]string{
 	"bridge":         {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
 	"bridge/kafka":   {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
 	"actors":         {module + "/runtime"},
+	// Small product helpers sit below everything: they import nothing of ours.
+	"internal/sim":       {module + "/"},
+	"internal/secret":    {module + "/"},
+	"internal/failpoint": {module + "/"},
+	"internal/bytesize":  {module + "/"},
+	// The daemon never links the developer tools.
+	"runtime/daemon": {module + "/runtime/devtools", module + "/runtime/cli"},
 	"runtime/sparkcheckpoint": {module + "/actors", module + "/bridge", module + "/delta", module + "/runtime/cli",
 		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 }

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/deltaflow/deltaflow/internal/sbom"
+	"github.com/deltaflow/deltaflow/runtime/devtools/sbom"
 )
 
 func main() {

@@ -3,7 +3,7 @@
 // every binary (debug/buildinfo), so it names exactly the modules compiled
 // in, at the versions and with the go.sum hashes the build used. The release
 // script (scripts/release.sh) runs it on each release binary through
-// ./internal/sbom/cmd/sbom.
+// ./cmd/sbom.
 package sbom
 
 import (
@@ -134,7 +134,7 @@ func New(bi *debug.BuildInfo, bin Binary) (*Document, error) {
 		DocumentNamespace: namespaceBase + url.PathEscape(bin.Name) + "-" + bin.SHA256,
 		CreationInfo: CreationInfo{
 			Created:  bin.Created.UTC().Format(time.RFC3339),
-			Creators: []string{"Tool: deltaflow-sbom (internal/sbom)"},
+			Creators: []string{"Tool: deltaflow-sbom (cmd/sbom)"},
 			Comment:  "made from the build information embedded in the binary (debug/buildinfo)",
 		},
 		DocumentDescribes: []string{main.SPDXID},
