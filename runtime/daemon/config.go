@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -272,83 +270,39 @@ var envOverrides = []struct {
 // Validate (`flush.interval: 0s` is an error, not "use the default").
 func Load(path string, getenv func(string) string) (*Config, error) {
 	cfg := DefaultConfig()
+	var lines keyLines
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
-		if err := decode(data, &cfg); err != nil {
+		if lines, err = decode(data, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
+	fromEnv := map[string]string{}
 	if getenv != nil {
 		for _, o := range envOverrides {
 			if v := getenv(o.name); v != "" {
 				if err := o.set(&cfg, v); err != nil {
 					return nil, err
 				}
+				fromEnv[o.key] = o.name
 			}
 		}
 	}
 	cfg.deriveDefaults()
 	if err := cfg.expandInstanceID(); err != nil {
-		return nil, err
+		return nil, withLines(err, lines, fromEnv)
 	}
 	if err := cfg.Validate(); err != nil {
+		err = withLines(err, lines, fromEnv)
+		if path != "" {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
 		return nil, err
 	}
 	return &cfg, nil
-}
-
-// decode decodes YAML over cfg, rejecting keys Config does not have.
-func decode(data []byte, cfg *Config) error {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return err
-	}
-	if len(root.Content) == 0 {
-		return nil // empty file
-	}
-	// Checked on the node tree first so the error names the whole key
-	// ("line 4: unknown key kafka.borkers"), not just "field borkers".
-	if err := checkKeys(root.Content[0], reflect.TypeFor[Config](), ""); err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
-}
-
-// checkKeys reports the first mapping key under n that t has no field for.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-		for _, item := range n.Content {
-			if err := checkKeys(item, t.Elem(), prefix+"[]"); err != nil {
-				return err
-			}
-		}
-	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode && !implementsUnmarshaler(t):
-		fields := yamlFields(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			key := joinKey(prefix, k.Value)
-			f, ok := fields[k.Value]
-			if !ok {
-				return fmt.Errorf("line %d: unknown key %s", k.Line, key)
-			}
-			if err := checkKeys(n.Content[i+1], f.Type, key); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func implementsUnmarshaler(t reflect.Type) bool {
@@ -442,6 +396,15 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	if len(c.Kafka.Brokers) == 0 {
+		bad("kafka.brokers must list at least one host:port")
+	}
+	if c.Kafka.Topic == "" {
+		bad("kafka.topic must be set")
+	}
+	if c.Kafka.Group == "" && c.Kafka.Mode != kafka.ModePartitions {
+		bad("kafka.group must be set (mode group)")
+	}
 	t := c.Table
 	if t.URI == "" {
 		bad("table.uri must be set")
