@@ -295,6 +295,41 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 }
 
+// TestStartupLogHasEveryKey: the start-up log and String show every key
+// of the configuration (the watchdog section and several maintenance keys
+// were missing), with the effective values, not zeros, for the defaults
+// the kafka and nats sections fill in themselves.
+func TestStartupLogHasEveryKey(t *testing.T) {
+	cfg, err := Load("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("deltaflow starting", "config", cfg)
+	log, str := logs.String(), cfg.String()
+	for _, k := range configKeys() {
+		if strings.Contains(k.key, "[]") || k.key == "kafka.start_offsets" {
+			continue // inside a list; a map (its entries are keys)
+		}
+		if !strings.Contains(log, " config."+k.key+"=") {
+			t.Errorf("start-up log lacks %s:\n%s", k.key, log)
+		}
+		top, rest, _ := strings.Cut(k.key, ".")
+		line := str[strings.Index(str, top+"{"):]
+		line, _, _ = strings.Cut(line, "\n")
+		if !strings.Contains(line, " "+rest+"=") && !strings.Contains(line, "{"+rest+"=") {
+			t.Errorf("String lacks %s: %s", k.key, line)
+		}
+	}
+	for _, want := range []string{"config.nats.kv_bucket=deltaflow_offsets", "config.nats.dlq_max_bytes=256MiB",
+		"config.nats.dlq_stream=DELTAFLOW_DLQ_SENSOR_EVENTS", "config.nats.publish_timeout=5s", "config.watchdog.grace=1m0s",
+		"config.maintenance.optimize_min_files=2", "config.kafka.fetch_max_wait=500ms", "config.flush.row_group_rows=16384"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("start-up log lacks %s:\n%s", want, log)
+		}
+	}
+}
+
 func TestByteSize(t *testing.T) {
 	for in, want := range map[string]ByteSize{"32MiB": 32 << 20, "128MB": 128e6, "1048576": 1 << 20, "1 GiB": 1 << 30, "4kb": 4000, "7B": 7} {
 		if got, err := ParseByteSize(in); err != nil || got != want {
