@@ -169,6 +169,27 @@ func (b *Bridge) connect() error {
 			log.Warn("nats async error", "subject", subj, "err", err)
 		}),
 	}
+	opts = append(opts, authOptions(cfg)...)
+	url := cfg.URL
+	if b.ns != nil {
+		// In-process: no TCP hop, and the connection lives exactly as long
+		// as the server it belongs to.
+		opts = append(opts, nats.InProcessServer(b.ns))
+		url = b.ns.ClientURL()
+	}
+	opts = append(opts, b.build.natsOpts...)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fmt.Errorf("connect nats %s: %w", secret.RedactURL(url), err)
+	}
+	b.nc = nc
+	b.logger.Info("nats connected", "server", nc.ConnectedUrlRedacted(), "max_payload", nc.MaxPayload())
+	return nil
+}
+
+// authOptions are the authentication and TLS options of cfg.
+func authOptions(cfg Config) []nats.Option {
+	var opts []nats.Option
 	switch {
 	case cfg.Token != "":
 		opts = append(opts, nats.Token(string(cfg.Token)))
@@ -186,21 +207,7 @@ func (b *Bridge) connect() error {
 			opts = append(opts, nats.ClientCert(t.CertFile, t.KeyFile))
 		}
 	}
-	url := cfg.URL
-	if b.ns != nil {
-		// In-process: no TCP hop, and the connection lives exactly as long
-		// as the server it belongs to.
-		opts = append(opts, nats.InProcessServer(b.ns))
-		url = b.ns.ClientURL()
-	}
-	opts = append(opts, b.build.natsOpts...)
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return fmt.Errorf("connect nats %s: %w", secret.RedactURL(url), err)
-	}
-	b.nc = nc
-	b.logger.Info("nats connected", "server", nc.ConnectedUrlRedacted(), "max_payload", nc.MaxPayload())
-	return nil
+	return opts
 }
 
 // setup creates or updates the JetStream assets; running it again (another
