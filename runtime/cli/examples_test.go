@@ -16,6 +16,7 @@ import (
 const (
 	exampleTable  = "./data/sensor_events"
 	exampleBroker = "127.0.0.1:9092"
+	exampleConfig = "./deltaflow.yaml" // the demo table's, with the test's broker and NATS
 )
 
 // TestHelpExamplesRun: every example in every command's --help runs (exit
@@ -59,7 +60,7 @@ func TestHelpExamplesRun(t *testing.T) {
 				continue
 			}
 			for i, a := range args {
-				args[i] = strings.NewReplacer(exampleTable, table, exampleBroker, broker).Replace(a)
+				args[i] = strings.NewReplacer(exampleTable, table, exampleBroker, broker, exampleConfig, cfg).Replace(a)
 			}
 			examples++
 			if code, out, errs := run(t, args[1:]...); code != 0 {

@@ -183,7 +183,14 @@ func ConfigDoc() string {
 	b.WriteString("for `table.uri` and the `storage` settings, and their flags win over it. Environment variables ")
 	b.WriteString("override the file when set and non-empty. Sizes take bytes or a unit (`32MiB`, `128MB`); durations use Go ")
 	b.WriteString("syntax (`60s`, `720h`). A key left out takes its default; a key set to an invalid value (such as ")
-	b.WriteString("`flush.interval: 0s`) is an error naming the key. Secrets are never printed or logged.\n")
+	b.WriteString("`flush.interval: 0s`) is an error naming the key and its line (`flush.interval (line 4): \"often\" is not a duration`), ")
+	b.WriteString("or its environment variable. An empty value (`\"\"`, `[]`, nothing) for a key that has a default is an error too, ")
+	b.WriteString("unless its description says what empty means; one value where a list is wanted is a list of one ")
+	b.WriteString("(`kafka.brokers: kafka:9092`). Secrets are never printed or logged.\n\n")
+	b.WriteString("`deltaflow config check [--config FILE] [--json] [--probe]` validates the file and the environment, prints the ")
+	b.WriteString("effective configuration with every default filled in and every secret redacted, and with `--probe` asks Kafka, ")
+	b.WriteString("the table's store and NATS whether they answer (exit 0 valid, 1 a probe failed, 2 invalid). ")
+	b.WriteString("`run` gives each of them `--connect-timeout` (`$DELTAFLOW_CONNECT_TIMEOUT`, default 30s) to answer at start.\n")
 	section := ""
 	for _, k := range configKeys() {
 		top, _, _ := strings.Cut(k.key, ".")
