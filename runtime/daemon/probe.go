@@ -40,7 +40,8 @@ type ProbeResult struct {
 // cfg names: Kafka for the topic's metadata (a topic the brokers do not
 // know fails), the table's store for a put-if-absent probe object (deleted
 // after), and NATS (bridge.Ping). Results come in the order kafka, store,
-// nats. Nothing is created but the probe object.
+// nats. Nothing is written but the probe object (and the directories a
+// local table and the embedded server's store would have).
 func Probe(ctx context.Context, cfg *Config, timeout time.Duration) []ProbeResult {
 	probes := []struct {
 		name, target string
