@@ -70,16 +70,14 @@ func TestPing(t *testing.T) {
 		!strings.Contains(err.Error(), "Authorization Violation") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("Ping with a wrong password: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
+	// A server that went away: its port refuses connections.
+	gone := runServer(t, testServerOpts(t))
+	closed := gone.ClientURL()
+	stopEmbedded(gone)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	if _, err := Ping(ctx, Config{URL: "nats://" + closed}); err == nil || !strings.Contains(err.Error(), "connect nats") {
+	if _, err := Ping(ctx, Config{URL: closed}); err == nil || !strings.Contains(err.Error(), "connect nats") {
 		t.Errorf("Ping on a closed port: %v", err)
 	}
 	if took := time.Since(start); took > 3*time.Second {

@@ -3,10 +3,11 @@ package kafka
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // Ping finds the topic and its partitions; a topic the brokers do not
@@ -25,12 +26,13 @@ func TestPing(t *testing.T) {
 		t.Errorf("Ping of a missing topic: %+v, %v", info, err)
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A broker that went away: its port refuses connections.
+	gone, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := l.Addr().String()
-	l.Close()
+	closed := gone.ListenAddrs()[0]
+	gone.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	start := time.Now()

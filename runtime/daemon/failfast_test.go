@@ -1,22 +1,16 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-)
 
-// closedAddr is an address that refuses connections: a listener closed.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	return freeAddr(t)
-}
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+)
 
 // TestRunFailsFast: a start that cannot reach Kafka, the table's store or
 // NATS gives up within --connect-timeout with one line naming what did not
@@ -29,13 +23,13 @@ func TestRunFailsFast(t *testing.T) {
 		setup func(cfg *Config)
 		want  []string
 	}{
-		{"kafka", func(cfg *Config) { cfg.Kafka.Brokers = []string{closedAddr(t)} },
+		{"kafka", func(cfg *Config) { cfg.Kafka.Brokers = []string{freeAddr(t)} },
 			[]string{"kafka: no broker answered", "connection refused"}},
 		{"store", func(cfg *Config) {
 			cfg.Table.URI = "s3://lake/sensor_events"
-			cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.SecretKey = closedAddr(t), "a", "b"
+			cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.SecretKey = freeAddr(t), "a", "b"
 		}, []string{"s3://lake/sensor_events", "connection refused"}},
-		{"nats", func(cfg *Config) { cfg.NATS.URL = "nats://" + closedAddr(t) }, []string{"start nats bridge: connect nats"}},
+		{"nats", func(cfg *Config) { cfg.NATS.URL = "nats://" + freeAddr(t) }, []string{"start nats bridge: connect nats"}},
 		{"nats port taken", func(cfg *Config) {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -72,24 +66,6 @@ func TestRunFailsFast(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination several goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestUntilLatestSummary: --until-latest ends with one line saying what it
 // did, and leaves the group without franz-go's "were we kicked from the
 // group?" (a group offset commit answered after the leave).
@@ -103,7 +79,7 @@ func TestUntilLatestSummary(t *testing.T) {
 		if i > 0 {
 			produce(t, brokers, 500, int64(i+1))
 		}
-		var logs lockedBuffer
+		var logs testenv.SyncBuffer
 		if err := Run(t.Context(), cfg, RunOptions{UntilLatest: true, LogOutput: &logs}); err != nil {
 			t.Fatal(err)
 		}
