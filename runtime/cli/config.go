@@ -109,7 +109,7 @@ func configCheck(ctx context.Context, w io.Writer, path string, asJSON, probe bo
 		}
 	}
 	if len(failed) > 0 {
-		return exitError{code: exitProbeFailed, err: fmt.Errorf("configuration valid, but %s did not answer", strings.Join(failed, " and "))}
+		return exitError{code: exitProbeFailed, err: fmt.Errorf("configuration valid, but the %s probe failed", strings.Join(failed, " and "))}
 	}
 	return nil
 }

@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // clearConfigEnv blanks the variables that override the file, which the
@@ -176,7 +181,53 @@ func TestConfigCheckProbe(t *testing.T) {
 		t.Errorf("probe took %s with --timeout 2s", took)
 	}
 	if !strings.Contains(out, "kafka  FAILED") || !strings.Contains(out, "connection refused") || !strings.Contains(out, "store  ok") ||
-		!strings.Contains(errs, "kafka did not answer") {
+		!strings.Contains(errs, "the kafka probe failed") {
 		t.Errorf("closed broker:\n%s%s", out, errs)
+	}
+}
+
+// --probe against the real servers (scripts/servers.sh): Kafka knows the
+// topic, MinIO takes and deletes the probe object, NATS has JetStream;
+// a wrong secret fails the store's probe with MinIO's reason and never
+// shows the secret.
+func TestConfigCheckProbeServers(t *testing.T) {
+	clearConfigEnv(t)
+	s3, brokers, natsURL := testenv.MinIO(t), testenv.Kafka(t), testenv.NATS(t)
+	topic := testenv.BucketName(t.Name())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	uri := "s3://" + s3.Bucket + "/sensor_events"
+	yaml := "table: {uri: " + uri + "}\nstorage: {endpoint: " + s3.Endpoint + ", access_key: " + s3.AccessKey + "}\n" +
+		"kafka: {brokers: " + strings.Join(brokers, ",") + ", topic: " + topic + "}\nnats: {url: " + natsURL + "}\n"
+	f := writeConfigFile(t, yaml)
+	t.Setenv("MINIO_SECRET_KEY", s3.SecretKey)
+	code, out, errs := run(t, "config", "check", "--config", f, "--probe")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"kafka  ok", "2 partitions", "store  ok", "put-if-absent honoured", "nats   ok", "JetStream enabled"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	store, err := storage.Open(t.Context(), uri, storage.Options{Endpoint: s3.Endpoint, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err := store.List(t.Context(), "", ""); err != nil || len(left) > 0 {
+		t.Errorf("the probe left %v (%v)", left, err)
+	}
+
+	t.Setenv("MINIO_SECRET_KEY", "wrong-secret-77")
+	code, out, errs = run(t, "config", "check", "--config", f, "--probe")
+	if code != 1 || !strings.Contains(out, "store  FAILED") || !strings.Contains(errs, "the store probe failed") ||
+		strings.Contains(out+errs, "wrong-secret-77") {
+		t.Errorf("wrong secret: exit %d:\n%s%s", code, out, errs)
 	}
 }
