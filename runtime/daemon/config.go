@@ -267,7 +267,11 @@ var envOverrides = []struct {
 //
 // Defaults are in place before the file is decoded, so a key the file omits
 // keeps its default while a key set to zero stays zero and is reported by
-// Validate (`flush.interval: 0s` is an error, not "use the default").
+// Validate (`flush.interval: 0s` is an error, not "use the default"), and
+// a key set empty ("", [], null) is refused when it has a default (see
+// decode). Every error names its key, with the file's line or the
+// environment variable that set it: `flush.interval (line 4) must be > 0`,
+// `flush.interval ($FLUSH_INTERVAL) must be > 0`.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	cfg := DefaultConfig()
 	var lines keyLines
