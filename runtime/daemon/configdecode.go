@@ -74,7 +74,8 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 			def = def.Elem()
 		}
 	}
-	if n.Kind == yaml.AliasNode {
+	aliased := n.Kind == yaml.AliasNode
+	if aliased {
 		n = n.Alias
 	}
 	if key != "" {
@@ -115,8 +116,9 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 			w.walk(v, f.Type, fdef, joinKey(key, k.Value), joinKey(docKey, k.Value))
 		}
 	case t.Kind() == reflect.Slice:
-		if n.Kind == yaml.ScalarNode && isScalarType(t.Elem()) {
-			// One value where a list is wanted is a list of one.
+		if n.Kind == yaml.ScalarNode && isScalarType(t.Elem()) && !aliased {
+			// One value where a list is wanted is a list of one (not
+			// through an alias: the anchor may serve a scalar too).
 			item := *n
 			*n = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: n.Line, Column: n.Column, Content: []*yaml.Node{&item}}
 		}
