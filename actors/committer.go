@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,11 +33,15 @@ type committerConfig struct {
 	pipeline      *pipelineConfig
 	outbox        Outbox
 	offsets       OffsetCommitter
-	fetch         *fetcher
-	budget        *Budget
-	health        *Health
-	metrics       *Metrics
-	logger        *slog.Logger
+	// groupCommits counts the group offset commits in flight, which Stop
+	// waits for before the consumer leaves the group (an answer after
+	// that is franz-go's "were we kicked from the group?").
+	groupCommits *sync.WaitGroup
+	fetch        *fetcher
+	budget       *Budget
+	health       *Health
+	metrics      *Metrics
+	logger       *slog.Logger
 	// eventTime names the column whose committed maximum the freshness
 	// metric follows ("" or absent from the stats: not followed).
 	eventTime string
@@ -522,13 +527,13 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took
 		next[p] = off + 1
 	}
 	if c.cfg.offsets != nil {
-		go func() {
+		c.cfg.groupCommits.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := c.cfg.offsets.CommitOffsets(ctx, next); err != nil {
 				c.cfg.logger.Debug("kafka group offsets not committed (lag tools only)", "err", err)
 			}
-		}()
+		})
 	}
 	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: es.reason, Files: len(es.files), Rows: rows, Bytes: bytes,
 		DurationMS: time.Since(es.started).Milliseconds() - took.Milliseconds()})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -180,8 +181,10 @@ type Engine struct {
 	progress *progress
 	cancel   context.CancelFunc
 	loopDone chan error
-	stopping atomic.Bool
-	fatal    chan error // see Fatal
+	// groupCommits: the committer's Kafka group offset commits in flight.
+	groupCommits sync.WaitGroup
+	stopping     atomic.Bool
+	fatal        chan error // see Fatal
 }
 
 // ErrTopicRecreated is sent on [Engine.Fatal] when the topic was deleted
@@ -326,7 +329,7 @@ func (e *Engine) Start(cons Consumer) error {
 		starts: startPolicy{startOffset: e.cfg.StartOffset, onDataLoss: e.cfg.OnDataLoss}, kafka: cons, fatal: e.fail,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
 		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: e.deps.Outbox,
-		offsets: cons, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
+		offsets: cons, groupCommits: &e.groupCommits, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, maintenance: e.maintenance, progress: e.progress,
 	}
 	// Maintenance first: the committer tells it about checkpoints.
@@ -477,6 +480,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	<-e.loopDone
 	err := e.commitNow(ctx, reasonShutdown)
 	e.stopping.Store(true)
+	// The last commits' group offsets first: answered after the leave,
+	// franz-go warns that the member was kicked from the group.
+	e.groupCommits.Wait()
 	e.cons.Close()
 	if e.maintenance != nil {
 		// A maintenance run in progress is cancelled; its orphans are VACUUM's.

@@ -169,7 +169,7 @@ func (b *Bridge) connect() error {
 			log.Warn("nats async error", "subject", subj, "err", err)
 		}),
 	}
-	opts = append(opts, cfg.authOptions()...)
+	opts = append(opts, authOptions(cfg)...)
 	url := cfg.URL
 	if b.ns != nil {
 		// In-process: no TCP hop, and the connection lives exactly as long
@@ -187,9 +187,8 @@ func (b *Bridge) connect() error {
 	return nil
 }
 
-// authOptions are the options that authenticate to the server and secure
-// the connection as cfg says.
-func (cfg Config) authOptions() []nats.Option {
+// authOptions are the authentication and TLS options of cfg.
+func authOptions(cfg Config) []nats.Option {
 	var opts []nats.Option
 	switch {
 	case cfg.Token != "":

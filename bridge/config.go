@@ -107,6 +107,16 @@ func defaultCfg() Config {
 	}
 }
 
+// Effective returns c as New uses it for table: every zero field set to
+// its default, the DLQ stream's name included.
+func (c Config) Effective(table string) Config {
+	c = c.withDefaults()
+	if c.DLQStream == "" {
+		c.DLQStream = DefaultDLQStream(table)
+	}
+	return c
+}
+
 // withDefaults returns c with every zero field set to its default; DLQStream
 // depends on the table and is filled in by New.
 func (c Config) withDefaults() Config {

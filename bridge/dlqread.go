@@ -46,7 +46,7 @@ func ClientURL(cfg Config) (string, error) {
 // Dial connects a command-line tool to the server at url with cfg's
 // credentials and TLS: one attempt bounded by timeout, no reconnects.
 func Dial(url string, cfg Config, name string, timeout time.Duration) (*nats.Conn, error) {
-	opts := append([]nats.Option{nats.Name(name), nats.Timeout(timeout), nats.MaxReconnects(0)}, cfg.authOptions()...)
+	opts := append([]nats.Option{nats.Name(name), nats.Timeout(timeout), nats.MaxReconnects(0)}, authOptions(cfg)...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect nats %s: %w", secret.RedactURL(url), err)

@@ -38,6 +38,11 @@ func startEmbedded(cfg Config) (embeddedServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: listen %q: %w", cfg.Listen, err)
 	}
+	// nats-server only logs a taken port, and New would wait
+	// serverReadyTimeout to report "not ready".
+	if err := listenFree(cfg.Listen); err != nil {
+		return nil, err
+	}
 	storeDir, err := filepath.Abs(cfg.StoreDir)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: store dir: %w", err)

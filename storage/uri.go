@@ -103,18 +103,18 @@ func s3Config(opts Options, getenv func(string) string) (S3Config, error) {
 	}
 	switch {
 	case cfg.Endpoint == "":
-		return S3Config{}, fmt.Errorf("s3 endpoint not set: set Options.Endpoint or MINIO_ENDPOINT (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)")
+		return S3Config{}, fmt.Errorf("s3 endpoint not set: set storage.endpoint in the --config file, --s3-endpoint, or $MINIO_ENDPOINT (or $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL)")
 	case cfg.AccessKey == "":
-		return S3Config{}, fmt.Errorf("s3 access key not set: set Options.AccessKey or MINIO_ACCESS_KEY (or AWS_ACCESS_KEY_ID)")
+		return S3Config{}, fmt.Errorf("s3 access key not set: set storage.access_key in the --config file, --s3-access-key, or $MINIO_ACCESS_KEY (or $AWS_ACCESS_KEY_ID)")
 	case cfg.SecretKey == "":
-		return S3Config{}, fmt.Errorf("s3 secret key not set: set Options.SecretKey or MINIO_SECRET_KEY (or AWS_SECRET_ACCESS_KEY)")
+		return S3Config{}, fmt.Errorf("s3 secret key not set: set storage.secret_key in the --config file, --s3-secret-key-file, or $MINIO_SECRET_KEY (or $AWS_SECRET_ACCESS_KEY)")
 	}
 	host, secure, err := splitEndpoint(cfg.Endpoint)
 	if err != nil {
 		return S3Config{}, err
 	}
 	if secure != nil && opts.Secure != nil && *secure != *opts.Secure {
-		return S3Config{}, fmt.Errorf("s3 endpoint %q conflicts with Options.Secure=%t", cfg.Endpoint, *opts.Secure)
+		return S3Config{}, fmt.Errorf("s3 endpoint %q conflicts with storage.secure: %t", cfg.Endpoint, *opts.Secure)
 	}
 	cfg.Endpoint = host
 	switch {

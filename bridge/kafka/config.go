@@ -178,6 +178,10 @@ type Secret = secret.Secret
 // DefaultConfig returns the configuration with every default filled in.
 func DefaultConfig() Config { return Config{}.withDefaults() }
 
+// Effective returns c as the clients use it: every zero field set to its
+// default.
+func (c Config) Effective() Config { return c.withDefaults() }
+
 // withDefaults fills the zero fields with their defaults; the one place
 // defaults are set.
 func (c Config) withDefaults() Config {

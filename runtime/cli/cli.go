@@ -28,6 +28,15 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// exitError is a command's failure with its own exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
 // errNoCommand is returned when deltaflow runs without a command: the help
 // is shown, and the exit code is 2.
 var errNoCommand = errors.New("no command")
@@ -104,7 +113,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 			root.AddCommand(c)
 		}
 	}
-	add(groupDaemon, runCommand(out), healthcheckCommand())
+	add(groupDaemon, runCommand(out), healthcheckCommand(), configCommand(out))
 	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
 		vacuumCommand(out), seekCommand(out), takeoverCommand(out), dlqCommand(out))
 	if devToolsBuilt {
@@ -139,6 +148,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), msg)
+	if ee, ok := errors.AsType[exitError](err); ok {
+		return ee.code
+	}
 	return 1
 }
 

@@ -93,9 +93,9 @@ func dlqCommand(out IO) *cobra.Command {
 		Long: "dlq lists and shows the dead letters of the table's DLQ stream, and replays them into the\n" +
 			"table once the mapping that refused them is fixed: exactly once, and the letters written\n" +
 			"leave the stream (those that still fail stay).",
-		Example: `  deltaflow dlq ls --config deltaflow.yaml --limit 20
-  deltaflow dlq show 1 --config deltaflow.yaml
-  deltaflow dlq replay --config deltaflow.yaml --dry-run`,
+		Example: `  deltaflow dlq ls --config ./deltaflow.yaml --limit 20
+  deltaflow dlq show 1 --config ./deltaflow.yaml
+  deltaflow dlq replay --config ./deltaflow.yaml --dry-run`,
 		RunE: needCommand,
 	}
 	cmd.AddCommand(dlqListCommand(out), dlqShowCommand(out), dlqReplayCommand(out))

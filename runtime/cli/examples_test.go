@@ -16,7 +16,10 @@ import (
 const (
 	exampleTable  = "./data/sensor_events"
 	exampleBroker = "127.0.0.1:9092"
-	exampleConfig = "deltaflow.yaml"
+	exampleConfig = "./deltaflow.yaml" // the demo table's, with the test's broker and NATS
+	// localConfig is the README's workstation configuration; examples run
+	// with the demo table's in its place (its broker and NATS are the test's).
+	localConfig = "configs/local.yaml"
 )
 
 // TestHelpExamplesRun: every example in every command's --help runs (exit
@@ -89,7 +92,8 @@ func newExampleSetup(t *testing.T) *exampleSetup {
 func (ex *exampleSetup) run(t *testing.T, line string, args []string) {
 	t.Helper()
 	for i, a := range args {
-		args[i] = strings.NewReplacer(exampleTable, ex.table, exampleBroker, ex.broker, exampleConfig, ex.cfg).Replace(a)
+		args[i] = strings.NewReplacer(exampleTable, ex.table, exampleBroker, ex.broker, exampleConfig, ex.cfg,
+			localConfig, ex.cfg).Replace(a)
 	}
 	if code, out, errs := run(t, args...); code != 0 {
 		t.Errorf("%s: exit %d\n%s%s", strings.TrimSpace(line), code, out, errs)

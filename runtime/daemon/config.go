@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -269,86 +267,46 @@ var envOverrides = []struct {
 //
 // Defaults are in place before the file is decoded, so a key the file omits
 // keeps its default while a key set to zero stays zero and is reported by
-// Validate (`flush.interval: 0s` is an error, not "use the default").
+// Validate (`flush.interval: 0s` is an error, not "use the default"), and
+// a key set empty ("", [], null) is refused when it has a default (see
+// decode). Every error names its key, with the file's line or the
+// environment variable that set it: `flush.interval (line 4) must be > 0`,
+// `flush.interval ($FLUSH_INTERVAL) must be > 0`.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	cfg := DefaultConfig()
+	var lines keyLines
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
-		if err := decode(data, &cfg); err != nil {
+		if lines, err = decode(data, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
+	fromEnv := map[string]string{}
 	if getenv != nil {
 		for _, o := range envOverrides {
 			if v := getenv(o.name); v != "" {
 				if err := o.set(&cfg, v); err != nil {
 					return nil, err
 				}
+				fromEnv[o.key] = o.name
 			}
 		}
 	}
 	cfg.deriveDefaults()
 	if err := cfg.expandInstanceID(); err != nil {
-		return nil, err
+		return nil, withLines(err, lines, fromEnv)
 	}
 	if err := cfg.Validate(); err != nil {
+		err = withLines(err, lines, fromEnv)
+		if path != "" {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
 		return nil, err
 	}
 	return &cfg, nil
-}
-
-// decode decodes YAML over cfg, rejecting keys Config does not have.
-func decode(data []byte, cfg *Config) error {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return err
-	}
-	if len(root.Content) == 0 {
-		return nil // empty file
-	}
-	// Checked on the node tree first so the error names the whole key
-	// ("line 4: unknown key kafka.borkers"), not just "field borkers".
-	if err := checkKeys(root.Content[0], reflect.TypeFor[Config](), ""); err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
-}
-
-// checkKeys reports the first mapping key under n that t has no field for.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-		for _, item := range n.Content {
-			if err := checkKeys(item, t.Elem(), prefix+"[]"); err != nil {
-				return err
-			}
-		}
-	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode && !implementsUnmarshaler(t):
-		fields := yamlFields(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			key := joinKey(prefix, k.Value)
-			f, ok := fields[k.Value]
-			if !ok {
-				return fmt.Errorf("line %d: unknown key %s", k.Line, key)
-			}
-			if err := checkKeys(n.Content[i+1], f.Type, key); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func implementsUnmarshaler(t reflect.Type) bool {
@@ -459,6 +417,15 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	if len(c.Kafka.Brokers) == 0 {
+		bad("kafka.brokers must list at least one host:port")
+	}
+	if c.Kafka.Topic == "" {
+		bad("kafka.topic must be set")
+	}
+	if c.Kafka.Group == "" && c.Kafka.Mode != kafka.ModePartitions {
+		bad("kafka.group must be set (mode group)")
+	}
 	t := c.Table
 	if t.URI == "" {
 		bad("table.uri must be set")
@@ -599,46 +566,4 @@ func parseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("unknown %q (want debug, info, warn or error)", s)
-}
-
-// String describes the configuration on one line per section, with every
-// secret redacted.
-func (c Config) String() string {
-	t, s := c.Table, c.Storage
-	return fmt.Sprintf("table{uri=%s name=%s app_id=%s partition_columns=%v mode=%s max_record_bytes=%s columns=%d checkpoint_interval=%d compression=%s}\n"+
-		"storage{endpoint=%s access_key=%s secret_key=%s region=%s secure=%s ca_file=%s single_writer=%t}\n%s\nnats%s\n"+
-		"flush{interval=%s max_bytes=%s row_group_rows=%d}\nbackpressure{memory_budget=%s max_unfinished_epochs=%d}\n"+
-		"http{listen=%s}\nlog{level=%s format=%s}\n"+
-		"maintenance{optimize_every=%s optimize_target_size=%s vacuum_every=%s vacuum_retain=%s}",
-		t.URI, t.Name, t.AppID, t.PartitionColumns, t.Mode, t.MaxRecordBytes, len(t.Columns), t.CheckpointInterval, t.Compression,
-		s.Endpoint, s.AccessKey, s.SecretKey, s.Region, boolPtr(s.Secure), s.CAFile, s.SingleWriter, c.Kafka.String(), c.NATS.String(),
-		c.Flush.Interval, c.Flush.MaxBytes, c.Flush.RowGroupRows, c.Backpressure.MemoryBudget, c.Backpressure.MaxUnfinishedEpochs,
-		c.HTTP.Listen, c.Log.Level, c.Log.Format,
-		c.Maintenance.OptimizeEvery, c.Maintenance.OptimizeTargetSize, c.Maintenance.VacuumEvery, c.Maintenance.VacuumRetain)
-}
-
-// GoString keeps %#v from printing secrets.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue implements slog.LogValuer, with every secret redacted.
-func (c Config) LogValue() slog.Value {
-	t, s := c.Table, c.Storage
-	return slog.GroupValue(
-		slog.Group("table", "uri", t.URI, "name", t.Name, "app_id", t.AppID, "partition_columns", t.PartitionColumns,
-			"mode", string(t.Mode), "columns", len(t.Columns), "compression", t.Compression),
-		slog.Group("storage", "endpoint", s.Endpoint, "access_key", s.AccessKey, "secret_key", s.SecretKey, "region", s.Region, "ca_file", s.CAFile,
-			"single_writer", s.SingleWriter),
-		slog.Any("kafka", c.Kafka),
-		slog.Any("nats", c.NATS),
-		slog.Group("flush", "interval", c.Flush.Interval, "max_bytes", c.Flush.MaxBytes.String()),
-		slog.Group("backpressure", "memory_budget", c.Backpressure.MemoryBudget.String(), "max_unfinished_epochs", c.Backpressure.MaxUnfinishedEpochs),
-		slog.String("http_listen", c.HTTP.Listen),
-	)
-}
-
-func boolPtr(b *bool) string {
-	if b == nil {
-		return "auto"
-	}
-	return fmt.Sprint(*b)
 }

@@ -41,33 +41,49 @@ func TestBadConfigs(t *testing.T) {
 		file   string
 		errMsg string
 	}{
-		{"unknown_key.bad.yaml", "line 2: unknown key kafka.borkers"},
-		{"unknown_section.bad.yaml", "line 1: unknown key sink"},
-		{"flush_zero.bad.yaml", "flush.interval must be > 0, got 0s"},
-		{"flush_negative.bad.yaml", "flush.interval must be > 0, got -5s"},
-		{"bad_duration.bad.yaml", `cannot unmarshal !!str ` + "`soon`" + ` into time.Duration`},
-		{"bad_size.bad.yaml", `invalid size "32 parsecs"`},
-		{"ftp.bad.yaml", `table.uri: unsupported scheme "ftp"`},
-		{"sasl.bad.yaml", `kafka.sasl.mechanism: unknown "KERBEROS"`},
+		{"unknown_key.bad.yaml", "kafka.borkers (line 2): unknown key"},
+		{"unknown_section.bad.yaml", "sink (line 1): unknown key"},
+		{"flush_zero.bad.yaml", "flush.interval (line 2) must be > 0, got 0s"},
+		{"flush_negative.bad.yaml", "flush.interval (line 2) must be > 0, got -5s"},
+		{"bad_duration.bad.yaml", `flush.interval (line 2): "soon" is not a duration (such as 90s, 5m, 1h30m)`},
+		{"bad_size.bad.yaml", `flush.max_bytes (line 2): invalid size "32 parsecs"`},
+		{"ftp.bad.yaml", `table.uri (line 2): unsupported scheme "ftp"`},
+		{"sasl.bad.yaml", `kafka.sasl.mechanism (line 2): unknown "KERBEROS"`},
 		{"nats_creds.bad.yaml", "nats.creds_file: requires nats.url"},
-		{"column_type.bad.yaml", `table.columns[0].type: unknown type "varchar"`},
-		{"partition_unknown.bad.yaml", `table.partition_columns[0]: unknown column "device_kind"`},
-		{"compression.bad.yaml", `table.compression: unknown "lz4" (want snappy or zstd)`},
-		{"log_level.bad.yaml", `log.level: unknown "loud"`},
-		{"http_listen.bad.yaml", `http.listen: "8080" is not host:port`},
-		{"budget.bad.yaml", "backpressure.memory_budget must be > 0"},
-		{"budget.bad.yaml", "backpressure.max_unfinished_epochs must be >= 1, got 0"},
-		{"vacuum.bad.yaml", "maintenance.vacuum_retain must be > 0"},
-		{"watchdog.bad.yaml", "maintenance.optimize_min_files must be >= 2, got 1"},
-		{"watchdog.bad.yaml", "watchdog.stall_intervals must be >= 0 (0 disables), got -1"},
-		{"watchdog.bad.yaml", "watchdog.restart_backoff_max must be >= watchdog.restart_backoff (10m0s), got 1m0s"},
-		{"checkpoint.bad.yaml", "table.checkpoint_interval must be > 0, got 0"},
+		{"column_type.bad.yaml", `table.columns[0].type (line 3): unknown type "varchar"`},
+		{"partition_unknown.bad.yaml", `table.partition_columns[0] (line 2): unknown column "device_kind"`},
+		{"compression.bad.yaml", `table.compression (line 2): unknown "lz4" (want snappy or zstd)`},
+		{"log_level.bad.yaml", `log.level (line 2): unknown "loud"`},
+		{"http_listen.bad.yaml", `http.listen (line 2): "8080" is not host:port`},
+		{"budget.bad.yaml", "backpressure.memory_budget (line 2) must be > 0"},
+		{"budget.bad.yaml", "backpressure.max_unfinished_epochs (line 3) must be >= 1, got 0"},
+		{"vacuum.bad.yaml", "maintenance.vacuum_retain (line 2) must be > 0"},
+		{"watchdog.bad.yaml", "maintenance.optimize_min_files (line 2) must be >= 2, got 1"},
+		{"watchdog.bad.yaml", "watchdog.stall_intervals (line 4) must be >= 0 (0 disables), got -1"},
+		{"watchdog.bad.yaml", "watchdog.restart_backoff_max (line 6) must be >= watchdog.restart_backoff (10m0s), got 1m0s"},
+		{"checkpoint.bad.yaml", "table.checkpoint_interval (line 2) must be > 0, got 0"},
 		{"not_yaml.bad.yaml", "yaml:"},
-		{"start_offsets.bad.yaml", "kafka.start_offsets: partition 1: offset -5"},
-		{"start_both.bad.yaml", "kafka.start_timestamp: set together with start_offsets"},
-		{"start_timestamp.bad.yaml", `kafka.start_timestamp: "yesterday": want RFC 3339`},
-		{"instance_id_placeholder.bad.yaml", `kafka.instance_id: unknown placeholder in "deltaflow-{host}" (the one placeholder is {hostname})`},
-		{"instance_id_chars.bad.yaml", `kafka.instance_id: "deltaflow pi 1" has ' '`},
+		{"start_offsets.bad.yaml", "kafka.start_offsets (line 2): partition 1: offset -5"},
+		{"start_both.bad.yaml", "kafka.start_timestamp (line 3): set together with start_offsets"},
+		{"start_timestamp.bad.yaml", `kafka.start_timestamp (line 2): "yesterday": want RFC 3339`},
+		{"instance_id_placeholder.bad.yaml", `kafka.instance_id (line 2): unknown placeholder in "deltaflow-{host}" (the one placeholder is {hostname})`},
+		{"instance_id_chars.bad.yaml", `kafka.instance_id (line 2): "deltaflow pi 1" has ' '`},
+		// Empty values that cannot work are refused where they are written,
+		// not met later (brokers: [] dialled 127.0.0.1:9092; topic: ""
+		// failed once NATS and HTTP were up).
+		{"brokers_empty.bad.yaml", "kafka.brokers (line 2): empty; leave the key out for the default ([127.0.0.1:9092])"},
+		{"topic_empty.bad.yaml", "kafka.topic (line 2): empty; leave the key out for the default (sensor-events)"},
+		{"level_null.bad.yaml", "log.level (line 2): empty; leave the key out for the default (info)"},
+		// Decode errors name the key and line in the user's terms, not yaml's.
+		{"brokers_mapping.bad.yaml", "kafka.brokers (line 3): a mapping is not a list"},
+		{"duration_number.bad.yaml", `flush.interval (line 2): "60" is not a duration (such as 90s, 5m, 1h30m)`},
+		{"row_group_rows.bad.yaml", `flush.row_group_rows (line 2): "many" is not an integer`},
+		{"log_cleanup.bad.yaml", `maintenance.log_cleanup (line 2): "sometimes" is not true or false`},
+		{"section_scalar.bad.yaml", `flush (line 1): "60s" is not a section of keys`},
+		{"several.bad.yaml", `flush.interval (line 3): "often" is not a duration`},
+		{"several.bad.yaml", `flush.max_bytes (line 4): invalid size "lots"`},
+		{"several.bad.yaml", "kafka.topic (line 6): empty"},
+		{"several.bad.yaml", `kafka.fetch_max_bytes (line 7): "99999999999" is out of range for an integer`},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -87,6 +103,41 @@ func TestBadConfigs(t *testing.T) {
 		if !seen[filepath.Base(f)] {
 			t.Errorf("%s has no case in TestBadConfigs", f)
 		}
+	}
+}
+
+// TestConfigErrorsNameKeys: no decode error shows yaml's or Go's terms
+// (!!str, time.Duration, []string, unmarshal).
+func TestConfigErrorsNameKeys(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	for _, f := range files {
+		_, err := Load(f, noEnv)
+		if err == nil {
+			continue
+		}
+		for _, jargon := range []string{"!!", "unmarshal", "time.Duration", "[]string", "Config."} {
+			if strings.Contains(err.Error(), jargon) {
+				t.Errorf("%s: error %q shows %q", f, err, jargon)
+			}
+		}
+	}
+}
+
+// A scalar where a list of scalars is wanted is a list of one, as
+// KAFKA_BOOTSTRAP has always been; `partition_columns: []` is an
+// unpartitioned table, not "empty".
+func TestScalarAsList(t *testing.T) {
+	cfg, err := Load("testdata/brokers_scalar.good.yaml", noEnv)
+	if err != nil || !slices.Equal(cfg.Kafka.Brokers, []string{"127.0.0.1:19092"}) {
+		t.Errorf("brokers scalar: %v, %v", cfg, err)
+	}
+	cfg, err = Load("testdata/unpartitioned.good.yaml", noEnv)
+	if err != nil || len(cfg.Table.PartitionColumns) != 0 {
+		t.Errorf("unpartitioned: %v, %v", cfg, err)
+	}
+	if _, err := Load("", envMap(map[string]string{"KAFKA_BOOTSTRAP": " , "})); err == nil ||
+		!strings.Contains(err.Error(), "kafka.brokers ($KAFKA_BOOTSTRAP) must list at least one host:port") {
+		t.Errorf("KAFKA_BOOTSTRAP=' , ': %v", err)
 	}
 }
 
@@ -204,7 +255,7 @@ func TestEnvOverrides(t *testing.T) {
 		t.Errorf("store dir for env table: %v %q", err, cfg.NATS.StoreDir)
 	}
 	// Overrides are validated like the file.
-	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "0s"})); err == nil || !strings.Contains(err.Error(), "flush.interval must be > 0") {
+	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "0s"})); err == nil || !strings.Contains(err.Error(), "flush.interval ($FLUSH_INTERVAL) must be > 0") {
 		t.Errorf("FLUSH_INTERVAL=0s: %v", err)
 	}
 	if _, err := Load("", envMap(map[string]string{"FLUSH_INTERVAL": "often"})); err == nil || !strings.Contains(err.Error(), "FLUSH_INTERVAL") {
@@ -240,6 +291,41 @@ func TestSecretsRedacted(t *testing.T) {
 		}
 		if !strings.Contains(out, "REDACTED") {
 			t.Errorf("%s shows no REDACTED marker:\n%s", how, out)
+		}
+	}
+}
+
+// TestStartupLogHasEveryKey: the start-up log and String show every key
+// of the configuration (the watchdog section and several maintenance keys
+// were missing), with the effective values, not zeros, for the defaults
+// the kafka and nats sections fill in themselves.
+func TestStartupLogHasEveryKey(t *testing.T) {
+	cfg, err := Load("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("deltaflow starting", "config", cfg)
+	log, str := logs.String(), cfg.String()
+	for _, k := range configKeys() {
+		if strings.Contains(k.key, "[]") || k.key == "kafka.start_offsets" {
+			continue // inside a list; a map (its entries are keys)
+		}
+		if !strings.Contains(log, " config."+k.key+"=") {
+			t.Errorf("start-up log lacks %s:\n%s", k.key, log)
+		}
+		top, rest, _ := strings.Cut(k.key, ".")
+		line := str[strings.Index(str, top+"{"):]
+		line, _, _ = strings.Cut(line, "\n")
+		if !strings.Contains(line, " "+rest+"=") && !strings.Contains(line, "{"+rest+"=") {
+			t.Errorf("String lacks %s: %s", k.key, line)
+		}
+	}
+	for _, want := range []string{"config.nats.kv_bucket=deltaflow_offsets", "config.nats.dlq_max_bytes=256MiB",
+		"config.nats.dlq_stream=DELTAFLOW_DLQ_SENSOR_EVENTS", "config.nats.publish_timeout=5s", "config.watchdog.grace=1m0s",
+		"config.maintenance.optimize_min_files=2", "config.kafka.fetch_max_wait=500ms", "config.flush.row_group_rows=16384"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("start-up log lacks %s:\n%s", want, log)
 		}
 	}
 }
@@ -280,9 +366,9 @@ func TestInstanceIDHostname(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"", errors.New("uname failed"), "kafka.instance_id: {hostname}: uname failed"},
-		{"", nil, "kafka.instance_id: {hostname}: the host has no name"},
-		{"pi 4", nil, `kafka.instance_id: "deltaflow-pi 4" has ' '`},
+		{"", errors.New("uname failed"), "kafka.instance_id (line 3): {hostname}: uname failed"},
+		{"", nil, "kafka.instance_id (line 3): {hostname}: the host has no name"},
+		{"pi 4", nil, `kafka.instance_id (line 3): "deltaflow-pi 4" has ' '`},
 		{strings.Repeat("h", 240), nil, "is longer than 249 characters"},
 	} {
 		if _, err := load(c.name, c.err); err == nil || !strings.Contains(err.Error(), c.want) {

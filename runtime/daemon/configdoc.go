@@ -13,6 +13,9 @@ import (
 type fieldDoc struct {
 	doc string
 	def string
+	// emptyOK: "" or [] means something (http.listen: "" disables the
+	// server); other keys with a default refuse an empty value.
+	emptyOK bool
 }
 
 // fieldDocs documents every key of Config. A test walks Config's yaml tags
@@ -22,7 +25,7 @@ var fieldDocs = map[string]fieldDoc{
 	"table.uri":                             {doc: "Table root: `s3://bucket/prefix` (also `s3a://`), `file:///abs/path` or a path."},
 	"table.name":                            {doc: "Table name in NATS subjects, KV keys and the DLQ stream name."},
 	"table.app_id":                          {doc: "Prefix of the Delta txn appIds (`<app_id>-<topic>-<partition>`); two deployments writing one table need different ones."},
-	"table.partition_columns":               {doc: "Partition columns; must equal an existing table's (partitioning never changes)."},
+	"table.partition_columns":               {doc: "Partition columns; must equal an existing table's (partitioning never changes). `[]`: unpartitioned.", emptyOK: true},
 	"table.mode":                            {doc: "`strict`: a value that cannot be cast sends the record to the DLQ; `permissive`: it becomes null (Spark's from_json)."},
 	"table.max_record_bytes":                {doc: "Record values larger than this go to the DLQ unparsed."},
 	"table.columns":                         {doc: "Columns in declared order (list of the keys below).", def: "the Spark job's `sensor_events` schema"},
@@ -87,7 +90,7 @@ var fieldDocs = map[string]fieldDoc{
 	"flush.row_group_rows":                  {doc: "Rows per Parquet row group; bounds each buffer's encoder memory."},
 	"backpressure.memory_budget":            {doc: "Pause Kafka while buffered data (rows being written, encoded files not yet uploaded) holds this much memory. `run` also sets the Go soft memory limit to this + 20MiB unless `GOMEMLIMIT` is set."},
 	"backpressure.max_unfinished_epochs":    {doc: "Pause Kafka while more epochs than this are uncommitted."},
-	"http.listen":                           {doc: "Serves `/healthz`, `/readyz` and `/metrics`; `\"\"` disables."},
+	"http.listen":                           {doc: "Serves `/healthz`, `/readyz` and `/metrics`; `\"\"` disables.", emptyOK: true},
 	"log.level":                             {doc: "`debug`, `info`, `warn` or `error`."},
 	"log.format":                            {doc: "`text` or `json`."},
 	"maintenance.optimize_every":            {doc: "Run OPTIMIZE (compaction) this often; 0 never.", def: "0 (never)"},
@@ -180,7 +183,14 @@ func ConfigDoc() string {
 	b.WriteString("for `table.uri` and the `storage` settings, and their flags win over it. Environment variables ")
 	b.WriteString("override the file when set and non-empty. Sizes take bytes or a unit (`32MiB`, `128MB`); durations use Go ")
 	b.WriteString("syntax (`60s`, `720h`). A key left out takes its default; a key set to an invalid value (such as ")
-	b.WriteString("`flush.interval: 0s`) is an error naming the key. Secrets are never printed or logged.\n")
+	b.WriteString("`flush.interval: 0s`) is an error naming the key and its line (`flush.interval (line 4): \"often\" is not a duration`), ")
+	b.WriteString("or its environment variable. An empty value (`\"\"`, `[]`, nothing) for a key that has a default is an error too, ")
+	b.WriteString("unless its description says what empty means; one value where a list is wanted is a list of one ")
+	b.WriteString("(`kafka.brokers: kafka:9092`). Secrets are never printed or logged.\n\n")
+	b.WriteString("`deltaflow config check [--config FILE] [--json] [--probe]` validates the file and the environment, prints the ")
+	b.WriteString("effective configuration with every default filled in and every secret redacted, and with `--probe` asks Kafka, ")
+	b.WriteString("the table's store and NATS whether they answer (exit 0 valid, 1 a probe failed, 2 invalid). ")
+	b.WriteString("`run` gives each of them `--connect-timeout` (`$DELTAFLOW_CONNECT_TIMEOUT`, default 30s) to answer at start.\n")
 	section := ""
 	for _, k := range configKeys() {
 		top, _, _ := strings.Cut(k.key, ".")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/actors/mapping"
@@ -47,6 +49,10 @@ type RunOptions struct {
 	// (see memoryLimit), for a process that is only the daemon: not for
 	// one that hosts other work too (tests, demo).
 	MemoryLimit bool
+	// ConnectTimeout bounds how long the start waits for each of Kafka,
+	// the table's store and NATS to answer; past it Run fails, naming the
+	// one that did not. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 }
 
 // memoryLimitOverhead is what the process holds besides the buffered data
@@ -71,6 +77,11 @@ func memoryLimit(budget ByteSize, getenv func(string) string) int64 {
 // up), then shuts down gracefully: it stops fetching, commits what was read
 // within StopTimeout, and closes the consumer, the actors, the NATS bridge
 // and the HTTP server. A clean shutdown returns nil.
+//
+// A start fails fast: Kafka, the table's store and NATS each have
+// opts.ConnectTimeout to answer, or Run returns an error naming the one
+// that did not. A run with UntilLatest that caught up ends with a summary
+// line (rows, commits, dead letters, seconds).
 func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if opts.Version == "" {
 		opts.Version = Version()
@@ -78,10 +89,28 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	if opts.LogOutput == nil {
 		opts.LogOutput = os.Stderr
 	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	started := time.Now()
 	logger, err := NewLogger(cfg.Log, opts.LogOutput)
 	if err != nil {
 		return err
 	}
+	metrics, caughtUp, err := run(ctx, cfg, opts, logger)
+	if caughtUp && err == nil {
+		// After every component has stopped: the run's last line.
+		rows, commits, letters := counterValue(metrics.Rows), counterValue(metrics.Commits), counterValue(metrics.DeadLetters)
+		secs := time.Since(started).Seconds()
+		logger.Info(fmt.Sprintf("caught up: %d rows in %d commits, %d dead letters, %.1fs", rows, commits, letters, secs),
+			"rows", rows, "commits", commits, "dead_letters", letters, "seconds", math.Round(secs*10)/10)
+	}
+	return err
+}
+
+// run is Run once the logger is made; it reports the process's metrics
+// and whether UntilLatest caught up.
+func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger) (_ *actors.Metrics, caughtUp bool, _ error) {
 	logger.Info("deltaflow starting", "version", opts.Version, "config", cfg)
 	if opts.MemoryLimit {
 		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, os.Getenv)).String())
@@ -99,26 +128,33 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	// startup is waiting for.
 	srv, err := startHTTP(cfg.HTTP.Listen, reg, ready, logger)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	defer srv.close()
 
-	tbl, snap, mapper, err := openTable(ctx, cfg, logger)
+	// Kafka first: nothing is created (a table, a NATS store) by a start
+	// that could not read anyway.
+	if err := pingKafka(ctx, cfg, opts.ConnectTimeout, logger); err != nil {
+		return nil, false, err
+	}
+	tbl, snap, mapper, err := openTable(ctx, cfg, opts.ConnectTimeout, logger)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	store := tbl.Store()
 	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
-		return err
+		return nil, false, err
 	}
 	if err := checkTxnRetention(snap, cfg.Flush.Interval); err != nil {
-		return fmt.Errorf("table %s: %w", store.URI(), err)
+		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
 	}
 	ready.tableLoaded.Store(true)
 
-	b, err := bridge.New(ctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))
+	bctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	b, err := bridge.New(bctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))
+	cancel()
 	if err != nil {
-		return fmt.Errorf("start nats bridge: %w", err)
+		return nil, false, fmt.Errorf("start nats bridge: %w", withinTimeout(bctx, err, opts.ConnectTimeout))
 	}
 	defer b.Close()
 	ready.bridge.Store(b)
@@ -127,27 +163,27 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 
 	tableSchema, err := snap.Schema()
 	if err != nil {
-		return fmt.Errorf("table schema: %w", err)
+		return nil, false, fmt.Errorf("table schema: %w", err)
 	}
 	engineCfg, err := cfg.EngineConfig(snap.Metadata().Configuration)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if err := snap.ApplyWriterOptions(&engineCfg.Writer); err != nil { // e.g. materialized partition columns
-		return fmt.Errorf("table %s: %w", store.URI(), err)
+		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
 	}
 	engine, err := actors.NewEngine(engineCfg, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema,
 		PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	cons, err := kafka.NewConsumer(cfg.Kafka, engine, logger)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if err := engine.Start(cons); err != nil {
 		cons.Close()
-		return err
+		return nil, false, err
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -177,7 +213,6 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	// With UntilLatest a caught-up engine stops as a cancelled one does;
 	// one that cannot catch up (a partition held for data loss) fails.
 	var runErr error
-	caughtUp := false
 	if opts.UntilLatest {
 		err := engine.CatchUp(ctx)
 		caughtUp = err == nil
@@ -193,7 +228,31 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		}
 	}
 	ready.stopping.Store(true)
-	return errors.Join(runErr, stopEngine(engine, logger))
+	return metrics, caughtUp, errors.Join(runErr, stopEngine(engine, logger))
+}
+
+// pingKafka fails when no broker answers within timeout; a topic the
+// brokers do not know yet is only a warning (the group waits for it).
+func pingKafka(ctx context.Context, cfg *Config, timeout time.Duration, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	info, err := kafka.Ping(ctx, cfg.Kafka, logger)
+	if err != nil {
+		return err
+	}
+	if info.Err != nil {
+		logger.Warn("kafka: the topic is not there yet; waiting for it", "err", info.Err)
+	}
+	return nil
+}
+
+// counterValue reads a counter of this process.
+func counterValue(c prometheus.Counter) int64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return int64(m.GetCounter().GetValue())
 }
 
 // stopEngine stops the engine, giving up after StopTimeout plus a second so
@@ -225,10 +284,12 @@ func OpenTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Ta
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return openTable(ctx, cfg, logger)
+	return openTable(ctx, cfg, DefaultConnectTimeout, logger)
 }
 
-func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
+// openTable gives the store connectTimeout to answer the put-if-absent
+// probe; reading the table's log afterwards is not bounded.
+func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
 	mapper, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
 	if err != nil {
 		return nil, nil, nil, err
@@ -237,8 +298,11 @@ func openTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Ta
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open table storage: %w", err)
 	}
-	if err := CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
-		return nil, nil, nil, err
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	err = CheckAtomicCommits(pctx, store, cfg.Storage.SingleWriter, logger)
+	cancel()
+	if err != nil {
+		return nil, nil, nil, withinTimeout(pctx, err, connectTimeout)
 	}
 	tbl := delta.NewTable(store)
 	snap, err := ensureTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)

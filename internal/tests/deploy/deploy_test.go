@@ -157,7 +157,7 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s: no image", name)
 		}
 	}
-	for _, name := range []string{"kafka-init", "minio-init"} {
+	for _, name := range []string{"kafka-init", "minio-init", "config-check"} {
 		if s := p.Services[name]; s.Restart != "no" {
 			t.Errorf("%s: restart %q, want no (a one-shot job)", name, s.Restart)
 		}
@@ -211,10 +211,25 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("deltaflow: %s not in its environment (from .env)", v)
 		}
 	}
+	// The configuration is checked, and the services probed, once before
+	// deltaflow starts (deltaflow config check --probe).
+	cc := p.Services["config-check"]
+	if cmd := strings.Join(cc.Command, " "); !strings.HasPrefix(cmd, "config check --probe") || cc.Restart != "no" || cc.Image != d.Image {
+		t.Errorf("config-check: command %q, restart %q, image %q; want a one-shot `config check --probe` of deltaflow's image", cmd, cc.Restart, cc.Image)
+	}
+	if !slices.Equal(cc.EnvFiles, d.EnvFiles) || len(cc.Volumes) != 1 || cc.Volumes[0].Source != d.Volumes[0].Source || cc.Volumes[0].Target != d.Volumes[0].Target {
+		t.Errorf("config-check does not read deltaflow's configuration and .env: %+v %+v", cc.EnvFiles, cc.Volumes)
+	}
+	for dep, want := range d.DependsOn {
+		if dep != "config-check" && cc.DependsOn[dep].Condition != want.Condition {
+			t.Errorf("config-check depends_on %s: %+v, want %s as deltaflow", dep, cc.DependsOn[dep], want.Condition)
+		}
+	}
 	wantDeps := map[string]string{
-		"kafka-init": types.ServiceConditionCompletedSuccessfully,
-		"minio-init": types.ServiceConditionCompletedSuccessfully,
-		"nats":       types.ServiceConditionHealthy,
+		"config-check": types.ServiceConditionCompletedSuccessfully,
+		"kafka-init":   types.ServiceConditionCompletedSuccessfully,
+		"minio-init":   types.ServiceConditionCompletedSuccessfully,
+		"nats":         types.ServiceConditionHealthy,
 	}
 	for dep, cond := range wantDeps {
 		if got, ok := d.DependsOn[dep]; !ok || got.Condition != cond {

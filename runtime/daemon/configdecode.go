@@ -1,0 +1,283 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// keyError is a configuration error about one key, with where the file sets
+// it: `flush.interval (line 4): "often" is not a duration`.
+type keyError struct {
+	key  string
+	line int
+	msg  string
+}
+
+func (e *keyError) Error() string { return fmt.Sprintf("%s (line %d): %s", e.key, e.line, e.msg) }
+
+// keyLines records, for every key the file sets, the line of its value,
+// under its full path with list indexes ("table.columns[2].type"), so an
+// error found after decoding (Validate's) can name the line too.
+type keyLines map[string]int
+
+// decode decodes YAML over cfg. The node tree is first walked against
+// Config's yaml tags, so every error names the key path and line of the
+// value at fault, a scalar given for a list of scalars becomes a
+// one-element list (`kafka.brokers: host:9092`, as KAFKA_BOOTSTRAP), and an
+// empty value ("", [], null) for a key whose default is not empty is
+// refused, since it cannot work (`kafka.brokers: []`). It returns the line
+// of every key set.
+func decode(data []byte, cfg *Config) (keyLines, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if len(root.Content) == 0 {
+		return nil, nil // empty file
+	}
+	doc := root.Content[0]
+	w := walker{lines: keyLines{}}
+	w.walk(doc, reflect.TypeFor[Config](), reflect.ValueOf(DefaultConfig()), "", "")
+	if len(w.errs) > 0 {
+		return nil, errors.Join(w.errs...)
+	}
+	if err := doc.Decode(cfg); err != nil {
+		return nil, err // the walk checked every value: not expected
+	}
+	return w.lines, nil
+}
+
+// walker walks a YAML node tree against a Go type.
+type walker struct {
+	lines keyLines
+	errs  []error
+}
+
+func (w *walker) fail(key string, n *yaml.Node, format string, args ...any) {
+	w.errs = append(w.errs, &keyError{key: key, line: n.Line, msg: fmt.Sprintf(format, args...)})
+}
+
+// walk checks node n against type t. key is the path with list indexes (for
+// messages), docKey the one with "[]" (fieldDocs' keys); def is the
+// default value, invalid inside lists.
+func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docKey string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+		if def.IsValid() {
+			def = def.Elem()
+		}
+	}
+	aliased := n.Kind == yaml.AliasNode
+	if aliased {
+		n = n.Alias
+	}
+	if key != "" {
+		w.lines[key] = n.Line
+	}
+	section := t.Kind() == reflect.Struct && !implementsUnmarshaler(t)
+	if key != "" && !section && empty(n) {
+		// yaml would make it zero (a list) or leave the default (a
+		// string): either hides a mistake.
+		if def.IsValid() && !def.IsZero() && !fieldDocs[docKey].emptyOK {
+			w.fail(key, n, "empty; leave the key out for the default (%s)", defaultText(docKey, def))
+		}
+		return
+	}
+	switch {
+	case implementsUnmarshaler(t):
+		w.leaf(n, t, key)
+	case section:
+		if n.Kind != yaml.MappingNode {
+			if empty(n) {
+				return // "kafka:" with nothing under it
+			}
+			w.fail(key, n, "%s is not a section of keys", describe(n))
+			return
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			f, ok := fields[k.Value]
+			if !ok {
+				w.fail(joinKey(key, k.Value), k, "unknown key")
+				continue
+			}
+			var fdef reflect.Value
+			if def.IsValid() {
+				fdef = def.FieldByIndex(f.Index)
+			}
+			w.walk(v, f.Type, fdef, joinKey(key, k.Value), joinKey(docKey, k.Value))
+		}
+	case t.Kind() == reflect.Slice:
+		if n.Kind == yaml.ScalarNode && isScalarType(t.Elem()) && !aliased {
+			// One value where a list is wanted is a list of one (not
+			// through an alias: the anchor may serve a scalar too).
+			item := *n
+			*n = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: n.Line, Column: n.Column, Content: []*yaml.Node{&item}}
+		}
+		if n.Kind != yaml.SequenceNode {
+			w.fail(key, n, "%s is not a list", describe(n))
+			return
+		}
+		for i, item := range n.Content {
+			w.walk(item, t.Elem(), reflect.Value{}, fmt.Sprintf("%s[%d]", key, i), docKey+"[]")
+		}
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			w.fail(key, n, "%s is not a mapping", describe(n))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			w.leaf(k, t.Key(), key+" key")
+			w.walk(v, t.Elem(), reflect.Value{}, joinKey(key, k.Value), docKey+".*")
+		}
+	default:
+		w.leaf(n, t, key)
+	}
+}
+
+// empty reports whether n is "", null or an empty list or mapping.
+func empty(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.ShortTag() == "!!null" || (n.Value == "" && n.ShortTag() == "!!str")
+	case yaml.SequenceNode, yaml.MappingNode:
+		return len(n.Content) == 0
+	}
+	return false
+}
+
+// leaf decodes n into a new t and reports a failure in the key's terms.
+func (w *walker) leaf(n *yaml.Node, t reflect.Type, key string) {
+	err := n.Decode(reflect.New(t).Interface())
+	if err == nil {
+		return
+	}
+	if implementsUnmarshaler(t) {
+		// The type's own message, without yaml's "line N: " we add back.
+		w.fail(key, n, "%s", linePrefix.ReplaceAllString(err.Error(), ""))
+		return
+	}
+	want := wants(t)
+	if n.ShortTag() == "!!int" && t != reflect.TypeFor[time.Duration]() && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 {
+		w.fail(key, n, "%s is out of range for %s", describe(n), want)
+		return
+	}
+	w.fail(key, n, "%s is not %s", describe(n), want)
+}
+
+var linePrefix = regexp.MustCompile(`^(yaml: unmarshal errors:\s*)?line \d+: `)
+
+// defaultText is a key's default as the reference gives it.
+func defaultText(docKey string, def reflect.Value) string {
+	if d := fieldDocs[docKey].def; d != "" {
+		return strings.Trim(d, "`")
+	}
+	return formatDefault(def)
+}
+
+// describe names a node's value for a message: a scalar quoted, else its kind.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// wants says what a value of type t is written as.
+func wants(t reflect.Type) string {
+	if t == reflect.TypeFor[time.Duration]() {
+		return "a duration (such as 90s, 5m, 1h30m)"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.String()
+}
+
+func isScalarType(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
+		return false
+	}
+	return true
+}
+
+// withLines adds to every error of err that starts with a key the file sets
+// that key's line, as decode's own errors have it: "flush.interval must be
+// > 0" becomes "flush.interval (line 4) must be > 0". A key set by the
+// environment is named with its variable instead.
+func withLines(err error, lines keyLines, fromEnv map[string]string) error {
+	if err == nil || (len(lines) == 0 && len(fromEnv) == 0) {
+		return err
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	keys := make([]string, 0, len(lines)+len(fromEnv))
+	for k := range lines {
+		keys = append(keys, k)
+	}
+	for k := range fromEnv {
+		keys = append(keys, k)
+	}
+	// Longest first: table.columns[1].type before table.columns.
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		if _, ok := e.(interface{ Unwrap() []error }); ok {
+			out = append(out, withLines(e, lines, fromEnv))
+			continue
+		}
+		out = append(out, annotate(e, keys, lines, fromEnv))
+	}
+	return errors.Join(out...)
+}
+
+// annotated is an error with where its key was set added to its message.
+type annotated struct {
+	err error
+	msg string
+}
+
+func (a *annotated) Error() string { return a.msg }
+func (a *annotated) Unwrap() error { return a.err }
+
+func annotate(e error, keys []string, lines keyLines, fromEnv map[string]string) error {
+	msg := e.Error()
+	for _, k := range keys {
+		rest, ok := strings.CutPrefix(msg, k)
+		if !ok || (rest != "" && !strings.ContainsAny(rest[:1], " :")) {
+			continue
+		}
+		where := fmt.Sprintf(" (line %d)", lines[k])
+		if env, ok := fromEnv[k]; ok {
+			where = " ($" + env + ")"
+		}
+		return &annotated{err: e, msg: k + where + rest}
+	}
+	return e
+}

@@ -1,0 +1,153 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/deltaflow/deltaflow/internal/secret"
+)
+
+// Effective returns the configuration as the daemon runs it: with the
+// defaults the kafka and nats sections fill in themselves (the nats
+// section's zero fields, the DLQ stream named after the table).
+func (c Config) Effective() Config {
+	c.Kafka = c.Kafka.Effective()
+	c.NATS = c.NATS.Effective(c.Table.Name)
+	return c
+}
+
+// EffectiveNode is the effective configuration as a YAML mapping node, keys in
+// the file's order, every secret redacted (secrets print themselves so; a
+// nats.url's user part is hidden). `config check`, the start-up log and
+// String all render it, so none can leave a key out.
+func (c Config) EffectiveNode() (*yaml.Node, error) {
+	e := c.Effective()
+	e.NATS.URL = secret.RedactURL(e.NATS.URL)
+	var n yaml.Node
+	if err := n.Encode(e); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	return &n, nil
+}
+
+// NodeJSON renders a YAML node tree as JSON, keeping the keys' order and
+// the scalars' types (numbers, booleans, null).
+func NodeJSON(n *yaml.Node) json.RawMessage {
+	var b strings.Builder
+	writeNodeJSON(&b, n)
+	return json.RawMessage(b.String())
+}
+
+func writeNodeJSON(b *strings.Builder, n *yaml.Node) {
+	str := func(s string) {
+		j, _ := json.Marshal(s)
+		b.Write(j)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		writeNodeJSON(b, n.Content[0])
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			str(n.Content[i].Value)
+			b.WriteByte(':')
+			writeNodeJSON(b, n.Content[i+1])
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, item := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeNodeJSON(b, item)
+		}
+		b.WriteByte(']')
+	default:
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool":
+			if json.Valid([]byte(n.Value)) {
+				b.WriteString(n.Value)
+				return
+			}
+		case "!!null":
+			b.WriteString("null")
+			return
+		}
+		str(n.Value)
+	}
+}
+
+// LogValue implements slog.LogValuer: the effective configuration, every
+// key of it, secrets redacted; a list of sections (table.columns) is
+// logged as its length.
+func (c Config) LogValue() slog.Value {
+	n, err := c.EffectiveNode()
+	if err != nil {
+		return slog.StringValue(err.Error())
+	}
+	return nodeLogValue(n)
+}
+
+func nodeLogValue(n *yaml.Node) slog.Value {
+	switch n.Kind {
+	case yaml.MappingNode:
+		if len(n.Content) == 0 {
+			return slog.StringValue("{}")
+		}
+		attrs := make([]slog.Attr, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			attrs = append(attrs, slog.Attr{Key: n.Content[i].Value, Value: nodeLogValue(n.Content[i+1])})
+		}
+		return slog.GroupValue(attrs...)
+	case yaml.SequenceNode:
+		items := make([]string, 0, len(n.Content))
+		for _, item := range n.Content {
+			if item.Kind != yaml.ScalarNode {
+				return slog.IntValue(len(n.Content))
+			}
+			items = append(items, item.Value)
+		}
+		return slog.AnyValue(items)
+	}
+	return slog.StringValue(n.Value)
+}
+
+// String describes the effective configuration on one line per section
+// (keys of subsections dotted: kafka{... sasl.mechanism=...}), with every
+// secret redacted.
+func (c Config) String() string {
+	n, err := c.EffectiveNode()
+	if err != nil {
+		return err.Error()
+	}
+	root := n
+	lines := make([]string, 0, len(root.Content)/2)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		var kv []string
+		flatten(root.Content[i+1], "", &kv)
+		lines = append(lines, root.Content[i].Value+"{"+strings.Join(kv, " ")+"}")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func flatten(n *yaml.Node, prefix string, out *[]string) {
+	if n.Kind == yaml.MappingNode && len(n.Content) > 0 {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			flatten(n.Content[i+1], joinKey(prefix, n.Content[i].Value), out)
+		}
+		return
+	}
+	v := nodeLogValue(n)
+	*out = append(*out, prefix+"="+fmt.Sprint(v.Any()))
+}
+
+// GoString keeps %#v from printing secrets.
+func (c Config) GoString() string { return c.String() }

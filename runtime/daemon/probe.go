@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/internal/secret"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// DefaultConnectTimeout bounds how long a start waits for Kafka, the
+// table's store and NATS to answer before it gives up (run
+// --connect-timeout).
+const DefaultConnectTimeout = 30 * time.Second
+
+// Names of the dependencies a probe asks, in ProbeResult.Name.
+const (
+	ProbeKafka = "kafka"
+	ProbeStore = "store"
+	ProbeNATS  = "nats"
+)
+
+// ProbeResult is one dependency's answer to Probe.
+type ProbeResult struct {
+	Name   string `json:"name"`
+	Target string `json:"target"` // what was asked: brokers, table URI, server
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"` // what was found
+	Error  string `json:"error,omitempty"`  // why it failed
+	Millis int64  `json:"ms"`
+}
+
+// Probe asks, concurrently and each within timeout, the three services
+// cfg names: Kafka for the topic's metadata (a topic the brokers do not
+// know fails), the table's store for a put-if-absent probe object (deleted
+// after), and NATS (bridge.Ping). Results come in the order kafka, store,
+// nats. Nothing is written but the probe object (and the directories a
+// local table and the embedded server's store would have).
+func Probe(ctx context.Context, cfg *Config, timeout time.Duration) []ProbeResult {
+	probes := []struct {
+		name, target string
+		run          func(context.Context) (string, error)
+	}{
+		{ProbeKafka, fmt.Sprintf("%v topic %s", cfg.Kafka.Brokers, cfg.Kafka.Topic), func(ctx context.Context) (string, error) {
+			info, err := kafka.Ping(ctx, cfg.Kafka, nil)
+			if err == nil {
+				err = info.Err
+			}
+			return fmt.Sprintf("topic %s: %d partitions", cfg.Kafka.Topic, info.Partitions), err
+		}},
+		{ProbeStore, cfg.Table.URI, func(ctx context.Context) (string, error) {
+			return "put-if-absent honoured", probeStore(ctx, cfg)
+		}},
+		{ProbeNATS, natsTarget(cfg.NATS), func(ctx context.Context) (string, error) {
+			return bridge.Ping(ctx, cfg.NATS)
+		}},
+	}
+	out := make([]ProbeResult, len(probes))
+	var wg sync.WaitGroup
+	for i, p := range probes {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			start := time.Now()
+			detail, err := p.run(ctx)
+			r := ProbeResult{Name: p.name, Target: p.target, OK: err == nil, Millis: time.Since(start).Milliseconds()}
+			if err != nil {
+				r.Error = withinTimeout(ctx, err, timeout).Error()
+			} else {
+				r.Detail = detail
+			}
+			out[i] = r
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// withinTimeout words an error that is the deadline passing as such.
+func withinTimeout(ctx context.Context, err error, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return fmt.Errorf("no answer within %s: %w", timeout, err)
+	}
+	return err
+}
+
+func natsTarget(c bridge.Config) string {
+	if c.URL == "" {
+		return "embedded"
+	}
+	return secret.RedactURL(c.URL)
+}
+
+// probeStore opens the table's store and checks, with a probe object,
+// that it answers and honours put-if-absent (storage.single_writer
+// accepts one that does not).
+func probeStore(ctx context.Context, cfg *Config) error {
+	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
+	if err != nil {
+		return fmt.Errorf("open table storage: %w", err)
+	}
+	return CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, slog.New(slog.DiscardHandler))
+}
