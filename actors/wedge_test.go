@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"context"
+	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -22,6 +25,41 @@ func sensorRecord(deviceType string, i int) []byte {
 }
 
 func twoDigits(n int) string { return string([]byte{byte('0' + n/10), byte('0' + n%10)}) }
+
+// withPoison returns n sensor records of deviceType, but for the one at
+// index bad, of device type "poison".
+func withPoison(n, bad int, deviceType string) [][]byte {
+	values := make([][]byte, n)
+	for i := range values {
+		dt := deviceType
+		if i == bad {
+			dt = "poison"
+		}
+		values[i] = sensorRecord(dt, i)
+	}
+	return values
+}
+
+// waitNext waits up to 30 s until the table's next offsets include want:
+// long enough for two aborts and a bisection with the harness's backoff.
+func (h *harness) waitNext(want map[int32]int64) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		next, _, _ := h.tableState()
+		done := true
+		for p, n := range want {
+			done = done && next[p] == n
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("table at %v after 30s; want %v: a record wedges the engine", next, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // produceValues sends one record per value to partition p, in order.
 func (h *harness) produceValues(p int32, values ...[]byte) {
@@ -114,29 +152,12 @@ func TestRecordFaultIsolated(t *testing.T) {
 	faulty := storage.NewFaulty(h.store)
 	faulty.Fail(storage.Rule{Op: storage.OpPutStream, Prefix: "device_type=poison/",
 		Err: &fs.PathError{Op: "link", Path: "device_type=poison/...", Err: syscall.ENAMETOOLONG}})
-	var values [][]byte
-	for i := range 40 {
-		dt := "smart_plug"
-		if i == 27 {
-			dt = "poison"
-		}
-		values = append(values, sensorRecord(dt, i))
-	}
+	values := withPoison(40, 27, "smart_plug")
 	h.produceValues(0, values...)
 	h.produceTo(1, 20, 5)
 	r := h.start(Config{}, faulty)
 	defer r.stop(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		next, _, _ := h.tableState()
-		if next[0] == 40 && next[1] == 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("table at %v after 30s; want partition 0 at 40 and 1 at 20: the poison record wedges the engine", next)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	h.waitNext(map[int32]int64{0: 40, 1: 20})
 	if _, rows, _ := h.tableState(); rows != 59 {
 		t.Errorf("table holds %d rows, want the 59 good records once", rows)
 	}
@@ -157,15 +178,7 @@ func TestRecordFaultIsolated(t *testing.T) {
 // record is dead-lettered with the panic, everything else committed.
 func TestRecordPanicIsolated(t *testing.T) {
 	h := newHarness(t, nil)
-	var values [][]byte
-	for i := range 30 {
-		dt := "door_window"
-		if i == 4 {
-			dt = "poison"
-		}
-		values = append(values, sensorRecord(dt, i))
-	}
-	h.produceValues(2, values...)
+	h.produceValues(2, withPoison(30, 4, "door_window")...)
 	cfg := Config{beforeRows: func(key string) {
 		if strings.HasPrefix(key, "device_type=poison/") {
 			panic("cannot encode " + key)
@@ -173,13 +186,7 @@ func TestRecordPanicIsolated(t *testing.T) {
 	}}
 	r := h.start(cfg, nil)
 	defer r.stop(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for next, _, _ := h.tableState(); next[2] != 30; next, _, _ = h.tableState() {
-		if time.Now().After(deadline) {
-			t.Fatalf("table at %v after 30s; want partition 2 at 30", next)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	h.waitNext(map[int32]int64{2: 30})
 	if _, rows, _ := h.tableState(); rows != 29 {
 		t.Errorf("table holds %d rows, want 29", rows)
 	}
@@ -187,5 +194,48 @@ func TestRecordPanicIsolated(t *testing.T) {
 	if len(letters) != 1 || letters[0].Header.Get(bridge.HeaderOffset) != "4" ||
 		!strings.Contains(letters[0].Header.Get(bridge.HeaderError), "cannot encode device_type=poison/") {
 		t.Fatalf("dead letters %v; want partition 2's offset 4 with the panic", letters)
+	}
+}
+
+// refusingOutbox refuses, as too large for the server, every letter of
+// offset that carries its value.
+type refusingOutbox struct {
+	Outbox
+	offset int64
+}
+
+func (o refusingOutbox) PublishDLQ(ctx context.Context, letters []messages.DeadLetter) error {
+	for _, l := range letters {
+		if l.Offset == o.offset && l.Value != nil {
+			return fmt.Errorf("publish dlq %d: %w", l.Offset, nats.ErrMaxPayload)
+		}
+	}
+	return o.Outbox.PublishDLQ(ctx, letters)
+}
+
+// TestRefusedLetterIsolated: a bad record whose dead letter the DLQ refuses
+// every time (too large for a server whose limits the letter misjudged)
+// fails every epoch on its DLQ publish. It is isolated like any record
+// fault, its letter refused once more with its body, then sent without key
+// and value, saying so; the records around it are committed.
+func TestRefusedLetterIsolated(t *testing.T) {
+	h := newHarness(t, nil)
+	values := withPoison(12, -1, "smart_plug")
+	values[5] = []byte("not json")
+	h.produceValues(1, values...)
+	h.outbox = refusingOutbox{Outbox: NewOutbox(h.bridge), offset: 5}
+	r := h.start(Config{}, nil)
+	defer r.stop(t)
+	h.waitNext(map[int32]int64{1: 12})
+	if _, rows, _ := h.tableState(); rows != 11 {
+		t.Errorf("table holds %d rows, want 11", rows)
+	}
+	letters := h.dlq()
+	if len(letters) != 1 || letters[0].Header.Get(bridge.HeaderOffset) != "5" || len(letters[0].Data) != 0 {
+		t.Fatalf("dead letters %v; want partition 1's offset 5, without its value", letters)
+	}
+	if why := letters[0].Header.Get(bridge.HeaderError); !strings.Contains(why, "maximum payload exceeded") ||
+		!strings.Contains(why, "sent without its 0-byte key and 8-byte value") {
+		t.Errorf("reason %q; want the refusal and what was left out", why)
 	}
 }
