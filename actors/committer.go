@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -471,7 +470,7 @@ func (c *committer) failEpoch(ctx actor.Context, reason string, fault bool) {
 		}
 	default:
 		if c.faults++; c.faults >= isolateAfter {
-			c.isolate = newIsolation("epoch failed on this record "+strconv.Itoa(c.faults)+" times: "+reason, c.suspectRanges())
+			c.isolate = newIsolation("isolated as the record every epoch holding it failed on: "+reason, c.suspectRanges())
 			if c.isolate != nil {
 				c.cfg.logger.Warn("epochs keep failing on what they read: isolating the record by bisecting the range read",
 					"partitions", c.isolate.parts, "reason", reason)
