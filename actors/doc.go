@@ -43,12 +43,13 @@
 // two polls are in flight. Independently, Budget counts the bytes buffers
 // hold until their files are uploaded (buffer.handleFlush releases them)
 // and the epochs not yet committed; while it is exhausted the fetch loop
-// pauses Kafka. Four places send the committer messages.CommitNow for an
+// pauses Kafka. Five places send the committer messages.CommitNow for an
 // early epoch: the fetch loop when the budget pauses it (fetcher.run), the
 // fetch loop again when the budget stays exhausted a whole poll wait, the
 // budget watch when buffered bytes pass FlushMaxBytes (Engine.watchBudget),
-// and Engine.commitNow: the control service's flush (Engine.CommitNow),
-// Stop's final commit and CatchUp. Each names its reason (memory_budget,
-// max_bytes, request, shutdown, catch_up; the timer's epochs say timer),
-// which the epoch keeps and its flush event reports.
+// Engine.commitNow: the control service's flush (Engine.CommitNow),
+// Stop's final commit and CatchUp, and a reader at its readLimit while a
+// failing record is isolated. Each names its reason (memory_budget,
+// max_bytes, request, shutdown, catch_up, isolate; the timer's epochs say
+// timer), which the epoch keeps and its flush event reports.
 package actors

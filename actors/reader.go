@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/messages"
@@ -73,12 +74,24 @@ type reader struct {
 	batches    [][]parquet.Row
 	row        mapping.Row
 	rec        mapping.Record
+	limit      *readLimit // nil but while the committer isolates a record
 }
 
-func newReader(cfg *pipelineConfig, gen uint64, partition int32, epoch uint64, pipeline *actor.PID) actor.Producer {
+// readLimit bounds what a reader consumes while the committer isolates the
+// record an epoch keeps failing on (see isolation): records after last wait
+// for the next generation, and poison (-1: none) is dead-lettered unread.
+type readLimit struct {
+	last    int64
+	poison  int64
+	reason  string
+	bare    bool // the poison's letter without key and value (they were refused too)
+	reached bool // the reader asked for the epoch that commits up to last
+}
+
+func newReader(cfg *pipelineConfig, gen uint64, partition int32, epoch uint64, pipeline *actor.PID, limit *readLimit) actor.Producer {
 	return func() actor.Actor {
 		return &reader{cfg: cfg, gen: gen, partition: partition, epoch: epoch, pipeline: pipeline,
-			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}}
+			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}, limit: limit}
 	}
 }
 
@@ -112,6 +125,16 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 	used := 0 // values of mapped rows
 	data := 0
 	for _, kr := range m.Records {
+		if r.limit != nil && kr.Offset > r.limit.last {
+			// Records come in order: no offset up to last is left to read.
+			r.lastOffset = max(r.lastOffset, r.limit.last)
+			r.reachLimit(c) // the rest waits for the next generation
+			break
+		}
+		if r.limit != nil && kr.Offset == r.limit.poison {
+			r.deadLetterPoison(kr)
+			continue
+		}
 		r.lastOffset = kr.Offset
 		if kr.Attrs.IsControl() {
 			continue // a transaction marker: consumed (the offset moves past it), never a row
@@ -139,6 +162,9 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 		rt.rows++
 		rt.bytes += int64(r.row.Size)
 		mem.route = append(mem.route, rt.idx)
+	}
+	if r.limit != nil && r.lastOffset >= r.limit.last {
+		r.reachLimit(c)
 	}
 	r.row.Arena, r.row.Values = nil, nil
 	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(data))
@@ -174,6 +200,29 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 	r.touched = r.touched[:0]
 	clear(batches)
 	r.batches = batches
+}
+
+// deadLetterPoison dead-letters, unread, the record the committer isolated
+// as the one its epochs kept failing on.
+func (r *reader) deadLetterPoison(kr *kgo.Record) {
+	dl := messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp.UnixMilli(), Reason: r.limit.reason}
+	if r.limit.bare {
+		dl.Reason += fmt.Sprintf(" (its letter was refused too: sent without its %d-byte key and %d-byte value, which stay in Kafka)", len(kr.Key), len(kr.Value))
+	} else {
+		dl.Key, dl.Value = bytes.Clone(kr.Key), bytes.Clone(kr.Value)
+	}
+	r.dead = append(r.dead, dl)
+	r.lastOffset = kr.Offset
+	r.records++
+}
+
+// reachLimit asks the committer once for the epoch that commits what the
+// reader read up to its limit.
+func (r *reader) reachLimit(c actor.Context) {
+	if !r.limit.reached {
+		r.limit.reached = true
+		c.Send(r.cfg.committer, &messages.CommitNow{Reason: reasonIsolate})
+	}
 }
 
 // newRoute asks the pipeline for the buffer of the current row's partition.
