@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -172,7 +173,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.epochTimeout), true)
 		}
 	case *committedOffsets:
-		ctx.Respond(CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+		ctx.Respond(offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 	case *rebuild:
 		if m.gen == c.gen {
 			c.spawnPipeline(ctx)
@@ -261,7 +262,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if len(c.assigned) > 0 {
 		c.spawnReaders(ctx, c.partitions(), limits)
 	}
-	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
+	offsets := offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
 	c.cfg.progress.setCommitted(c.base)
 	for p := range c.held {
@@ -376,7 +377,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.idle[id]++
 	}
 	if letters := es.deadLetters(); len(letters) > 0 {
-		if id := c.snap.Metadata().Configuration[TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
+		if id := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
 			for i := range letters {
 				letters[i].TopicID = id
 			}
@@ -573,36 +574,19 @@ func (c *committer) checkpoint(ctx actor.Context, version int64) error {
 // the versions after the snapshot; this covers those the snapshot absorbed
 // (our earlier commits replaying other writers', a re-read on assignment).
 func (c *committer) movedPartitions(es *epochState) []int32 {
-	offsets := es.offsets()
-	now := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, slices.Sorted(maps.Keys(offsets)))
-	var moved []int32
-	for p, next := range now {
-		if next != c.base[p] {
-			moved = append(moved, p)
-		}
+	read := map[int32]int64{}
+	for p := range es.offsets() {
+		read[p] = c.base[p]
 	}
-	slices.Sort(moved)
-	return moved
+	return offsets.Moved(c.snap, c.cfg.app, c.cfg.topic, read)
 }
 
 // staleTxns are the txns of the owned partitions this epoch does not
-// advance that are past half of the table's delta.setTransactionRetentionDuration,
-// refreshed (same version, lastUpdated now). Committed with the epoch, or
+// advance to refresh with it (offsets.Stale): committed with the epoch, or
 // alone when the epoch is empty, they keep an idle partition's offset from
-// expiring: forgotten, the partition would be read again from its start
-// offset and its records committed twice. A partition whose txn another
-// writer moved since we began reading it is not ours to refresh.
+// expiring.
 func (c *committer) staleTxns(es *epochState) []delta.Txn {
-	advanced := es.offsets()
-	owned := c.partitions()
-	table := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, owned)
-	var ids []string
-	for _, p := range owned {
-		if _, ok := advanced[p]; !ok && table[p] == c.base[p] {
-			ids = append(ids, TxnAppID(c.cfg.app, c.cfg.topic, p))
-		}
-	}
-	return c.snap.StaleTxns(ids, time.Now())
+	return offsets.Stale(c.snap, c.cfg.app, c.cfg.topic, c.partitions(), es.offsets(), c.base, time.Now())
 }
 
 // afterCommit does what follows a commit: KV mirror, Kafka group offsets,
