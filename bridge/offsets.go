@@ -62,18 +62,45 @@ func (b *Bridge) PutOffset(ctx context.Context, topic string, partition int32, r
 // missing bucket or key is not an error: the result is then empty (or lacks
 // that partition) and recovery relies on the Delta log alone.
 func (b *Bridge) Offsets(ctx context.Context, topic string) (map[int32]OffsetRecord, error) {
-	prefix := OffsetKey(b.build.table, topic, 0)
-	prefix = prefix[:len(prefix)-1] // "<table>.<topic>."
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
+	out, err := readOffsets(ctx, b.kvHandle(), b.build.table, topic)
+	if isMissing(err) {
+		return map[int32]OffsetRecord{}, nil
+	}
+	return out, err
+}
+
+// ReadOffsets reads the mirrored offsets of table's topic from the bucket
+// over nc, for tools: unlike New it creates nothing, and a missing bucket
+// is an error.
+func ReadOffsets(ctx context.Context, nc *nats.Conn, bucket, table, topic string) (map[int32]OffsetRecord, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+	}
+	return readOffsets(ctx, kv, table, topic)
+}
+
+// OffsetKeyPrefix is the prefix of the KV keys of table's topic,
+// "<table>.<topic>.", which the partition follows.
+func OffsetKeyPrefix(table, topic string) string {
+	key := OffsetKey(table, topic, 0)
+	return key[:len(key)-1]
+}
+
+// readOffsets reads the offsets of table's topic from kv.
+func readOffsets(ctx context.Context, kv jetstream.KeyValue, table, topic string) (map[int32]OffsetRecord, error) {
+	prefix := OffsetKeyPrefix(table, topic)
 	out := make(map[int32]OffsetRecord)
 	// One watcher delivers every current value, then nil: a single pass
 	// instead of listing keys and getting each.
-	w, err := b.kvHandle().WatchFiltered(ctx, []string{prefix + "*"}, jetstream.IgnoreDeletes())
+	w, err := kv.WatchFiltered(ctx, []string{prefix + "*"}, jetstream.IgnoreDeletes())
 	if err != nil {
-		if isMissing(err) {
-			return out, nil
-		}
 		return nil, fmt.Errorf("watch offsets %s*: %w", prefix, err)
 	}
 	defer w.Stop()

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -177,8 +175,8 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 	return nil
 }
 
-// kvOffsets reads the KV mirror directly (bridge.New would create the
-// bucket and streams, which an inspection must not do).
+// kvOffsets reads the KV mirror (bridge.ReadOffsets: bridge.New would
+// create the bucket and streams, which an inspection must not do).
 func kvOffsets(ctx context.Context, url, table, topic string) (map[int32]bridge.OffsetRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -187,41 +185,7 @@ func kvOffsets(ctx context.Context, url, table, topic string) (map[int32]bridge.
 		return nil, fmt.Errorf("connect %s: %w", secret.RedactURL(url), err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	kv, err := js.KeyValue(ctx, bridge.DefaultKVBucket)
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", bridge.DefaultKVBucket, err)
-	}
-	key0 := bridge.OffsetKey(table, topic, 0)
-	prefix := key0[:len(key0)-1]
-	watch, err := kv.WatchFiltered(ctx, []string{prefix + "*"}, jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("watch %s*: %w", prefix, err)
-	}
-	defer watch.Stop()
-	out := map[int32]bridge.OffsetRecord{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("read %s*: %w", prefix, ctx.Err())
-		case e, ok := <-watch.Updates():
-			if !ok || e == nil { // nil marks the end of the current values
-				return out, nil
-			}
-			p, err := strconv.ParseInt(strings.TrimPrefix(e.Key(), prefix), 10, 32)
-			if err != nil {
-				continue
-			}
-			var rec bridge.OffsetRecord
-			if err := json.Unmarshal(e.Value(), &rec); err != nil {
-				return nil, fmt.Errorf("decode %s: %w", e.Key(), err)
-			}
-			out[int32(p)] = rec
-		}
-	}
+	return bridge.ReadOffsets(ctx, nc, bridge.DefaultKVBucket, table, topic)
 }
 
 // kafkaOffsets returns the group's committed offsets and the end offsets
