@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deltaflow/deltaflow/messages"
 )
 
 // ErrPartitionHeld is returned by CatchUp when an owned partition is held
@@ -78,7 +80,7 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 		}
 		if read && !flushed {
 			flushed = true
-			if err := e.commitNow(ctx, reasonCatchUp); err != nil && ctx.Err() == nil {
+			if err := e.commitNow(ctx, messages.ReasonCatchUp); err != nil && ctx.Err() == nil {
 				e.deps.Logger.Warn("catch-up: flush failed; the timer will retry", "err", err)
 			}
 		}

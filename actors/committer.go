@@ -132,7 +132,7 @@ func (c *committer) Receive(ctx actor.Context) {
 		c.stopTimers()
 	case *tick:
 		if c.cur == nil && c.pipeline != nil {
-			c.sealEpoch(ctx, reasonTimer)
+			c.sealEpoch(ctx, messages.ReasonTimer)
 		}
 	case *messages.CommitNow:
 		c.handleCommitNow(ctx, m)
@@ -286,7 +286,7 @@ func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 }
 
 // sealEpoch seals epoch c.epoch: readers tag later rows with the next one.
-func (c *committer) sealEpoch(ctx actor.Context, reason string) {
+func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
 	partitions, pids := c.cfg.pipeline.reg.readerList()
 	c.sched.sealed()
 	if len(partitions) == 0 {
@@ -597,7 +597,7 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took
 			}
 		})
 	}
-	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: es.reason, Files: len(es.files), Rows: rows, Bytes: bytes,
+	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: string(es.reason), Files: len(es.files), Rows: rows, Bytes: bytes,
 		DurationMS: time.Since(es.started).Milliseconds() - took.Milliseconds()})
 	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
 		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(es.started).Milliseconds()})
@@ -625,7 +625,7 @@ func (c *committer) finishEpoch(ctx actor.Context, err error) {
 // its CommitNow waiters wait for the next one, which says the dropped
 // epoch's reason unless a request already named it.
 func (c *committer) dropEpoch() {
-	reason := ""
+	var reason messages.Reason
 	if c.cur != nil {
 		c.cfg.budget.EpochDone()
 		reason = c.cur.reason

@@ -398,7 +398,7 @@ func (e *Engine) spawnSupervised(name string, want *actor.PID, producer actor.Pr
 func (e *Engine) watchBudget(ctx context.Context) {
 	e.budget.Observe(func(b int64) { e.deps.Metrics.BufferedBytes.Set(float64(b)) })
 	for e.budget.WaitAbove(ctx, e.cfg.FlushMaxBytes) {
-		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reasonMaxBytes})
+		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: messages.ReasonMaxBytes})
 		select {
 		case <-ctx.Done():
 			return
@@ -415,11 +415,13 @@ const budgetRecheck = 100 * time.Millisecond
 // CommitNow starts an epoch now (messages.CommitNow) and waits until it and
 // every earlier one are committed: everything read so far is in the table.
 // Its flush event says reason "request".
-func (e *Engine) CommitNow(ctx context.Context) error { return e.commitNow(ctx, reasonRequest) }
+func (e *Engine) CommitNow(ctx context.Context) error {
+	return e.commitNow(ctx, messages.ReasonRequest)
+}
 
 // commitNow is CommitNow with the reason the epoch is sealed with (Stop:
 // shutdown, CatchUp: catch_up).
-func (e *Engine) commitNow(ctx context.Context, reason string) error {
+func (e *Engine) commitNow(ctx context.Context, reason messages.Reason) error {
 	reply := make(chan error, 1)
 	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reason, Reply: reply})
 	select {
@@ -490,7 +492,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.cancel()
 	<-e.loopDone
-	err := e.commitNow(ctx, reasonShutdown)
+	err := e.commitNow(ctx, messages.ReasonShutdown)
 	e.stopping.Store(true)
 	// The last commits' group offsets first: answered after the leave,
 	// franz-go warns that the member was kicked from the group.

@@ -30,6 +30,7 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -808,19 +809,19 @@ func TestEngineBeforeStart(t *testing.T) {
 type flushReasons struct {
 	Outbox
 	mu      sync.Mutex
-	reasons []string
+	reasons []messages.Reason
 }
 
 func (o *flushReasons) Publish(ev bridge.Event) {
 	if f, ok := ev.(*bridge.FlushEvent); ok {
 		o.mu.Lock()
-		o.reasons = append(o.reasons, f.Reason)
+		o.reasons = append(o.reasons, messages.Reason(f.Reason))
 		o.mu.Unlock()
 	}
 	o.Outbox.Publish(ev)
 }
 
-func (o *flushReasons) get() []string {
+func (o *flushReasons) get() []messages.Reason {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.reasons)
@@ -853,13 +854,13 @@ func TestFlushEventReasons(t *testing.T) {
 	if err := r.engine.CommitNow(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.get(); !slices.Equal(got, []string{reasonRequest}) {
+	if got := out.get(); !slices.Equal(got, []messages.Reason{messages.ReasonRequest}) {
 		t.Fatalf("after CommitNow: flush reasons %q, want [request]", got)
 	}
 	h.produce(300, 0, 32)
 	h.waitRead(r)
 	r.stop(t)
-	if got := out.get(); !slices.Equal(got, []string{reasonRequest, reasonShutdown}) {
+	if got := out.get(); !slices.Equal(got, []messages.Reason{messages.ReasonRequest, messages.ReasonShutdown}) {
 		t.Fatalf("after Stop: flush reasons %q, want [request shutdown]", got)
 	}
 	// The timer alone.
@@ -873,7 +874,7 @@ func TestFlushEventReasons(t *testing.T) {
 		t.Fatalf("flush reasons %q: no timer epoch", got)
 	}
 	for _, reason := range got[2:] {
-		if reason != reasonTimer {
+		if reason != messages.ReasonTimer {
 			t.Fatalf("flush reasons %q: want only timer after [request shutdown]", got)
 		}
 	}

@@ -10,18 +10,6 @@ import (
 	"github.com/deltaflow/deltaflow/messages"
 )
 
-// Why an epoch was sealed: messages.CommitNow's Reason and the flush event's
-// (bridge.FlushEvent), one snake_case set.
-const (
-	reasonTimer        = "timer"         // the flush interval
-	reasonMaxBytes     = "max_bytes"     // buffers past flush.max_bytes
-	reasonMemoryBudget = "memory_budget" // the memory budget full, Kafka paused
-	reasonRequest      = "request"       // Engine.CommitNow: the control service's flush
-	reasonShutdown     = "shutdown"      // Engine.Stop's final commit
-	reasonCatchUp      = "catch_up"      // Engine.CatchUp: everything up to the targets read
-	reasonIsolate      = "isolate"       // a reader read up to its limit while a failing record is isolated
-)
-
 // epochState is the bookkeeping of one epoch, from Seal to commit: which readers
 // and buffers must still answer, and what they answered. It is plain data,
 // driven by the committer.
@@ -29,7 +17,7 @@ type epochState struct {
 	epoch   uint64
 	started time.Time // sealed
 	topic   string
-	reason  string // why it was sealed (reasonTimer…)
+	reason  messages.Reason // why it was sealed
 
 	waitSeal  map[int32]bool
 	sealed    map[int32]*messages.Sealed
@@ -40,7 +28,7 @@ type epochState struct {
 	err       error    // first buffer failure
 }
 
-func newEpochState(epoch uint64, topic string, readers []int32, reason string, now time.Time) *epochState {
+func newEpochState(epoch uint64, topic string, readers []int32, reason messages.Reason, now time.Time) *epochState {
 	es := &epochState{epoch: epoch, started: now, topic: topic, reason: reason, waitSeal: map[int32]bool{}, sealed: map[int32]*messages.Sealed{}, waitFlush: map[string]bool{}}
 	for _, p := range readers {
 		es.waitSeal[p] = true

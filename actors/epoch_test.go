@@ -52,7 +52,7 @@ func TestEpochStateSeal(t *testing.T) {
 			all: true, offsets: map[int32]int64{0: 3, 1: 8}, records: 5, dlq: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es := newEpochState(5, topic, tc.readers, reasonTimer, time.Now())
+			es := newEpochState(5, topic, tc.readers, messages.ReasonTimer, time.Now())
 			all := es.allSealed()
 			for _, m := range tc.sealed {
 				all = es.onSealed(m)
@@ -121,7 +121,7 @@ func TestEpochStateFlush(t *testing.T) {
 			all: true, files: 1, err: boom, aborted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es := newEpochState(5, topic, nil, reasonTimer, time.Now())
+			es := newEpochState(5, topic, nil, messages.ReasonTimer, time.Now())
 			es.expectFlushes(tc.expect)
 			all := es.allFlushed()
 			for _, m := range tc.flushed {
@@ -159,7 +159,7 @@ func TestEpochStateEmpty(t *testing.T) {
 		{"files and offsets", 9, []messages.DataFile{{Path: "a"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es := newEpochState(1, topic, []int32{0}, reasonTimer, time.Now())
+			es := newEpochState(1, topic, []int32{0}, messages.ReasonTimer, time.Now())
 			es.onSealed(&messages.Sealed{Epoch: 1, Partition: 0, LastOffset: tc.offset})
 			es.expectFlushes([]string{"buffer-1"})
 			es.onFlushed(&messages.Flushed{Epoch: 1, Buffer: "buffer-1", Files: tc.files, Idle: len(tc.files) == 0})
@@ -174,7 +174,7 @@ func TestEpochStateEmpty(t *testing.T) {
 // partition that advanced, by partition, each stamped with the commit time.
 func TestEpochStateCommitActions(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_123)
-	es := newEpochState(3, topic, []int32{2, 0, 1, 10}, reasonTimer, now.Add(-time.Minute))
+	es := newEpochState(3, topic, []int32{2, 0, 1, 10}, messages.ReasonTimer, now.Add(-time.Minute))
 	for _, s := range []*messages.Sealed{
 		{Epoch: 3, Partition: 10, LastOffset: 100},
 		{Epoch: 3, Partition: 2, LastOffset: 7},

@@ -172,7 +172,7 @@ func TestEpochWriterCommit(t *testing.T) {
 			for _, r := range tc.faults {
 				faulty.Fail(r)
 			}
-			es := newEpochState(4, topic, []int32{0}, reasonTimer, time.Now())
+			es := newEpochState(4, topic, []int32{0}, messages.ReasonTimer, time.Now())
 			es.onSealed(&messages.Sealed{Epoch: 4, Partition: 0, LastOffset: 9})
 			ec := newEpochCommit(es, app, nil, time.Now())
 			retries := 0
@@ -212,7 +212,7 @@ func TestEpochWriterCommit(t *testing.T) {
 
 func TestNewEpochCommit(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_000)
-	es := newEpochState(12, topic, []int32{0, 1}, reasonTimer, now)
+	es := newEpochState(12, topic, []int32{0, 1}, messages.ReasonTimer, now)
 	es.onSealed(&messages.Sealed{Epoch: 12, Partition: 1, LastOffset: 41})
 	es.onSealed(&messages.Sealed{Epoch: 12, Partition: 0, LastOffset: -1})
 	es.expectFlushes([]string{"buffer-1"})

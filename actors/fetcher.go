@@ -193,8 +193,8 @@ func (f *fetcher) run(ctx context.Context) error {
 				f.metrics.FetchPaused.Set(1)
 				reason := "control"
 				if !f.userPaused.Load() {
-					reason = reasonMemoryBudget
-					f.system.Root.Send(f.committer, &messages.CommitNow{Reason: reasonMemoryBudget})
+					reason = string(messages.ReasonMemoryBudget)
+					f.system.Root.Send(f.committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
 				}
 				f.logger.Debug("kafka fetching paused", "reason", reason, "partitions", owned)
 			}
@@ -220,7 +220,7 @@ func (f *fetcher) run(ctx context.Context) error {
 			// last seal may fill the budget on their own, and only another
 			// epoch frees them (the committer runs it after the current
 			// one when it is busy).
-			f.system.Root.Send(f.committer, &messages.CommitNow{Reason: reasonMemoryBudget})
+			f.system.Root.Send(f.committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
 			wait = pausedPollWait
 		}
 		// A reset (a rebuilt pipeline), Pause or Resume interrupts the

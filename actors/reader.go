@@ -221,7 +221,7 @@ func (r *reader) deadLetterPoison(kr *kgo.Record) {
 func (r *reader) reachLimit(c actor.Context) {
 	if !r.limit.reached {
 		r.limit.reached = true
-		c.Send(r.cfg.committer, &messages.CommitNow{Reason: reasonIsolate})
+		c.Send(r.cfg.committer, &messages.CommitNow{Reason: messages.ReasonIsolate})
 	}
 }
 

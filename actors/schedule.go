@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/deltaflow/deltaflow/messages"
+
 // schedule decides, for the committer, when CommitNow requests seal an
 // epoch, with which reason, and which requests an epoch's end answers. It
 // is plain state driven by the committer's events (a request, an epoch
@@ -14,7 +16,7 @@ type schedule struct {
 	// asks once; dropped, reading would stall until the flush timer.)
 	// After an abort it is the reason of the dropped epoch its waiters
 	// wait on, redone once the pipeline is rebuilt.
-	again string
+	again messages.Reason
 }
 
 // request takes a CommitNow; reply, if not nil, is answered when the epoch
@@ -22,7 +24,7 @@ type schedule struct {
 // seal one now, for reason. During an epoch the first request names the
 // next one, unless one somebody waits on (the control service, Stop,
 // CatchUp) comes after ones nobody does (max_bytes, memory_budget).
-func (s *schedule) request(reason string, reply chan error, running bool) (seal bool) {
+func (s *schedule) request(reason messages.Reason, reply chan error, running bool) (seal bool) {
 	if reply != nil {
 		s.queued = append(s.queued, reply)
 	}
@@ -45,7 +47,7 @@ func (s *schedule) sealed() {
 // finished answers the waiters of the epoch that ended with err, and says
 // whether requests wait for another epoch (sealed at once, their rows were
 // read after this one was sealed) and its reason.
-func (s *schedule) finished(err error) (next bool, reason string) {
+func (s *schedule) finished(err error) (next bool, reason messages.Reason) {
 	for _, w := range s.waiters {
 		w <- err
 	}
@@ -56,7 +58,7 @@ func (s *schedule) finished(err error) (next bool, reason string) {
 // dropped records that the running epoch, sealed for reason, was dropped
 // (an abort, a restart): its waiters wait for the next one, which says the
 // dropped epoch's reason unless a request already named it.
-func (s *schedule) dropped(reason string) {
+func (s *schedule) dropped(reason messages.Reason) {
 	if len(s.waiters) > 0 && s.again == "" {
 		s.again = reason
 	}
@@ -65,15 +67,15 @@ func (s *schedule) dropped(reason string) {
 
 // rebuilt says whether requests wait for an epoch once a new pipeline
 // runs, and its reason.
-func (s *schedule) rebuilt() (seal bool, reason string) {
+func (s *schedule) rebuilt() (seal bool, reason messages.Reason) {
 	return len(s.queued) > 0, s.reason()
 }
 
 // reason is the reason of an epoch sealed for pending requests: again's,
 // else a plain request.
-func (s *schedule) reason() string {
+func (s *schedule) reason() messages.Reason {
 	if s.again != "" {
 		return s.again
 	}
-	return reasonRequest
+	return messages.ReasonRequest
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/deltaflow/deltaflow/messages"
 )
 
 // TestSchedule runs testdata/schedule.txt: each case is a script of the
@@ -47,11 +49,11 @@ func TestSchedule(t *testing.T) {
 func runSchedule(t *testing.T, events []string) []string {
 	var s schedule
 	var out []string
-	running, pipeline, curReason := false, true, ""
+	running, pipeline, curReason := false, true, messages.Reason("")
 	replies := map[string]chan error{}
 	var names []string // in the order of their requests
-	seal := func(reason string) {
-		out = append(out, "seal "+reason)
+	seal := func(reason messages.Reason) {
+		out = append(out, "seal "+string(reason))
 		s.sealed()
 		running, curReason = true, reason
 	}
@@ -66,8 +68,8 @@ func runSchedule(t *testing.T, events []string) []string {
 				replies[name] = reply
 				names = append(names, name)
 			}
-			if s.request(f[1], reply, running) && pipeline {
-				seal(f[1])
+			if reason := messages.Reason(f[1]); s.request(reason, reply, running) && pipeline {
+				seal(reason)
 			}
 		case "finish":
 			var err error

@@ -7,11 +7,23 @@ package messages
 // nil once that epoch (and every earlier one) is committed, or the error
 // that stopped it.
 type CommitNow struct {
-	// Reason is why: max_bytes, memory_budget, request, shutdown,
-	// catch_up or isolate, the reason the epoch's flush event says.
-	Reason string
+	Reason Reason // why; the epoch's flush event says it
 	Reply  chan error
 }
+
+// Reason is why an epoch was sealed: CommitNow's, the epoch's and its flush
+// event's (bridge.FlushEvent), one snake_case set.
+type Reason string
+
+const (
+	ReasonTimer        Reason = "timer"         // the flush interval
+	ReasonMaxBytes     Reason = "max_bytes"     // buffers past flush.max_bytes
+	ReasonMemoryBudget Reason = "memory_budget" // the memory budget full, Kafka paused
+	ReasonRequest      Reason = "request"       // Engine.CommitNow: the control service's flush
+	ReasonShutdown     Reason = "shutdown"      // Engine.Stop's final commit
+	ReasonCatchUp      Reason = "catch_up"      // Engine.CatchUp: everything up to the targets read
+	ReasonIsolate      Reason = "isolate"       // a reader read up to its limit while a failing record is isolated
+)
 
 // Assign is sent by the engine to the committer when Kafka assigns
 // partitions (the consumer's rebalance callback, Engine.Assigned). The
