@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -16,8 +17,15 @@ import (
 // gets a new ID, and its offsets start over: an offset of the old topic
 // means nothing in the new one.
 func TopicIDProperty(app, topic string) string {
-	return "deltaflow.kafkaTopicId." + app + "-" + topic
+	return topicIDPrefix + app + "-" + topic
 }
+
+const topicIDPrefix = "deltaflow.kafkaTopicId."
+
+// IsOffsetsProperty reports whether a table property is part of deltaflow's
+// offsets state (a TopicIDProperty of any app and topic): it belongs with
+// the txn actions, so a RESTORE, which keeps those, keeps it too.
+func IsOffsetsProperty(key string) bool { return strings.HasPrefix(key, topicIDPrefix) }
 
 // startPolicy is what the configuration says of starts: kafka.start_offset
 // for partitions the table holds no offset for, kafka.on_data_loss for

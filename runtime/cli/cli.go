@@ -106,7 +106,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 	}
 	add(groupDaemon, runCommand(out), healthcheckCommand())
 	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
-		vacuumCommand(out), seekCommand(out), takeoverCommand(out))
+		vacuumCommand(out), restoreCommand(out), seekCommand(out), takeoverCommand(out))
 	if devToolsBuilt {
 		add(groupDev, dev...)
 	} else {
