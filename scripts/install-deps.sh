@@ -10,6 +10,8 @@
 #   - promtool, which checks and unit-tests deploy/prometheus/alerts.yml
 #     (Debian package prometheus; its server is not left running)
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
+#   - duckdb with its delta and httpfs extensions in that venv (DuckDB's
+#     delta_scan, on disk and on S3)
 #   - pyspark + delta-spark in that venv, and the Spark jars the seed's job
 #     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
 #   - pyspark 4 in its own venv ($VENV_SPARK4) and the delta-spark 4 jar in
@@ -146,6 +148,19 @@ else
 	# shellcheck disable=SC2086 # $want is two arguments on purpose.
 	"$VENV/bin/pip" install --quiet --disable-pip-version-check $want
 	echo "$want" >"$VENV/deps.version"
+fi
+
+# DuckDB with its delta and httpfs (S3) extensions from PyPI, stamped in the
+# venv as pyspark is: DuckDB cannot download extensions here.
+duckdb_want="duckdb==$DUCKDB_VERSION duckdb-extension-delta==$DUCKDB_VERSION duckdb-extension-httpfs==$DUCKDB_VERSION"
+if [[ "$(cat "$VENV/duckdb.version" 2>/dev/null)" == "$duckdb_want" ]] &&
+	"$VENV/bin/python" -c 'import duckdb, duckdb_extension_delta, duckdb_extension_httpfs' 2>/dev/null; then
+	log "duckdb: cached ($VENV)"
+else
+	log "duckdb: installing $duckdb_want into $VENV"
+	# shellcheck disable=SC2086 # $duckdb_want is three arguments on purpose.
+	"$VENV/bin/pip" install --quiet --disable-pip-version-check $duckdb_want
+	echo "$duckdb_want" >"$VENV/duckdb.version"
 fi
 
 # pyspark + delta-spark: the seed's Spark job for the takeover tests. Their

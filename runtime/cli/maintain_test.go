@@ -178,8 +178,9 @@ func TestOptimizeThenVacuum(t *testing.T) {
 		t.Fatalf("verify: %s", out)
 	}
 
-	// delta-rs reads the same rows.
-	raw := testenv.DeltaRS(t, nil, "read", dir, "--rows")
+	// delta-rs reads the same rows, and DuckDB those of delta-rs.
+	raw := testenv.DeltaRS(t, nil, "read", dir, "--rows", "--duckdb")
+	testenv.CheckDuckDB(t, raw)
 	var view struct {
 		Files []json.RawMessage `json:"files"`
 		Rows  []map[string]any  `json:"rows"`
