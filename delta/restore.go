@@ -37,8 +37,8 @@ func (e *MissingFilesError) Error() string {
 	if len(e.Paths) > show {
 		more = fmt.Sprintf(" and %d more", len(e.Paths)-show)
 	}
-	return fmt.Sprintf("%v: version %d needs %d files that are gone (vacuumed or deleted): %s%s",
-		ErrRestoreFilesMissing, e.Version, len(e.Paths), strings.Join(names, ", "), more)
+	return fmt.Sprintf("delta: %d files of version %d are gone (vacuumed or deleted): %s%s",
+		len(e.Paths), e.Version, strings.Join(names, ", "), more)
 }
 
 func (e *MissingFilesError) Unwrap() error { return ErrRestoreFilesMissing }

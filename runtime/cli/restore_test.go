@@ -92,7 +92,7 @@ func TestRestore(t *testing.T) {
 	gone := s5.Files()[0].Path
 	for _, dry := range []string{"--dry-run", "--json"} {
 		code, out, errs := run(t, "restore", "--table", dir, "--version", "5", dry)
-		if code != 1 || out != "" || !strings.Contains(errs, "version 5 needs 2 files that are gone (vacuumed or deleted)") ||
+		if code != 1 || out != "" || !strings.Contains(errs, "2 files of version 5 are gone (vacuumed or deleted)") ||
 			!strings.Contains(errs, gone) {
 			t.Fatalf("restore of a vacuumed version (%s): exit %d, stdout %q, stderr %q", dry, code, out, errs)
 		}
