@@ -9,16 +9,37 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // TestRestore: a table of three appends (versions 1-3), deltaflow's offset
 // of partition 0 recorded (4), compacted (5), the offset moved on (6);
 // restore to 4 re-adds the six appended files, removes the compacted two,
 // keeps the offsets and says how to ingest again; restore to 5 after
-// VACUUM refuses, naming the vacuumed file, on a dry run too.
+// VACUUM refuses, naming the vacuumed file, on a dry run too; on disk and
+// on MinIO.
 func TestRestore(t *testing.T) {
-	dir, tbl := newRowsTable(t, 3)
+	t.Run("local", func(t *testing.T) {
+		dir, tbl := newRowsTable(t, 3)
+		testRestore(t, dir, tbl)
+	})
+	t.Run("minio", func(t *testing.T) {
+		cfg := testenv.MinIO(t)
+		cfg.Prefix = "tables/restore"
+		store, err := storage.NewS3(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("MINIO_ENDPOINT", cfg.Endpoint)
+		t.Setenv("MINIO_ACCESS_KEY", cfg.AccessKey)
+		t.Setenv("MINIO_SECRET_KEY", cfg.SecretKey)
+		testRestore(t, "s3://"+cfg.Bucket+"/"+cfg.Prefix, writeRowsTable(t, store, 3))
+	})
+}
+
+func testRestore(t *testing.T, dir string, tbl *delta.Table) {
 	cfg := daemon.DefaultConfig()
 	appID := actors.TxnAppID(cfg.Table.AppID, cfg.Kafka.Topic, 0)
 	setOffset := func(v int64) {

@@ -1,19 +1,15 @@
 package restore
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
@@ -70,22 +66,11 @@ func TestRestoreMatchesSpark(t *testing.T) {
 	py, dir := testenv.Spark(t)
 	bin := scenario.Binary(t)
 	work := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "restore_check.py", "--deltaflow", bin, "--dir", work)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("restore_check.py: %v\n%s", err, tail(stderr.String(), 4000))
-	}
-	t.Logf("Spark: table built, 3 restores each way, vacuum, in %s", time.Since(start).Round(time.Second))
+	out := testenv.RunSpark(t, py, dir, "restore_check.py", "--deltaflow", bin, "--dir", work)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res checkOutput
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		t.Fatalf("restore_check.py output: %v\n%s", err, tail(string(out), 4000))
+		t.Fatalf("restore_check.py output, last line: %v\n%s", err, lines[len(lines)-1])
 	}
 	if len(res.Cases) != 3 {
 		t.Fatalf("%d cases, want 3", len(res.Cases))
@@ -205,5 +190,3 @@ func snapshot(t *testing.T, dir string, version int64) *delta.Snapshot {
 	}
 	return s
 }
-
-func tail(s string, n int) string { return s[max(0, len(s)-n):] }
