@@ -65,10 +65,13 @@ type restoreJSON struct {
 	Offsets                []restoreOffsetJSON `json:"offsets"`
 }
 
-// restoreFileJSON is a file restore re-adds or removes.
+// restoreFileJSON is a file restore re-adds or removes; DeletedRows is
+// the cardinality of its deletion vector (the same path may be re-added
+// with one vector and removed with another).
 type restoreFileJSON struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
+	Path        string `json:"path"`
+	Size        int64  `json:"size"`
+	DeletedRows int64  `json:"deletedRows,omitempty"`
 }
 
 // restoreOffsetJSON is a Kafka partition whose offset in the table moved
@@ -94,6 +97,11 @@ func runRestore(ctx context.Context, out IO, f *restoreFlags) error {
 	if err != nil {
 		return err
 	}
+	nothing := func(err error) error { return fmt.Errorf("%w: restore goes back to an older version", err) }
+	if f.timestamp == "" && f.to >= latest.Version() {
+		// Refused as Restore refuses it, not as a version the log lacks.
+		return nothing(fmt.Errorf("%w: version %d is not older than the latest version %d", delta.ErrNothingToRestore, f.to, latest.Version()))
+	}
 	var to *delta.Snapshot
 	opts := delta.RestoreOptions{KeepProperty: actors.IsOffsetsProperty, DryRun: f.dryRun}
 	if f.timestamp != "" {
@@ -103,7 +111,7 @@ func runRestore(ctx context.Context, out IO, f *restoreFlags) error {
 		to, err = tbl.SnapshotAt(ctx, f.to)
 	}
 	if errors.Is(err, delta.ErrVersionNotFound) {
-		return fmt.Errorf("%w: the log cannot rebuild it (not committed yet, or its commits were cleaned up and no checkpoint covers it); "+
+		return fmt.Errorf("%w: the log no longer holds it (its commits were cleaned up, delta.logRetentionDuration, and no checkpoint covers it); "+
 			"deltaflow inspect history lists the versions there are", err)
 	}
 	if err != nil {
@@ -113,7 +121,7 @@ func runRestore(ctx context.Context, out IO, f *restoreFlags) error {
 	res, err := tbl.Restore(ctx, latest, to, opts)
 	switch {
 	case errors.Is(err, delta.ErrNothingToRestore):
-		return fmt.Errorf("%w: restore goes back to an older version", err)
+		return nothing(err)
 	case errors.Is(err, delta.ErrRestoreFilesMissing):
 		return fmt.Errorf("%w; restore a later version (deltaflow inspect history), or put the files back", err)
 	case delta.IsConflict(err):
@@ -154,7 +162,11 @@ func sparkTimestamp(ts time.Time) string {
 func restoreFiles(files []*delta.Add) []restoreFileJSON {
 	out := make([]restoreFileJSON, 0, len(files))
 	for _, a := range files {
-		out = append(out, restoreFileJSON{Path: a.Path, Size: a.Size})
+		f := restoreFileJSON{Path: a.Path, Size: a.Size}
+		if a.DeletionVector != nil {
+			f.DeletedRows = a.DeletionVector.Cardinality
+		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -178,13 +190,20 @@ func movedOffsets(to, latest *delta.Snapshot, app, topic string) []restoreOffset
 	return out
 }
 
+func (f restoreFileJSON) describe() string {
+	if f.DeletedRows > 0 {
+		return fmt.Sprintf("%s, deletion vector of %d rows", humanBytes(f.Size), f.DeletedRows)
+	}
+	return humanBytes(f.Size)
+}
+
 func printRestore(w io.Writer, f *restoreFlags, js *restoreJSON) {
 	if js.DryRun {
 		for _, r := range js.Restored {
-			fmt.Fprintf(w, "would re-add %s (%s)\n", r.Path, humanBytes(r.Size))
+			fmt.Fprintf(w, "would re-add %s (%s)\n", r.Path, r.describe())
 		}
 		for _, r := range js.Removed {
-			fmt.Fprintf(w, "would remove %s (%s)\n", r.Path, humanBytes(r.Size))
+			fmt.Fprintf(w, "would remove %s (%s)\n", r.Path, r.describe())
 		}
 		fmt.Fprintf(w, "dry run: restoring version %d over version %d would re-add %d files (%s) and remove %d files (%s), "+
 			"leaving %d files (%s); nothing written\n", js.RestoredVersion, js.Version, js.NumRestoredFiles, humanBytes(js.RestoredFilesSize),

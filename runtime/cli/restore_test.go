@@ -135,7 +135,7 @@ func TestRestoreUsage(t *testing.T) {
 		{[]string{"restore", "--table", dir, "--version", "-1"}, 2, "must be >= 0"},
 		{[]string{"restore", "--table", dir, "--timestamp", "yesterday"}, 2, "--timestamp"},
 		{[]string{"restore", "--table", dir, "--version", "2"}, 1, "nothing to restore: version 2 is not older than the latest version 2"},
-		{[]string{"restore", "--table", dir, "--version", "9", "--dry-run"}, 1, "version not found"},
+		{[]string{"restore", "--table", dir, "--version", "9", "--dry-run"}, 1, "nothing to restore: version 9 is not older than the latest version 2"},
 		{[]string{"restore", "--table", dir, "--timestamp", "2000-01-01"}, 1, "no commit at or before 2000-01-01"},
 		{[]string{"restore", "--table", dir, "--timestamp", time.Now().Add(time.Hour).Format(time.RFC3339)}, 1, "nothing to restore"},
 		{[]string{"restore", "--table", filepath.Join(dir, "missing"), "--version", "0"}, 1, "table not found"},
