@@ -213,6 +213,13 @@ func TestRestoreRefusals(t *testing.T) {
 	if _, err := tbl.Restore(ctx, s, at(2), RestoreOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Fatalf("restore of an append-only table: %v", err)
 	}
+	// Clustering columns set since: Spark would restore them; refused.
+	if _, err := tbl.Commit(ctx, s, []Action{{DomainMetadata: &DomainMetadata{Domain: clusteringDomain, Configuration: `{"clusteringColumns":[["id"]]}`}}}, Operation{Name: "CLUSTER BY"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Restore(ctx, s, at(2), RestoreOptions{DryRun: true}); err == nil || !strings.Contains(err.Error(), "clustering columns changed") {
+		t.Fatalf("restore across a clustering change: %v", err)
+	}
 }
 
 func TestMergeProtocols(t *testing.T) {
