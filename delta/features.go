@@ -17,6 +17,7 @@ const (
 	OpAppend   Op = "append"   // blind appends and the metadata commits around them
 	OpOptimize Op = "optimize" // compaction: data rearranged, dataChange=false
 	OpVacuum   Op = "vacuum"   // deleting unreferenced files
+	OpRestore  Op = "restore"  // RESTORE: files of an older version re-added, its metadata back
 )
 
 // featureRule is what this library does about one table feature. The
@@ -34,7 +35,7 @@ type featureRule struct {
 	reason string
 }
 
-var allWrites = []Op{OpAppend, OpOptimize, OpVacuum}
+var allWrites = []Op{OpAppend, OpOptimize, OpVacuum, OpRestore}
 
 // unknownFeature is the reason for refusing a feature featureRules lacks.
 const unknownFeature = "not implemented by deltaflow"
@@ -84,9 +85,11 @@ var featureRules = map[string]featureRule{
 	// stable ones of an enabled table in its materialized columns
 	// (rowtracking.go).
 	"rowTracking": {active: rowTrackingOn},
-	// OPTIMIZE copies identity values as they are.
-	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend},
-		reason: "identity values are not generated"},
+	// OPTIMIZE copies identity values as they are. RESTORE would have to
+	// keep the latest high-water marks in the restored schema, as Spark
+	// does, or later rows could repeat identity values.
+	"identityColumns": {active: fieldMetadataKey("delta.identity.start"), refuse: []Op{OpAppend, OpRestore},
+		reason: "identity values and their high-water marks are not maintained"},
 	// Variants are read unshredded or shredded, and written unshredded,
 	// which every table with the type allows (shredding is optional).
 	"variantType":              {read: true},
@@ -290,6 +293,8 @@ func opOf(name string) Op {
 		return OpOptimize
 	case strings.HasPrefix(name, "VACUUM"):
 		return OpVacuum
+	case name == "RESTORE":
+		return OpRestore
 	}
 	return OpAppend
 }

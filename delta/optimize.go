@@ -158,12 +158,7 @@ func (t *Table) Optimize(ctx context.Context, s *Snapshot, opts OptimizeOptions)
 		res.FilesAdded++
 		res.BytesAdded += add.Size
 		for _, f := range b.Files {
-			size, ext := f.Size, true
-			actions = append(actions, Action{Remove: &Remove{
-				Path: f.Path, DeletionTimestamp: &now, DataChange: false, ExtendedFileMetadata: &ext,
-				PartitionValues: f.PartitionValues, Size: &size, Tags: f.Tags, DeletionVector: f.DeletionVector,
-				BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion,
-			}})
+			actions = append(actions, Action{Remove: f.removeAt(now, false)})
 			if f.DeletionVector != nil {
 				dvsRemoved++
 			}

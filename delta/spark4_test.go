@@ -2,12 +2,10 @@ package delta
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -353,18 +351,7 @@ func checkWithSpark4(t *testing.T, reads []*spark4Read) {
 	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, filepath.Join(dir, "check.py"), reqFile)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("spark 4: %v\n%s", err, lastLines(stderr.String(), 40))
-	}
-	t.Logf("spark 4 read %d tables in %s", len(reads), time.Since(start).Round(time.Second))
+	out := testenv.RunSpark(t, py, dir, "check.py", reqFile)
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	var got map[string]struct {
@@ -394,10 +381,4 @@ func checkWithSpark4(t *testing.T, reads []*spark4Read) {
 			r.check(t, g.RowIDs)
 		}
 	}
-}
-
-// lastLines is the end of s, at most n lines.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

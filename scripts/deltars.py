@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """delta-rs (python `deltalake`) as an independent oracle for deltaflow's tests.
 
-  deltars.py read URI [--version N] [--rows [--query]] [--txn APPID ...]
+  deltars.py read URI [--version N] [--rows [--query]] [--duckdb] [--txn APPID ...]
       Print the table as delta-rs sees it, as canonical JSON: version,
       partitionColumns, schema, files (path as in the log, size,
       partitionValues, numRecords), txn versions, and with --rows every row
@@ -10,6 +10,10 @@
       applies deletion vectors and column mapping and resolves absolute add
       paths; to_pyarrow_table, the default, refuses the first, reads the
       second as nulls and joins absolute paths onto the table root.
+      --duckdb also reads the rows of the latest version with DuckDB's
+      delta_scan (duckdbRows, rendered and sorted the same; duckdbError
+      when DuckDB cannot): a second independent reader, delta-kernel-rs
+      inside DuckDB.
   deltars.py write-fixture DIR
       Write a table with delta-rs: partitioned appends (with null and special
       partition values), a checkpoint, an optimize and a vacuum.
@@ -44,6 +48,43 @@ def storage_options(uri):
     }
 
 
+def duckdb_rows(uri):
+    """The rows of the table at uri as DuckDB's delta extension reads them.
+    DuckDB fetches no extension here: delta (and httpfs, for S3) come from
+    the duckdb-extension-* packages (pinned with duckdb in scripts/lib.sh),
+    loaded from their extensions/ folders, which DuckDB allows only with
+    allow_unsigned_extensions."""
+    import importlib
+
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"})
+
+    def load(name):
+        pkg = os.path.dirname(importlib.import_module("duckdb_extension_" + name).__file__)
+        ext = os.path.join(pkg, "extensions", "v" + duckdb.__version__, name + ".duckdb_extension")
+        con.execute("LOAD '%s'" % ext.replace("'", "''"))
+
+    load("delta")
+    opts = storage_options(uri)
+    if opts:
+        load("httpfs")
+        endpoint = opts["AWS_ENDPOINT_URL"]
+        con.execute("CREATE SECRET (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, USE_SSL ?, URL_STYLE 'path', REGION 'us-east-1')",
+                    [opts["AWS_ACCESS_KEY_ID"], opts["AWS_SECRET_ACCESS_KEY"], endpoint.split("://", 1)[1],
+                     endpoint.startswith("https://")])
+    elif "://" not in uri:
+        uri = os.path.abspath(uri)
+    table = con.execute("SELECT * FROM delta_scan(?)", [uri]).to_arrow_table()
+    return sorted_rows(table)
+
+
+def sorted_rows(table):
+    rows = [{k: render(v) for k, v in r.items()} for r in table.to_pylist()]
+    rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
+    return rows
+
+
 def read(args):
     opts = storage_options(args.uri)
     dt = deltalake.DeltaTable(args.uri, version=args.version, storage_options=opts)
@@ -74,9 +115,12 @@ def read(args):
         except Exception as e:  # delta-rs itself cannot read some golden tables' data
             out["rowsError"] = str(e)
         else:
-            rows = [{k: render(v) for k, v in r.items()} for r in table.to_pylist()]
-            rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
-            out["rows"] = rows
+            out["rows"] = sorted_rows(table)
+    if args.duckdb:
+        try:
+            out["duckdbRows"] = duckdb_rows(args.uri)
+        except Exception as e:
+            out["duckdbError"] = str(e)
     json.dump(out, sys.stdout, sort_keys=True)
 
 
@@ -112,6 +156,7 @@ def main():
     r.add_argument("--version", type=int)
     r.add_argument("--rows", action="store_true")
     r.add_argument("--query", action="store_true")
+    r.add_argument("--duckdb", action="store_true")
     r.add_argument("--txn", nargs="*", default=[])
     w = sub.add_parser("write-fixture")
     w.add_argument("dir")

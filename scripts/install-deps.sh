@@ -10,6 +10,8 @@
 #   - promtool, which checks and unit-tests deploy/prometheus/alerts.yml
 #     (Debian package prometheus; its server is not left running)
 #   - a Python venv with deltalake + pyarrow (the reference table reader)
+#   - duckdb with its delta and httpfs extensions in that venv (DuckDB's
+#     delta_scan, on disk and on S3)
 #   - pyspark + delta-spark in that venv, and the Spark jars the seed's job
 #     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
 #   - pyspark 4 in its own venv ($VENV_SPARK4) and the delta-spark 4 jar in
@@ -148,18 +150,27 @@ else
 	echo "$want" >"$VENV/deps.version"
 fi
 
-# pyspark + delta-spark: the seed's Spark job for the takeover tests. Their
-# stamp lives in the venv, so a new venv reinstalls them.
-spark_want="pyspark==$PYSPARK_VERSION delta-spark==$DELTA_SPARK_VERSION"
-if [[ "$(cat "$VENV/spark.version" 2>/dev/null)" == "$spark_want" ]] &&
-	"$VENV/bin/python" -c 'import pyspark, delta' 2>/dev/null; then
-	log "pyspark: cached ($VENV)"
-else
-	log "pyspark: installing $spark_want into $VENV"
-	# shellcheck disable=SC2086 # $spark_want is two arguments on purpose.
-	"$VENV/bin/pip" install --quiet --disable-pip-version-check $spark_want
-	echo "$spark_want" >"$VENV/spark.version"
-fi
+# venv_install NAME STAMP IMPORTS WANT: pip install WANT (pinned packages,
+# space-separated) into $VENV unless its stamp file $VENV/STAMP says WANT
+# and python imports IMPORTS; the stamps live in the venv, so a new venv
+# reinstalls them.
+venv_install() {
+	local name="$1" stamp="$VENV/$2" imports="$3" want="$4"
+	if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]] && "$VENV/bin/python" -c "import $imports" 2>/dev/null; then
+		log "$name: cached ($VENV)"
+		return
+	fi
+	log "$name: installing $want into $VENV"
+	# shellcheck disable=SC2086 # $want is several arguments on purpose.
+	"$VENV/bin/pip" install --quiet --disable-pip-version-check $want
+	echo "$want" >"$stamp"
+}
+# DuckDB with its delta and httpfs (S3) extensions: DuckDB cannot download
+# extensions here.
+venv_install duckdb duckdb.version "duckdb, duckdb_extension_delta, duckdb_extension_httpfs" \
+	"duckdb==$DUCKDB_VERSION duckdb-extension-delta==$DUCKDB_VERSION duckdb-extension-httpfs==$DUCKDB_VERSION"
+# pyspark + delta-spark: the seed's Spark job for the takeover tests.
+venv_install pyspark spark.version "pyspark, delta" "pyspark==$PYSPARK_VERSION delta-spark==$DELTA_SPARK_VERSION"
 
 # spark_jars NAME PYTHON DIR IVY: resolve the jars DIR/session.py names
 # (session.PACKAGES, through spark.jars.packages from Maven Central) into

@@ -27,6 +27,11 @@ export GOTOOLCHAIN="$GO_TOOLCHAIN"
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 DELTALAKE_VERSION="1.6.6"
 PYARROW_VERSION="26.0.1"
+# DuckDB and its delta and httpfs extensions (delta_scan, S3), a second
+# reader the tests check next to delta-rs (scripts/deltars.py --duckdb): from
+# PyPI into the same venv, each extension loaded from its package's
+# extensions/ folder.
+DUCKDB_VERSION="1.5.5"
 # The seed's Spark job (scripts/spark), run by the takeover tests: pyspark and
 # delta-spark from PyPI into the same venv; their jars (scripts/spark/session.py
 # names them) from Maven Central through spark.jars.packages into SPARK_IVY.

@@ -51,8 +51,15 @@ func ParseAppID(appID, app, topic string) (int32, bool) {
 // gets a new ID, and its offsets start over: an offset of the old topic
 // means nothing in the new one.
 func TopicIDProperty(app, topic string) string {
-	return "deltaflow.kafkaTopicId." + app + "-" + topic
+	return topicIDPrefix + app + "-" + topic
 }
+
+const topicIDPrefix = "deltaflow.kafkaTopicId."
+
+// IsOffsetsProperty reports whether a table property is part of the
+// offsets state (a TopicIDProperty of any app and topic): it belongs with
+// the txn actions, so a RESTORE, which keeps those, keeps it too.
+func IsOffsetsProperty(key string) bool { return strings.HasPrefix(key, topicIDPrefix) }
 
 // Last returns the last committed offset (txn version) of every partition
 // of the topic the table records for app.

@@ -115,7 +115,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 	}
 	add(groupDaemon, runCommand(out), healthcheckCommand(), configCommand(out))
 	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
-		vacuumCommand(out), seekCommand(out), takeoverCommand(out), dlqCommand(out))
+		vacuumCommand(out), restoreCommand(out), seekCommand(out), takeoverCommand(out), dlqCommand(out))
 	if devToolsBuilt {
 		add(groupDev, dev...)
 	} else {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -229,7 +230,8 @@ var finalLine = regexp.MustCompile(`(?m)^produced (\d+) events \((\d+) malformed
 
 // TestDemo: the demo with malformed records commits every good one once,
 // stores every bad one in the DLQ and says so; its events are of today (the
-// simulator's clock is the wall clock), so the table looks fresh.
+// simulator's clock is the wall clock), so the table looks fresh; delta-rs
+// and DuckDB read its rows.
 func TestDemo(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
@@ -256,6 +258,16 @@ func TestDemo(t *testing.T) {
 	}
 	if newest := newestEventTime(t, filepath.Join(dir, "sensor_events")); newest.Before(start) || newest.After(time.Now().Add(time.Minute)) {
 		t.Errorf("newest event_time %s; want it during the demo (started %s)", newest, start)
+	}
+	// The README's DuckDB query on the demo's table reads those rows, as
+	// delta-rs does.
+	raw := testenv.DeltaRS(t, nil, "read", filepath.Join(dir, "sensor_events"), "--rows", "--duckdb")
+	testenv.CheckDuckDB(t, raw)
+	var view struct {
+		Rows []json.RawMessage `json:"rows"`
+	}
+	if err := json.Unmarshal(raw, &view); err != nil || strconv.Itoa(len(view.Rows)) != m[3] {
+		t.Fatalf("delta-rs and DuckDB read %d rows (%v), demo said %s", len(view.Rows), err, m[3])
 	}
 	t.Logf("%s (demo took %s)", m[0], time.Since(start).Round(time.Millisecond))
 }

@@ -36,6 +36,12 @@ func newRowsTable(t *testing.T, files int) (string, *delta.Table) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, writeRowsTable(t, store, files)
+}
+
+// writeRowsTable writes newRowsTable's table into store.
+func writeRowsTable(t *testing.T, store storage.Store, files int) *delta.Table {
+	t.Helper()
 	tbl := delta.NewTable(store)
 	s, err := tbl.Create(t.Context(), rowsSchema, []string{"p"}, nil)
 	if err != nil {
@@ -68,7 +74,7 @@ func newRowsTable(t *testing.T, files int) (string, *delta.Table) {
 			t.Fatal(err)
 		}
 	}
-	return dir, tbl
+	return tbl
 }
 
 // tableRows reads every row of the latest snapshot.
@@ -178,8 +184,9 @@ func TestOptimizeThenVacuum(t *testing.T) {
 		t.Fatalf("verify: %s", out)
 	}
 
-	// delta-rs reads the same rows.
-	raw := testenv.DeltaRS(t, nil, "read", dir, "--rows")
+	// delta-rs reads the same rows, and DuckDB those of delta-rs.
+	raw := testenv.DeltaRS(t, nil, "read", dir, "--rows", "--duckdb")
+	testenv.CheckDuckDB(t, raw)
 	var view struct {
 		Files []json.RawMessage `json:"files"`
 		Rows  []map[string]any  `json:"rows"`

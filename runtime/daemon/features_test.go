@@ -108,6 +108,9 @@ func TestRunColumnMappedTable(t *testing.T) {
 		t.Errorf("read %d rows, produced 500", rows)
 	}
 	// delta-rs (DataFusion, which honours column mapping) reads them too.
+	// (DuckDB 1.5.5's delta extension reads the partition columns of a
+	// column-mapped table as null, Spark's own tables too: it is checked on
+	// the evolved table of TestRunEvolvedSchema instead.)
 	var view struct {
 		Rows []map[string]any `json:"rows"`
 	}
@@ -121,5 +124,47 @@ func TestRunColumnMappedTable(t *testing.T) {
 		if r["kafka_offset"] == nil || r["device_id"] == nil {
 			t.Fatalf("delta-rs read nulls: %v", r)
 		}
+	}
+}
+
+// TestRunEvolvedSchema: a column added to the configuration between two
+// runs is added to the table's schema (schema evolution); delta-rs and
+// DuckDB read every row, the new column null in the rows written before.
+func TestRunEvolvedSchema(t *testing.T) {
+	cluster := newCluster(t)
+	brokers := cluster.ListenAddrs()
+	cfg := testConfig(t, brokers)
+	run := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		if err := Run(ctx, cfg, RunOptions{UntilLatest: true, LogOutput: logOutput()}); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+	produce(t, brokers, 300, 1)
+	run()
+	cfg.Table.Columns = append(slices.Clone(cfg.Table.Columns), mapping.Column{Name: "kafka_offset", Type: "long", Source: "kafka.offset"})
+	produce(t, brokers, 200, 2)
+	run()
+	raw := testenv.DeltaRS(t, nil, "read", cfg.Table.URI, "--rows", "--duckdb")
+	testenv.CheckDuckDB(t, raw)
+	var view struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(raw, &view); err != nil {
+		t.Fatal(err)
+	}
+	var withOffset int
+	for _, r := range view.Rows {
+		if _, ok := r["kafka_offset"]; !ok {
+			t.Fatalf("row without the evolved column: %v", r)
+		}
+		if r["kafka_offset"] != nil {
+			withOffset++
+		}
+	}
+	if len(view.Rows) != 500 || withOffset != 200 {
+		t.Fatalf("read %d rows, %d with kafka_offset; want 500 and 200", len(view.Rows), withOffset)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +25,24 @@ import (
 // the test servers. Two settings are the test's own: the takeover's quiet
 // period (Spark is known to be stopped; its files were uploaded just now)
 // and the flush interval (1 s, not the job's 60 s trigger). wantRows is the
-// topic's record count: the table must end with each record once.
+// topic's record count: the table must end with each record once. Then the
+// rollback recipe (the section's second sh block) runs, its version the
+// TAKEOVER commit's, and the table must hold Spark's rows again.
 func readmeMigration(t *testing.T, r *rig, table, checkpoint string, wantRows int64) {
 	s3 := testenv.MinIO(t)
 	store, err := storage.NewS3(s3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, err := r.deltaflow("inspect", "snapshot", "--table", table, "--json")
+	if err != nil {
+		t.Fatalf("inspect Spark's table: %v\n%s", err, out)
+	}
+	var spark struct{ NumRecords int64 }
+	if err := json.Unmarshal([]byte(out), &spark); err != nil {
+		t.Fatal(err)
+	}
+	sparkRows := spark.NumRecords
 	upload(t, store, table, "delta/sensor_events")
 	upload(t, store, checkpoint, "checkpoints/sensor_stream")
 
@@ -59,9 +71,13 @@ func readmeMigration(t *testing.T, r *rig, table, checkpoint string, wantRows in
 	if err != nil {
 		t.Fatal(err)
 	}
+	blocks := migrationBlocks(t, string(readme))
+	if len(blocks) < 2 {
+		t.Fatalf("the README's migration section has %d sh blocks, want the migration and the rollback", len(blocks))
+	}
 	var daemon *scenario.Daemon
 	ran := 0
-	for _, line := range migrationLines(t, string(readme)) {
+	for _, line := range blocks[0] {
 		words := strings.Fields(stack.Replace(line))
 		switch {
 		case words[0] == "export" || words[0] == "alias":
@@ -113,33 +129,86 @@ func readmeMigration(t *testing.T, r *rig, table, checkpoint string, wantRows in
 	if got := rows(); got != wantRows {
 		t.Errorf("after the migration the table holds %d rows, want each of the topic's %d records once", got, wantRows)
 	}
+
+	// Rolling back: deltaflow is stopped (above); the placeholder version is
+	// the TAKEOVER commit's.
+	out, err = r.deltaflowIn(env, "inspect", "history", "--table", tableURI, "--json")
+	if err != nil {
+		t.Fatalf("inspect history: %v\n%s", err, out)
+	}
+	var history []struct {
+		Version   int64
+		Operation string
+	}
+	if err := json.Unmarshal([]byte(out), &history); err != nil {
+		t.Fatal(err)
+	}
+	takeover := int64(-1)
+	for _, h := range history {
+		if h.Operation == "TAKEOVER" {
+			takeover = h.Version
+		}
+	}
+	if takeover < 0 {
+		t.Fatalf("no TAKEOVER commit in the history:\n%s", out)
+	}
+	restored := false
+	for _, line := range blocks[1] {
+		words := strings.Fields(stack.Replace(line))
+		switch {
+		case line == "docker start spark-streaming":
+			// Spark's restart is TestTakeoverFromSpark's other cases' part.
+		case len(words) > 4 && strings.Join(words[:4], " ") == "seed run --rm deltaflow":
+			args := words[4:]
+			for i, a := range args {
+				if a == "--version" && i+1 < len(args) {
+					args[i+1] = fmt.Sprint(takeover)
+				}
+			}
+			out, err := r.deltaflowIn(env, args...)
+			if err != nil {
+				t.Fatalf("README rollback: %s\n%v\n%s", line, err, out)
+			}
+			t.Logf("%s\n%s", line, out)
+			restored = restored || args[0] == "restore" && !slices.Contains(args, "--dry-run")
+		default:
+			t.Fatalf("README rollback step %q: this test does not know how to run it; teach it", line)
+		}
+	}
+	if got := rows(); !restored || got != sparkRows {
+		t.Errorf("after the rollback (restored: %v) the table holds %d rows, want Spark's %d", restored, got, sparkRows)
+	}
 }
 
-// migrationLines returns the shell lines of the first sh block of the
-// README's migration section, continuation lines joined, comments and
-// blank lines left out.
-func migrationLines(t *testing.T, readme string) []string {
+// migrationBlocks returns the shell lines of each sh block of the README's
+// migration section, continuation lines joined, comments and blank lines
+// left out.
+func migrationBlocks(t *testing.T, readme string) [][]string {
 	t.Helper()
 	_, section, ok := strings.Cut(readme, "\n## Migrating from the Spark job\n")
 	if !ok {
 		t.Fatal(`README has no "## Migrating from the Spark job" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	_, block, ok := strings.Cut(section, "\n```sh\n")
-	if !ok {
-		t.Fatal("the README's migration section has no sh block")
-	}
-	block, _, _ = strings.Cut(block, "\n```")
-	var lines []string
-	for line := range strings.Lines(strings.ReplaceAll(block, "\\\n", " ")) {
-		if i := strings.Index(line, " #"); i >= 0 {
-			line = line[:i]
+	var blocks [][]string
+	for {
+		_, rest, ok := strings.Cut(section, "\n```sh\n")
+		if !ok {
+			return blocks
 		}
-		if line = strings.Join(strings.Fields(line), " "); line != "" && !strings.HasPrefix(line, "#") {
-			lines = append(lines, line)
+		block, after, _ := strings.Cut(rest, "\n```")
+		section = after
+		var lines []string
+		for line := range strings.Lines(strings.ReplaceAll(block, "\\\n", " ")) {
+			if i := strings.Index(line, " #"); i >= 0 {
+				line = line[:i]
+			}
+			if line = strings.Join(strings.Fields(line), " "); line != "" && !strings.HasPrefix(line, "#") {
+				lines = append(lines, line)
+			}
 		}
+		blocks = append(blocks, lines)
 	}
-	return lines
 }
 
 // upload copies a local table or checkpoint to prefix in store, as s3a

@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -40,5 +41,42 @@ func DeltaRS(t testing.TB, env []string, args ...string) []byte {
 			continue
 		}
 		t.Fatalf("delta-rs %v: %v\n%s", args, err, stderr.String())
+	}
+}
+
+// CheckDuckDB fails the test unless the output of `deltars.py read --rows
+// --duckdb` shows DuckDB's delta_scan reading the same rows as delta-rs
+// (both rendered and sorted by the script), so "readable by DuckDB" is
+// checked wherever it runs.
+func CheckDuckDB(t testing.TB, out []byte) {
+	t.Helper()
+	var v struct {
+		Rows        []any  `json:"rows"`
+		DuckDBRows  []any  `json:"duckdbRows"`
+		RowsError   string `json:"rowsError"`
+		DuckDBError string `json:"duckdbError"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("deltars.py output: %v", err)
+	}
+	switch {
+	case v.DuckDBError != "":
+		t.Fatalf("DuckDB cannot read the table: %s (scripts/install-deps.sh installs duckdb and its delta extension)", v.DuckDBError)
+	case v.RowsError != "":
+		t.Fatalf("delta-rs cannot read the rows: %s", v.RowsError)
+	case v.DuckDBRows == nil:
+		t.Fatal("deltars.py printed no duckdbRows: call it with --rows --duckdb")
+	}
+	for i := range max(len(v.Rows), len(v.DuckDBRows)) {
+		var a, b []byte
+		if i < len(v.Rows) {
+			a, _ = json.Marshal(v.Rows[i])
+		}
+		if i < len(v.DuckDBRows) {
+			b, _ = json.Marshal(v.DuckDBRows[i])
+		}
+		if !bytes.Equal(a, b) {
+			t.Fatalf("DuckDB reads %d rows, delta-rs %d; sorted, row %d differs:\nDuckDB:   %s\ndelta-rs: %s", len(v.DuckDBRows), len(v.Rows), i, b, a)
+		}
 	}
 }

@@ -1,11 +1,15 @@
 package testenv
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Spark returns the Python of [Python] after checking that it has pyspark
@@ -46,4 +50,26 @@ func Spark4(t testing.TB) (python, dir string) {
 		missing(t, fmt.Sprintf("pyspark 4 at %s (%v: %s); scripts/install-deps.sh installs it", py, err, out))
 	}
 	return py, filepath.Join(RepoRoot(t), "scripts", "spark4")
+}
+
+// RunSpark runs script, a file of the Spark scripts' directory dir, under
+// py with args (in dir, within 10 minutes: one JVM) and returns its stdout;
+// a failure fails the test with the end of its stderr. It logs how long
+// the run took.
+func RunSpark(t testing.TB, py, dir, script string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(dir, script)}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		t.Fatalf("%s: %v\n%s", script, err, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
+	t.Logf("%s took %s", script, time.Since(start).Round(time.Second))
+	return out
 }
