@@ -12,6 +12,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltaflow/deltaflow/delta/internal/pqguard"
 )
 
 // withFooter returns a Parquet file made of the magic bytes and footer.
@@ -97,7 +99,7 @@ func TestCorruptCheckpointAllocationBounded(t *testing.T) {
 			if !errors.As(err, &ce) || ce.File != key || !strings.Contains(err.Error(), key) {
 				t.Fatalf("err = %v, want a CorruptLogError naming %s", err, key)
 			}
-			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(claimBudget(int64(len(content)))) {
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(pqguard.ClaimBudget(int64(len(content)))) {
 				t.Errorf("allocated %d bytes reading a %d-byte file", alloc, len(content))
 			}
 			t.Logf("%s: %v", name, err)
@@ -112,7 +114,7 @@ func TestCheckPagesAcceptsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := bytes.NewReader(data)
-	if err := checkFooter(r, r.Size()); err != nil {
+	if err := pqguard.CheckFooter(r, r.Size()); err != nil {
 		t.Fatal(err)
 	}
 	f, err := parquet.OpenFile(r, r.Size())
@@ -123,7 +125,7 @@ func TestCheckPagesAcceptsValid(t *testing.T) {
 	for i := range all {
 		all[i] = i
 	}
-	if err := checkPages(r, r.Size(), f.Metadata(), all); err != nil {
+	if err := pqguard.CheckPages(r, r.Size(), f.Metadata(), all); err != nil {
 		t.Fatal(err)
 	}
 }

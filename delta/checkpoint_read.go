@@ -9,6 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltaflow/deltaflow/delta/internal/pqguard"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -87,7 +88,7 @@ func readCheckpointFile(ctx context.Context, store storage.Store, key string, fn
 func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) error) error {
 	// The footer and page headers are checked before parquet-go trusts
 	// them (see checkpoint_bounds.go).
-	if err := checkFooter(r, r.Size()); err != nil {
+	if err := pqguard.CheckFooter(r, r.Size()); err != nil {
 		return err
 	}
 	f, err := parquet.OpenFile(r, r.Size(),
@@ -100,7 +101,7 @@ func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) er
 	if b.err != nil {
 		return b.err
 	}
-	if err := checkPages(r, r.Size(), f.Metadata(), b.used); err != nil {
+	if err := pqguard.CheckPages(r, r.Size(), f.Metadata(), b.used); err != nil {
 		return err
 	}
 	rowValues := make([][]parquet.Value, len(f.Schema().Columns()))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/deltaflow/deltaflow/delta/internal/roaring"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -69,7 +70,7 @@ type RowIndexSet struct {
 
 type dvBucket struct {
 	high uint32
-	bm   roaring32
+	bm   roaring.Bitmap
 }
 
 // Contains reports whether row index i is in the set.
@@ -83,7 +84,7 @@ func (s *RowIndexSet) Contains(i uint64) bool {
 		m := (lo + hi) / 2
 		switch b := s.buckets[m].high; {
 		case b == high:
-			return s.buckets[m].bm.contains(uint32(i))
+			return s.buckets[m].bm.Contains(uint32(i))
 		case b < high:
 			lo = m + 1
 		default:
@@ -208,7 +209,7 @@ func decodeRoaringArray(data []byte) (*RowIndexSet, error) {
 			return nil, fmt.Errorf("bucket %d: key %d not ascending", i, high)
 		}
 		prev = high
-		bm, used, err := decodeRoaring32(data[4:])
+		bm, used, err := roaring.Decode(data[4:])
 		if err != nil {
 			return nil, fmt.Errorf("bucket %d: %w", i, err)
 		}
@@ -219,10 +220,10 @@ func decodeRoaringArray(data []byte) (*RowIndexSet, error) {
 }
 
 // add appends a bucket (keys ascending), leaving out empty ones.
-func (s *RowIndexSet) add(high uint32, bm roaring32) {
-	if bm.card > 0 {
+func (s *RowIndexSet) add(high uint32, bm roaring.Bitmap) {
+	if bm.Cardinality() > 0 {
 		s.buckets = append(s.buckets, dvBucket{high: high, bm: bm})
-		s.card += bm.card
+		s.card += bm.Cardinality()
 	}
 }
 
@@ -251,7 +252,7 @@ func decodeNativeRoaringArray(data []byte) (*RowIndexSet, error) {
 		if size > len(data)-4 {
 			return nil, fmt.Errorf("bitmap %d: size %d past the end", i, size)
 		}
-		bm, used, err := decodeRoaring32(data[4 : 4+size])
+		bm, used, err := roaring.Decode(data[4 : 4+size])
 		if err != nil {
 			return nil, fmt.Errorf("bitmap %d: %w", i, err)
 		}

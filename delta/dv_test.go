@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/deltaflow/deltaflow/delta/internal/roaring"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -103,7 +104,7 @@ func TestRoaringContainers(t *testing.T) {
 	// No-run cookie, two containers: an array (key 0: 5, 9) and a bitmap
 	// (key 1: every even low value, 32768 of them).
 	var noRuns []byte
-	noRuns = binary.LittleEndian.AppendUint32(noRuns, roaringCookieNoRuns)
+	noRuns = binary.LittleEndian.AppendUint32(noRuns, roaring.CookieNoRuns)
 	noRuns = binary.LittleEndian.AppendUint32(noRuns, 2)
 	noRuns = append(noRuns, le16(0, 1, 1, 32767)...)
 	noRuns = append(noRuns, make([]byte, 8)...) // offsets
@@ -122,7 +123,7 @@ func TestRoaringContainers(t *testing.T) {
 
 	// Run cookie, one run container (key 3: 10..19 and 100..100), no offsets.
 	var runs []byte
-	runs = binary.LittleEndian.AppendUint32(runs, roaringCookieRuns|0<<16)
+	runs = binary.LittleEndian.AppendUint32(runs, roaring.CookieRuns|0<<16)
 	runs = append(runs, 0x01) // container 0 is a run container
 	runs = append(runs, le16(3, 10)...)
 	runs = append(runs, le16(2, 10, 9, 100, 0)...)

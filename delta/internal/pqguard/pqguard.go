@@ -1,4 +1,8 @@
-package delta
+// Package pqguard checks what a Parquet file claims before parquet-go
+// trusts it: the footer, and every page header of the column chunks a
+// reader will decode, each within the bytes present and a budget
+// proportional to the file's size.
+package pqguard
 
 import (
 	"encoding/binary"
@@ -16,17 +20,17 @@ import (
 // checks here run first and refuse any claim the file cannot back: every
 // thrift list, string and footer must fit in the bytes present, every page
 // in its column chunk, and what a page decodes to in a budget proportional to
-// the file's size (claimBudget). A real checkpoint never comes near it: each
+// the file's size (ClaimBudget). A real checkpoint never comes near it: each
 // of its rows names a distinct file or app id, and one page never inflates
 // to 64 times the whole file.
 
-// claimBudget bounds a page's uncompressed size, its value counts and a row
+// ClaimBudget bounds a page's uncompressed size, its value counts and a row
 // group's rows, for a file of size bytes.
-func claimBudget(size int64) int64 { return 1<<20 + 64*size }
+func ClaimBudget(size int64) int64 { return 1<<20 + 64*size }
 
-// checkFooter checks the Parquet footer of r: magic bytes, a length that
+// CheckFooter checks the Parquet footer of r: magic bytes, a length that
 // fits in the file, and a thrift encoding whose every length fits in it.
-func checkFooter(r io.ReaderAt, size int64) error {
+func CheckFooter(r io.ReaderAt, size int64) error {
 	const magic = "PAR1"
 	if size < 12 {
 		return fmt.Errorf("%d bytes is too short for a Parquet file", size)
@@ -52,11 +56,11 @@ func checkFooter(r io.ReaderAt, size int64) error {
 	return nil
 }
 
-// checkPages checks the row groups of md and the page headers of the leaf
+// CheckPages checks the row groups of md and the page headers of the leaf
 // columns cols (those that will be read): each chunk lies inside the file,
-// each page inside its chunk, and no count or size exceeds claimBudget.
-func checkPages(r io.ReaderAt, size int64, md *format.FileMetaData, cols []int) error {
-	budget := claimBudget(size)
+// each page inside its chunk, and no count or size exceeds ClaimBudget.
+func CheckPages(r io.ReaderAt, size int64, md *format.FileMetaData, cols []int) error {
+	budget := ClaimBudget(size)
 	if md.NumRows < 0 || md.NumRows > budget {
 		return fmt.Errorf("footer claims %d rows in a %d-byte file", md.NumRows, size)
 	}

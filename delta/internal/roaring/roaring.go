@@ -1,4 +1,7 @@
-package delta
+// Package roaring decodes the 32-bit Roaring bitmap portable serialization
+// (RoaringFormatSpec), as Delta deletion vectors store it: read-only, no
+// writer, bounded by the bytes present.
+package roaring
 
 import (
 	"encoding/binary"
@@ -7,8 +10,7 @@ import (
 	"slices"
 )
 
-// A reader of the 32-bit Roaring bitmap portable serialization
-// (RoaringFormatSpec), as deletion vectors store it:
+// The serialization:
 //
 //	cookie (uint32): 12346 then the container count (uint32), or
 //	                 12347 | (count-1)<<16 then a bitset of run containers
@@ -21,19 +23,27 @@ import (
 //
 // Everything is little-endian.
 
+// The cookies that open a serialized bitmap: without run containers, and
+// with them (the container count in the high 16 bits).
 const (
-	roaringCookieNoRuns = 12346
-	roaringCookieRuns   = 12347
-	roaringArrayMax     = 4096 // an array container holds at most this many values
-	roaringNoOffsetMax  = 4    // run-cookie bitmaps below this many containers have no offsets
+	CookieNoRuns = 12346
+	CookieRuns   = 12347
 )
 
-// roaring32 is a decoded 32-bit Roaring bitmap.
-type roaring32 struct {
+const (
+	arrayMax    = 4096 // an array container holds at most this many values
+	noOffsetMax = 4    // run-cookie bitmaps below this many containers have no offsets
+)
+
+// Bitmap is a decoded 32-bit Roaring bitmap.
+type Bitmap struct {
 	keys       []uint16 // ascending
 	containers []roaringContainer
 	card       int64
 }
+
+// Cardinality is how many values the bitmap holds.
+func (b *Bitmap) Cardinality() int64 { return b.card }
 
 // roaringContainer holds the low 16 bits of the values sharing one key;
 // exactly one of its fields is set.
@@ -43,7 +53,7 @@ type roaringContainer struct {
 	runs   [][2]uint16 // sorted (start, length-1)
 }
 
-func (b *roaring32) contains(v uint32) bool {
+func (b *Bitmap) Contains(v uint32) bool {
 	i, ok := slices.BinarySearch(b.keys, uint16(v>>16))
 	if !ok {
 		return false
@@ -69,10 +79,10 @@ func (c *roaringContainer) contains(lo uint16) bool {
 	return ok
 }
 
-// decodeRoaring32 decodes one portable bitmap at the start of data and
+// Decode decodes one portable bitmap at the start of data and
 // returns it with the number of bytes it used.
-func decodeRoaring32(data []byte) (roaring32, int, error) {
-	var b roaring32
+func Decode(data []byte) (Bitmap, int, error) {
+	var b Bitmap
 	p := 0
 	u16 := func() (uint16, error) {
 		if p+2 > len(data) {
@@ -97,7 +107,7 @@ func decodeRoaring32(data []byte) (roaring32, int, error) {
 	var n int
 	var runFlags []byte
 	switch {
-	case cookie == roaringCookieNoRuns:
+	case cookie == CookieNoRuns:
 		c, err := u32()
 		if err != nil {
 			return b, 0, err
@@ -106,7 +116,7 @@ func decodeRoaring32(data []byte) (roaring32, int, error) {
 			return b, 0, fmt.Errorf("%d containers", c)
 		}
 		n = int(c)
-	case cookie&0xFFFF == roaringCookieRuns:
+	case cookie&0xFFFF == CookieRuns:
 		n = int(cookie>>16) + 1
 		nb := (n + 7) / 8
 		if p+nb > len(data) {
@@ -133,7 +143,7 @@ func decodeRoaring32(data []byte) (roaring32, int, error) {
 		}
 		b.keys[i], cards[i] = k, int(c)+1
 	}
-	if runFlags == nil || n >= roaringNoOffsetMax {
+	if runFlags == nil || n >= noOffsetMax {
 		p += 4 * n // offsets: the containers follow in order anyway
 		if p > len(data) {
 			return b, 0, fmt.Errorf("truncated offsets")
@@ -164,7 +174,7 @@ func decodeRoaring32(data []byte) (roaring32, int, error) {
 				card += int(length) + 1
 			}
 			cards[i] = card // the header's count is not relied on for runs
-		case cards[i] <= roaringArrayMax:
+		case cards[i] <= arrayMax:
 			if p+2*cards[i] > len(data) {
 				return b, 0, fmt.Errorf("container %d: truncated array", i)
 			}
