@@ -141,6 +141,9 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 		mem.route = append(mem.route, rt.idx)
 	}
 	r.row.Arena, r.row.Values = nil, nil
+	if m.Skip != nil {
+		r.skipBatch(m.Skip)
+	}
 	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(data))
 	if len(r.touched) == 0 {
 		mem.free()
@@ -174,6 +177,15 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 	r.touched = r.touched[:0]
 	clear(batches)
 	r.batches = batches
+}
+
+// skipBatch dead-letters a record batch Kafka would not decompress, naming
+// its offsets, and counts them consumed: the epoch's txn moves past the
+// batch with the letter, so a restart neither reads it again nor loses it.
+func (r *reader) skipBatch(s *messages.SkippedBatch) {
+	r.dead = append(r.dead, messages.DeadLetter{Topic: r.cfg.topic, Partition: r.partition, Offset: s.Offset,
+		LastOffset: s.LastOffset, Reason: s.Reason})
+	r.lastOffset = s.LastOffset
 }
 
 // newRoute asks the pipeline for the buffer of the current row's partition.

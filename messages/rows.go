@@ -14,6 +14,18 @@ type Fetch struct {
 	Partition int32
 	Records   []*kgo.Record
 	Done      func()
+	// Skip, if set, is the record batch after Records, which the consumer
+	// refused to decompress (kafka.max_decompress_bytes): the reader
+	// dead-letters it and counts its offsets consumed, so the epoch's txn
+	// moves past it. The fetch loop has already moved Kafka past it.
+	Skip *SkippedBatch
+}
+
+// SkippedBatch is a record batch deltaflow does not read: its offsets and
+// why.
+type SkippedBatch struct {
+	Offset, LastOffset int64
+	Reason             string
 }
 
 // RowBatch is sent by a reader to a buffer: rows of one epoch, ready for
