@@ -131,6 +131,35 @@ func (b *Budget) notifyLocked() {
 	b.changed = make(chan struct{})
 }
 
+// WaitRoom blocks until n more bytes fit in the budget, or nothing is held
+// (so that one thing larger than the budget still passes), or ctx ends; it
+// reports whether there is room.
+func (b *Budget) WaitRoom(ctx context.Context, n int64) bool {
+	for {
+		b.mu.Lock()
+		if b.hasRoomLocked(n) {
+			b.mu.Unlock()
+			return true
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// Fits reports whether n more bytes fit in the budget.
+func (b *Budget) Fits(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bytes+n <= b.limit
+}
+
+func (b *Budget) hasRoomLocked(n int64) bool { return b.bytes+n <= b.limit || b.bytes <= 0 }
+
 // Bytes is the number of buffered bytes.
 func (b *Budget) Bytes() int64 {
 	b.mu.Lock()

@@ -1,6 +1,10 @@
 package actors
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 )
 
@@ -76,4 +81,173 @@ func TestCompressionBombIsDeadLettered(t *testing.T) {
 		t.Fatalf("letter: partition %s offset %s, %d bytes, reason %q; want partition 0, offset 2, no body, a reason naming them and the limit",
 			msg.Header.Get(bridge.HeaderPartition), msg.Header.Get(bridge.HeaderOffset), len(msg.Data), reason)
 	}
+}
+
+// produceRaw writes values to partition 0, one record each.
+func (h *harness) produceRaw(values ...[]byte) {
+	h.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(16<<20), kgo.ProducerBatchCompression(kgo.ZstdCompression()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		recs[i] = &kgo.Record{Topic: topic, Partition: 0, Value: v}
+	}
+	if err := cl.ProduceSync(h.t.Context(), recs...).FirstErr(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.records += len(values)
+}
+
+// commitFiles is, per commit after the table's creation, the data files it
+// adds.
+func (h *harness) commitFiles() []int {
+	h.t.Helper()
+	s, err := h.table.Snapshot(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []int
+	for v := int64(1); v <= s.Version(); v++ {
+		data, err := h.store.Get(h.t.Context(), fmt.Sprintf("_delta_log/%020d.json", v))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, strings.Count(string(data), `{"add":`))
+	}
+	return out
+}
+
+// TestPartitionValuesStayInTheBudget: every open file costs its writer's
+// fixed memory (~150 KiB), which the budget once did not count: 300
+// records of 300 partition values in one poll opened 300 writers (~45 MiB)
+// under a 1 MiB budget. Now a reader reserves a file's memory before it
+// routes the epoch's first row of a partition value there, and when it
+// does not fit it seals the epoch early and waits: every commit holds at
+// most the files the budget holds writers for, and every record still
+// lands once.
+func TestPartitionValuesStayInTheBudget(t *testing.T) {
+	h := newHarness(t, nil)
+	const values = 300
+	recs := make([][]byte, values)
+	for i := range recs {
+		recs[i] = fmt.Appendf(nil, `{"device_id":"dev-%d","device_type":"type-%04d","ingested_at":"2026-06-22T10:00:00Z","payload":"{}"}`, i, i)
+	}
+	h.produceRaw(recs...)
+	const budget = 1 << 20
+	r := h.start(Config{MemoryBudget: budget}, nil)
+	h.waitCommitted(r, 60*time.Second)
+	r.stop(t)
+	if rows := len(h.tableRows()); rows != values {
+		t.Fatalf("%d rows in the table, %d records produced", rows, values)
+	}
+	files := h.commitFiles()
+	perEpoch := budget / int(h.fileMemory())
+	t.Logf("%d commits, files per commit %v (the budget holds %d writers)", len(files), files, perEpoch)
+	for v, n := range files {
+		if n > perEpoch+1 {
+			t.Fatalf("commit %d adds %d files: %d writers were open in one epoch, the %d-byte budget holds %d", v+1, n, n, budget, perEpoch)
+		}
+	}
+}
+
+// fileMemory is the fixed memory of a buffer's open file.
+func (h *harness) fileMemory() int64 {
+	w, err := delta.NewFileWriter(io.Discard, h.mapper.DataSchema(), delta.WriterOptions{PageBufferSize: streamPageSize})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w.FixedMemory()
+}
+
+// TestDeadLettersStayInTheBudget: a dead letter holds its record's key and
+// value until its epoch commits, which the budget once did not count: a
+// poll of bad records of 300 KiB each held them all under a 1 MiB budget.
+// Now a reader counts each letter before it takes it, and when it does not
+// fit seals the epoch early and waits: every epoch holds at most the
+// letters the budget holds, and every record still ends in the DLQ once.
+func TestDeadLettersStayInTheBudget(t *testing.T) {
+	h := newHarness(t, nil)
+	const n = 24
+	bad := bytes.Repeat([]byte("not json "), 300<<10/9)
+	values := make([][]byte, n)
+	for i := range values {
+		values[i] = bad
+	}
+	h.produceRaw(values...)
+	h.kcfg.MaxDecompressBytes = 64 << 20 // one batch of 7 MiB
+	const budget = 1 << 20
+	r := h.start(Config{MemoryBudget: budget}, nil)
+	h.waitCommitted(r, 60*time.Second)
+	r.stop(t)
+	perEpoch := budget / int(letterMemory(nil, bad, "mapping: payload: cannot parse JSON"))
+	// All records are letters: what each commit moves partition 0's txn by
+	// is the letters its epoch held.
+	var held []int64
+	prev := int64(-1)
+	for _, v := range h.commitTxns(0) {
+		held = append(held, v-prev)
+		prev = v
+	}
+	t.Logf("letters per epoch %v (the budget holds %d)", held, perEpoch)
+	for _, k := range held {
+		if k > int64(perEpoch)+1 {
+			t.Fatalf("an epoch held %d dead letters of %d bytes, the %d-byte budget holds %d", k, len(bad), budget, perEpoch)
+		}
+	}
+	if msgs := h.dlqMessages(); msgs != n {
+		t.Fatalf("the DLQ holds %d letters, %d bad records were produced", msgs, n)
+	}
+}
+
+// commitTxns is the txn version of partition p in each commit that has one.
+func (h *harness) commitTxns(p int32) []int64 {
+	h.t.Helper()
+	s, err := h.table.Snapshot(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	app := TxnAppID("deltaflow", topic, p)
+	var out []int64
+	for v := int64(1); v <= s.Version(); v++ {
+		data, err := h.store.Get(h.t.Context(), fmt.Sprintf("_delta_log/%020d.json", v))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			var a struct {
+				Txn *struct {
+					AppID   string `json:"appId"`
+					Version int64  `json:"version"`
+				} `json:"txn"`
+			}
+			if json.Unmarshal([]byte(line), &a) == nil && a.Txn != nil && a.Txn.AppID == app {
+				out = append(out, a.Txn.Version)
+			}
+		}
+	}
+	return out
+}
+
+// dlqMessages is the number of letters in the DLQ stream.
+func (h *harness) dlqMessages() uint64 {
+	h.t.Helper()
+	nc, err := nats.Connect(h.bridge.ClientURL())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	stream, err := js.Stream(h.t.Context(), bridge.DefaultDLQStream("sensor_events"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := stream.Info(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return info.State.Msgs
 }

@@ -33,9 +33,14 @@ type SkippedBatch struct {
 // The rows' byte values live in memory the batch owns; the buffer calls
 // Release once it has written them, so the reader can reuse that memory.
 type RowBatch struct {
-	Gen     uint64
-	Epoch   uint64
-	Rows    []parquet.Row
-	Bytes   int64
-	Release func()
+	Gen   uint64
+	Epoch uint64
+	Rows  []parquet.Row
+	Bytes int64
+	// Reserved is what the reader counted in the memory budget, besides
+	// Bytes, for the file of the epoch the rows may open (its writer's
+	// fixed memory): the buffer keeps it if it opens the file, and gives
+	// it back if the file was open already.
+	Reserved int64
+	Release  func()
 }
