@@ -89,7 +89,7 @@ var fieldDocs = map[string]fieldDoc{
 	"flush.interval":                        {doc: "Commit an epoch this often (the Spark job's trigger)."},
 	"flush.max_bytes":                       {doc: "Commit early once the epoch's buffered data (rows being written, encoded files) reaches this size."},
 	"flush.row_group_rows":                  {doc: "Rows per Parquet row group; bounds each buffer's encoder memory."},
-	"backpressure.memory_budget":            {doc: "Pause Kafka while buffered data (rows being written, encoded files not yet uploaded) holds this much memory. `run` also sets the Go soft memory limit to this + 20MiB unless `GOMEMLIMIT` is set."},
+	"backpressure.memory_budget":            {doc: "Pause Kafka while what the pipeline holds until commit reaches this much memory: rows being written, encoded files not yet uploaded, each open file's Parquet writer (~156 KiB for the default columns) and buffer, dead letters. A new partition value's file or a dead letter that would not fit seals the epoch early and waits for room, so an epoch has at most this / a writer's memory partition values open (~100 at 16MiB). `run` also sets the Go soft memory limit to this + 20MiB unless `GOMEMLIMIT` is set."},
 	"backpressure.max_unfinished_epochs":    {doc: "Pause Kafka while more epochs than this are uncommitted."},
 	"http.listen":                           {doc: "Serves `/healthz`, `/readyz` and `/metrics`; `\"\"` disables.", emptyOK: true},
 	"log.level":                             {doc: "`debug`, `info`, `warn` or `error`."},
