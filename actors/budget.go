@@ -135,20 +135,7 @@ func (b *Budget) notifyLocked() {
 // (so that one thing larger than the budget still passes), or ctx ends; it
 // reports whether there is room.
 func (b *Budget) WaitRoom(ctx context.Context, n int64) bool {
-	for {
-		b.mu.Lock()
-		if b.hasRoomLocked(n) {
-			b.mu.Unlock()
-			return true
-		}
-		ch := b.changed
-		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
+	return b.waitUntil(ctx, func() bool { return b.bytes+n <= b.limit || b.bytes <= 0 })
 }
 
 // Fits reports whether n more bytes fit in the budget.
@@ -157,8 +144,6 @@ func (b *Budget) Fits(n int64) bool {
 	defer b.mu.Unlock()
 	return b.bytes+n <= b.limit
 }
-
-func (b *Budget) hasRoomLocked(n int64) bool { return b.bytes+n <= b.limit || b.bytes <= 0 }
 
 // Bytes is the number of buffered bytes.
 func (b *Budget) Bytes() int64 {
@@ -181,9 +166,15 @@ func (b *Budget) exhaustedLocked() bool {
 // Wait blocks until the budget is no longer exhausted or ctx ends, and
 // reports whether it has room.
 func (b *Budget) Wait(ctx context.Context) bool {
+	return b.waitUntil(ctx, func() bool { return !b.exhaustedLocked() })
+}
+
+// waitUntil blocks until ok, checked under the lock whenever usage drops,
+// holds or ctx ends, and reports whether ok held.
+func (b *Budget) waitUntil(ctx context.Context, ok func() bool) bool {
 	for {
 		b.mu.Lock()
-		if !b.exhaustedLocked() {
+		if ok() {
 			b.mu.Unlock()
 			return true
 		}
