@@ -47,7 +47,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 		}
 	}
 	if c.pipeline != nil && len(fresh) > 0 {
-		c.spawnReaders(ctx, fresh)
+		c.spawnReaders(ctx, fresh, nil)
 	}
 	maps.Copy(c.base, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
 	c.cfg.progress.setCommitted(c.base)

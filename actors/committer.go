@@ -18,6 +18,7 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // committerConfig is the committer's wiring.
@@ -112,8 +113,13 @@ type committer struct {
 	idle     map[string]int
 	retiring []*actor.PID
 	failures failureStreak // paces pipeline rebuilds
-	writer   epochWriter   // DLQ publish and commit, with their retries
-	ticker   *time.Ticker
+	// faults counts the aborts in a row on a record fault (recordFault)
+	// since something was last committed; at isolateAfter, isolate starts
+	// cutting the failing epoch down to the record causing it.
+	faults  int
+	isolate *isolation
+	writer  epochWriter // DLQ publish and commit, with their retries
+	ticker  *time.Ticker
 }
 
 // newCommitter returns a producer that always yields the same committer:
@@ -146,6 +152,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			c.release(p)
 		}
 		c.cfg.progress.setCommitted(c.base)
+		c.isolate, c.faults = nil, 0 // the ranges it searched may be another process's now
 		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
 		close(m.Reply)
 	case *messages.Sealed:
@@ -158,7 +165,7 @@ func (c *committer) Receive(ctx actor.Context) {
 		}
 	case *messages.PipelineFailed:
 		if m.Gen == c.gen {
-			c.abort(ctx, fmt.Sprintf("%s failed: %s", m.Actor, m.Reason), true)
+			c.failEpoch(ctx, fmt.Sprintf("%s failed: %s", m.Actor, m.Reason), true) // a panic: a record the code cannot take
 		}
 	case *epochExpired:
 		if m.gen == c.gen && c.cur != nil && c.cur.epoch == m.epoch {
@@ -246,8 +253,13 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 		panic(fmt.Errorf("committer: spawn pipeline: %w", err))
 	}
 	c.pipeline = pid
+	var limits map[int32]*readLimit
+	if c.isolate != nil {
+		p, limit := c.isolate.plan()
+		limits = map[int32]*readLimit{p: limit}
+	}
 	if len(c.assigned) > 0 {
-		c.spawnReaders(ctx, c.partitions())
+		c.spawnReaders(ctx, c.partitions(), limits)
 	}
 	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
@@ -255,14 +267,19 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	for p := range c.held {
 		offsets[p] = kafka.Held
 	}
+	for p := range offsets {
+		if _, read := limits[p]; limits != nil && !read {
+			offsets[p] = kafka.Held // one partition at a time while isolating
+		}
+	}
 	c.cfg.fetch.reset(c.gen, offsets)
 	if len(c.queued) > 0 && c.cur == nil {
 		c.sealEpoch(ctx, c.nextReason())
 	}
 }
 
-func (c *committer) spawnReaders(ctx actor.Context, partitions []int32) {
-	_, err := ctx.RequestFuture(c.pipeline, &spawnReaders{partitions: partitions, epoch: c.epoch}, 30*time.Second).Result()
+func (c *committer) spawnReaders(ctx actor.Context, partitions []int32, limits map[int32]*readLimit) {
+	_, err := ctx.RequestFuture(c.pipeline, &spawnReaders{partitions: partitions, epoch: c.epoch, limits: limits}, 30*time.Second).Result()
 	if err != nil {
 		panic(fmt.Errorf("committer: spawn readers: %w", err))
 	}
@@ -340,7 +357,7 @@ func (c *committer) flushEpoch(ctx actor.Context) {
 func (c *committer) commitEpoch(ctx actor.Context) {
 	es := c.cur
 	if es.err != nil {
-		c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, es.err), true)
+		c.failEpoch(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, es.err), recordFault(es.err))
 		return
 	}
 	if moved := c.movedPartitions(es); len(moved) > 0 {
@@ -380,7 +397,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		})
 		c.cfg.metrics.DLQWaiting.Set(0)
 		if err != nil {
-			c.abort(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, err), true)
+			c.failEpoch(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, err), recordFault(err))
 			return
 		}
 		c.cfg.health.Recover("nats")
@@ -425,7 +442,88 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.abort(ctx, err.Error(), true)
 		return
 	}
+	if len(es.offsets()) > 0 {
+		c.faults = 0
+	}
 	c.finishEpoch(ctx, nil)
+	if _, step := es.offsets()[c.isolatedPartition()]; step {
+		c.isolationCommitted(ctx)
+	}
+}
+
+// isolatedPartition is the partition an isolation searches, or -1.
+func (c *committer) isolatedPartition() int32 {
+	if c.isolate == nil {
+		return -1
+	}
+	return c.isolate.parts[0]
+}
+
+// failEpoch aborts the epochs after a failure; fault says the failure
+// follows the records read (recordFault), so reading them again fails the
+// same way. The second such abort in a row with nothing committed between
+// starts an isolation (see isolation); during one, a fault narrows the
+// search. Any other failure is retried as it is.
+func (c *committer) failEpoch(ctx actor.Context, reason string, fault bool) {
+	switch {
+	case !fault:
+	case c.isolate != nil:
+		if c.isolate.failed() {
+			c.cfg.logger.Error("isolating a failing record: its dead letter is refused even without key and value; retrying the epoch as a whole",
+				"reason", reason)
+			c.isolate, c.faults = nil, 0
+		}
+	default:
+		if c.faults++; c.faults >= isolateAfter {
+			c.isolate = newIsolation("isolated as the record every epoch holding it failed on: "+reason, c.suspectRanges())
+			if c.isolate != nil {
+				c.cfg.logger.Warn("epochs keep failing on what they read: isolating the record by bisecting the range read",
+					"partitions", c.isolate.parts, "reason", reason)
+			}
+		}
+	}
+	c.abort(ctx, reason, true)
+}
+
+// suspectRanges are, per owned partition not held, the offsets read and
+// not committed: from the table's next offset to the fetch position.
+func (c *committer) suspectRanges() map[int32][2]int64 {
+	pos := c.cfg.fetch.position()
+	out := map[int32][2]int64{}
+	for _, p := range c.partitions() {
+		if next, ok := pos[p]; ok && !c.held[p] {
+			out[p] = [2]int64{c.base[p], next - 1}
+		}
+	}
+	return out
+}
+
+// isolationCommitted moves the isolation on after a commit during it, and
+// rebuilds the pipeline for its next step (or, once it is over, to read
+// every partition again without limits).
+func (c *committer) isolationCommitted(ctx actor.Context) {
+	p := c.isolate.parts[0]
+	culprit := c.isolate.culprit()
+	if c.isolate.committed(c.base[p]) {
+		if culprit {
+			c.cfg.logger.Warn("isolated the record epochs kept failing on: dead-lettered", "partition", p, "offset", c.base[p]-1)
+		} else {
+			c.cfg.logger.Warn("isolation found no record at fault: the failure follows something else; retrying as before")
+		}
+		c.isolate, c.faults = nil, 0
+	}
+	c.abort(ctx, "isolation step committed", false)
+}
+
+// recordFault reports whether err follows the records that caused it, so
+// that re-reading them fails the same way: a key the store refuses (a
+// partition directory it cannot take) or a dead letter the DLQ refuses as
+// too large. Panics in readers and buffers count too (failEpoch's callers
+// say so). Transient errors, a full DLQ, refused credentials and every
+// error nobody classified are not: cutting an epoch down for them would
+// dead-letter good records.
+func recordFault(err error) bool {
+	return storage.IsKeyRejected(err) || bridge.IsTooLarge(err)
 }
 
 // healthDLQFull is the Health key of a DLQ stream without room.

@@ -47,12 +47,14 @@
 // not yet committed; while it is exhausted the fetch loop pauses Kafka. A
 // reader takes a record that opens a file or makes a dead letter only if
 // it fits (reader.hold); otherwise it stops there and waits for room
-// (reader.waitRoom). Five places send the committer messages.CommitNow for
+// (reader.waitRoom). Six places send the committer messages.CommitNow for
 // an early epoch: the fetch loop when the budget pauses it (fetcher.run),
 // the fetch loop again when the budget stays exhausted a whole poll wait, a
 // reader waiting for room, the budget watch when buffered bytes pass
-// FlushMaxBytes (Engine.watchBudget), and Engine.commitNow: the control
-// service's flush (Engine.CommitNow), Stop's final commit and CatchUp. Each names its reason (memory_budget,
-// max_bytes, request, shutdown, catch_up; the timer's epochs say timer),
-// which the epoch keeps and its flush event reports.
+// FlushMaxBytes (Engine.watchBudget), Engine.commitNow: the control
+// service's flush (Engine.CommitNow), Stop's final commit and CatchUp, and
+// a reader at its readLimit while a failing record is isolated. Each names
+// its reason (memory_budget, max_bytes, request, shutdown, catch_up,
+// isolate; the timer's epochs say timer), which the epoch keeps and its
+// flush event reports.
 package actors

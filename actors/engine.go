@@ -18,6 +18,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // Config tunes the engine. Zero fields take DefaultConfig's values (noted
@@ -70,6 +71,17 @@ type Config struct {
 	EventTimeColumn string
 
 	beforeRows func(key string) // test hook, see bufferConfig
+}
+
+// pathLimited is m rejecting the records whose data file's key the store
+// would refuse: a partition directory name past the store's segment limit,
+// or a directory that with the data file's name passes its key limit. Such
+// a record is a dead letter; its upload would fail every time and hold its
+// partition back for good.
+func pathLimited(m *mapping.Mapper, b *bufferConfig) *mapping.Mapper {
+	lim := storage.Limits(b.store)
+	name := len(delta.NewDataFileKey(nil, nil, b.writer.Compression)) // "part-00000-<uuid>.c000.<codec>.parquet"
+	return m.WithPathLimits(mapping.PathLimits{Segment: lim.Segment, Dir: lim.Key - len("/") - name})
 }
 
 // DefaultConfig returns the engine's defaults, which are also the daemon
@@ -330,7 +342,7 @@ func (e *Engine) Start(cons Consumer) error {
 		writer: writer, committer: e.committer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		retry: retry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
 	}
-	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: e.deps.Mapper, buffer: bcfg, committer: e.committer, reg: e.reg,
+	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: pathLimited(e.deps.Mapper, bcfg), buffer: bcfg, committer: e.committer, reg: e.reg,
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,

@@ -18,6 +18,7 @@ const (
 	reasonRequest      = "request"       // Engine.CommitNow: the control service's flush
 	reasonShutdown     = "shutdown"      // Engine.Stop's final commit
 	reasonCatchUp      = "catch_up"      // Engine.CatchUp: everything up to the targets read
+	reasonIsolate      = "isolate"       // a reader read up to its limit while a failing record is isolated
 )
 
 // epochState is the bookkeeping of one epoch, from Seal to commit: which readers

@@ -23,10 +23,12 @@ type pipelineConfig struct {
 
 // Requests to the pipeline, answered with ctx.Respond.
 type (
-	// spawnReaders starts readers for partitions, tagging rows with epoch.
+	// spawnReaders starts readers for partitions, tagging rows with epoch;
+	// limits bound some while a record is isolated.
 	spawnReaders struct {
 		partitions []int32
 		epoch      uint64
+		limits     map[int32]*readLimit
 	}
 	// stopBuffers stops retired buffers (by PID).
 	stopBuffers struct{ pids []*actor.PID }
@@ -77,7 +79,7 @@ func (p *pipeline) Receive(c actor.Context) {
 		p.dead = true
 	case *spawnReaders:
 		for _, part := range m.partitions {
-			props := actor.PropsFromProducer(newReader(p.cfg, p.gen, part, m.epoch, c.Self()))
+			props := actor.PropsFromProducer(newReader(p.cfg, p.gen, part, m.epoch, c.Self(), m.limits[part]))
 			pid, err := c.SpawnNamed(props, fmt.Sprintf("reader-%s-%d", p.cfg.topic, part))
 			if err != nil {
 				panic(fmt.Errorf("spawn reader %d: %w", part, err))

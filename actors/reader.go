@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/messages"
@@ -105,16 +106,28 @@ type reader struct {
 	waiting bool
 	ctx     context.Context
 	cancel  context.CancelFunc
+	limit   *readLimit // nil but while the committer isolates a record
 }
 
 // resumeMapping tells a reader that the budget has room for what it
 // stopped at.
 type resumeMapping struct{}
 
-func newReader(cfg *pipelineConfig, gen uint64, partition int32, epoch uint64, pipeline *actor.PID) actor.Producer {
+// readLimit bounds what a reader consumes while the committer isolates the
+// record an epoch keeps failing on (see isolation): records after last wait
+// for the next generation, and poison (-1: none) is dead-lettered unread.
+type readLimit struct {
+	last    int64
+	poison  int64
+	reason  string
+	bare    bool // the poison's letter without key and value (they were refused too)
+	reached bool // the reader asked for the epoch that commits up to last
+}
+
+func newReader(cfg *pipelineConfig, gen uint64, partition int32, epoch uint64, pipeline *actor.PID, limit *readLimit) actor.Producer {
 	return func() actor.Actor {
 		return &reader{cfg: cfg, gen: gen, partition: partition, epoch: epoch, pipeline: pipeline,
-			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}}
+			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}, limit: limit}
 	}
 }
 
@@ -195,8 +208,20 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
 	data := 0
+	cut := false // the rest of the Fetch is past the limit
 	for ; r.next < len(m.Records); r.next++ {
 		kr := m.Records[r.next]
+		if r.limit != nil && kr.Offset > r.limit.last {
+			// Records come in order: no offset up to last is left to read.
+			r.lastOffset = max(r.lastOffset, r.limit.last)
+			r.reachLimit(c) // the rest waits for the next generation
+			cut = true
+			break
+		}
+		if r.limit != nil && kr.Offset == r.limit.poison {
+			r.deadLetterPoison(kr)
+			continue
+		}
 		if kr.Attrs.IsControl() {
 			r.lastOffset = kr.Offset
 			continue // a transaction marker: consumed (the offset moves past it), never a row
@@ -253,9 +278,18 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	if need == 0 {
 		// Mapped whole: the fetch loop hears Done with this part's rows.
 		mem.done = m.Done
-		if m.Skip != nil {
+		switch {
+		case m.Skip == nil || cut:
+		case r.limit == nil || m.Skip.LastOffset <= r.limit.last:
 			r.skipBatch(m.Skip)
+		case m.Skip.Offset > r.limit.last:
+			// Past the limit, as a record would be: every offset up to
+			// last is read; the batch waits for the next generation.
+			r.lastOffset = max(r.lastOffset, r.limit.last)
 		}
+	}
+	if r.limit != nil && r.lastOffset >= r.limit.last {
+		r.reachLimit(c)
 	}
 	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(data))
 	r.send(c, mem)
@@ -325,6 +359,30 @@ func (r *reader) skipBatch(s *messages.SkippedBatch) {
 	r.dead = append(r.dead, messages.DeadLetter{Topic: r.cfg.topic, Partition: r.partition, Offset: s.Offset,
 		LastOffset: s.LastOffset, Reason: s.Reason})
 	r.lastOffset = s.LastOffset
+}
+
+// deadLetterPoison dead-letters, unread, the record the committer isolated
+// as the one its epochs kept failing on.
+func (r *reader) deadLetterPoison(kr *kgo.Record) {
+	dl := messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp.UnixMilli(), Reason: r.limit.reason}
+	if r.limit.bare {
+		dl.Reason += fmt.Sprintf(" (its letter was refused too: sent without its %d-byte key and %d-byte value, which stay in Kafka)", len(kr.Key), len(kr.Value))
+	} else {
+		dl.Key, dl.Value = bytes.Clone(kr.Key), bytes.Clone(kr.Value)
+	}
+	r.cfg.buffer.budget.Add(r.gen, letterMemory(dl.Key, dl.Value, dl.Reason)) // given back when the epoch ends
+	r.dead = append(r.dead, dl)
+	r.lastOffset = kr.Offset
+	r.records++
+}
+
+// reachLimit asks the committer once for the epoch that commits what the
+// reader read up to its limit.
+func (r *reader) reachLimit(c actor.Context) {
+	if !r.limit.reached {
+		r.limit.reached = true
+		c.Send(r.cfg.committer, &messages.CommitNow{Reason: reasonIsolate})
+	}
 }
 
 // newRoute asks the pipeline for the buffer of the current row's partition.

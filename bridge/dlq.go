@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,6 +41,16 @@ const (
 	// HeaderOffset to it: a record batch deltaflow did not read (it
 	// decompresses past kafka.max_decompress_bytes), and has no body.
 	HeaderLastOffset = "Deltaflow-Last-Offset"
+	// HeaderKeyTruncated is set, to the key's length in bytes, when the key
+	// was too large for a header (see maxKeyHeader): HeaderKey then holds
+	// only its first bytes, and HeaderKeySHA256 identifies the whole key.
+	HeaderKeyTruncated = "Deltaflow-Key-Truncated"
+	// HeaderKeySHA256 is the hex SHA-256 of the whole key, set with
+	// HeaderKeyTruncated.
+	HeaderKeySHA256 = "Deltaflow-Key-Sha256"
+	// HeaderValueSHA256 is the hex SHA-256 of the whole value, set with
+	// HeaderTruncated.
+	HeaderValueSHA256 = "Deltaflow-Value-Sha256"
 )
 
 // DeadLetter is a Kafka record that could not be turned into a row.
@@ -85,9 +97,10 @@ const (
 // then, so a bad record is never silently dropped. On error it is safe to
 // call again with the same letters (deduplicated by MsgID).
 //
-// A value larger than the server's max_payload cannot be stored whole; its
-// body is truncated to fit and HeaderTruncated records the original length,
-// rather than failing the epoch forever. The Kafka record itself stays
+// A letter always fits the server's max_payload (see dlqMsg): a value too
+// large is truncated (HeaderTruncated, HeaderValueSHA256), a key too long
+// for a header is cut (HeaderKeyTruncated, HeaderKeySHA256), rather than
+// failing the epoch forever. The Kafka record itself stays
 // readable until Kafka's retention removes it.
 //
 // After the acks, one DLQEvent per newly stored letter is published.
@@ -208,11 +221,27 @@ func (b *Bridge) acked(id string) bool {
 	return !unknown
 }
 
-// dlqMsg builds the stream message of d, truncating the body to fit the
-// server's max_payload.
+// Header bounds of a dead letter: whatever a record holds, the letter's
+// headers stay a few KiB, so the body keeps the rest of max_payload and the
+// letter always fits (a letter that cannot be stored would hold its epoch
+// back for good).
+const (
+	// maxKeyHeader bounds Deltaflow-Key (base64 or not): a longer key is
+	// cut, marked with HeaderKeyTruncated and HeaderKeySHA256.
+	maxKeyHeader = 4 << 10
+	// maxReasonHeader bounds Deltaflow-Error.
+	maxReasonHeader = 2 << 10
+	// truncationSlack covers the truncation headers themselves.
+	truncationSlack = 256
+)
+
+// dlqMsg builds the stream message of d, within the server's max_payload:
+// a key or reason too long for a header is cut (the key's size and SHA-256
+// say so), and the body is truncated to what is left (the value's size
+// and SHA-256 say so).
 func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
 	msg := nats.NewMsg(DLQLetterSubject(b.build.table, d.Topic, d.Partition))
-	msg.Header.Set(HeaderError, oneLine(d.Reason))
+	msg.Header.Set(HeaderError, cut(oneLine(d.Reason), maxReasonHeader))
 	msg.Header.Set(HeaderTopic, d.Topic)
 	if d.TopicID != "" {
 		msg.Header.Set(HeaderTopicID, d.TopicID)
@@ -223,12 +252,7 @@ func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
 		msg.Header.Set(HeaderLastOffset, strconv.FormatInt(d.LastOffset, 10))
 	}
 	if d.Key != nil {
-		if headerSafe(d.Key) {
-			msg.Header.Set(HeaderKey, string(d.Key))
-		} else {
-			msg.Header.Set(HeaderKey, base64.StdEncoding.EncodeToString(d.Key))
-			msg.Header.Set(HeaderKeyEncoding, "base64")
-		}
+		setKey(msg.Header, d.Key)
 	}
 	if !d.Timestamp.IsZero() {
 		msg.Header.Set(HeaderTimestamp, d.Timestamp.UTC().Format(time.RFC3339Nano))
@@ -241,12 +265,53 @@ func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
 		}
 	}
 	if limit := int(b.nc.MaxPayload()); hdrLen+len(d.Value) > limit {
-		keep := max(0, limit-hdrLen-64) // 64: the truncation header itself
+		keep := max(0, limit-hdrLen-truncationSlack)
 		msg.Header.Set(HeaderTruncated, strconv.Itoa(len(d.Value)))
+		msg.Header.Set(HeaderValueSHA256, sha256Hex(d.Value))
 		msg.Data = d.Value[:keep]
 		b.logger.Warn("dlq letter truncated to fit max_payload", "id", d.MsgID(), "bytes", len(d.Value), "kept", keep)
 	}
 	return msg
+}
+
+// setKey sets the key headers: the key as is when printable UTF-8, else
+// its base64; past maxKeyHeader, only the first bytes, with the whole
+// key's size and SHA-256.
+func setKey(h nats.Header, key []byte) {
+	safe := headerSafe(key)
+	kept := key
+	if !safe {
+		kept = key[:min(len(key), maxKeyHeader/4*3)] // base64 grows 3 bytes to 4
+	}
+	if len(kept) > maxKeyHeader {
+		kept = []byte(cut(string(kept), maxKeyHeader))
+	}
+	if safe {
+		h.Set(HeaderKey, string(kept))
+	} else {
+		h.Set(HeaderKey, base64.StdEncoding.EncodeToString(kept))
+		h.Set(HeaderKeyEncoding, "base64")
+	}
+	if len(kept) < len(key) {
+		h.Set(HeaderKeyTruncated, strconv.Itoa(len(key)))
+		h.Set(HeaderKeySHA256, sha256Hex(key))
+	}
+}
+
+// cut returns s cut to at most n bytes, on a UTF-8 boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // headerSafe reports whether b can be a header value unchanged: printable

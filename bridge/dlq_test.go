@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net"
@@ -257,5 +259,66 @@ func TestDLQRecreatedTopicIsNotADuplicate(t *testing.T) {
 	}
 	if got := m.Header.Get(HeaderTopicID); got != "Zq8Uc2vTRmiBEW1kS5yZ3A" || string(m.Data) != "new topic's record" {
 		t.Errorf("third letter: topic ID %q, body %q", got, m.Data)
+	}
+}
+
+// TestDLQLetterAlwaysFits: a bad record whose key, in a header (base64,
+// a third larger), alone passes the server's max_payload (an ~800 KiB
+// binary key against NATS's default 1 MiB) is still stored: its key header
+// is cut, and the letter says so with the key's size and SHA-256, so a
+// reader of the stream sees it was cut and can match it to the record.
+// Before, ErrMaxPayload (permanent) failed its epoch again and again.
+func TestDLQLetterAlwaysFits(t *testing.T) {
+	opts := testServerOpts(t)
+	opts.MaxPayload = 1 << 20 // nats-server's default
+	ns := runServer(t, opts)
+	b := newTestBridge(t, Config{URL: ns.ClientURL()})
+	binKey := make([]byte, 800<<10)
+	for i := range binKey {
+		binKey[i] = byte(i*7 + 1)
+	}
+	textKey := []byte(strings.Repeat("k", 2<<20))
+	letters := testLetters(3)
+	letters[0].Key = binKey
+	letters[1].Key, letters[1].Value = textKey, []byte(strings.Repeat("v", 2<<20))
+	letters[2].Reason = strings.Repeat("why ", 300<<10)
+	if err := b.PublishDLQ(t.Context(), letters); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	s, _ := b.js.Stream(t.Context(), b.dlq)
+	for i, l := range letters {
+		m, err := s.GetMsg(t.Context(), uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := len(m.Data)
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				size += len(k) + len(v)
+			}
+		}
+		if size > 1<<20 {
+			t.Errorf("letter %d: %d bytes stored, past max_payload", i, size)
+		}
+		if m.Header.Get(HeaderOffset) != strconv.FormatInt(l.Offset, 10) {
+			t.Errorf("letter %d: offset header %q", i, m.Header.Get(HeaderOffset))
+		}
+		if i == 2 {
+			if r := m.Header.Get(HeaderError); len(r) > 4<<10 || !strings.HasPrefix(r, "why why") {
+				t.Errorf("letter 2: reason header of %d bytes, want it cut to a few KiB", len(r))
+			}
+			continue
+		}
+		sum := sha256.Sum256(l.Key)
+		if got := m.Header.Get(HeaderKeyTruncated); got != strconv.Itoa(len(l.Key)) {
+			t.Errorf("letter %d: %s = %q, want the key's %d bytes", i, HeaderKeyTruncated, got, len(l.Key))
+		}
+		if got := m.Header.Get(HeaderKeySHA256); got != hex.EncodeToString(sum[:]) {
+			t.Errorf("letter %d: %s = %q, want the key's SHA-256", i, HeaderKeySHA256, got)
+		}
+	}
+	m, _ := s.GetMsg(t.Context(), 2)
+	if m.Header.Get(HeaderTruncated) != strconv.Itoa(2<<20) || len(m.Data) == 0 {
+		t.Errorf("letter 1: value truncated header %q with %d bytes kept", m.Header.Get(HeaderTruncated), len(m.Data))
 	}
 }

@@ -24,11 +24,14 @@ type StoredLetter struct {
 	// Truncated is the value's original length when the stream holds only
 	// its first bytes (it did not fit max_payload); 0 when whole.
 	Truncated int
+	// KeyTruncated is the key's original length when the letter holds only
+	// its first bytes (it was too large for a header); 0 when whole.
+	KeyTruncated int
 }
 
 // Whole reports whether the letter holds the whole Kafka record, so that
 // mapping it again gives what mapping the record would.
-func (l StoredLetter) Whole() bool { return l.Truncated == 0 }
+func (l StoredLetter) Whole() bool { return l.Truncated == 0 && l.KeyTruncated == 0 }
 
 // ClientURL is the server a tool connects to for cfg: nats.url, or the
 // embedded server's nats.listen address when deltaflow runs it.
@@ -169,9 +172,14 @@ func parseLetter(m *jetstream.RawStreamMsg) (StoredLetter, error) {
 			return bad(HeaderTimestamp, err)
 		}
 	}
-	if t := h.Get(HeaderTruncated); t != "" {
-		if l.Truncated, err = strconv.Atoi(t); err != nil {
-			return bad(HeaderTruncated, err)
+	for _, t := range []struct {
+		header string
+		n      *int
+	}{{HeaderTruncated, &l.Truncated}, {HeaderKeyTruncated, &l.KeyTruncated}} {
+		if v := h.Get(t.header); v != "" {
+			if *t.n, err = strconv.Atoi(v); err != nil {
+				return bad(t.header, err)
+			}
 		}
 	}
 	return l, nil

@@ -153,3 +153,15 @@ func IsPermanent(err error) bool {
 	}
 	return false
 }
+
+// IsTooLarge reports whether err says a message is larger than the server
+// or the stream takes (nats.ErrMaxPayload, or JetStream's "message size
+// exceeds maximum allowed"): it follows the message, and sending it again
+// fails the same way.
+func IsTooLarge(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return true
+	}
+	apiErr := (*jetstream.APIError)(nil)
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+}

@@ -73,7 +73,7 @@ type CommitEvent struct {
 type FlushEvent struct {
 	Header
 	Epoch      uint64 `json:"epoch" doc:"epoch (micro-batch) id"`
-	Reason     string `json:"reason" doc:"why the epoch was sealed: timer (flush interval), max_bytes (flush.max_bytes buffered), memory_budget (memory budget full), request (control service flush), shutdown (final commit on stop) or catch_up (run --until-latest read everything)"`
+	Reason     string `json:"reason" doc:"why the epoch was sealed: timer (flush interval), max_bytes (flush.max_bytes buffered), memory_budget (memory budget full), request (control service flush), shutdown (final commit on stop), catch_up (run --until-latest read everything) or isolate (a step of the search for a record every epoch fails on)"`
 	Files      int    `json:"files" doc:"data files written"`
 	Rows       int64  `json:"rows" doc:"rows written"`
 	Bytes      int64  `json:"bytes" doc:"bytes written"`

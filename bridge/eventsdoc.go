@@ -28,7 +28,7 @@ func EventsDoc() string {
 	}
 	b.WriteString("\n## DLQ headers\n\n| Header | Value |\n|---|---|\n")
 	for _, h := range [][2]string{
-		{HeaderError, "why the record was rejected"},
+		{HeaderError, "why the record was rejected (cut to 2 KiB)"},
 		{HeaderTopic, "Kafka topic"},
 		{HeaderPartition, "Kafka partition"},
 		{HeaderOffset, "Kafka offset"},
@@ -36,6 +36,9 @@ func EventsDoc() string {
 		{HeaderKeyEncoding, "`base64` when the key was not printable (Deltaflow-Key is then base64)"},
 		{HeaderTimestamp, "Kafka timestamp, RFC 3339"},
 		{HeaderTruncated, "original length, when the body was truncated to fit max_payload"},
+		{HeaderValueSHA256, "hex SHA-256 of the whole value, when the body was truncated"},
+		{HeaderKeyTruncated, "original key length, when the key was too long for a header (4 KiB) and `Deltaflow-Key` holds its first bytes"},
+		{HeaderKeySHA256, "hex SHA-256 of the whole key, when the key was cut"},
 		{"Nats-Msg-Id", "`<topic>/<partition>/<offset>`, deduplicated for 24h"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", h[0], h[1])

@@ -7,8 +7,8 @@ package messages
 // nil once that epoch (and every earlier one) is committed, or the error
 // that stopped it.
 type CommitNow struct {
-	// Reason is why: max_bytes, memory_budget, request, shutdown or
-	// catch_up, the reason the epoch's flush event says.
+	// Reason is why: max_bytes, memory_budget, request, shutdown,
+	// catch_up or isolate, the reason the epoch's flush event says.
 	Reason string
 	Reply  chan error
 }

@@ -12,7 +12,8 @@
 //	Flush           committer → every buffer         write and upload the files of epochs ≤ e
 //	                (live and retiring)
 //	Flushed         buffer → committer               the uploaded (still invisible) files, or the error
-//	CommitNow       fetch loop, engine → committer   start an epoch early (see Backpressure)
+//	CommitNow       fetch loop, engine, reader       start an epoch early (see Backpressure)
+//	                → committer
 //	Assign          engine → committer               Kafka assigned partitions: spawn readers, answer
 //	                                                 where the Delta log says each continues
 //	Revoke          engine → committer               Kafka takes partitions away: drop their epoch
@@ -62,7 +63,7 @@
 // fetch loop pauses Kafka, and CommitNow asks the committer for an early
 // epoch, since only an epoch's Flush gives encoded bytes back (once
 // uploaded) and only its commit frees an epoch. CommitNow is sent from
-// five places:
+// six places:
 //
 //  1. the fetch loop, when the budget makes it pause Kafka;
 //  2. the fetch loop again, when the budget is still exhausted after it
@@ -74,7 +75,10 @@
 //  4. the engine's budget watch, when buffered bytes pass flush.max_bytes;
 //  5. the engine for a caller that waits on Reply: the control service's
 //     flush (Engine.CommitNow), the final commit of Stop, and CatchUp once
-//     everything is read.
+//     everything is read;
+//  6. a reader that read up to its limit while the committer isolates a
+//     record every epoch fails on (one step of the search: its commit
+//     proves the records read good).
 //
 // The committer's own timer (flush.interval) starts epochs without a
 // message. A CommitNow that arrives during an epoch starts the next one as

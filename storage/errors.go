@@ -19,12 +19,13 @@ var permanentS3Codes = map[string]bool{
 }
 
 // IsPermanent reports whether a store error needs a human rather than a
-// retry: an invalid key, a permission the local filesystem refuses, or an
-// S3 answer that the credentials or the bucket are wrong. Anything else
+// retry: a key the store refuses (IsKeyRejected), a permission the local
+// filesystem refuses, or an S3 answer that the credentials or the bucket
+// are wrong. Anything else
 // (timeouts, refused connections, 5xx, SlowDown) may pass by itself.
 // ErrNotExist and ErrExist are answers, not failures: callers decide.
 func IsPermanent(err error) bool {
-	if errors.Is(err, ErrInvalidKey) || errors.Is(err, fs.ErrPermission) {
+	if IsKeyRejected(err) || errors.Is(err, fs.ErrPermission) {
 		return true
 	}
 	var resp minio.ErrorResponse

@@ -177,6 +177,10 @@ func (s *S3) name(op, key string) (string, error) {
 	if err := CheckKey(key); err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
 	}
+	if n := len(s.prefix) + len(key); n > PortableLimits.Key {
+		// minio-go refuses it too, with an error of no type to know it by.
+		return "", fmt.Errorf("%s: %w %q: %d bytes with the prefix, past S3's %d", op, ErrInvalidKey, key, n, PortableLimits.Key)
+	}
 	return s.prefix + key, nil
 }
 

@@ -183,3 +183,31 @@ func TestS3CAFileChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestS3KeyLimits: MinIO takes what storage.Limits promises, a 255-byte
+// segment and a key of Limits().Key bytes under the prefix, and refuses a
+// 256-byte segment and a longer key with an error IsKeyRejected knows, so
+// the limits the mapper checks are the server's.
+func TestS3KeyLimits(t *testing.T) {
+	cfg := testenv.MinIO(t)
+	cfg.Prefix = "limits/table"
+	s := newS3(t, cfg)
+	lim := storage.Limits(s)
+	if lim.Key != 1024-len("limits/table/") || lim.Segment != 255 {
+		t.Fatalf("limits %+v", lim)
+	}
+	ctx := t.Context()
+	seg := func(n int) string { return strings.Repeat("s", n) }
+	longest := seg(255) + "/" + seg(255) + "/" + seg(255) + "/"
+	longest += seg(lim.Key - len(longest))
+	for _, key := range []string{"d=" + seg(253) + "/f", longest} {
+		if err := s.Put(ctx, key, []byte("ok")); err != nil {
+			t.Errorf("%d-byte key within the limits: %v", len(key), err)
+		}
+	}
+	for _, key := range []string{"d=" + seg(254) + "/f", longest + "x"} {
+		if err := s.Put(ctx, key, []byte("no")); !storage.IsKeyRejected(err) || !storage.IsPermanent(err) {
+			t.Errorf("%d-byte key past the limits: %v; want a rejected key", len(key), err)
+		}
+	}
+}

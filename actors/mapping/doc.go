@@ -47,6 +47,10 @@
 // max_record_bytes, not JSON, nested deeper than fastjson.MaxDepth (300;
 // fastjson checks while parsing, so the stack is bounded), not a JSON
 // object, or lacks a required value (required: true, or nullable: false).
+// With PathLimits (Mapper.WithPathLimits; the engine sets the store's), a
+// partition value whose escaped directory passes them rejects the record
+// too, naming the column and the length: its data file could not be
+// stored.
 // Invalid UTF-8 in a string column also always rejects the record: it is
 // corrupt input, and Delta strings are UTF-8. NUL bytes are ordinary
 // characters.

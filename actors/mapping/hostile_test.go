@@ -225,3 +225,35 @@ func TestHostilePartitionValues(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionPathLimits: with PathLimits, a partition value whose
+// escaped directory name passes the segment limit, or whose directory
+// ("device_type=<v>/event_date=2026-06-22", 34 bytes more than v) passes
+// the directory limit, rejects the record naming the column and the
+// lengths; within them, mapping is unchanged and allocates nothing.
+func TestPartitionPathLimits(t *testing.T) {
+	m := newDefault(t, Strict).WithPathLimits(PathLimits{Segment: 255, Dir: 270})
+	for _, c := range []struct {
+		deviceType string
+		want       string // "" maps
+	}{
+		{strings.Repeat("x", 236), ""},
+		{strings.Repeat("x", 237), "device_type: partition directory of 271 bytes (escaped; its longest part 249) is longer than the 270 bytes the store's keys leave for it"},
+		{strings.Repeat("x", 244), "device_type: partition directory name of 256 bytes (escaped) is longer than the 255 bytes a store takes"},
+		{strings.Repeat("/", 90), "device_type: partition directory name of 282 bytes (escaped)"},
+		{strings.Repeat("é", 122), "device_type: partition directory name of 256 bytes (escaped)"},
+	} {
+		var row Row
+		err := m.Map(rec(envelope(c.deviceType, "2026-06-22T09:15:30Z", "{}")), &row)
+		var me *MapError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%d bytes: %v", len(c.deviceType), err)
+		case c.want != "" && (!errors.As(err, &me) || !strings.Contains(me.Reason, c.want) || me.Column != "device_type"):
+			t.Errorf("%d bytes: error %v; want %q on column device_type", len(c.deviceType), err, c.want)
+		}
+	}
+	if allocs := mapAllocs(t, m); allocs != 0 {
+		t.Errorf("Map with path limits allocates %.1f times per record", allocs)
+	}
+}

@@ -38,6 +38,20 @@ type plan struct {
 	partKeys  [][]byte // escaped "name=" of each partition column
 	leaves    int      // leaf columns of the data files: len(Row.Values)
 	variants  bool     // some column is a variant
+	paths     PathLimits
+}
+
+// PathLimits bound a row's partition directory (Row.Key) to what the store
+// takes; a row past them is rejected with a *MapError naming the column and
+// the length, rather than failing its upload for good. Zero is unbounded.
+type PathLimits struct {
+	// Segment is the longest directory name ("device_type=…"), in bytes:
+	// 255 on local disk and MinIO (storage.KeyLimits.Segment).
+	Segment int
+	// Dir is the longest partition directory ("device_type=…/event_date=…"),
+	// in bytes: what the store's longest key leaves once the table's
+	// root and the data file's name are counted.
+	Dir int
 }
 
 type planColumn struct {
@@ -220,6 +234,16 @@ func (m *Mapper) Clone() *Mapper {
 	return c
 }
 
+// WithPathLimits returns a Mapper like m that also rejects rows whose
+// partition directory is past l.
+func (m *Mapper) WithPathLimits(l PathLimits) *Mapper {
+	p := *m.p
+	p.paths = l
+	c := newMapper(&p)
+	c.now = m.now
+	return c
+}
+
 // StartBatch reads the clock once for the now() columns of the records
 // mapped until the next StartBatch, as Spark's current_timestamp() is fixed
 // per micro-batch. Without it, Map reads the clock for every record.
@@ -377,7 +401,9 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 			out.PartitionValues[c.partIdx] = m.partitionValue(c, v, out)
 		}
 	}
-	m.routingKey(out)
+	if err := m.routingKey(out); err != nil {
+		return err
+	}
 	out.Size = len(out.Values)*valueSize + out.Arena.Len() - arenaStart
 	return nil
 }
@@ -451,21 +477,50 @@ func (m *Mapper) partitionValue(c *planColumn, v cell, out *Row) *string {
 }
 
 // routingKey writes delta.PartitionDir of the row's partition values into
-// out.Key without allocating unless a value needs escaping.
-func (m *Mapper) routingKey(out *Row) {
+// out.Key without allocating unless a value needs escaping, and checks it
+// against the plan's PathLimits.
+func (m *Mapper) routingKey(out *Row) *MapError {
 	k := out.Key[:0]
+	longest, longestLen := 0, 0
 	for i, name := range m.p.partKeys {
 		if i > 0 {
 			k = append(k, '/')
 		}
+		start := len(k)
 		k = append(k, name...)
 		if v := out.PartitionValues[i]; v == nil {
 			k = append(k, delta.NullPartitionDir...)
 		} else {
 			k = append(k, delta.EscapePartitionName(*v)...) // returns *v itself when nothing needs escaping
 		}
+		if n := len(k) - start; n > longestLen {
+			longest, longestLen = i, n
+		}
 	}
 	out.Key = k
+	lim := m.p.paths
+	switch {
+	case lim.Segment > 0 && longestLen > lim.Segment:
+		return m.pathError(longest, "partition directory name of "+strconv.Itoa(longestLen)+
+			" bytes (escaped) is longer than the "+strconv.Itoa(lim.Segment)+" bytes a store takes")
+	case lim.Dir > 0 && len(k) > lim.Dir:
+		return m.pathError(longest, "partition directory of "+strconv.Itoa(len(k))+
+			" bytes (escaped; its longest part "+strconv.Itoa(longestLen)+") is longer than the "+
+			strconv.Itoa(lim.Dir)+" bytes the store's keys leave for it")
+	}
+	return nil
+}
+
+// pathError is the MapError of a partition directory past the PathLimits;
+// part is the index of the partition column at fault.
+func (m *Mapper) pathError(part int, why string) *MapError {
+	name := m.p.partNames[part]
+	for i := range m.p.cols {
+		if m.p.cols[i].partIdx == part {
+			return &MapError{Reason: name + ": " + why, Column: name, Path: sourceOrName(m.p.cols[i].Column)}
+		}
+	}
+	return &MapError{Reason: name + ": " + why, Column: name}
 }
 
 // resolve parses the record and finds the value of every path node.

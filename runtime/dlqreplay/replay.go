@@ -226,7 +226,7 @@ func (r *replay) letter(ctx context.Context, l bridge.StoredLetter) error {
 		}
 		return r.src.Delete(ctx, l.Seq)
 	case !l.Whole():
-		r.fail(l, fmt.Sprintf("truncated in the DLQ (%d of %d bytes kept): replay it from Kafka while retained (deltaflow seek)", len(l.Value), l.Truncated))
+		r.fail(l, "truncated in the DLQ (its value or key did not fit): replay it from Kafka while retained (deltaflow seek)")
 		return nil
 	case r.seen[l.MsgID()]:
 		r.res.Duplicates++

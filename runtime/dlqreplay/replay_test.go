@@ -247,8 +247,9 @@ func TestReplayInterruptedAfterCommit(t *testing.T) {
 	}
 }
 
-// TestReplayTruncatedLetterStays: a letter cut to fit max_payload is not the
-// record; it is never written, and says how to get the record back.
+// TestReplayTruncatedLetterStays: a letter whose value or key was cut to
+// fit max_payload is not the record; it is never written, and says how to
+// get the record back.
 func TestReplayTruncatedLetterStays(t *testing.T) {
 	r := newRig(t, 4096)
 	ctx := context.Background()
@@ -258,14 +259,23 @@ func TestReplayTruncatedLetterStays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(ctx, r.target, r.src, Options{App: "deltaflow"})
+	// A key too long for a header is cut too, whatever the max payload.
+	k := newRig(t, 0)
+	err = k.bridge.PublishDLQ(ctx, []bridge.DeadLetter{{Topic: "sensor-events", Partition: 0, Offset: 2,
+		Key: []byte(strings.Repeat("k", 64<<10)), Value: good(2), Reason: "old mapping"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Replayed != 0 || res.FailedCount != 1 || !strings.Contains(res.Failures[0].Reason, "deltaflow seek") {
-		t.Errorf("truncated letter: %+v", res)
-	}
-	if n := len(r.devices()); n != 0 {
-		t.Errorf("table holds %d rows", n)
+	for _, r := range []*rig{r, k} {
+		res, err := Run(ctx, r.target, r.src, Options{App: "deltaflow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Replayed != 0 || res.FailedCount != 1 || !strings.Contains(res.Failures[0].Reason, "deltaflow seek") {
+			t.Errorf("truncated letter: %+v", res)
+		}
+		if n := len(r.devices()); n != 0 {
+			t.Errorf("table holds %d rows", n)
+		}
 	}
 }

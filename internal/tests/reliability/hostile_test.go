@@ -138,6 +138,12 @@ func hostileCases() []hostileCase {
 		dlq("10,000-deep nesting", []byte(strings.Repeat("[", 10000)+strings.Repeat("]", 10000)), "nesting too deep"),
 		dlq("10,000-deep payload", plug(deepPayload), "payload: nesting too deep").orNulls(nulls),
 		{name: "binary key", key: []byte("k\x00\n\xff"), value: []byte("garbage"), reason: "not JSON"},
+		// A key whose base64 alone passes NATS's max_payload: the letter
+		// must still fit (its key header cut, marked with size and hash).
+		{name: "800 KiB binary key", key: hostileBinaryKey(800 << 10), value: []byte("garbage"), reason: "not JSON"},
+		// A partition directory name no store takes (255 bytes a segment).
+		dlq("device_type of 300 bytes", hostileRecord(strings.Repeat("d", 300), hostileTime, "{}"),
+			"device_type: partition directory name of 312 bytes (escaped) is longer than the 255 bytes a store takes"),
 		row("zoneless timestamp", at("2026-06-22T09:15:30"), "device_type=smart_plug", hostileWant("smart_plug", nil)),
 		row("offset timestamp", at("2026-06-22T01:15:30+02:00"), "device_type=smart_plug",
 			hostileWant("smart_plug", map[string]string{"event_time": "2026-06-21T23:15:30.000000", "event_date": "2026-06-21"})),
@@ -172,6 +178,15 @@ func hostileCases() []hostileCase {
 			"device_type="+dt.dir, hostileWant(dt.value, map[string]string{"power": "1"})))
 	}
 	return cases
+}
+
+// hostileBinaryKey is an n-byte key of every byte value in turn.
+func hostileBinaryKey(n int) []byte {
+	k := make([]byte, n)
+	for i := range k {
+		k[i] = byte(i)
+	}
+	return k
 }
 
 // hostileRender renders a table value as deltars.py does, so that the Go
@@ -383,7 +398,10 @@ func hostileCheckDLQ(t *testing.T, natsURL, table, topic string, byOffset map[in
 		}
 		if c.key != nil {
 			if h.Get(bridge.HeaderKeyEncoding) != "base64" || h.Get(bridge.HeaderKey) == string(c.key) {
-				t.Errorf("%s: binary key header %q (encoding %q), want base64", c.name, h.Get(bridge.HeaderKey), h.Get(bridge.HeaderKeyEncoding))
+				t.Errorf("%s: binary key header %q (encoding %q), want base64", c.name, hostileShort([]byte(h.Get(bridge.HeaderKey))), h.Get(bridge.HeaderKeyEncoding))
+			}
+			if cut := len(c.key) > 4<<10; cut != (h.Get(bridge.HeaderKeyTruncated) == strconv.Itoa(len(c.key))) {
+				t.Errorf("%s: %s = %q for a %d-byte key", c.name, bridge.HeaderKeyTruncated, h.Get(bridge.HeaderKeyTruncated), len(c.key))
 			}
 		} else if h.Get(bridge.HeaderKey) != c.name {
 			t.Errorf("%s: key header %q", c.name, h.Get(bridge.HeaderKey))
