@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -49,7 +50,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 	if c.pipeline != nil && len(fresh) > 0 {
 		c.spawnReaders(ctx, fresh, nil)
 	}
-	maps.Copy(c.base, CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
+	maps.Copy(c.base, offsets.Next(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
 	c.cfg.progress.setCommitted(c.base)
 	m.Reply <- messages.Assigned{Next: next}
 }
@@ -74,8 +75,8 @@ func (c *committer) startPartitions(ps []int32) (map[int32]int64, error) {
 			return nil, err
 		}
 		if !plan.empty() {
-			key := TopicIDProperty(c.cfg.app, c.cfg.topic)
-			v, err := SetOffsets(c.ctx, c.cfg.table, c.snap, c.cfg.app, c.cfg.topic, plan.write, plan.topicID, plan.operation(c.cfg.starts, key))
+			key := offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)
+			v, err := offsets.Write(c.ctx, c.cfg.table, c.snap, c.cfg.app, c.cfg.topic, plan.write, plan.topicID, plan.operation(c.cfg.starts, key))
 			if delta.IsConflict(err) {
 				conflict = err // another writer recorded starts too: decide again from its commit
 				continue
@@ -111,10 +112,10 @@ func (c *committer) planStarts(ps []int32) (startPlan, error) {
 		return startPlan{}, err
 	}
 	table := map[int32]int64{}
-	for p, v := range TableOffsets(c.snap, c.cfg.app, c.cfg.topic) {
+	for p, v := range offsets.Last(c.snap, c.cfg.app, c.cfg.topic) {
 		table[p] = v + 1
 	}
-	storedID := c.snap.Metadata().Configuration[TopicIDProperty(c.cfg.app, c.cfg.topic)]
+	storedID := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]
 	return planStarts(ps, table, storedID, logs, c.cfg.starts)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -102,17 +103,10 @@ type committer struct {
 	staleClient bool   // a fetch found the topic's ID gone (see runRechecks)
 	epoch       uint64 // the epoch readers are filling
 	cur         *epochState
-	waiters     []chan error // CommitNow replies for the current epoch
-	queued      []chan error // CommitNow replies for the next epoch
-	// again is the reason of a CommitNow that came during an epoch: the
-	// next epoch starts as soon as this one ends, sealed with it. (A full
-	// memory budget asks once; dropped, reading would stall until the
-	// flush timer.) After an abort it is the reason of the dropped epoch
-	// its waiters wait on, redone once the pipeline is rebuilt.
-	again    string
-	idle     map[string]int
-	retiring []*actor.PID
-	failures failureStreak // paces pipeline rebuilds
+	sched       schedule // which CommitNow seals which epoch, who waits on it
+	idle        map[string]int
+	retiring    []*actor.PID
+	failures    failureStreak // paces pipeline rebuilds
 	// faults counts the aborts in a row on a record fault (recordFault)
 	// since something was last committed; at isolateAfter, isolate starts
 	// cutting the failing epoch down to the record causing it.
@@ -172,7 +166,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.epochTimeout), true)
 		}
 	case *committedOffsets:
-		ctx.Respond(CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+		ctx.Respond(offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 	case *rebuild:
 		if m.gen == c.gen {
 			c.spawnPipeline(ctx)
@@ -261,7 +255,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if len(c.assigned) > 0 {
 		c.spawnReaders(ctx, c.partitions(), limits)
 	}
-	offsets := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
+	offsets := offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
 	c.cfg.progress.setCommitted(c.base)
 	for p := range c.held {
@@ -273,8 +267,8 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 		}
 	}
 	c.cfg.fetch.reset(c.gen, offsets)
-	if len(c.queued) > 0 && c.cur == nil {
-		c.sealEpoch(ctx, c.nextReason())
+	if seal, reason := c.sched.rebuilt(); seal && c.cur == nil {
+		c.sealEpoch(ctx, reason)
 	}
 }
 
@@ -286,19 +280,7 @@ func (c *committer) spawnReaders(ctx actor.Context, partitions []int32, limits m
 }
 
 func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
-	if m.Reply != nil {
-		c.queued = append(c.queued, m.Reply)
-	}
-	if c.cur != nil {
-		// The first request names the next epoch, unless one somebody
-		// waits on (the control service, Stop, CatchUp) comes after ones
-		// nobody does (max_bytes, memory_budget).
-		if c.again == "" || (m.Reply != nil && len(c.queued) == 1) {
-			c.again = m.Reason
-		}
-		return
-	}
-	if c.pipeline != nil {
+	if c.sched.request(m.Reason, m.Reply, c.cur != nil) && c.pipeline != nil {
 		c.sealEpoch(ctx, m.Reason)
 	}
 }
@@ -306,8 +288,7 @@ func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 // sealEpoch seals epoch c.epoch: readers tag later rows with the next one.
 func (c *committer) sealEpoch(ctx actor.Context, reason string) {
 	partitions, pids := c.cfg.pipeline.reg.readerList()
-	c.waiters, c.queued = append(c.waiters, c.queued...), nil
-	c.again = ""
+	c.sched.sealed()
 	if len(partitions) == 0 {
 		c.finishEpoch(ctx, nil)
 		return
@@ -376,7 +357,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.idle[id]++
 	}
 	if letters := es.deadLetters(); len(letters) > 0 {
-		if id := c.snap.Metadata().Configuration[TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
+		if id := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
 			for i := range letters {
 				letters[i].TopicID = id
 			}
@@ -573,36 +554,19 @@ func (c *committer) checkpoint(ctx actor.Context, version int64) error {
 // the versions after the snapshot; this covers those the snapshot absorbed
 // (our earlier commits replaying other writers', a re-read on assignment).
 func (c *committer) movedPartitions(es *epochState) []int32 {
-	offsets := es.offsets()
-	now := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, slices.Sorted(maps.Keys(offsets)))
-	var moved []int32
-	for p, next := range now {
-		if next != c.base[p] {
-			moved = append(moved, p)
-		}
+	read := map[int32]int64{}
+	for p := range es.offsets() {
+		read[p] = c.base[p]
 	}
-	slices.Sort(moved)
-	return moved
+	return offsets.Moved(c.snap, c.cfg.app, c.cfg.topic, read)
 }
 
 // staleTxns are the txns of the owned partitions this epoch does not
-// advance that are past half of the table's delta.setTransactionRetentionDuration,
-// refreshed (same version, lastUpdated now). Committed with the epoch, or
+// advance to refresh with it (offsets.Stale): committed with the epoch, or
 // alone when the epoch is empty, they keep an idle partition's offset from
-// expiring: forgotten, the partition would be read again from its start
-// offset and its records committed twice. A partition whose txn another
-// writer moved since we began reading it is not ours to refresh.
+// expiring.
 func (c *committer) staleTxns(es *epochState) []delta.Txn {
-	advanced := es.offsets()
-	owned := c.partitions()
-	table := CommittedOffsets(c.snap, c.cfg.app, c.cfg.topic, owned)
-	var ids []string
-	for _, p := range owned {
-		if _, ok := advanced[p]; !ok && table[p] == c.base[p] {
-			ids = append(ids, TxnAppID(c.cfg.app, c.cfg.topic, p))
-		}
-	}
-	return c.snap.StaleTxns(ids, time.Now())
+	return offsets.Stale(c.snap, c.cfg.app, c.cfg.topic, c.partitions(), es.offsets(), c.base, time.Now())
 }
 
 // afterCommit does what follows a commit: KV mirror, Kafka group offsets,
@@ -651,37 +615,24 @@ func (c *committer) finishEpoch(ctx actor.Context, err error) {
 		c.cfg.budget.EpochDone()
 		c.cur = nil
 	}
-	for _, w := range c.waiters {
-		w <- err
-	}
-	c.waiters = nil
+	next, reason := c.sched.finished(err)
 	c.runRechecks(ctx)
-	if (len(c.queued) > 0 || c.again != "") && c.pipeline != nil {
-		c.sealEpoch(ctx, c.nextReason())
+	if next && c.pipeline != nil {
+		c.sealEpoch(ctx, reason)
 	}
-}
-
-// nextReason is the reason of an epoch sealed for pending requests:
-// again's, else request.
-func (c *committer) nextReason() string {
-	if c.again != "" {
-		return c.again
-	}
-	return reasonRequest
 }
 
 // dropEpoch forgets the current epoch (aborted, or lost with a restart);
 // its CommitNow waiters wait for the next one, which says the dropped
 // epoch's reason unless a request already named it.
 func (c *committer) dropEpoch() {
+	reason := ""
 	if c.cur != nil {
 		c.cfg.budget.EpochDone()
-		if len(c.waiters) > 0 && c.again == "" {
-			c.again = c.cur.reason
-		}
+		reason = c.cur.reason
 		c.cur = nil
 	}
-	c.queued, c.waiters = append(c.waiters, c.queued...), nil
+	c.sched.dropped(reason)
 }
 
 // abort drops every uncommitted epoch: the pipeline is thrown away, the

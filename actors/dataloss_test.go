@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -87,7 +88,7 @@ func (h *harness) seekTable(p int32, next int64) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := SetOffsets(h.t.Context(), h.table, s, "deltaflow", topic, map[int32]int64{p: next}, "", delta.Operation{Name: "SEEK"}); err != nil {
+	if _, err := offsets.Write(h.t.Context(), h.table, s, "deltaflow", topic, map[int32]int64{p: next}, "", delta.Operation{Name: "SEEK"}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -100,7 +101,7 @@ func (h *harness) tableState() (map[int32]int64, int64, *delta.Snapshot) {
 		h.t.Fatal(err)
 	}
 	next := map[int32]int64{}
-	for p, v := range TableOffsets(s, "deltaflow", topic) {
+	for p, v := range offsets.Last(s, "deltaflow", topic) {
 		next[p] = v + 1
 	}
 	return next, statsRows(h.t, s), s
@@ -221,7 +222,7 @@ func TestRecreatedTopic(t *testing.T) {
 			waitFor(t, func() bool { next, _, _ := h.tableState(); return next[0] == 30 })
 			r.stop(t)
 			_, _, s := h.tableState()
-			oldID := s.Metadata().Configuration[TopicIDProperty("deltaflow", topic)]
+			oldID := s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)]
 			if oldID == "" {
 				t.Fatal("the topic's ID is not recorded in the table")
 			}
@@ -248,7 +249,7 @@ func TestRecreatedTopic(t *testing.T) {
 			if rows != 30+60 {
 				t.Fatalf("table at %v with %d rows; want the 30 old and all 60 new records", next, rows)
 			}
-			if newID := s.Metadata().Configuration[TopicIDProperty("deltaflow", topic)]; newID == oldID || newID == "" {
+			if newID := s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)]; newID == oldID || newID == "" {
 				t.Errorf("recorded topic ID %q after the skip; want the new topic's, not %q", newID, oldID)
 			}
 			if evs := events.get(); len(evs) != 3 || evs[0].Cause != kafka.LossRecreated || evs[0].Records != -1 {
@@ -346,8 +347,8 @@ func TestTopicRecreatedWhileRunning(t *testing.T) {
 		t.Fatal("no fatal error within 30s of the topic's recreation")
 	}
 	next, _, s := h.tableState()
-	if next[0] != 0 || s.Metadata().Configuration[TopicIDProperty("deltaflow", topic)] == before.Metadata().Configuration[TopicIDProperty("deltaflow", topic)] {
+	if next[0] != 0 || s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)] == before.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)] {
 		t.Errorf("table at %v under topic ID %q; want every partition at the new topic's start, under its ID", next,
-			s.Metadata().Configuration[TopicIDProperty("deltaflow", topic)])
+			s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/messages"
 )
@@ -143,9 +144,9 @@ func (es *epochState) commitActions(app string, now time.Time) (actions []delta.
 		bytes += f.Size
 	}
 	ms := now.UnixMilli()
-	offsets := es.offsets()
-	for _, p := range slices.Sorted(maps.Keys(offsets)) {
-		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: TxnAppID(app, es.topic, p), Version: offsets[p], LastUpdated: &ms}})
+	last := es.offsets()
+	for _, p := range slices.Sorted(maps.Keys(last)) {
+		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: offsets.AppID(app, es.topic, p), Version: last[p], LastUpdated: &ms}})
 	}
 	return actions, rows, bytes
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
 )
 
@@ -18,7 +19,7 @@ func TestCommitReplacedBehindTheCommitter(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
 	defer r.stop(t)
-	p0, p1 := TxnAppID("deltaflow", topic, 0), TxnAppID("deltaflow", topic, 1)
+	p0, p1 := offsets.AppID("deltaflow", topic, 0), offsets.AppID("deltaflow", topic, 1)
 	stored := func() *delta.Snapshot {
 		s, err := h.table.Snapshot(t.Context())
 		if err != nil {

@@ -10,15 +10,6 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 )
 
-// TopicIDProperty is the table property under which deltaflow records the
-// Kafka topic ID (KIP-516) its txn offsets of topic count in, for app:
-// "deltaflow.kafkaTopicId.<app>-<topic>". A topic deleted and created again
-// gets a new ID, and its offsets start over: an offset of the old topic
-// means nothing in the new one.
-func TopicIDProperty(app, topic string) string {
-	return "deltaflow.kafkaTopicId." + app + "-" + topic
-}
-
 // startPolicy is what the configuration says of starts: kafka.start_offset
 // for partitions the table holds no offset for, kafka.on_data_loss for
 // offsets the log no longer continues from.

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
@@ -217,7 +217,7 @@ func TestSeekRecordsTopicID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.Metadata().Configuration[actors.TopicIDProperty("deltaflow", "t1")]
+		return s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", "t1")]
 	}
 	if code, _, errs := run(t, "seek", "--table", table, "--brokers", broker, "--topic", "t1", "--offsets", "0:0,1:0"); code != 0 {
 		t.Fatalf("seek: exit %d: %s", code, errs)

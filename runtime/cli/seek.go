@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
@@ -120,7 +120,7 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 		}
 		return f.writeJSON(out, plan, cfg, nil)
 	}
-	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
+	v, err := offsets.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
@@ -165,7 +165,7 @@ func seekTable(ctx context.Context, cfg *daemon.Config, dryRun bool, stderr io.W
 // topic: under the new ID that offset would look valid, and the records
 // before it would be skipped.
 func checkRecreatedSeek(snap *delta.Snapshot, app, topic string, logs kafka.TopicLogs, next map[int32]int64, held []int32) error {
-	stored := snap.Metadata().Configuration[actors.TopicIDProperty(app, topic)]
+	stored := snap.Metadata().Configuration[offsets.TopicIDProperty(app, topic)]
 	if stored == "" || logs.ID == "" || stored == logs.ID {
 		return nil
 	}

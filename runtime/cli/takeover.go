@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
@@ -125,7 +125,7 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 		fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
 		return f.writeJSON(out, plan, cfg, nil)
 	}
-	v, err := actors.SetOffsets(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
+	v, err := offsets.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
 		"from": "spark", "queryId": ck.QueryID, "batchId": strconv.FormatInt(end.Batch.ID, 10),
 	}})
 	if err != nil {
@@ -184,7 +184,7 @@ func openExisting(ctx context.Context, uri string, opts storage.Options) (*delta
 // heldOffsets lists the partitions for which the table holds deltaflow's
 // txn for topic.
 func heldOffsets(s *delta.Snapshot, app, topic string) []int32 {
-	return slices.Sorted(maps.Keys(actors.TableOffsets(s, app, topic)))
+	return slices.Sorted(maps.Keys(offsets.Last(s, app, topic)))
 }
 
 // startPlan is where deltaflow will start each partition, next to what

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -145,7 +144,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
 		return nil, false, err
 	}
-	if err := checkTxnRetention(snap, cfg.Flush.Interval); err != nil {
+	if err := offsets.CheckRetention(snap, cfg.Flush.Interval); err != nil {
 		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
 	}
 	ready.tableLoaded.Store(true)
@@ -340,20 +339,6 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, check
 	return snap, nil
 }
 
-// checkTxnRetention refuses a table whose txns expire before the committer
-// can refresh them. An owned partition's txn is re-committed by the first
-// epoch after half of delta.setTransactionRetentionDuration has passed, and
-// epochs start every flush interval; with a retention under twice the
-// interval an idle partition's committed offset could expire first, and its
-// records be read and committed again.
-func checkTxnRetention(snap *delta.Snapshot, flushInterval time.Duration) error {
-	if ret, ok := snap.TxnRetention(); ok && ret <= 2*flushInterval {
-		return fmt.Errorf("delta.setTransactionRetentionDuration %s must be more than twice flush.interval (%s): "+
-			"an idle partition's committed offset would expire before it is refreshed", ret, flushInterval)
-	}
-	return nil
-}
-
 func orAbsent(s string) string {
 	if s == "" {
 		return "no such column"
@@ -362,37 +347,35 @@ func orAbsent(s string) string {
 }
 
 // reconcileOffsets compares the KV offsets mirror with the Delta log, which
-// is the authority: each partition whose KV value differs is corrected (and
-// one the log does not know is deleted), with a warning.
+// is the authority (offsets.Reconcile): each partition whose KV value
+// differs is corrected, and one the log does not know is deleted, with a
+// warning.
 func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapshot, app, topic string, logger *slog.Logger) {
 	kv, err := b.Offsets(ctx, topic)
 	if err != nil {
 		logger.Warn("KV offsets mirror unreadable; the Delta log alone decides", "err", err)
 		return
 	}
-	inLog := actors.TableOffsets(snap, app, topic)
-	for _, p := range slices.Sorted(maps.Keys(inLog)) {
-		off := inLog[p]
-		rec, ok := kv[p]
-		if ok && rec.Offset == off {
-			continue
-		}
+	mirror := make(map[int32]int64, len(kv))
+	for p, rec := range kv {
+		mirror[p] = rec.Offset
+	}
+	inLog := offsets.Last(snap, app, topic)
+	correct, drop := offsets.Reconcile(inLog, mirror)
+	for _, p := range correct {
 		kvOffset := "missing"
-		if ok {
+		if rec, ok := kv[p]; ok {
 			kvOffset = strconv.FormatInt(rec.Offset, 10)
 		}
 		logger.Warn("KV offset differs from the Delta log; correcting it (the log wins)",
-			"topic", topic, "partition", p, "kv", kvOffset, "log", off)
-		if err := b.PutOffset(ctx, topic, p, bridge.OffsetRecord{Offset: off, Version: snap.Version(), Time: snap.Timestamp()}); err != nil {
+			"topic", topic, "partition", p, "kv", kvOffset, "log", inLog[p])
+		if err := b.PutOffset(ctx, topic, p, bridge.OffsetRecord{Offset: inLog[p], Version: snap.Version(), Time: snap.Timestamp()}); err != nil {
 			logger.Warn("KV offset not corrected", "partition", p, "err", err)
 		}
 	}
-	for p, rec := range kv {
-		if _, ok := inLog[p]; ok {
-			continue
-		}
+	for _, p := range drop {
 		logger.Warn("KV offset for a partition the Delta log has no offset for; deleting it (the log wins)",
-			"topic", topic, "partition", p, "kv", rec.Offset)
+			"topic", topic, "partition", p, "kv", kv[p].Offset)
 		if err := b.DeleteOffset(ctx, topic, p); err != nil {
 			logger.Warn("KV offset not deleted", "partition", p, "err", err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/actors/mapping"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
@@ -198,7 +199,7 @@ func TestRunUntilLatest(t *testing.T) {
 	}
 	hw := testenv.HighWatermarks(t, brokers, "sensor-events")
 	for p, h := range hw {
-		if got := txns[actors.TxnAppID("deltaflow", testTopic, p)]; got != h-1 {
+		if got := txns[offsets.AppID("deltaflow", testTopic, p)]; got != h-1 {
 			t.Errorf("partition %d: txn version %d, high watermark %d", p, got, h)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -24,7 +24,7 @@ func applyStartPositions(ctx context.Context, cfg *Config, tbl *delta.Table, sna
 	}
 	app := cfg.Table.AppID
 	held := func(p int32) bool {
-		_, ok := snap.TxnVersion(actors.TxnAppID(app, k.Topic, p))
+		_, ok := snap.TxnVersion(offsets.AppID(app, k.Topic, p))
 		return ok
 	}
 	var lastErr error
@@ -33,7 +33,7 @@ func applyStartPositions(ctx context.Context, cfg *Config, tbl *delta.Table, sna
 		if err != nil || len(next) == 0 {
 			return err
 		}
-		v, err := actors.SetOffsets(ctx, tbl, snap, app, k.Topic, next, "", op)
+		v, err := offsets.Write(ctx, tbl, snap, app, k.Topic, next, "", op)
 		if delta.IsConflict(err, delta.ConflictTxn) {
 			lastErr = err
 			continue // snap now holds the winner's txns

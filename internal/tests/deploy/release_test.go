@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/runtime/devtools/sbom"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
+	"github.com/deltaflow/deltaflow/runtime/devtools/sbom"
 )
 
 // releaseVersion and releaseEpoch are what TestRelease hands the release

@@ -20,6 +20,9 @@ var forbidden = map[string][]string{
 	"bridge":         {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
 	"bridge/kafka":   {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
 	"actors":         {module + "/runtime"},
+	// The exactly-once model is plain functions over delta.
+	"actors/offsets": {module + "/actors/mapping", module + "/bridge", module + "/runtime", module + "/messages",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 	// Small product helpers sit below everything: they import nothing of ours.
 	"internal/sim":       {module + "/"},
 	"internal/secret":    {module + "/"},
@@ -86,6 +89,30 @@ func TestForbiddenImports(t *testing.T) {
 			for _, ban := range bans {
 				if strings.HasPrefix(dep, ban) {
 					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
+
+// directBans are imports a package must not make itself (its dependencies
+// may): the CLI reaches the engine only through runtime/daemon, and the
+// offsets model through actors/offsets, never protoactor's package and its
+// init.
+var directBans = map[string][]string{
+	"runtime/cli": {module + "/actors", "github.com/asynkron/protoactor-go"},
+}
+
+func TestDirectImports(t *testing.T) {
+	for pkg, bans := range directBans {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"/"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for imp := range strings.FieldsSeq(string(out)) {
+			for _, ban := range bans {
+				if imp == ban || strings.HasPrefix(imp, ban+"/") && ban != module+"/actors" {
+					t.Errorf("%s imports %s", pkg, imp)
 				}
 			}
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
@@ -210,7 +210,7 @@ func (r *outageRig) waitCaughtUp() *delta.Snapshot {
 			return false
 		}
 		for p, end := range hw {
-			if v, ok := s.TxnVersion(actors.TxnAppID("deltaflow", r.topic, p)); end > 0 && (!ok || v != end-1) {
+			if v, ok := s.TxnVersion(offsets.AppID("deltaflow", r.topic, p)); end > 0 && (!ok || v != end-1) {
 				return false
 			}
 		}

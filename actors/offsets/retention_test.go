@@ -1,6 +1,7 @@
-package daemon
+package offsets
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +10,9 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// TestCheckTxnRetention: a txn retention the committer cannot refresh
-// within (under two flush intervals) is refused, naming both settings.
-func TestCheckTxnRetention(t *testing.T) {
+// TestCheckRetention: a txn retention the committer cannot refresh within
+// (under two flush intervals) is refused, naming both settings, typed.
+func TestCheckRetention(t *testing.T) {
 	schema := &delta.StructType{Fields: []delta.StructField{{Name: "id", Type: delta.Long, Nullable: true}}}
 	for _, tc := range []struct {
 		retention string // "" leaves the property out
@@ -25,7 +26,11 @@ func TestCheckTxnRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = checkTxnRetention(snap, time.Minute)
+		err = CheckRetention(snap, time.Minute)
+		var re *RetentionError
+		if !tc.ok && !errors.As(err, &re) {
+			t.Errorf("retention %q: %v is no *RetentionError", tc.retention, err)
+		}
 		if tc.ok != (err == nil) || err != nil && !(strings.Contains(err.Error(), "delta.setTransactionRetentionDuration") && strings.Contains(err.Error(), "flush.interval")) {
 			t.Errorf("retention %q: err = %v", tc.retention, err)
 		}
