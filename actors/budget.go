@@ -131,6 +131,20 @@ func (b *Budget) notifyLocked() {
 	b.changed = make(chan struct{})
 }
 
+// WaitRoom blocks until n more bytes fit in the budget, or nothing is held
+// (so that one thing larger than the budget still passes), or ctx ends; it
+// reports whether there is room.
+func (b *Budget) WaitRoom(ctx context.Context, n int64) bool {
+	return b.waitUntil(ctx, func() bool { return b.bytes+n <= b.limit || b.bytes <= 0 })
+}
+
+// Fits reports whether n more bytes fit in the budget.
+func (b *Budget) Fits(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bytes+n <= b.limit
+}
+
 // Bytes is the number of buffered bytes.
 func (b *Budget) Bytes() int64 {
 	b.mu.Lock()
@@ -152,9 +166,15 @@ func (b *Budget) exhaustedLocked() bool {
 // Wait blocks until the budget is no longer exhausted or ctx ends, and
 // reports whether it has room.
 func (b *Budget) Wait(ctx context.Context) bool {
+	return b.waitUntil(ctx, func() bool { return !b.exhaustedLocked() })
+}
+
+// waitUntil blocks until ok, checked under the lock whenever usage drops,
+// holds or ctx ends, and reports whether ok held.
+func (b *Budget) waitUntil(ctx context.Context, ok func() bool) bool {
 	for {
 		b.mu.Lock()
-		if !b.exhaustedLocked() {
+		if ok() {
 			b.mu.Unlock()
 			return true
 		}

@@ -148,3 +148,33 @@ func TestBudgetWaitEpochs(t *testing.T) {
 		t.Fatal("Wait did not report room once an epoch was done")
 	}
 }
+
+// WaitRoom ends once n more bytes fit, or once nothing is held (a thing
+// larger than the whole budget must still pass), or with ctx; Fits says
+// whether n fit now.
+func TestBudgetWaitRoom(t *testing.T) {
+	b := NewBudget(100, 2)
+	if !b.WaitRoom(t.Context(), 500) {
+		t.Fatal("an empty budget had no room for one thing larger than it")
+	}
+	b.Add(0, 80)
+	if b.Fits(30) || !b.Fits(20) {
+		t.Fatalf("with 80 of 100 held: Fits(30) %v, Fits(20) %v", b.Fits(30), b.Fits(20))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if b.WaitRoom(ctx, 30) {
+		t.Fatal("WaitRoom reported room for 30 with 80 of 100 held")
+	}
+	room := make(chan bool)
+	go func() { room <- b.WaitRoom(t.Context(), 30) }()
+	b.Release(0, 10)
+	if !<-room {
+		t.Fatal("WaitRoom did not end once 30 fit")
+	}
+	go func() { room <- b.WaitRoom(t.Context(), 500) }()
+	b.Release(0, 70)
+	if !<-room {
+		t.Fatal("WaitRoom for more than the budget did not end once nothing was held")
+	}
+}

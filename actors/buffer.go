@@ -24,10 +24,14 @@ type bufferConfig struct {
 	writer           delta.WriterOptions
 	committer        *actor.PID
 	budget           *Budget
-	health           *Health
-	metrics          *Metrics
-	retry            retryPolicy // uploads, before the epoch fails
-	logger           *slog.Logger
+	// fileMemory is what an open file's writer holds besides its rows
+	// (delta.FileWriter.FixedMemory), which the reader reserves in the
+	// budget for each file it makes a buffer open.
+	fileMemory int64
+	health     *Health
+	metrics    *Metrics
+	retry      retryPolicy // uploads, before the epoch fails
+	logger     *slog.Logger
 	// beforeRows, if set, runs before a batch is written: tests inject
 	// panics here.
 	beforeRows func(key string)
@@ -40,21 +44,28 @@ type epochFile struct {
 	epoch  uint64
 	out    chunkFile
 	w      *delta.FileWriter
+	fixed  int64 // the writer's fixed memory, while open
 	rows   int64 // rows written
 	mapped int64 // their mapped size (RowBatch.Bytes)
 	budget int64 // bytes accounted in the Budget
 }
 
-// footprint is what the file holds in memory: its encoded bytes, and the
-// rows of the open row group at their mapped size (the encoder holds them
-// uncompressed until the group is full).
+// footprint is what the file holds in memory: its encoded bytes (whole
+// chunks), the rows of the open row group at their mapped size (the encoder
+// holds them uncompressed until the group is full) and the writer's fixed
+// memory, which a partition value's first row costs.
 func (f *epochFile) footprint() int64 {
 	open := int64(f.w.BufferedRows())
 	if f.rows > 0 {
 		open = open * f.mapped / f.rows
 	}
-	return int64(f.out.Len()) + open
+	return int64(f.out.Cap()) + open + f.fixed
 }
+
+// bufferMemory is what a buffer costs while it lives, files aside: the
+// actor, its mailbox and its entries in the registry and the readers'
+// routes (measured: ~1.6 KiB), and its key.
+func bufferMemory(key string) int64 { return 2<<10 + 3*int64(len(key)) }
 
 // buffer holds the rows of one partition value (e.g.
 // device_type=smart_plug/event_date=2026-06-22) until Flush.
@@ -92,13 +103,14 @@ func (b *buffer) Receive(c actor.Context) {
 			b.cfg.budget.Release(b.gen, f.budget)
 		}
 		b.files = nil
+		b.cfg.budget.Release(b.gen, bufferMemory(b.key)) // counted by the pipeline at spawn
 	}
 }
 
 func (b *buffer) handleRows(m *messages.RowBatch) {
 	defer m.Release()
 	if m.Gen != b.gen {
-		b.cfg.budget.Release(m.Gen, m.Bytes)
+		b.cfg.budget.Release(m.Gen, m.Bytes+m.Reserved)
 		return
 	}
 	if b.cfg.beforeRows != nil {
@@ -110,12 +122,14 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 		// the supervisor turns into a pipeline rebuild.
 		panic(fmt.Errorf("buffer %s: write rows of epoch %d: %w", b.key, m.Epoch, err))
 	}
-	// The reader counted the rows at their mapped size; once encoded they
-	// cost what the file grew by, typically a fraction of it.
+	// The reader counted the rows at their mapped size, and reserved the
+	// writer's fixed memory if they were its first of the epoch; once
+	// encoded the rows cost what the file grew by, typically a fraction of
+	// it, and the reservation is kept only by the file it opened.
 	f.rows += int64(len(m.Rows))
 	f.mapped += m.Bytes
 	now := f.footprint()
-	b.cfg.budget.Adjust(b.gen, now-f.budget-m.Bytes)
+	b.cfg.budget.Adjust(b.gen, now-f.budget-m.Bytes-m.Reserved)
 	f.budget = now
 }
 
@@ -130,6 +144,7 @@ func (b *buffer) file(epoch uint64) *epochFile {
 		panic(fmt.Errorf("buffer %s: %w", b.key, err))
 	}
 	f.w = w
+	f.fixed = w.FixedMemory()
 	b.files = append(b.files, f)
 	return f
 }
@@ -163,7 +178,11 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 			panic(fmt.Errorf("buffer %s: finish file of epoch %d: %w", b.key, f.epoch, err))
 		}
 		files = append(files, encoded{&f.out, st})
-		accounted += f.budget
+		// Closed, the file holds its encoded chunks only: the writer's
+		// memory and the open rows' are given back now, the chunks once
+		// uploaded.
+		b.cfg.budget.Adjust(b.gen, int64(f.out.Cap())-f.budget)
+		accounted += int64(f.out.Cap())
 	}
 	ctx, system, committer := b.ctx, c.ActorSystem(), b.cfg.committer
 	go func() {

@@ -59,8 +59,13 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 		}
 	}
 	e.deps.Logger.Info("catch-up: reading up to the high watermarks", "targets", targets)
+	// Commit as soon as everything is read, and again while each such
+	// commit moves the offsets but leaves some uncommitted: a reader that
+	// stopped for room in the memory budget maps the rest of its poll only
+	// once an epoch's flush frees it.
 	flushed := false
-	emptySeen := map[int32]int{} // consecutive checks a partition looked empty
+	var flushedAt map[int32]int64 // the committed offsets at the last flush
+	emptySeen := map[int32]int{}  // consecutive checks a partition looked empty
 	for {
 		if err := wait(); err != nil {
 			return err
@@ -78,8 +83,8 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 			e.deps.Logger.Info("catch-up: caught up", "committed", committed)
 			return nil
 		}
-		if read && !flushed {
-			flushed = true
+		if read && (!flushed || !maps.Equal(committed, flushedAt)) {
+			flushed, flushedAt = true, committed
 			if err := e.commitNow(ctx, messages.ReasonCatchUp); err != nil && ctx.Err() == nil {
 				e.deps.Logger.Warn("catch-up: flush failed; the timer will retry", "err", err)
 			}

@@ -36,6 +36,10 @@ func (c *chunkFile) Write(p []byte) (int, error) {
 // Len is the file's size.
 func (c *chunkFile) Len() int { return c.n }
 
+// Cap is the memory the file holds: whole chunks, however little of the
+// last is written.
+func (c *chunkFile) Cap() int { return len(c.chunks) * chunkSize }
+
 // Reader reads the file from the start; each call returns a new reader, so
 // an upload can be retried. It is an io.ReaderAt and io.Seeker too, which
 // lets minio-go re-read it (its own retries, multipart parts) without

@@ -611,6 +611,7 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took
 func (c *committer) finishEpoch(ctx actor.Context, err error) {
 	c.cfg.progress.epochDone()
 	if c.cur != nil {
+		c.cfg.budget.Release(c.gen, c.cur.letterMemory()) // stored in the DLQ, or nothing to store
 		c.cfg.budget.EpochDone()
 		c.cur = nil
 	}

@@ -40,16 +40,21 @@
 //	     └──── Fetch.Done ◄── fetchMem.free ◄── fetchMem.release ◄┘ (last of the Fetch)
 //
 // The fetch loop waits for the Done of the poll before the last, so at most
-// two polls are in flight. Independently, Budget counts the bytes buffers
-// hold until their files are uploaded (buffer.handleFlush releases them)
-// and the epochs not yet committed; while it is exhausted the fetch loop
-// pauses Kafka. Five places send the committer messages.CommitNow for an
-// early epoch: the fetch loop when the budget pauses it (fetcher.run), the
-// fetch loop again when the budget stays exhausted a whole poll wait, the
-// budget watch when buffered bytes pass FlushMaxBytes (Engine.watchBudget),
-// Engine.commitNow: the control service's flush (Engine.CommitNow),
-// Stop's final commit and CatchUp, and a reader at its readLimit while a
-// failing record is isolated. Each names its reason (memory_budget,
-// max_bytes, request, shutdown, catch_up, isolate; the timer's epochs say
-// timer), which the epoch keeps and its flush event reports.
+// two polls are in flight. Independently, Budget counts what the pipeline
+// holds until an epoch commits — rows and encoded files until uploaded
+// (buffer.handleFlush releases them), each open file's writer and each
+// buffer, dead letters (released by committer.finishEpoch) — and the epochs
+// not yet committed; while it is exhausted the fetch loop pauses Kafka. A
+// reader takes a record that opens a file or makes a dead letter only if
+// it fits (reader.hold); otherwise it stops there and waits for room
+// (reader.waitRoom). Six places send the committer messages.CommitNow for
+// an early epoch: the fetch loop when the budget pauses it (fetcher.run),
+// the fetch loop again when the budget stays exhausted a whole poll wait, a
+// reader waiting for room, the budget watch when buffered bytes pass
+// FlushMaxBytes (Engine.watchBudget), Engine.commitNow: the control
+// service's flush (Engine.CommitNow), Stop's final commit and CatchUp, and
+// a reader at its readLimit while a failing record is isolated. Each names
+// its reason (memory_budget, max_bytes, request, shutdown, catch_up,
+// isolate; the timer's epochs say timer), which the epoch keeps and its
+// flush event reports.
 package actors

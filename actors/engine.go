@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -328,8 +329,15 @@ func (e *Engine) Start(cons Consumer) error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
+	// What each open file's writer costs, reserved by the readers before
+	// they make a buffer open one (materialized partition columns, which
+	// differ by buffer, are settled by the buffer).
+	probe, err := delta.NewFileWriter(io.Discard, dataSchema, writer)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
-	bcfg := &bufferConfig{
+	bcfg := &bufferConfig{fileMemory: probe.FixedMemory(),
 		store: e.deps.Table.Store(), dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: e.deps.PartitionColumns,
 		writer: writer, committer: e.committer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
 		retry: retry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,

@@ -84,6 +84,18 @@ func (es *epochState) deadLetters() []messages.DeadLetter {
 	return out
 }
 
+// letterMemory is what the epoch's dead letters hold, counted in the
+// memory budget by the readers until the epoch ends.
+func (es *epochState) letterMemory() int64 {
+	var n int64
+	for _, s := range es.sealed {
+		for _, d := range s.DeadLetters {
+			n += letterMemory(d.Key, d.Value, d.Reason)
+		}
+	}
+	return n
+}
+
 // offsets are the last offsets consumed in the epoch, for the partitions
 // that advanced.
 func (es *epochState) offsets() map[int32]int64 {

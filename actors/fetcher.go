@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/messages"
@@ -230,6 +231,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		if paused {
 			f.measureLag(ctx)
 		}
+		tooLarge, err := f.tooLarge(err)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			f.metrics.Errors.WithLabelValues(componentKafka).Inc()
 			f.logger.Warn("kafka poll", "err", err)
@@ -240,7 +242,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		}
 		// The readers queue this poll behind the one in flight, so they
 		// go from one to the next without waiting for the loop.
-		next := f.dispatch(batches)
+		next := f.dispatch(batches, tooLarge)
 		if inFlight != nil {
 			f.wait(ctx, inFlight)
 		}
@@ -285,6 +287,30 @@ func (f *fetcher) holdLost(err error) {
 	f.system.Root.Send(f.committer, &recheckPartitions{partitions: lost, staleClient: stale})
 }
 
+// tooLarge takes the record batches Poll refused to decompress
+// (kafka.BatchTooLargeError) out of err, by partition; the rest of err is
+// returned. Such a batch is not a Kafka failure but hostile or oversized
+// input, dead-lettered by dispatch.
+func (f *fetcher) tooLarge(err error) (map[int32]*kafka.BatchTooLargeError, error) {
+	if err == nil {
+		return nil, nil
+	}
+	var found map[int32]*kafka.BatchTooLargeError
+	var rest []error
+	for _, e := range joined(err) {
+		if tl, ok := errors.AsType[*kafka.BatchTooLargeError](e); ok {
+			if found == nil {
+				found = map[int32]*kafka.BatchTooLargeError{}
+			}
+			found[tl.Partition] = tl
+			f.logger.Warn("record batch too large to decompress: dead-lettered, read past", "err", tl)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return found, errors.Join(rest...)
+}
+
 // joined returns the errors errors.Join joined into err, or err alone.
 func joined(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -301,30 +327,57 @@ type polled struct {
 	pending int
 }
 
-// dispatch hands batches to readers without waiting.
-func (f *fetcher) dispatch(batches []kafka.Batch) *polled {
-	p := &polled{done: make(chan struct{}, len(batches))}
+// dispatch hands batches to readers without waiting, each with the batch
+// after it that Kafka refused to decompress, if any (tooLarge, emptied).
+func (f *fetcher) dispatch(batches []kafka.Batch, tooLarge map[int32]*kafka.BatchTooLargeError) *polled {
+	p := &polled{done: make(chan struct{}, len(batches)+len(tooLarge))}
 	for _, b := range batches {
 		if len(b.Records) == 0 {
 			continue
 		}
-		pid := f.reg.reader(f.gen, b.Partition)
-		if pid == nil {
-			// The pipeline is being rebuilt (its reset seeks back to the
-			// committed offsets) or the partition was revoked. Either way
-			// these records must not be skipped: rewind to them.
-			f.cons.Seek(map[int32]int64{b.Partition: b.Records[0].Offset})
-			continue
+		skip := tooLarge[b.Partition]
+		delete(tooLarge, b.Partition)
+		if f.send(p, b.Partition, b.Records, skip) {
+			last := b.Records[len(b.Records)-1].Offset
+			f.metrics.Lag.WithLabelValues(partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
 		}
-		p.pending++
-		f.system.Root.Send(pid, &messages.Fetch{Gen: f.gen, Partition: b.Partition, Records: b.Records,
-			Done: func() { p.done <- struct{}{} }})
-		last := b.Records[len(b.Records)-1].Offset
-		f.positions[b.Partition] = last + 1
-		f.metrics.Lag.WithLabelValues(partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
+	}
+	for part, skip := range tooLarge {
+		f.send(p, part, nil, skip)
 	}
 	f.publishPositions()
 	return p
+}
+
+// send hands a partition's records, and the batch after them to skip, to
+// its reader, and moves Kafka past the skipped batch; it reports whether
+// there was a reader.
+func (f *fetcher) send(p *polled, partition int32, records []*kgo.Record, skip *kafka.BatchTooLargeError) bool {
+	pid := f.reg.reader(f.gen, partition)
+	if pid == nil {
+		// The pipeline is being rebuilt (its reset seeks back to the
+		// committed offsets) or the partition was revoked. Either way
+		// these records must not be skipped: rewind to them. (A skipped
+		// batch is met again after the reset's seek.)
+		if len(records) > 0 {
+			f.cons.Seek(map[int32]int64{partition: records[0].Offset})
+		}
+		return false
+	}
+	fetch := &messages.Fetch{Gen: f.gen, Partition: partition, Records: records, Done: func() { p.done <- struct{}{} }}
+	if len(records) > 0 {
+		f.positions[partition] = records[len(records)-1].Offset + 1
+	}
+	if skip != nil {
+		// Kafka stopped the partition at the batch; the reader records
+		// the skip in its epoch (a dead letter and the txn past it).
+		fetch.Skip = &messages.SkippedBatch{Offset: skip.Offset, LastOffset: skip.Next - 1, Reason: skip.Error()}
+		f.cons.Seek(map[int32]int64{partition: skip.Next})
+		f.positions[partition] = skip.Next
+	}
+	p.pending++
+	f.system.Root.Send(pid, fetch)
+	return true
 }
 
 // wait waits until p's rows are written, the pipeline is rebuilt, or ctx

@@ -30,8 +30,8 @@ type bridgeOutbox struct{ b *bridge.Bridge }
 func (o bridgeOutbox) PublishDLQ(ctx context.Context, letters []messages.DeadLetter) error {
 	out := make([]bridge.DeadLetter, len(letters))
 	for i, l := range letters {
-		out[i] = bridge.DeadLetter{Topic: l.Topic, TopicID: l.TopicID, Partition: l.Partition, Offset: l.Offset, Key: l.Key,
-			Value: l.Value, Timestamp: time.UnixMilli(l.Timestamp), Reason: l.Reason}
+		out[i] = bridge.DeadLetter{Topic: l.Topic, TopicID: l.TopicID, Partition: l.Partition, Offset: l.Offset, LastOffset: l.LastOffset,
+			Key: l.Key, Value: l.Value, Timestamp: time.UnixMilli(l.Timestamp), Reason: l.Reason}
 	}
 	return o.b.PublishDLQ(ctx, out)
 }

@@ -98,6 +98,8 @@ func (p *pipeline) Receive(c actor.Context) {
 				panic(fmt.Errorf("spawn buffer %s: %w", m.key, err))
 			}
 			p.cfg.reg.setBuffer(p.gen, m.key, pid)
+			// Given back by the buffer when it stops.
+			p.cfg.buffer.budget.Add(p.gen, bufferMemory(m.key))
 		}
 		c.Respond(pid)
 	case *stopBuffers:

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type fetchMem struct {
 	rows   []parquet.Row
 	route  []int32 // route index of each mapped row, in record order
 	refs   atomic.Int32
-	done   func() // the Fetch's Done
+	done   func() // the Fetch's Done, on the part that ends it
 }
 
 var fetchMems = sync.Pool{New: func() any { return new(fetchMem) }}
@@ -43,7 +44,9 @@ func (f *fetchMem) free() {
 	f.arena.Reset()
 	f.done = nil
 	fetchMems.Put(f)
-	done()
+	if done != nil { // nil for a Fetch's parts before its last
+		done()
+	}
 }
 
 // route is where a reader sends the rows of one partition value, and what
@@ -54,10 +57,26 @@ type route struct {
 	idx   int32 // index in reader.touched while the current Fetch has rows for it
 	rows  int   // rows of the current Fetch
 	bytes int64 // their size, for the budget
+	// reserved is the writer memory reserved for the buffer's file of
+	// the epoch with these rows (RowBatch.Reserved), and opened the epoch
+	// (+1) it was reserved for.
+	reserved int64
+	opened   uint64
 }
 
 // reader maps the records of one Kafka partition to rows and routes them to
 // buffers, tagged with the current epoch.
+//
+// What a record makes the pipeline hold until its epoch commits, beyond
+// the poll's rows, must fit in the memory budget before the reader takes
+// it: the fixed memory of a file for a partition value the epoch has no
+// file for yet, and a dead letter. When it does not fit, the reader stops
+// mapping there, asks for an early epoch and waits for room; the records
+// after it, and the Fetches that arrive meanwhile, wait in pending. So an
+// epoch has at most as many partition values as the budget holds writers:
+// the epoch is sealed early (as Spark's maxConcurrentOutputFileWriters
+// falls back) rather than the input refused (as Hive's
+// max.dynamic.partitions).
 type reader struct {
 	cfg       *pipelineConfig
 	gen       uint64
@@ -74,8 +93,25 @@ type reader struct {
 	batches    [][]parquet.Row
 	row        mapping.Row
 	rec        mapping.Record
-	limit      *readLimit // nil but while the committer isolates a record
+
+	// pending are the Fetches not yet mapped whole, oldest first; the
+	// first is mapped from record next on.
+	pending []*messages.Fetch
+	next    int
+	// unsent is what the part of a Fetch being mapped will add to the
+	// budget when sent.
+	unsent int64
+	// waiting is set while a goroutine waits for room in the budget
+	// (resumeMapping ends it); cancel stops it with the reader.
+	waiting bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	limit   *readLimit // nil but while the committer isolates a record
 }
+
+// resumeMapping tells a reader that the budget has room for what it
+// stopped at.
+type resumeMapping struct{}
 
 // readLimit bounds what a reader consumes while the committer isolates the
 // record an epoch keeps failing on (see isolation): records after last wait
@@ -97,81 +133,194 @@ func newReader(cfg *pipelineConfig, gen uint64, partition int32, epoch uint64, p
 
 func (r *reader) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+	case *actor.Stopping:
+		r.cancel()
 	case *messages.Fetch:
-		r.handleFetch(c, m)
+		r.pending = append(r.pending, m)
+		if !r.waiting {
+			r.mapPending(c)
+		}
+	case *resumeMapping:
+		r.waiting = false
+		r.mapPending(c)
 	case *messages.Seal:
 		r.handleSeal(c, m)
 	}
 }
 
-// handleFetch maps a poll's records into one slab of values and sends each
-// route its rows as one RowBatch. The fetch loop hears Done once every
-// buffer has written them (or at once when there are none), which bounds
-// the rows in flight to what the loop has dispatched.
-func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
-	if m.Gen != r.gen {
-		m.Done()
-		return // fetched before the pipeline was rebuilt: re-read after the seek
+// mapPending maps the pending Fetches in order until they are done or one
+// stops for room in the budget.
+func (r *reader) mapPending(c actor.Context) {
+	for len(r.pending) > 0 {
+		m := r.pending[0]
+		if m.Gen != r.gen {
+			m.Done() // fetched before the pipeline was rebuilt: re-read after the seek
+		} else if need := r.handleFetch(c, m); need > 0 {
+			r.waitRoom(c, need)
+			return
+		}
+		r.pending[0] = nil
+		r.pending = r.pending[1:]
+		r.next = 0
 	}
+}
+
+// waitRoom asks for an early epoch, which frees what the budget holds,
+// and resumes mapping once need bytes fit. The ask is repeated while
+// there is no room: a budget full of an epoch already committing frees
+// only what that epoch holds.
+func (r *reader) waitRoom(c actor.Context, need int64) {
+	r.waiting = true
+	system, self, committer, budget, ctx := c.ActorSystem(), c.Self(), r.cfg.committer, r.cfg.buffer.budget, r.ctx
+	go func() {
+		for {
+			system.Root.Send(committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
+			waitCtx, cancel := context.WithTimeout(ctx, pollWait)
+			room := budget.WaitRoom(waitCtx, need)
+			cancel()
+			if room {
+				system.Root.Send(self, &resumeMapping{})
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+}
+
+// handleFetch maps a poll's records, from r.next on, into one slab of
+// values and sends each route its rows as one RowBatch. The fetch loop
+// hears Done once every buffer has written them (or at once when there
+// are none), which bounds the rows in flight to what the loop has
+// dispatched. It returns 0 once the Fetch is mapped whole, or else the
+// bytes the budget must have room for before the record at r.next.
+func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	mem := fetchMems.Get().(*fetchMem)
-	mem.done = m.Done
 	ncols := len(r.cfg.buffer.dataSchema.Fields)
-	if need := len(m.Records) * ncols; cap(mem.values) < need {
-		mem.values = make([]parquet.Value, need)
+	if n := (len(m.Records) - r.next) * ncols; cap(mem.values) < n {
+		mem.values = make([]parquet.Value, n)
 	}
 	mem.route = mem.route[:0]
 	r.row.Arena = &mem.arena
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
 	data := 0
-	for _, kr := range m.Records {
+	cut := false // the rest of the Fetch is past the limit
+	for ; r.next < len(m.Records); r.next++ {
+		kr := m.Records[r.next]
 		if r.limit != nil && kr.Offset > r.limit.last {
 			// Records come in order: no offset up to last is left to read.
 			r.lastOffset = max(r.lastOffset, r.limit.last)
 			r.reachLimit(c) // the rest waits for the next generation
+			cut = true
 			break
 		}
 		if r.limit != nil && kr.Offset == r.limit.poison {
 			r.deadLetterPoison(kr)
 			continue
 		}
-		r.lastOffset = kr.Offset
 		if kr.Attrs.IsControl() {
+			r.lastOffset = kr.Offset
 			continue // a transaction marker: consumed (the offset moves past it), never a row
 		}
-		data++
 		r.rec = mapping.Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 			Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
-		r.records++
 		// Map writes the row's values straight into the slab.
 		r.row.Values = mem.values[used : used+ncols : used+ncols]
 		if err := r.mapper.Map(&r.rec, &r.row); err != nil {
+			reason := err.Error()
+			size := letterMemory(kr.Key, kr.Value, reason)
+			if need = r.hold(size); need > 0 {
+				break
+			}
+			r.cfg.buffer.budget.Add(r.gen, size) // given back when the epoch ends
 			r.dead = append(r.dead, messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
-				Key: bytes.Clone(kr.Key), Value: bytes.Clone(kr.Value), Timestamp: kr.Timestamp.UnixMilli(), Reason: err.Error()})
+				Key: bytes.Clone(kr.Key), Value: bytes.Clone(kr.Value), Timestamp: kr.Timestamp.UnixMilli(), Reason: reason})
+			r.lastOffset = kr.Offset
+			r.records++
+			data++
 			continue
 		}
-		used += ncols
 		rt := r.routes[string(r.row.Key)]
-		if rt == nil {
-			rt = r.newRoute(c)
+		if rt == nil || rt.opened != r.epoch+1 {
+			// The epoch's first row of this partition value: its buffer
+			// opens a file (and a buffer is spawned for a new value).
+			open := r.cfg.buffer.fileMemory
+			if rt == nil {
+				open += bufferMemory(string(r.row.Key))
+			}
+			if need = r.hold(open); need > 0 {
+				break
+			}
+			if rt == nil {
+				rt = r.newRoute(c)
+			}
+			rt.opened, rt.reserved = r.epoch+1, r.cfg.buffer.fileMemory
+			r.unsent += rt.reserved
 		}
+		used += ncols
 		if rt.rows == 0 {
 			rt.idx = int32(len(r.touched))
 			r.touched = append(r.touched, rt)
 		}
 		rt.rows++
 		rt.bytes += int64(r.row.Size)
+		r.unsent += int64(r.row.Size)
 		mem.route = append(mem.route, rt.idx)
+		r.lastOffset = kr.Offset
+		r.records++
+		data++
+	}
+	r.row.Arena, r.row.Values = nil, nil
+	if need == 0 {
+		// Mapped whole: the fetch loop hears Done with this part's rows.
+		mem.done = m.Done
+		switch {
+		case m.Skip == nil || cut:
+		case r.limit == nil || m.Skip.LastOffset <= r.limit.last:
+			r.skipBatch(m.Skip)
+		case m.Skip.Offset > r.limit.last:
+			// Past the limit, as a record would be: every offset up to
+			// last is read; the batch waits for the next generation.
+			r.lastOffset = max(r.lastOffset, r.limit.last)
+		}
 	}
 	if r.limit != nil && r.lastOffset >= r.limit.last {
 		r.reachLimit(c)
 	}
-	r.row.Arena, r.row.Values = nil, nil
 	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(data))
+	r.send(c, mem)
+	return need
+}
+
+// hold returns 0 if n more bytes, besides what the part being mapped
+// holds, fit in the budget (or nothing at all is held), else the bytes to
+// wait for room for once that part is sent.
+func (r *reader) hold(n int64) int64 {
+	budget := r.cfg.buffer.budget
+	if budget.Fits(r.unsent+n) || (r.unsent == 0 && budget.Bytes() <= 0) {
+		return 0
+	}
+	return n
+}
+
+// letterMemory is what a dead letter holds until its epoch commits.
+func letterMemory(key, value []byte, reason string) int64 {
+	return int64(len(key)+len(value)+len(reason)) + 128
+}
+
+// send sends each route its rows of mem, counted in the budget, and frees
+// mem once every buffer has written them (at once when there are none).
+func (r *reader) send(c actor.Context, mem *fetchMem) {
+	r.unsent = 0
 	if len(r.touched) == 0 {
 		mem.free()
 		return
 	}
+	ncols := len(r.cfg.buffer.dataSchema.Fields)
 	// Lay each route's rows out contiguously in one slab of row headers
 	// (a counting sort by route), so the batches cost no allocation.
 	n := len(mem.route)
@@ -193,13 +342,23 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) {
 		// Counted before the buffer writes the rows (and so before the
 		// fetch loop hears Done): the loop sees this poll's budget before
 		// it polls again.
-		r.cfg.buffer.budget.Add(r.gen, rt.bytes)
-		c.Send(rt.pid, &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Release: mem.release})
-		rt.rows, rt.bytes = 0, 0
+		r.cfg.buffer.budget.Add(r.gen, rt.bytes+rt.reserved)
+		c.Send(rt.pid, &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Reserved: rt.reserved, Release: mem.release})
+		rt.rows, rt.bytes, rt.reserved = 0, 0, 0
 	}
 	r.touched = r.touched[:0]
 	clear(batches)
 	r.batches = batches
+}
+
+// skipBatch dead-letters a record batch Kafka would not decompress, naming
+// its offsets, and counts them consumed: the epoch's txn moves past the
+// batch with the letter, so a restart neither reads it again nor loses it.
+func (r *reader) skipBatch(s *messages.SkippedBatch) {
+	r.cfg.buffer.budget.Add(r.gen, letterMemory(nil, nil, s.Reason))
+	r.dead = append(r.dead, messages.DeadLetter{Topic: r.cfg.topic, Partition: r.partition, Offset: s.Offset,
+		LastOffset: s.LastOffset, Reason: s.Reason})
+	r.lastOffset = s.LastOffset
 }
 
 // deadLetterPoison dead-letters, unread, the record the committer isolated
@@ -211,6 +370,7 @@ func (r *reader) deadLetterPoison(kr *kgo.Record) {
 	} else {
 		dl.Key, dl.Value = bytes.Clone(kr.Key), bytes.Clone(kr.Value)
 	}
+	r.cfg.buffer.budget.Add(r.gen, letterMemory(dl.Key, dl.Value, dl.Reason)) // given back when the epoch ends
 	r.dead = append(r.dead, dl)
 	r.lastOffset = kr.Offset
 	r.records++

@@ -37,6 +37,10 @@ const (
 	// value did not fit the server's max_payload and the body holds only
 	// its first bytes.
 	HeaderTruncated = "Deltaflow-Truncated"
+	// HeaderLastOffset is set when the letter stands for the records from
+	// HeaderOffset to it: a record batch deltaflow did not read (it
+	// decompresses past kafka.max_decompress_bytes), and has no body.
+	HeaderLastOffset = "Deltaflow-Last-Offset"
 	// HeaderKeyTruncated is set, to the key's length in bytes, when the key
 	// was too large for a header (see maxKeyHeader): HeaderKey then holds
 	// only its first bytes, and HeaderKeySHA256 identifies the whole key.
@@ -59,6 +63,9 @@ type DeadLetter struct {
 	Value     []byte
 	Timestamp time.Time
 	Reason    string
+	// LastOffset, when above Offset, makes the letter stand for the
+	// records Offset to LastOffset (HeaderLastOffset).
+	LastOffset int64
 }
 
 // MsgID is the JetStream message id of the letter,
@@ -241,6 +248,9 @@ func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
 	}
 	msg.Header.Set(HeaderPartition, strconv.FormatInt(int64(d.Partition), 10))
 	msg.Header.Set(HeaderOffset, strconv.FormatInt(d.Offset, 10))
+	if d.LastOffset > d.Offset {
+		msg.Header.Set(HeaderLastOffset, strconv.FormatInt(d.LastOffset, 10))
+	}
 	if d.Key != nil {
 		setKey(msg.Header, d.Key)
 	}

@@ -55,23 +55,28 @@
 //	    └──── Fetch.Done ◄──┴──── fetchMem ◄──────┘ (last release frees it)
 //
 // The second bounds bytes and epochs (actors.Budget): the reader adds each
-// RowBatch's bytes before sending it, the buffer adjusts them to the encoded
-// size and gives them back once the files are uploaded; the committer counts
-// the epochs sealed and not yet committed. While the budget is exhausted
-// the fetch loop pauses Kafka, and CommitNow asks the committer for an
-// early epoch, since only an epoch's Flush gives encoded bytes back (once
-// uploaded) and only its commit frees an epoch. CommitNow is sent
-// from five places:
+// RowBatch's bytes (and, for a file the rows open, RowBatch.Reserved) and
+// each dead letter's before sending it, the buffer adjusts them to the
+// encoded size and gives them back once the files are uploaded, the
+// committer gives a dead letter's back when its epoch ends and counts the
+// epochs sealed and not yet committed. While the budget is exhausted the
+// fetch loop pauses Kafka, and CommitNow asks the committer for an early
+// epoch, since only an epoch's Flush gives encoded bytes back (once
+// uploaded) and only its commit frees an epoch. CommitNow is sent from
+// six places:
 //
 //  1. the fetch loop, when the budget makes it pause Kafka;
 //  2. the fetch loop again, when the budget is still exhausted after it
 //     waited a whole poll wait (5 s) for room: the rows that came after the
 //     last seal may fill it on their own, and only another epoch frees them;
-//  3. the engine's budget watch, when buffered bytes pass flush.max_bytes;
-//  4. the engine for a caller that waits on Reply: the control service's
+//  3. a reader whose next record would open a file or make a dead letter
+//     that does not fit: it stops at that record until there is room,
+//     asking again every poll wait;
+//  4. the engine's budget watch, when buffered bytes pass flush.max_bytes;
+//  5. the engine for a caller that waits on Reply: the control service's
 //     flush (Engine.CommitNow), the final commit of Stop, and CatchUp once
 //     everything is read;
-//  5. a reader that read up to its limit while the committer isolates a
+//  6. a reader that read up to its limit while the committer isolates a
 //     record every epoch fails on (one step of the search: its commit
 //     proves the records read good).
 //

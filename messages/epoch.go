@@ -70,4 +70,8 @@ type DeadLetter struct {
 	Value     []byte
 	Timestamp int64 // ms
 	Reason    string
+	// LastOffset, when above Offset, makes the letter stand for the records
+	// Offset to LastOffset: a record batch deltaflow did not read
+	// (SkippedBatch), whose key, value and timestamp it does not know.
+	LastOffset int64
 }

@@ -14,6 +14,18 @@ type Fetch struct {
 	Partition int32
 	Records   []*kgo.Record
 	Done      func()
+	// Skip, if set, is the record batch after Records, which the consumer
+	// refused to decompress (kafka.max_decompress_bytes): the reader
+	// dead-letters it and counts its offsets consumed, so the epoch's txn
+	// moves past it. The fetch loop has already moved Kafka past it.
+	Skip *SkippedBatch
+}
+
+// SkippedBatch is a record batch deltaflow does not read: its offsets and
+// why.
+type SkippedBatch struct {
+	Offset, LastOffset int64
+	Reason             string
 }
 
 // RowBatch is sent by a reader to a buffer: rows of one epoch, ready for
@@ -21,9 +33,14 @@ type Fetch struct {
 // The rows' byte values live in memory the batch owns; the buffer calls
 // Release once it has written them, so the reader can reuse that memory.
 type RowBatch struct {
-	Gen     uint64
-	Epoch   uint64
-	Rows    []parquet.Row
-	Bytes   int64
-	Release func()
+	Gen   uint64
+	Epoch uint64
+	Rows  []parquet.Row
+	Bytes int64
+	// Reserved is what the reader counted in the memory budget, besides
+	// Bytes, for the file of the epoch the rows may open (its writer's
+	// fixed memory): the buffer keeps it if it opens the file, and gives
+	// it back if the file was open already.
+	Reserved int64
+	Release  func()
 }

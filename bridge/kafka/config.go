@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"github.com/deltaflow/deltaflow/internal/bytesize"
 	"github.com/deltaflow/deltaflow/internal/secret"
 
 	"context"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -140,6 +142,12 @@ type Config struct {
 	// MaxPollRecords bounds the records one Poll returns; the engine holds
 	// at most two polls in flight. Default 2048.
 	MaxPollRecords int `yaml:"max_poll_records"`
+	// MaxDecompressBytes bounds what one record batch may decompress to
+	// (franz-go's MaxDecompressBatchBytes): a few KiB of zstd can hold
+	// hundreds of MiB. Poll reports a batch over it as a [BatchTooLargeError]
+	// without decompressing it. Default 4 MiB, four times the largest batch
+	// Kafka's producers build by default (1 MB).
+	MaxDecompressBytes bytesize.Size `yaml:"max_decompress_bytes"`
 	// SASL authenticates to the brokers; off when Mechanism is empty.
 	SASL SASL `yaml:"sasl"`
 	// TLS encrypts the connections to the brokers; off unless Enabled.
@@ -221,6 +229,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = 2048
 	}
+	if c.MaxDecompressBytes == 0 {
+		c.MaxDecompressBytes = 4 << 20
+	}
 	return c
 }
 
@@ -295,6 +306,9 @@ func (c Config) Validate() error {
 	if c.MaxPollRecords < 0 {
 		bad("max_poll_records", "must be > 0, got %d", c.MaxPollRecords)
 	}
+	if c.MaxDecompressBytes < 0 || c.MaxDecompressBytes > math.MaxInt32 {
+		bad("max_decompress_bytes", "must be > 0 and < 2GiB, got %s", c.MaxDecompressBytes)
+	}
 	if m := c.SASL.Mechanism; m == "" {
 		if c.SASL.User != "" || c.SASL.Password != "" {
 			bad("sasl.mechanism", "required when sasl.user or sasl.password is set")
@@ -347,9 +361,9 @@ func ParseTime(s string) (time.Time, error) {
 // String describes the configuration on one line, without the SASL password.
 func (c Config) String() string {
 	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s on_data_loss=%s isolation_level=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
-		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d sasl=%s user=%s password=%s tls=%t}",
+		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d max_decompress_bytes=%s sasl=%s user=%s password=%s tls=%t}",
 		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.OnDataLoss, c.IsolationLevel, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
-		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
+		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.MaxDecompressBytes, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
 }
 
 // GoString keeps %#v from printing the password.
@@ -373,6 +387,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("fetch_max_wait", c.FetchMaxWait),
 		slog.Int("fetch_max_bytes", int(c.FetchMaxBytes)),
 		slog.Int("max_poll_records", c.MaxPollRecords),
+		slog.String("max_decompress_bytes", c.MaxDecompressBytes.String()),
 		slog.Group("sasl", "mechanism", c.SASL.Mechanism, "user", c.SASL.User, "password", c.SASL.Password),
 		slog.Bool("tls", c.TLS.Enabled),
 	)

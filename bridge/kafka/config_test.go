@@ -62,6 +62,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{Config{StartOffset: "oldest"}, `kafka.start_offset: unknown "oldest"`},
 		{Config{FetchMaxWait: -time.Second}, `kafka.fetch_max_wait: must be > 0`},
 		{Config{MaxPollRecords: -1}, `kafka.max_poll_records: must be > 0`},
+		{Config{MaxDecompressBytes: 2 << 30}, `kafka.max_decompress_bytes: must be > 0 and < 2GiB`},
 		{Config{TLS: TLS{CAFile: "ca.pem"}}, `kafka.tls.enabled: must be true`},
 		{Config{TLS: TLS{Enabled: true, CertFile: "c.pem"}}, `kafka.tls.cert_file: cert_file and key_file`},
 	} {

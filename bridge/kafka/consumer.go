@@ -150,6 +150,8 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 		// itself, so a partition whose last offset is a marker is caught
 		// up. The reader makes no row of it.
 		kgo.KeepControlRecords(),
+		// Poll reports a batch over it (batchTooLarge), undecompressed.
+		kgo.MaxDecompressBatchBytes(int(cfg.MaxDecompressBytes)),
 		// Start positions are always explicit (see assign), and an offset
 		// that has fallen out of the log is never silently reset: Poll
 		// reports OFFSET_OUT_OF_RANGE for the partition, which franz-go
@@ -380,7 +382,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return
 		}
-		errs = append(errs, &PartitionError{Topic: t, Partition: p, Err: err})
+		errs = append(errs, &PartitionError{Topic: t, Partition: p, Err: batchTooLarge(err, int64(c.cfg.MaxDecompressBytes))})
 	})
 	var batches []Batch
 	at := make(map[int32]int) // index in batches: a partition can come in several fetches

@@ -179,17 +179,8 @@ func (r *outageRig) metric(name string) float64 {
 
 // rss is the daemon's resident set size in bytes (VmRSS of /proc/PID/status).
 func (r *outageRig) rss() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.daemon.Pid()))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	rss, _ := r.daemon.Memory()
+	return rss
 }
 
 // waitCommit waits for a commit after the commits counted in before and

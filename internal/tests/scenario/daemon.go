@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/runtime/devtools/bench"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -117,6 +118,14 @@ func Start(t testing.TB, name, bin string, env []string, args ...string) *Daemon
 
 // Pid is the process id.
 func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+
+// Memory is the process's resident set size now and its peak since it
+// started (VmRSS and VmHWM of /proc/<pid>/status), in bytes; zero once it
+// has exited.
+func (d *Daemon) Memory() (rss, peak int64) {
+	rss, peak, _ = bench.ProcRSS(d.Pid())
+	return rss, peak
+}
 
 // Running reports whether the process has not exited.
 func (d *Daemon) Running() bool {

@@ -113,7 +113,7 @@ func (c *child) sampleRSS() {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if rss, hwm, ok := procRSS(c.cmd.Process.Pid); ok {
+		if rss, hwm, ok := ProcRSS(c.cmd.Process.Pid); ok {
 			c.mu.Lock()
 			c.rss = append(c.rss, rssPoint{time.Now(), rss, hwm})
 			c.mu.Unlock()
@@ -126,8 +126,9 @@ func (c *child) sampleRSS() {
 	}
 }
 
-// procRSS reads VmRSS and VmHWM (the peak) from /proc/<pid>/status.
-func procRSS(pid int) (rss, hwm int64, ok bool) {
+// ProcRSS reads VmRSS and VmHWM (the peak) of process pid from
+// /proc/<pid>/status, in bytes; ok is false once the process is gone.
+func ProcRSS(pid int) (rss, hwm int64, ok bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, 0, false

@@ -1,0 +1,59 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestBatchTooLargeIsReportedUndecompressed: a record batch that
+// decompresses past kafka.max_decompress_bytes (a 16 MiB zstd record, some
+// KiB on the wire) is reported by Poll with its offsets instead of being
+// decompressed, stops its partition until a Seek past it, and the records
+// after it are read then.
+func TestBatchTooLargeIsReportedUndecompressed(t *testing.T) {
+	cfg := newCluster(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	small := func() *kgo.Record { return &kgo.Record{Topic: topic, Partition: 0, Value: []byte("small")} }
+	for _, recs := range [][]*kgo.Record{{small(), small()}, {{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}}, {small()}} {
+		if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newConsumer(t, cfg, &handler{})
+	got := offsets{}
+	var tooLarge *BatchTooLargeError
+	for deadline := time.Now().Add(10 * time.Second); tooLarge == nil && time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		bs, err := c.Poll(ctx)
+		cancel()
+		got.add(bs)
+		var pe *PartitionError
+		if errors.As(err, &pe) && pe.Partition == 0 {
+			tooLarge, _ = errors.AsType[*BatchTooLargeError](err)
+		}
+	}
+	want := &BatchTooLargeError{Topic: topic, Partition: 0, Offset: 2, Next: 3, Limit: 4 << 20}
+	if tooLarge == nil || *tooLarge != *want || !slices.Equal(got[0], seq(0, 2)) {
+		t.Fatalf("polled %v and error %+v; want offsets 0-1, then %+v", got, tooLarge, want)
+	}
+	// Stopped at the batch: the record after it comes only after a Seek.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	if bs, _ := c.Poll(ctx); len(bs) != 0 {
+		t.Fatalf("the partition was fetched past the batch without a seek: %v", bs)
+	}
+	cancel()
+	c.Seek(map[int32]int64{0: tooLarge.Next})
+	if got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 1 }); !slices.Equal(got[0], []int64{3}) {
+		t.Fatalf("after the seek polled %v, want offset 3", got[0])
+	}
+}

@@ -1,0 +1,120 @@
+package reliability
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/internal/tests/scenario"
+)
+
+// Memory bounds of TestMemoryBounded: the daemons run with a small budget,
+// so that whatever the budget fails to count shows, and their peak RSS may
+// exceed it by memFixed at most: the binary and Go runtime (~30 MiB), the
+// Kafka client's fetch buffers and two polls in flight, the Delta log and
+// checkpoints, and the garbage the soft memory limit (budget + 20 MiB) lets
+// accumulate. Generous: before issue 17, items 7-9, the cases below peaked
+// at 282, 96 and 285 MiB; since, at 59, 48 and 32 MiB.
+const (
+	memBudget = 4 << 20
+	memFixed  = 80 << 20
+)
+
+// memCase is input built to grow what the memory budget did not count.
+type memCase struct {
+	name string
+	// produce writes the records, each to its partition, with a producer
+	// of the given batch limit (0: franz-go's) and compression.
+	produce func(t *testing.T, cl *kgo.Client, topic string)
+	batch   int32
+	codec   kgo.CompressionCodec
+}
+
+// TestMemoryBounded runs the real binary with a 4 MiB memory budget on
+// input the budget once missed: rows of 1,600 partition values (a Parquet
+// writer each), 60 dead letters of 900 KiB held until their epoch
+// commits, and one record batch that decompresses to 128 MiB. The records
+// are in Kafka before the daemon starts, so it meets them as a backlog. Each
+// record must end exactly once in the table or the DLQ, and the process's
+// peak RSS (VmHWM, read from /proc before it stops) stay within the budget
+// plus memFixed.
+func TestMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers; skipped with -short")
+	}
+	for _, tc := range []memCase{
+		{name: "partition-values", codec: kgo.SnappyCompression(), produce: func(t *testing.T, cl *kgo.Client, topic string) {
+			recs := make([]*kgo.Record, 1600)
+			for i := range recs {
+				recs[i] = &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: hostileRecord(fmt.Sprintf("type-%04d", i), hostileTime, `{"power":1}`)}
+			}
+			memProduce(t, cl, recs...)
+		}},
+		{name: "dead-letters", codec: kgo.NoCompression(), produce: func(t *testing.T, cl *kgo.Client, topic string) {
+			// As big as Kafka's default message.max.bytes lets records be
+			// (1 MiB), not JSON: each a dead letter that holds its value
+			// until its epoch commits (published truncated to NATS's
+			// max_payload; 53 MiB of the DLQ stream's 64).
+			bad := bytes.Repeat([]byte("not json "), 900<<10/9)
+			recs := make([]*kgo.Record, 60)
+			for i := range recs {
+				recs[i] = &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: bad}
+			}
+			memProduce(t, cl, recs...)
+		}},
+		{name: "compressed-batch", codec: kgo.ZstdCompression(), batch: 256 << 20, produce: func(t *testing.T, cl *kgo.Client, topic string) {
+			good := &kgo.Record{Topic: topic, Partition: 0, Value: hostileRecord("smart_plug", hostileTime, `{"power":1}`)}
+			huge := &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 128<<20)}
+			memProduce(t, cl, good)
+			memProduce(t, cl, huge)
+			memProduce(t, cl, good)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCrashRig(t, "memory-"+tc.name, 3, map[string]any{
+				"backpressure": map[string]any{"memory_budget": memBudget},
+				// Long enough that only the budget starts epochs while the
+				// backlog is read.
+				"flush": map[string]any{"interval": "10s"},
+			})
+			opts := []kgo.Opt{kgo.SeedBrokers(r.servers.Brokers...), kgo.ProducerBatchCompression(tc.codec),
+				kgo.RecordPartitioner(kgo.ManualPartitioner())}
+			if tc.batch > 0 {
+				opts = append(opts, kgo.ProducerBatchMaxBytes(tc.batch), kgo.MaxBufferedBytes(int(tc.batch)),
+					kgo.BrokerMaxWriteBytes(max(100<<20, tc.batch)))
+			}
+			cl, err := kgo.NewClient(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.produce(t, cl, r.topic)
+			cl.Close()
+
+			d := r.run("deltaflow")
+			took := r.waitCaughtUp(3*time.Minute, d)
+			_, peak := d.Memory()
+			if err := d.Stop(30 * time.Second); err != nil {
+				t.Errorf("SIGTERM: %v\n%s", err, d.Tail(6000))
+			}
+			rep := scenario.Check(t, scenario.Source{Brokers: r.servers.Brokers, Topic: r.topic, Store: r.store,
+				NATSURL: r.servers.NATSURL, Table: r.table})
+			t.Logf("%s: peak RSS %.1f MiB with a %d MiB budget (bound %d MiB), caught up in %s; %s",
+				tc.name, float64(peak)/(1<<20), memBudget>>20, (memBudget+memFixed)>>20, took.Round(time.Second), rep)
+			if peak > memBudget+memFixed {
+				t.Errorf("peak RSS %.1f MiB is over the %d MiB budget + %d MiB fixed overhead",
+					float64(peak)/(1<<20), memBudget>>20, memFixed>>20)
+			}
+		})
+	}
+}
+
+// memProduce writes recs and fails the test on any error.
+func memProduce(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
