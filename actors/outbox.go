@@ -28,12 +28,7 @@ func NewOutbox(b *bridge.Bridge) Outbox { return bridgeOutbox{b} }
 type bridgeOutbox struct{ b *bridge.Bridge }
 
 func (o bridgeOutbox) PublishDLQ(ctx context.Context, letters []messages.DeadLetter) error {
-	out := make([]bridge.DeadLetter, len(letters))
-	for i, l := range letters {
-		out[i] = bridge.DeadLetter{Topic: l.Topic, TopicID: l.TopicID, Partition: l.Partition, Offset: l.Offset, LastOffset: l.LastOffset,
-			Key: l.Key, Value: l.Value, Timestamp: time.UnixMilli(l.Timestamp), Reason: l.Reason}
-	}
-	return o.b.PublishDLQ(ctx, out)
+	return o.b.PublishDLQ(ctx, letters)
 }
 
 // Publish is fire-and-forget: events never hold up ingestion (nats.go

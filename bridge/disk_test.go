@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/internal/bytesize"
+	"github.com/deltaflow/deltaflow/messages/letter"
 )
 
 // fillDLQ publishes letters of 4 KiB, one call each, until the DLQ refuses
@@ -18,7 +19,7 @@ func fillDLQ(t *testing.T, b *Bridge, limit int) (int, error) {
 		l := testLetters(1)[0]
 		l.Offset = int64(i)
 		l.Value = bytes.Repeat([]byte("x"), 4<<10)
-		if err := b.PublishDLQ(t.Context(), []DeadLetter{l}); err != nil {
+		if err := b.PublishDLQ(t.Context(), []letter.DeadLetter{l}); err != nil {
 			return i, err
 		}
 	}
@@ -61,7 +62,7 @@ func TestDLQFullRefusesNewLetters(t *testing.T) {
 	}
 	l := testLetters(1)[0]
 	l.Offset = int64(stored)
-	if err := b.PublishDLQ(t.Context(), []DeadLetter{l}); err != nil {
+	if err := b.PublishDLQ(t.Context(), []letter.DeadLetter{l}); err != nil {
 		t.Fatalf("after a purge: %v", err)
 	}
 }

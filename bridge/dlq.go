@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deltaflow/deltaflow/messages/letter"
 )
 
 // ErrDLQIncomplete is wrapped by PublishDLQ when some letters were not
@@ -53,34 +55,6 @@ const (
 	HeaderValueSHA256 = "Deltaflow-Value-Sha256"
 )
 
-// DeadLetter is a Kafka record that could not be turned into a row.
-type DeadLetter struct {
-	Topic     string
-	TopicID   string // Kafka topic ID; "" when the brokers have none
-	Partition int32
-	Offset    int64
-	Key       []byte
-	Value     []byte
-	Timestamp time.Time
-	Reason    string
-	// LastOffset, when above Offset, makes the letter stand for the
-	// records Offset to LastOffset (HeaderLastOffset).
-	LastOffset int64
-}
-
-// MsgID is the JetStream message id of the letter,
-// "topic/partition/offset/topicID" ("topic/partition/offset" without a
-// topic ID): republishing the same record (an epoch replayed after a crash)
-// within the stream's duplicate window (24h) stores it once, while a record
-// of a recreated topic at a reused offset is a new letter.
-func (d DeadLetter) MsgID() string {
-	id := d.Topic + "/" + strconv.FormatInt(int64(d.Partition), 10) + "/" + strconv.FormatInt(d.Offset, 10)
-	if d.TopicID != "" {
-		id += "/" + d.TopicID
-	}
-	return id
-}
-
 // Batches of async publishes are bounded so that a backlog of 10 MB hostile
 // records never holds more than dlqWindowBytes in the client at once.
 const (
@@ -108,7 +82,7 @@ const (
 // crash) get none; but a letter this bridge sent without hearing the ack (a
 // timeout, e.g. while NATS was down: nats.go sends it on reconnect) gets
 // its event when a later call finds it stored.
-func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
+func (b *Bridge) PublishDLQ(ctx context.Context, letters []letter.DeadLetter) error {
 	if len(letters) == 0 {
 		return nil
 	}
@@ -162,7 +136,7 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []DeadLetter) error {
 
 // publishWindow publishes letters asynchronously and waits for their acks,
 // filling acks[i] for each one stored. It returns the errors met.
-func (b *Bridge) publishWindow(ctx context.Context, letters []DeadLetter, acks []*jetstream.PubAck) []error {
+func (b *Bridge) publishWindow(ctx context.Context, letters []letter.DeadLetter, acks []*jetstream.PubAck) []error {
 	futures := make([]jetstream.PubAckFuture, len(letters))
 	var errs []error
 	for i, d := range letters {
@@ -239,7 +213,7 @@ const (
 // a key or reason too long for a header is cut (the key's size and SHA-256
 // say so), and the body is truncated to what is left (the value's size
 // and SHA-256 say so).
-func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
+func (b *Bridge) dlqMsg(d letter.DeadLetter) *nats.Msg {
 	msg := nats.NewMsg(DLQLetterSubject(b.build.table, d.Topic, d.Partition))
 	msg.Header.Set(HeaderError, cut(oneLine(d.Reason), maxReasonHeader))
 	msg.Header.Set(HeaderTopic, d.Topic)
@@ -254,8 +228,8 @@ func (b *Bridge) dlqMsg(d DeadLetter) *nats.Msg {
 	if d.Key != nil {
 		setKey(msg.Header, d.Key)
 	}
-	if !d.Timestamp.IsZero() {
-		msg.Header.Set(HeaderTimestamp, d.Timestamp.UTC().Format(time.RFC3339Nano))
+	if d.Timestamp != 0 {
+		msg.Header.Set(HeaderTimestamp, time.UnixMilli(d.Timestamp).UTC().Format(time.RFC3339Nano))
 	}
 	msg.Data = d.Value
 	hdrLen := len(msg.Subject) + len(d.MsgID()) + headerSlack

@@ -14,13 +14,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deltaflow/deltaflow/messages/letter"
 )
 
-func testLetters(n int) []DeadLetter {
-	ts := time.Date(2026, 6, 22, 9, 15, 30, 123456000, time.UTC)
-	var out []DeadLetter
+func testLetters(n int) []letter.DeadLetter {
+	ts := time.Date(2026, 6, 22, 9, 15, 30, 123000000, time.UTC).UnixMilli() // Kafka timestamps are ms
+	var out []letter.DeadLetter
 	for i := range n {
-		out = append(out, DeadLetter{
+		out = append(out, letter.DeadLetter{
 			Topic: "sensor.events", Partition: 2, Offset: int64(100 + i),
 			Key: []byte("smart-plug-01"), Value: []byte(`{"device_id":` + strconv.Itoa(i)),
 			Timestamp: ts, Reason: "invalid JSON:\nunexpected end",
@@ -65,7 +67,7 @@ func TestDLQDedupAndHeaders(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		HeaderError: "invalid JSON: unexpected end", HeaderTopic: "sensor.events", HeaderPartition: "2",
-		HeaderOffset: "100", HeaderKey: "smart-plug-01", HeaderTimestamp: "2026-06-22T09:15:30.123456Z",
+		HeaderOffset: "100", HeaderKey: "smart-plug-01", HeaderTimestamp: "2026-06-22T09:15:30.123Z",
 		"Nats-Msg-Id": "sensor.events/2/100",
 	} {
 		if got := m.Header.Get(k); got != want {
@@ -98,9 +100,9 @@ func TestDLQTruncatesOversizedValues(t *testing.T) {
 	opts.MaxPayload = 64 << 10
 	ns := runServer(t, opts)
 	b := newTestBridge(t, Config{URL: ns.ClientURL()})
-	letter := testLetters(1)[0]
-	letter.Value = []byte(strings.Repeat("x", 100<<10))
-	if err := b.PublishDLQ(t.Context(), []DeadLetter{letter}); err != nil {
+	dl := testLetters(1)[0]
+	dl.Value = []byte(strings.Repeat("x", 100<<10))
+	if err := b.PublishDLQ(t.Context(), []letter.DeadLetter{dl}); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := b.js.Stream(t.Context(), b.dlq)
@@ -115,9 +117,9 @@ func TestDLQTruncatesOversizedValues(t *testing.T) {
 
 func TestDLQLargeValueEmbedded(t *testing.T) {
 	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	letter := testLetters(1)[0]
-	letter.Value = make([]byte, 10<<20) // a hostile 10 MB record fits whole
-	if err := b.PublishDLQ(t.Context(), []DeadLetter{letter}); err != nil {
+	dl := testLetters(1)[0]
+	dl.Value = make([]byte, 10<<20) // a hostile 10 MB record fits whole
+	if err := b.PublishDLQ(t.Context(), []letter.DeadLetter{dl}); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := b.js.Stream(t.Context(), b.dlq)

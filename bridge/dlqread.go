@@ -14,11 +14,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/internal/secret"
+	"github.com/deltaflow/deltaflow/messages/letter"
 )
 
 // StoredLetter is a dead letter as the DLQ stream holds it.
 type StoredLetter struct {
-	DeadLetter
+	letter.DeadLetter
 	Seq    uint64    // stream sequence
 	Stored time.Time // when the stream stored it
 	// Truncated is the value's original length when the stream holds only
@@ -168,9 +169,11 @@ func parseLetter(m *jetstream.RawStreamMsg) (StoredLetter, error) {
 		}
 	}
 	if ts := h.Get(HeaderTimestamp); ts != "" {
-		if l.Timestamp, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
 			return bad(HeaderTimestamp, err)
 		}
+		l.Timestamp = t.UnixMilli()
 	}
 	for _, t := range []struct {
 		header string

@@ -1,5 +1,7 @@
 package messages
 
+import "github.com/deltaflow/deltaflow/messages/letter"
+
 // Seal is sent by the committer to every reader to close epoch Epoch: the
 // reader answers Sealed and tags the rows it routes from then on with
 // Epoch+1. Retire lists buffer keys the reader must forget before answering
@@ -56,22 +58,7 @@ type DataFile struct {
 	Rows             int64
 }
 
-// DeadLetter is a Kafka record that could not be mapped to a row, with the
-// reason. It reaches the DLQ stream before its epoch commits.
-type DeadLetter struct {
-	Topic string
-	// TopicID is the topic's ID (Kafka's KIP-516) when the brokers have
-	// IDs, set by the committer: a recreated topic reuses offsets, and its
-	// records must not pass for duplicates of the old topic's.
-	TopicID   string
-	Partition int32
-	Offset    int64
-	Key       []byte
-	Value     []byte
-	Timestamp int64 // ms
-	Reason    string
-	// LastOffset, when above Offset, makes the letter stand for the records
-	// Offset to LastOffset: a record batch deltaflow did not read
-	// (SkippedBatch), whose key, value and timestamp it does not know.
-	LastOffset int64
-}
+// DeadLetter is a record that did not become a row (letter.DeadLetter):
+// one type from the reader that captures it to the DLQ stream that stores
+// it.
+type DeadLetter = letter.DeadLetter

@@ -131,8 +131,8 @@ type letterJSON struct {
 func newLetterJSON(l bridge.StoredLetter, withValue bool) letterJSON {
 	j := letterJSON{Seq: l.Seq, Stored: l.Stored, Topic: l.Topic, TopicID: l.TopicID, Partition: l.Partition, Offset: l.Offset,
 		Bytes: len(l.Value), Truncated: l.Truncated, Reason: l.Reason}
-	if !l.Timestamp.IsZero() {
-		ts := l.Timestamp.UTC()
+	if l.Timestamp != 0 {
+		ts := time.UnixMilli(l.Timestamp).UTC()
 		j.Timestamp = &ts
 	}
 	if l.Key != nil {

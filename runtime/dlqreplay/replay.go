@@ -233,7 +233,10 @@ func (r *replay) letter(ctx context.Context, l bridge.StoredLetter) error {
 		r.dups = append(r.dups, l.Seq)
 		return nil
 	}
-	rec := mapping.Record{Topic: l.Topic, Partition: l.Partition, Offset: l.Offset, Timestamp: l.Timestamp, Key: l.Key, Value: l.Value}
+	rec := mapping.Record{Topic: l.Topic, Partition: l.Partition, Offset: l.Offset, Key: l.Key, Value: l.Value}
+	if l.Timestamp != 0 {
+		rec.Timestamp = time.UnixMilli(l.Timestamp)
+	}
 	if err := r.t.Mapper.Map(&rec, &r.row); err != nil {
 		r.fail(l, err.Error())
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -84,14 +85,14 @@ func bad(offset int64) []byte { return fmt.Appendf(nil, `{"device_id":"dev-%d"`,
 // them under an older mapping; isGood picks which map now.
 func (r *rig) publish(offsets []int64, isGood func(int64) bool) {
 	r.t.Helper()
-	var letters []bridge.DeadLetter
+	var letters []messages.DeadLetter
 	for _, o := range offsets {
 		v := bad(o)
 		if isGood(o) {
 			v = good(o)
 		}
-		letters = append(letters, bridge.DeadLetter{Topic: "sensor-events", TopicID: "AAAAAAAAAAAAAAAAAAAAAA", Partition: int32(o % 3), Offset: o,
-			Key: fmt.Appendf(nil, "k%d", o), Value: v, Timestamp: time.UnixMilli(1_764_583_200_000 + o), Reason: "old mapping refused it"})
+		letters = append(letters, messages.DeadLetter{Topic: "sensor-events", TopicID: "AAAAAAAAAAAAAAAAAAAAAA", Partition: int32(o % 3), Offset: o,
+			Key: fmt.Appendf(nil, "k%d", o), Value: v, Timestamp: 1_764_583_200_000 + o, Reason: "old mapping refused it"})
 	}
 	if err := r.bridge.PublishDLQ(context.Background(), letters); err != nil {
 		r.t.Fatal(err)
@@ -255,13 +256,13 @@ func TestReplayTruncatedLetterStays(t *testing.T) {
 	ctx := context.Background()
 	big := fmt.Appendf(nil, `{"device_id":"dev-1","device_type":"plug","ingested_at":"2026-12-01T10:00:00Z","payload":"{\"note\":\"%s\"}"}`,
 		strings.Repeat("x", 8192))
-	err := r.bridge.PublishDLQ(ctx, []bridge.DeadLetter{{Topic: "sensor-events", Partition: 0, Offset: 1, Value: big, Reason: "old mapping"}})
+	err := r.bridge.PublishDLQ(ctx, []messages.DeadLetter{{Topic: "sensor-events", Partition: 0, Offset: 1, Value: big, Reason: "old mapping"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A key too long for a header is cut too, whatever the max payload.
 	k := newRig(t, 0)
-	err = k.bridge.PublishDLQ(ctx, []bridge.DeadLetter{{Topic: "sensor-events", Partition: 0, Offset: 2,
+	err = k.bridge.PublishDLQ(ctx, []messages.DeadLetter{{Topic: "sensor-events", Partition: 0, Offset: 2,
 		Key: []byte(strings.Repeat("k", 64<<10)), Value: good(2), Reason: "old mapping"}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
@@ -135,8 +136,8 @@ func TestComposeNATSAuthorization(t *testing.T) {
 	if err := b.PutOffset(ctx, cfg.Kafka.Topic, 0, bridge.OffsetRecord{Offset: 41, Version: 3, Time: time.Now()}); err != nil {
 		t.Fatalf("deltaflow's user: KV put: %v", err)
 	}
-	letter := bridge.DeadLetter{Topic: cfg.Kafka.Topic, Partition: 0, Offset: 7, Value: []byte("a-whole-hostile-record"), Reason: "not JSON"}
-	if err := b.PublishDLQ(ctx, []bridge.DeadLetter{letter}); err != nil {
+	letter := messages.DeadLetter{Topic: cfg.Kafka.Topic, Partition: 0, Offset: 7, Value: []byte("a-whole-hostile-record"), Reason: "not JSON"}
+	if err := b.PublishDLQ(ctx, []messages.DeadLetter{letter}); err != nil {
 		t.Fatalf("deltaflow's user: DLQ: %v", err)
 	}
 
@@ -242,7 +243,7 @@ func TestComposeNATSAuthorization(t *testing.T) {
 		}
 	}
 	letter.Offset++
-	if err := b.PublishDLQ(ctx, []bridge.DeadLetter{letter}); err != nil {
+	if err := b.PublishDLQ(ctx, []messages.DeadLetter{letter}); err != nil {
 		t.Fatal(err)
 	}
 
