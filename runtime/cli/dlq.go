@@ -69,6 +69,21 @@ func (f *dlqFlags) open(ctx context.Context, cfg *daemon.Config) (r *bridge.DLQR
 	return r, nc.Close, nil
 }
 
+// with loads the configuration at path (defaults and environment without
+// one), opens its DLQ stream and calls fn with it.
+func (f *dlqFlags) with(ctx context.Context, path string, fn func(*bridge.DLQReader) error) error {
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return err
+	}
+	r, done, err := f.open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(r)
+}
+
 // openStoppedDLQ opens the DLQ of a stopped deltaflow from the embedded
 // server's store.
 func openStoppedDLQ(ctx context.Context, cfg *daemon.Config, stream string) (*bridge.DLQReader, func(), error) {
@@ -164,16 +179,9 @@ func dlqListCommand(out IO) *cobra.Command {
 		Short: "list the dead letters, oldest first: sequence, partition, offset, size and reason",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(config)
-			if err != nil {
-				return err
-			}
-			r, done, err := df.open(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return listLetters(cmd.Context(), out.Stdout, r, limit, asJSON)
+			return df.with(cmd.Context(), config, func(r *bridge.DLQReader) error {
+				return listLetters(cmd.Context(), out.Stdout, r, limit, asJSON)
+			})
 		},
 	}
 	configFlag(cmd.Flags(), &config, "deltaflow configuration `FILE` (as for run) for the nats section and table.name")
@@ -245,20 +253,13 @@ func dlqShowCommand(out IO) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, _ := strconv.ParseUint(args[0], 10, 64)
-			cfg, err := loadConfig(config)
-			if err != nil {
-				return err
-			}
-			r, done, err := df.open(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer done()
-			l, err := r.Letter(cmd.Context(), seq)
-			if err != nil {
-				return err
-			}
-			return showLetter(out.Stdout, newLetterJSON(l, true), asJSON)
+			return df.with(cmd.Context(), config, func(r *bridge.DLQReader) error {
+				l, err := r.Letter(cmd.Context(), seq)
+				if err != nil {
+					return err
+				}
+				return showLetter(out.Stdout, newLetterJSON(l, true), asJSON)
+			})
 		},
 	}
 	configFlag(cmd.Flags(), &config, "deltaflow configuration `FILE` (as for run) for the nats section and table.name")
