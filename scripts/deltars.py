@@ -14,6 +14,11 @@
       delta_scan (duckdbRows, rendered and sorted the same; duckdbError
       when DuckDB cannot): a second independent reader, delta-kernel-rs
       inside DuckDB.
+  deltars.py duckdb-sql SQL
+      Run SQL as the DuckDB CLI would (`duckdb -c SQL`), with the delta
+      extension loaded from its package instead of fetched: `INSTALL x;`
+      statements are dropped and `LOAD delta;` loads the packaged one. Print
+      the result's rows as JSON objects.
   deltars.py write-fixture DIR
       Write a table with delta-rs: partitioned appends (with null and special
       partition values), a checkpoint, an optimize and a vacuum.
@@ -48,12 +53,9 @@ def storage_options(uri):
     }
 
 
-def duckdb_rows(uri):
-    """The rows of the table at uri as DuckDB's delta extension reads them.
-    DuckDB fetches no extension here: delta (and httpfs, for S3) come from
-    the duckdb-extension-* packages (pinned with duckdb in scripts/lib.sh),
-    loaded from their extensions/ folders, which DuckDB allows only with
-    allow_unsigned_extensions."""
+def duckdb_connect():
+    """A DuckDB connection that loads extensions from their packages (DuckDB
+    fetches none here), and the function that loads one by name."""
     import importlib
 
     import duckdb
@@ -65,6 +67,33 @@ def duckdb_rows(uri):
         ext = os.path.join(pkg, "extensions", "v" + duckdb.__version__, name + ".duckdb_extension")
         con.execute("LOAD '%s'" % ext.replace("'", "''"))
 
+    return con, load
+
+
+def duckdb_sql(args):
+    con, load = duckdb_connect()
+    last = None
+    for stmt in args.sql.split(";"):
+        words = stmt.split()
+        if not words:
+            continue
+        if words[0].upper() == "INSTALL":
+            continue
+        if words[0].upper() == "LOAD" and len(words) == 2:
+            load(words[1].strip("'\""))
+            continue
+        last = con.execute(stmt)
+    cols = [d[0] for d in last.description]
+    json.dump([{c: render(v) for c, v in zip(cols, row)} for row in last.fetchall()], sys.stdout)
+
+
+def duckdb_rows(uri):
+    """The rows of the table at uri as DuckDB's delta extension reads them.
+    DuckDB fetches no extension here: delta (and httpfs, for S3) come from
+    the duckdb-extension-* packages (pinned with duckdb in scripts/lib.sh),
+    loaded from their extensions/ folders, which DuckDB allows only with
+    allow_unsigned_extensions."""
+    con, load = duckdb_connect()
     load("delta")
     opts = storage_options(uri)
     if opts:
@@ -158,10 +187,12 @@ def main():
     r.add_argument("--query", action="store_true")
     r.add_argument("--duckdb", action="store_true")
     r.add_argument("--txn", nargs="*", default=[])
+    q = sub.add_parser("duckdb-sql")
+    q.add_argument("sql")
     w = sub.add_parser("write-fixture")
     w.add_argument("dir")
     a = p.parse_args()
-    {"read": read, "write-fixture": write_fixture}[a.cmd](a)
+    {"read": read, "duckdb-sql": duckdb_sql, "write-fixture": write_fixture}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -269,8 +270,38 @@ func TestDemo(t *testing.T) {
 	if err := json.Unmarshal(raw, &view); err != nil || strconv.Itoa(len(view.Rows)) != m[3] {
 		t.Fatalf("delta-rs and DuckDB read %d rows (%v), demo said %s", len(view.Rows), err, m[3])
 	}
+	readmeDuckDB(t, filepath.Join(dir, "sensor_events"), n(3))
 	t.Logf("%s (demo took %s)", m[0], time.Since(start).Round(time.Millisecond))
 }
+
+// readmeDuckDB runs the README quickstart's DuckDB command on the table at
+// dir (the README's ./data/sensor_events): its counts per device type must
+// add up to rows.
+func readmeDuckDB(t *testing.T, dir string, rows int64) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readmeDuckDBLine.FindStringSubmatch(string(readme))
+	if m == nil {
+		t.Fatal(`the README has no duckdb -c "..." command`)
+	}
+	sql := strings.ReplaceAll(m[1], "./data/sensor_events", dir)
+	var got []struct{ N int64 }
+	if err := json.Unmarshal(testenv.DeltaRS(t, nil, "duckdb-sql", sql), &got); err != nil {
+		t.Fatalf("duckdb %q: %v", sql, err)
+	}
+	var sum int64
+	for _, g := range got {
+		sum += g.N
+	}
+	if len(got) != 2 || sum != rows {
+		t.Errorf("the README's DuckDB query counts %v (%d rows), want the 2 device types' %d", got, sum, rows)
+	}
+}
+
+var readmeDuckDBLine = regexp.MustCompile(`(?m)^duckdb -c "([^"]+)"$`)
 
 // newestEventTime is the newest event_time the table at uri holds, by its
 // files' stats.
