@@ -327,6 +327,8 @@ func dlqReplayCommand(out IO) *cobra.Command {
 		},
 	}
 	tf.register(cmd.Flags())
+	// replay maps with the configuration's columns and reaches its NATS.
+	cmd.Flags().Lookup("config").Usage = "deltaflow configuration `FILE` (as for run): the table, its mapping (table.columns) and the nats section; flags override it [$" + configEnv + "]"
 	tf.registerWriter(cmd.Flags())
 	df.register(cmd.Flags())
 	atLeast(cmd.Flags(), &batch, "batch", dlqreplay.DefaultBatchLetters, 1, "letters per commit at most")
