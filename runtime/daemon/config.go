@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,9 +22,13 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 )
 
-// Config is the deltaflow configuration file (configs/deltaflow.yaml). Every
-// key, its default and its environment override are listed in
-// docs/configuration.md, generated from fieldDocs.
+// Config is the deltaflow configuration file (configs/deltaflow.yaml). A
+// key is a field of a section below (its yaml tag the name, its Go type the
+// type) and its entry in keySpecs (configdoc.go: documentation, environment
+// variable, empty values); its default is DefaultConfig's. They make
+// docs/configuration.md, Load's environment overrides and checks, the
+// start-up log and `config check`; the fields carry no comments of their
+// own, so nothing drifts from the spec.
 type Config struct {
 	Table        TableConfig        `yaml:"table"`
 	Storage      StorageConfig      `yaml:"storage"`
@@ -43,116 +46,62 @@ type Config struct {
 // TableConfig is the `table` section: where the table lives and how records
 // map to its columns.
 type TableConfig struct {
-	// URI is the table root: s3://bucket/prefix, file:///abs/path or a path.
-	// Default "./data/sensor_events".
-	URI string `yaml:"uri"`
-	// Name names the table in NATS subjects, KV keys and the DLQ stream.
-	// Default "sensor_events".
-	Name string `yaml:"name"`
-	// AppID prefixes the Delta txn appIds ("<app_id>-<topic>-<partition>").
-	// Default "deltaflow".
-	AppID string `yaml:"app_id"`
-	// PartitionColumns must equal the existing table's. Default
-	// [device_type, event_date].
-	PartitionColumns []string `yaml:"partition_columns"`
-	// Mode is strict (bad values go to the DLQ) or permissive (null).
-	// Default strict.
-	Mode mapping.Mode `yaml:"mode"`
-	// MaxRecordBytes sends larger record values to the DLQ unparsed.
-	// Default 1MiB.
-	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
-	// Columns map record fields to typed columns. Default: the Spark job's
-	// sensor_events schema (mapping.DefaultConfig).
-	Columns []mapping.Column `yaml:"columns"`
-	// CheckpointInterval is delta.checkpointInterval of a table deltaflow
-	// creates. Default 10.
-	CheckpointInterval int `yaml:"checkpoint_interval"`
-	// Compression of data files: snappy or zstd. Default snappy.
-	Compression string `yaml:"compression"`
+	URI                string           `yaml:"uri"`
+	Name               string           `yaml:"name"`
+	AppID              string           `yaml:"app_id"`
+	PartitionColumns   []string         `yaml:"partition_columns"`
+	Mode               mapping.Mode     `yaml:"mode"`
+	MaxRecordBytes     ByteSize         `yaml:"max_record_bytes"`
+	Columns            []mapping.Column `yaml:"columns"`
+	CheckpointInterval int              `yaml:"checkpoint_interval"`
+	Compression        string           `yaml:"compression"`
 }
 
 // StorageConfig is the `storage` section: S3/MinIO access for s3:// tables.
 type StorageConfig struct {
-	// Endpoint is host:port or http(s)://host:port. Default: $MINIO_ENDPOINT.
-	Endpoint string `yaml:"endpoint"`
-	// AccessKey is the S3 access key id.
-	AccessKey string `yaml:"access_key"`
-	// SecretKey is never printed or logged.
-	SecretKey kafka.Secret `yaml:"secret_key"`
-	// Region is optional.
-	Region string `yaml:"region"`
-	// Secure selects HTTPS; unset lets the endpoint's scheme decide.
-	Secure *bool `yaml:"secure"`
-	// CAFile is a PEM bundle of the CAs to trust for HTTPS instead of the
-	// system pool. Default: none.
-	CAFile string `yaml:"ca_file"`
-	// SingleWriter lets deltaflow write a table whose store does not honour
-	// put-if-absent (see CheckAtomicCommits), on the promise that no other
-	// process ever writes it. Default false: such a store is refused.
-	SingleWriter bool `yaml:"single_writer"`
+	Endpoint     string       `yaml:"endpoint"`
+	AccessKey    string       `yaml:"access_key"`
+	SecretKey    kafka.Secret `yaml:"secret_key"`
+	Region       string       `yaml:"region"`
+	Secure       *bool        `yaml:"secure"`
+	CAFile       string       `yaml:"ca_file"`
+	SingleWriter bool         `yaml:"single_writer"`
 }
 
 // FlushConfig is the `flush` section: when an epoch is committed.
 type FlushConfig struct {
-	// Interval commits an epoch this often. Default 60s (the Spark trigger).
-	Interval time.Duration `yaml:"interval"`
-	// MaxBytes commits early once this much is buffered (rows being
-	// written, and the encoded files of the epoch). Default 8MiB.
-	MaxBytes ByteSize `yaml:"max_bytes"`
-	// RowGroupRows bounds a Parquet row group (and a buffer's encoder
-	// memory). Default 16384.
-	RowGroupRows int `yaml:"row_group_rows"`
+	Interval     time.Duration `yaml:"interval"`
+	MaxBytes     ByteSize      `yaml:"max_bytes"`
+	RowGroupRows int           `yaml:"row_group_rows"`
 }
 
 // BackpressureConfig is the `backpressure` section.
 type BackpressureConfig struct {
-	// MemoryBudget pauses Kafka while buffers hold this much. Default
-	// 16MiB. It also sets the process's soft memory limit (see Run).
-	MemoryBudget ByteSize `yaml:"memory_budget"`
-	// MaxUnfinishedEpochs pauses Kafka while more epochs are in flight.
-	// Default 2.
-	MaxUnfinishedEpochs int `yaml:"max_unfinished_epochs"`
+	MemoryBudget        ByteSize `yaml:"memory_budget"`
+	MaxUnfinishedEpochs int      `yaml:"max_unfinished_epochs"`
 }
 
 // HTTPConfig is the `http` section.
 type HTTPConfig struct {
-	// Listen serves /healthz, /readyz and /metrics. Default
-	// "127.0.0.1:8080"; "" disables the server.
 	Listen string `yaml:"listen"`
 }
 
 // LogConfig is the `log` section.
 type LogConfig struct {
-	// Level is debug, info, warn or error. Default info.
-	Level string `yaml:"level"`
-	// Format is text or json. Default text.
+	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
 }
 
 // MaintenanceConfig is the `maintenance` section (OPTIMIZE, VACUUM and
 // log cleanup).
 type MaintenanceConfig struct {
-	// OptimizeEvery runs OPTIMIZE this often; 0 (default) never.
-	OptimizeEvery time.Duration `yaml:"optimize_every"`
-	// OptimizeTargetSize is the size compacted files aim for. Default 128MiB.
-	OptimizeTargetSize ByteSize `yaml:"optimize_target_size"`
-	// OptimizeMinFiles compacts a partition still being written only once
-	// it holds this many files under optimize_open_target_size (a closed
-	// one, with nothing added since the previous run, whenever it has
-	// two small files). Default 2; must be >= 2.
-	OptimizeMinFiles int `yaml:"optimize_min_files"`
-	// OptimizeOpenTargetSize is the size the files of a partition still
-	// being written are compacted to; larger ones are left alone, so a
-	// round never rewrites the whole growing partition. Default 8MiB.
-	OptimizeOpenTargetSize ByteSize `yaml:"optimize_open_target_size"`
-	// VacuumEvery runs VACUUM this often; 0 (default) never.
-	VacuumEvery time.Duration `yaml:"vacuum_every"`
-	// VacuumRetain keeps removed files this long. Default 720h (30 days).
-	VacuumRetain time.Duration `yaml:"vacuum_retain"`
-	// LogCleanup deletes log files older than the table's
-	// delta.logRetentionDuration after a checkpoint, at most once a day
-	// (Spark's delta.enableExpiredLogCleanup). Default true.
-	LogCleanup bool `yaml:"log_cleanup"`
+	OptimizeEvery          time.Duration `yaml:"optimize_every"`
+	OptimizeTargetSize     ByteSize      `yaml:"optimize_target_size"`
+	OptimizeMinFiles       int           `yaml:"optimize_min_files"`
+	OptimizeOpenTargetSize ByteSize      `yaml:"optimize_open_target_size"`
+	VacuumEvery            time.Duration `yaml:"vacuum_every"`
+	VacuumRetain           time.Duration `yaml:"vacuum_retain"`
+	LogCleanup             bool          `yaml:"log_cleanup"`
 }
 
 // WatchdogConfig is the `watchdog` section: process-level self-healing.
@@ -162,24 +111,14 @@ type MaintenanceConfig struct {
 // lasting Grace, the process exits non-zero (never while a commit is in
 // flight) for its restart policy to start a fresh one.
 type WatchdogConfig struct {
-	// StallIntervals is how many flush.interval without a commit, while
-	// records wait, make a stall; 0 disables the watchdog. Default 10.
-	StallIntervals int `yaml:"stall_intervals"`
-	// Grace is how long a stall lasts before the process exits. Default 1m.
-	Grace time.Duration `yaml:"grace"`
-	// RestartBackoff is the least time between two watchdog exits of the
-	// table's processes (the KV bucket remembers them), doubling with each
-	// exit of the last 4 × RestartBackoffMax. Default 1m.
-	RestartBackoff time.Duration `yaml:"restart_backoff"`
-	// RestartBackoffMax caps RestartBackoff's doubling. Default 30m.
+	StallIntervals    int           `yaml:"stall_intervals"`
+	Grace             time.Duration `yaml:"grace"`
+	RestartBackoff    time.Duration `yaml:"restart_backoff"`
 	RestartBackoffMax time.Duration `yaml:"restart_backoff_max"`
 }
 
 // ControlConfig is the `control` section: the NATS control service.
 type ControlConfig struct {
-	// MaxPause ends a pause by the control service after this long:
-	// reading resumes by itself, with an event, so a forgotten (or
-	// hostile) pause cannot stop ingestion for good. Default 1h.
 	MaxPause time.Duration `yaml:"max_pause"`
 }
 
@@ -215,51 +154,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// Environment variables that override the file, in the order applied. Empty
-// values are ignored.
-var envOverrides = []struct {
-	name string
-	key  string // the config key it sets
-	set  func(c *Config, v string) error
-}{
-	{"KAFKA_BOOTSTRAP", "kafka.brokers", func(c *Config, v string) error {
-		c.Kafka.Brokers = nil
-		for _, b := range strings.Split(v, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				c.Kafka.Brokers = append(c.Kafka.Brokers, b)
-			}
-		}
-		return nil
-	}},
-	{"KAFKA_TOPIC", "kafka.topic", func(c *Config, v string) error { c.Kafka.Topic = v; return nil }},
-	{"KAFKA_GROUP", "kafka.group", func(c *Config, v string) error { c.Kafka.Group = v; return nil }},
-	{"MINIO_ENDPOINT", "storage.endpoint", func(c *Config, v string) error { c.Storage.Endpoint = v; return nil }},
-	{"MINIO_ACCESS_KEY", "storage.access_key", func(c *Config, v string) error { c.Storage.AccessKey = v; return nil }},
-	{"MINIO_SECRET_KEY", "storage.secret_key", func(c *Config, v string) error { c.Storage.SecretKey = kafka.Secret(v); return nil }},
-	{"MINIO_CA_FILE", "storage.ca_file", func(c *Config, v string) error { c.Storage.CAFile = v; return nil }},
-	{SingleWriterEnv, "storage.single_writer", func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%s: %w", SingleWriterEnv, err)
-		}
-		c.Storage.SingleWriter = b
-		return nil
-	}},
-	{"NATS_URL", "nats.url", func(c *Config, v string) error { c.NATS.URL = v; return nil }},
-	{"NATS_PASSWORD", "nats.password", func(c *Config, v string) error { c.NATS.Password = bridge.Secret(v); return nil }},
-	{"DELTAFLOW_TABLE_URI", "table.uri", func(c *Config, v string) error { c.Table.URI = v; return nil }},
-	{"DELTAFLOW_LOG_LEVEL", "log.level", func(c *Config, v string) error { c.Log.Level = v; return nil }},
-	{"DELTAFLOW_HTTP_LISTEN", "http.listen", func(c *Config, v string) error { c.HTTP.Listen = v; return nil }},
-	{"FLUSH_INTERVAL", "flush.interval", func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("FLUSH_INTERVAL: %w", err)
-		}
-		c.Flush.Interval = d
-		return nil
-	}},
-}
-
 // Load reads the YAML file at path (empty: no file, defaults only), applies
 // the environment overrides read through getenv, fills the derived defaults,
 // expands the {hostname} placeholder of kafka.instance_id and validates the
@@ -284,15 +178,12 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
-	fromEnv := map[string]string{}
-	if getenv != nil {
-		for _, o := range envOverrides {
-			if v := getenv(o.name); v != "" {
-				if err := o.set(&cfg, v); err != nil {
-					return nil, err
-				}
-				fromEnv[o.key] = o.name
-			}
+	// The environment overrides the file, decoded and checked as the file
+	// is (keySpecs' env).
+	envDoc, fromEnv := envDocument(getenv)
+	if envDoc != nil {
+		if _, err := decodeNode(envDoc, &cfg, fromEnv); err != nil {
+			return nil, err
 		}
 	}
 	cfg.deriveDefaults()

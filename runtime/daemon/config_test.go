@@ -136,7 +136,7 @@ func TestScalarAsList(t *testing.T) {
 		t.Errorf("unpartitioned: %v, %v", cfg, err)
 	}
 	if _, err := Load("", envMap(map[string]string{"KAFKA_BOOTSTRAP": " , "})); err == nil ||
-		!strings.Contains(err.Error(), "kafka.brokers ($KAFKA_BOOTSTRAP) must list at least one host:port") {
+		!strings.Contains(err.Error(), "kafka.brokers ($KAFKA_BOOTSTRAP): empty") {
 		t.Errorf("KAFKA_BOOTSTRAP=' , ': %v", err)
 	}
 }
@@ -406,24 +406,26 @@ func TestShippedConfigs(t *testing.T) {
 	}
 }
 
-// TestConfigDocCoversEveryKey checks fieldDocs against the parser's keys.
+// TestConfigDocCoversEveryKey checks keySpecs against the parser's keys:
+// every key is specified and documented, no spec names a key Config lacks,
+// and no two keys share a variable.
 func TestConfigDocCoversEveryKey(t *testing.T) {
 	keys := map[string]bool{}
 	for _, k := range configKeys() {
 		keys[k.key] = true
-		if d, ok := fieldDocs[k.key]; !ok || d.doc == "" {
-			t.Errorf("key %s is not documented in fieldDocs", k.key)
+		if d, ok := keySpecs[k.key]; !ok || d.doc == "" {
+			t.Errorf("key %s is not documented in keySpecs", k.key)
 		}
 	}
-	for k := range fieldDocs {
+	envs := map[string]string{}
+	for k, spec := range keySpecs {
 		if !keys[k] {
-			t.Errorf("fieldDocs documents %s, which Config does not have", k)
+			t.Errorf("keySpecs specifies %s, which Config does not have", k)
 		}
-	}
-	for _, o := range envOverrides {
-		if !keys[o.key] {
-			t.Errorf("%s overrides unknown key %s", o.name, o.key)
+		if other, ok := envs[spec.env]; ok && spec.env != "" {
+			t.Errorf("%s overrides both %s and %s", spec.env, k, other)
 		}
+		envs[spec.env] = k
 	}
 }
 

@@ -17,10 +17,16 @@ import (
 type keyError struct {
 	key  string
 	line int
+	env  string // the variable that set the value, when no file did
 	msg  string
 }
 
-func (e *keyError) Error() string { return fmt.Sprintf("%s (line %d): %s", e.key, e.line, e.msg) }
+func (e *keyError) Error() string {
+	if e.env != "" {
+		return fmt.Sprintf("%s ($%s): %s", e.key, e.env, e.msg)
+	}
+	return fmt.Sprintf("%s (line %d): %s", e.key, e.line, e.msg)
+}
 
 // keyLines records, for every key the file sets, the line of its value,
 // under its full path with list indexes ("table.columns[2].type"), so an
@@ -42,8 +48,13 @@ func decode(data []byte, cfg *Config) (keyLines, error) {
 	if len(root.Content) == 0 {
 		return nil, nil // empty file
 	}
-	doc := root.Content[0]
-	w := walker{lines: keyLines{}}
+	return decodeNode(root.Content[0], cfg, nil)
+}
+
+// decodeNode is decode of a parsed document; fromEnv names the variable
+// behind each key an environment document sets (see envDocument).
+func decodeNode(doc *yaml.Node, cfg *Config, fromEnv map[string]string) (keyLines, error) {
+	w := walker{lines: keyLines{}, env: fromEnv}
 	w.walk(doc, reflect.TypeFor[Config](), reflect.ValueOf(DefaultConfig()), "", "")
 	if len(w.errs) > 0 {
 		return nil, errors.Join(w.errs...)
@@ -57,15 +68,16 @@ func decode(data []byte, cfg *Config) (keyLines, error) {
 // walker walks a YAML node tree against a Go type.
 type walker struct {
 	lines keyLines
+	env   map[string]string // key → variable, for a document of the environment
 	errs  []error
 }
 
 func (w *walker) fail(key string, n *yaml.Node, format string, args ...any) {
-	w.errs = append(w.errs, &keyError{key: key, line: n.Line, msg: fmt.Sprintf(format, args...)})
+	w.errs = append(w.errs, &keyError{key: key, line: n.Line, env: w.env[key], msg: fmt.Sprintf(format, args...)})
 }
 
 // walk checks node n against type t. key is the path with list indexes (for
-// messages), docKey the one with "[]" (fieldDocs' keys); def is the
+// messages), docKey the one with "[]" (keySpecs' keys); def is the
 // default value, invalid inside lists.
 func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docKey string) {
 	for t.Kind() == reflect.Pointer {
@@ -85,7 +97,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 	if key != "" && !section && empty(n) {
 		// yaml would make it zero (a list) or leave the default (a
 		// string): either hides a mistake.
-		if def.IsValid() && !def.IsZero() && !fieldDocs[docKey].emptyOK {
+		if def.IsValid() && !def.IsZero() && !keySpecs[docKey].emptyOK {
 			w.fail(key, n, "empty; leave the key out for the default (%s)", defaultText(docKey, def))
 		}
 		return
@@ -178,7 +190,7 @@ var linePrefix = regexp.MustCompile(`^(yaml: unmarshal errors:\s*)?line \d+: `)
 
 // defaultText is a key's default as the reference gives it.
 func defaultText(docKey string, def reflect.Value) string {
-	if d := fieldDocs[docKey].def; d != "" {
+	if d := keySpecs[docKey].def; d != "" {
 		return strings.Trim(d, "`")
 	}
 	return formatDefault(def)
@@ -280,4 +292,67 @@ func annotate(e error, keys []string, lines keyLines, fromEnv map[string]string)
 		return &annotated{err: e, msg: k + where + rest}
 	}
 	return e
+}
+
+// envDocument is the configuration the environment gives, as a YAML
+// document of the keys whose variable (keySpecs' env) is set and not
+// empty, so it is decoded, checked and reported exactly as the file is: a
+// list takes comma-separated values (KAFKA_BOOTSTRAP=a:9092,b:9092). It
+// returns nil when no variable is set, and the variable behind each key.
+func envDocument(getenv func(string) string) (*yaml.Node, map[string]string) {
+	if getenv == nil {
+		return nil, nil
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	fromEnv := map[string]string{}
+	for _, k := range configKeys() {
+		spec := keySpecs[k.key]
+		v := getenv(spec.env)
+		if spec.env == "" || v == "" {
+			continue
+		}
+		fromEnv[k.key] = spec.env
+		// A string key takes the value as is; any other (a bool, a
+		// duration) as YAML would read it unquoted.
+		leaf := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
+		if k.def.Kind() == reflect.String {
+			leaf.Tag = "!!str"
+		}
+		if k.def.Kind() == reflect.Slice {
+			leaf = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					leaf.Content = append(leaf.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: item})
+				}
+			}
+		}
+		setPath(doc, strings.Split(k.key, "."), leaf)
+	}
+	if len(fromEnv) == 0 {
+		return nil, nil
+	}
+	return doc, fromEnv
+}
+
+// setPath sets path to leaf in the mapping node m, making the sections on
+// the way.
+func setPath(m *yaml.Node, path []string, leaf *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == path[0] {
+			if len(path) == 1 {
+				m.Content[i+1] = leaf
+			} else {
+				setPath(m.Content[i+1], path[1:], leaf)
+			}
+			return
+		}
+	}
+	key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[0]}
+	if len(path) == 1 {
+		m.Content = append(m.Content, key, leaf)
+		return
+	}
+	section := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	m.Content = append(m.Content, key, section)
+	setPath(section, path[1:], leaf)
 }

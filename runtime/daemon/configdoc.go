@@ -7,22 +7,31 @@ import (
 	"time"
 )
 
-// fieldDoc documents one configuration key. Defaults are read from
-// DefaultConfig; def is the text for keys whose default is not a plain value
-// there (zero means "derived" or "set by the section's own package").
-type fieldDoc struct {
+// keySpec is what one configuration key is beyond its name and type (the
+// struct field's yaml tag and Go type) and its default (DefaultConfig, or
+// the section's own package): its documentation, the environment variable
+// that overrides it, and what an empty value means. The reference
+// (docs/configuration.md), Load's environment overrides and its refusal of
+// empty values all read it, so a key is its field and this one entry.
+type keySpec struct {
 	doc string
+	// def is the default as documented for keys whose default is not a
+	// plain value in DefaultConfig (zero there: derived, or set by the
+	// section's own package).
 	def string
+	// env is the variable that overrides the key (comma-separated for a
+	// list); "" for none.
+	env string
 	// emptyOK: "" or [] means something (http.listen: "" disables the
 	// server); other keys with a default refuse an empty value.
 	emptyOK bool
 }
 
-// fieldDocs documents every key of Config. A test walks Config's yaml tags
-// and fails when a key is missing here or listed here but gone, so the
-// reference (docs/configuration.md) cannot drift from the parser.
-var fieldDocs = map[string]fieldDoc{
-	"table.uri":                             {doc: "Table root: `s3://bucket/prefix` (also `s3a://`), `file:///abs/path` or a path."},
+// keySpecs holds every key of Config. A test walks Config's yaml tags and
+// fails when a key is missing here or listed here but gone, so the
+// reference cannot drift from the parser.
+var keySpecs = map[string]keySpec{
+	"table.uri":                             {env: "DELTAFLOW_TABLE_URI", doc: "Table root: `s3://bucket/prefix` (also `s3a://`), `file:///abs/path` or a path."},
 	"table.name":                            {doc: "Table name in NATS subjects, KV keys and the DLQ stream name."},
 	"table.app_id":                          {doc: "Prefix of the Delta txn appIds (`<app_id>-<topic>-<partition>`); two deployments writing one table need different ones."},
 	"table.partition_columns":               {doc: "Partition columns; must equal an existing table's (partitioning never changes). `[]`: unpartitioned.", emptyOK: true},
@@ -36,16 +45,16 @@ var fieldDocs = map[string]fieldDoc{
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
 	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
 	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
-	"storage.endpoint":                      {doc: "S3/MinIO endpoint, `host:port` or `http(s)://host:port`; for s3:// tables.", def: "$AWS_ENDPOINT_URL"},
-	"storage.access_key":                    {doc: "S3 access key id.", def: "$AWS_ACCESS_KEY_ID"},
-	"storage.secret_key":                    {doc: "S3 secret key; never printed or logged.", def: "$AWS_SECRET_ACCESS_KEY"},
+	"storage.endpoint":                      {env: "MINIO_ENDPOINT", doc: "S3/MinIO endpoint, `host:port` or `http(s)://host:port`; for s3:// tables.", def: "$AWS_ENDPOINT_URL"},
+	"storage.access_key":                    {env: "MINIO_ACCESS_KEY", doc: "S3 access key id.", def: "$AWS_ACCESS_KEY_ID"},
+	"storage.secret_key":                    {env: "MINIO_SECRET_KEY", doc: "S3 secret key; never printed or logged.", def: "$AWS_SECRET_ACCESS_KEY"},
 	"storage.region":                        {doc: "S3 region (optional).", def: "$AWS_REGION"},
 	"storage.secure":                        {doc: "Use HTTPS; unset lets the endpoint's scheme decide (plain host:port is HTTP).", def: "auto"},
-	"storage.ca_file":                       {doc: "PEM CA bundle to trust for HTTPS instead of the system pool (a MinIO with a private CA).", def: "—"},
-	"storage.single_writer":                 {doc: "Write even when the store does not honour put-if-absent (an S3-compatible server that ignores `If-None-Match`), which every start checks: only safe when no other process ever writes the table, since two writers could then overwrite one version. The table commands take `--single-writer`.", def: "false"},
-	"kafka.brokers":                         {doc: "Seed brokers, `host:port`."},
-	"kafka.topic":                           {doc: "Topic to read."},
-	"kafka.group":                           {doc: "Consumer group (assignment in mode group; offsets for lag tools always)."},
+	"storage.ca_file":                       {env: "MINIO_CA_FILE", doc: "PEM CA bundle to trust for HTTPS instead of the system pool (a MinIO with a private CA).", def: "—"},
+	"storage.single_writer":                 {env: "DELTAFLOW_SINGLE_WRITER", doc: "Write even when the store does not honour put-if-absent (an S3-compatible server that ignores `If-None-Match`), which every start checks: only safe when no other process ever writes the table, since two writers could then overwrite one version. The table commands take `--single-writer`.", def: "false"},
+	"kafka.brokers":                         {env: "KAFKA_BOOTSTRAP", doc: "Seed brokers, `host:port`."},
+	"kafka.topic":                           {env: "KAFKA_TOPIC", doc: "Topic to read."},
+	"kafka.group":                           {env: "KAFKA_GROUP", doc: "Consumer group (assignment in mode group; offsets for lag tools always)."},
 	"kafka.mode":                            {doc: "`group` (Kafka assigns partitions; several instances share a topic) or `partitions` (fixed list, no group)."},
 	"kafka.partitions":                      {doc: "Partitions to read in mode `partitions`.", def: "—"},
 	"kafka.start_offset":                    {doc: "Where a partition the table has no offset for starts: `earliest` or `latest`. The offset it resolves to is committed to the table (a `SEEK` commit) before the partition is read, so a restart resumes there, not at a newer `latest`."},
@@ -69,9 +78,9 @@ var fieldDocs = map[string]fieldDoc{
 	"kafka.tls.cert_file":                   {doc: "PEM client certificate (mutual TLS); with key_file.", def: "—"},
 	"kafka.tls.key_file":                    {doc: "PEM client key; with cert_file.", def: "—"},
 	"kafka.tls.insecure_skip_verify":        {doc: "Skip server certificate verification (tests only).", def: "false"},
-	"nats.url":                              {doc: "NATS servers, comma-separated; empty runs an embedded nats-server with JetStream.", def: "\"\" (embedded)"},
+	"nats.url":                              {env: "NATS_URL", doc: "NATS servers, comma-separated; empty runs an embedded nats-server with JetStream.", def: "\"\" (embedded)"},
 	"nats.user":                             {doc: "NATS user (also required by the embedded server when set).", def: "—"},
-	"nats.password":                         {doc: "NATS password; never printed or logged.", def: "—"},
+	"nats.password":                         {env: "NATS_PASSWORD", doc: "NATS password; never printed or logged.", def: "—"},
 	"nats.token":                            {doc: "NATS token; never printed or logged.", def: "—"},
 	"nats.creds_file":                       {doc: "NATS credentials file (JWT + nkey); needs nats.url.", def: "—"},
 	"nats.tls.ca_file":                      {doc: "PEM CA bundle for the server certificate.", def: "—"},
@@ -86,13 +95,13 @@ var fieldDocs = map[string]fieldDoc{
 	"nats.dlq_max_age":                      {doc: "How long dead letters are kept; negative keeps them forever.", def: "168h"},
 	"nats.dlq_max_bytes":                    {doc: "Bound on the DLQ stream. Full, it refuses new letters rather than drop stored ones (JetStream discard new): the epoch holding them waits uncommitted (its records stay in Kafka, nothing is lost), `/healthz` fails naming this key and `deltaflow_dlq_full` is 1, until room is made (letters expire, `nats stream purge`, a larger bound); `deltaflow_dlq_stored_bytes` warns before. The embedded server's JetStream store is capped at this + 64MiB (nats-server would take 75% of the free disk); an external server must be able to reserve it (its `max_file_store`).", def: "256MiB"},
 	"nats.publish_timeout":                  {doc: "Bound on every JetStream call (KV put, DLQ acks).", def: "5s"},
-	"flush.interval":                        {doc: "Commit an epoch this often (the Spark job's trigger)."},
+	"flush.interval":                        {env: "FLUSH_INTERVAL", doc: "Commit an epoch this often (the Spark job's trigger)."},
 	"flush.max_bytes":                       {doc: "Commit early once the epoch's buffered data (rows being written, encoded files) reaches this size."},
 	"flush.row_group_rows":                  {doc: "Rows per Parquet row group; bounds each buffer's encoder memory."},
 	"backpressure.memory_budget":            {doc: "Pause Kafka while what the pipeline holds until commit reaches this much memory: rows being written, encoded files not yet uploaded, each open file's Parquet writer (~156 KiB for the default columns) and buffer, dead letters. A new partition value's file or a dead letter that would not fit seals the epoch early and waits for room, so an epoch has at most this / a writer's memory partition values open (~100 at 16MiB). `run` also sets the Go soft memory limit to this + 20MiB unless `GOMEMLIMIT` is set."},
 	"backpressure.max_unfinished_epochs":    {doc: "Pause Kafka while more epochs than this are uncommitted."},
-	"http.listen":                           {doc: "Serves `/healthz`, `/readyz` and `/metrics`; `\"\"` disables.", emptyOK: true},
-	"log.level":                             {doc: "`debug`, `info`, `warn` or `error`."},
+	"http.listen":                           {env: "DELTAFLOW_HTTP_LISTEN", doc: "Serves `/healthz`, `/readyz` and `/metrics`; `\"\"` disables.", emptyOK: true},
+	"log.level":                             {env: "DELTAFLOW_LOG_LEVEL", doc: "`debug`, `info`, `warn` or `error`."},
 	"log.format":                            {doc: "`text` or `json`."},
 	"maintenance.optimize_every":            {doc: "Run OPTIMIZE (compaction) this often; 0 never.", def: "0 (never)"},
 	"maintenance.optimize_target_size":      {doc: "Size compacted files aim for."},
@@ -148,10 +157,8 @@ func configKeys() []configKey {
 
 // envFor returns the environment variable overriding key, if any.
 func envFor(key string) string {
-	for _, o := range envOverrides {
-		if o.key == key {
-			return "`" + o.name + "`"
-		}
+	if env := keySpecs[key].env; env != "" {
+		return "`" + env + "`"
 	}
 	return ""
 }
@@ -199,7 +206,7 @@ func ConfigDoc() string {
 			section = top
 			fmt.Fprintf(&b, "\n## %s\n\n| Key | Default | Environment | Description |\n|---|---|---|---|\n", section)
 		}
-		d := fieldDocs[k.key]
+		d := keySpecs[k.key]
 		def := formatDefault(k.def)
 		if def == "" {
 			def = d.def
