@@ -88,7 +88,7 @@ type committer struct {
 	pipeline *actor.PID
 	assigned map[int32]bool
 	// base is, per owned partition, the next offset the table said when
-	// reading it began (as CommittedOffsets: -1 for none), advanced by our
+	// reading it began (as offsets.Next: -1 for none), advanced by our
 	// own commits. Our epoch may commit the partition only while the table
 	// still says so: if another writer advanced its txn meanwhile (it
 	// owned the partition after our snapshot was read, or we are a

@@ -105,7 +105,7 @@ func TestTruncatedCheckpoint(t *testing.T) {
 						t.Fatal(err)
 					}
 					if cut == "inflated pages" {
-						// Page headers claiming a gigabyte (checkpoint_bounds.go).
+						// Page headers claiming a gigabyte (internal/pqguard).
 						data, err := os.ReadFile(logPath(dir, cpName))
 						if err != nil {
 							t.Fatal(err)

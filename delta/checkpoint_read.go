@@ -87,7 +87,7 @@ func readCheckpointFile(ctx context.Context, store storage.Store, key string, fn
 
 func decodeCheckpoint(ctx context.Context, r storage.Reader, fn func(*Action) error) error {
 	// The footer and page headers are checked before parquet-go trusts
-	// them (see checkpoint_bounds.go).
+	// them (see internal/pqguard).
 	if err := pqguard.CheckFooter(r, r.Size()); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@
 // each operation (read, append, OPTIMIZE, VACUUM) by the features that are
 // active, not merely supported (features.go), and refuses with an
 // *UnsupportedError naming the features, why, and the operation. Reads
-// apply deletion vectors (dv.go, roaring.go), resolve column mapping
+// apply deletion vectors (dv.go, internal/roaring), resolve column mapping
 // (columnmapping.go), convert widened types and read stats as the current
 // schema says (columnmapping.go), read V2 checkpoints with sidecars and
 // write them where the table asks (checkpoint_v2.go), and take version
