@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/internal/secret"
@@ -38,10 +37,9 @@ func Ping(ctx context.Context, cfg Config) (string, error) {
 		timeout = time.Until(d)
 	}
 	url := secret.RedactURL(cfg.URL)
-	opts := append(authOptions(cfg), nats.Name("deltaflow config check"), nats.Timeout(timeout), nats.NoReconnect())
-	nc, err := nats.Connect(cfg.URL, opts...)
+	nc, err := Dial(cfg.URL, cfg, "deltaflow config check", timeout)
 	if err != nil {
-		return "", fmt.Errorf("connect nats %s: %w", url, err)
+		return "", err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)

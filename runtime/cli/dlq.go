@@ -18,10 +18,8 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
-	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/runtime/dlqreplay"
-	"github.com/deltaflow/deltaflow/storage"
 )
 
 // dlqFlags say where the DLQ stream is: the configuration's nats section
@@ -375,33 +373,14 @@ func replayTarget(ctx context.Context, cfg *daemon.Config, dryRun bool) (dlqrepl
 	var err error
 	if !dryRun {
 		t.Table, t.Snapshot, t.Mapper, err = daemon.OpenTable(ctx, cfg, nil)
-	} else {
-		t.Table, t.Snapshot, t.Mapper, err = readTable(ctx, cfg)
+	} else if t.Table, t.Snapshot, err = readTable(ctx, cfg); err == nil {
+		t.Mapper, err = mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
 	}
 	if err != nil {
 		return t, err
 	}
 	t.Writer, err = cfg.WriterOptions(t.Snapshot)
 	return t, err
-}
-
-// readTable opens an existing table without changing it, and the mapper of
-// the configuration.
-func readTable(ctx context.Context, cfg *daemon.Config) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
-	m, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open table storage: %w", err)
-	}
-	tbl := delta.NewTable(store)
-	snap, err := tbl.Snapshot(ctx)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read table %s: %w", cfg.Table.URI, err)
-	}
-	return tbl, snap, m, nil
 }
 
 func printReplay(w io.Writer, res *dlqreplay.Result, dryRun bool) {

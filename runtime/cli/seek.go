@@ -138,24 +138,34 @@ func seekTable(ctx context.Context, cfg *daemon.Config, dryRun bool, stderr io.W
 		tbl, snap, _, err := daemon.OpenTable(ctx, cfg, nil)
 		return tbl, snap, err
 	}
+	tbl, snap, err := readTable(ctx, cfg)
+	if errors.Is(err, delta.ErrTableNotFound) {
+		return tbl, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := snap.CheckWrite(); err != nil {
+		return nil, nil, fmt.Errorf("table %s: %w", cfg.Table.URI, err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := daemon.CheckAtomicCommits(ctx, tbl.Store(), cfg.Storage.SingleWriter, logger); err != nil {
+		return nil, nil, err
+	}
+	return tbl, snap, nil
+}
+
+// readTable opens cfg's table and reads its latest snapshot, changing
+// nothing; a missing table's error wraps delta.ErrTableNotFound.
+func readTable(ctx context.Context, cfg *daemon.Config) (*delta.Table, *delta.Snapshot, error) {
 	store, err := storage.Open(ctx, cfg.Table.URI, cfg.StorageOptions())
 	if err != nil {
 		return nil, nil, fmt.Errorf("open table storage: %w", err)
 	}
 	tbl := delta.NewTable(store)
 	snap, err := tbl.Snapshot(ctx)
-	if errors.Is(err, delta.ErrTableNotFound) {
-		return tbl, nil, nil
-	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read table %s: %w", cfg.Table.URI, err)
-	}
-	if err := snap.CheckWrite(); err != nil {
-		return nil, nil, fmt.Errorf("table %s: %w", cfg.Table.URI, err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := daemon.CheckAtomicCommits(ctx, store, cfg.Storage.SingleWriter, logger); err != nil {
-		return nil, nil, err
+		return tbl, nil, fmt.Errorf("read table %s: %w", cfg.Table.URI, err)
 	}
 	return tbl, snap, nil
 }
