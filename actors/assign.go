@@ -34,89 +34,108 @@ const recheckRetry = 2 * time.Second
 // against their logs (startPartitions), spawns their readers and answers
 // where each starts.
 func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
-	next, err := c.startPartitions(m.Partitions)
-	if err != nil {
-		m.Reply <- messages.Assigned{Err: err}
-		return
-	}
-	var fresh []int32
-	for _, p := range m.Partitions {
-		delete(c.recheck, p)
-		if !c.assigned[p] {
-			c.assigned[p] = true
-			fresh = append(fresh, p)
+	c.startPartitions(ctx, m.Partitions, func(ctx actor.Context, next map[int32]int64, err error) {
+		if err != nil {
+			m.Reply <- messages.Assigned{Err: err}
+			return
 		}
-	}
-	if c.pipeline != nil && len(fresh) > 0 {
-		c.spawnReaders(ctx, fresh, nil)
-	}
-	maps.Copy(c.base, offsets.Next(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
-	c.cfg.progress.setCommitted(c.base)
-	m.Reply <- messages.Assigned{Next: next}
+		var fresh []int32
+		for _, p := range m.Partitions {
+			delete(c.recheck, p)
+			if !c.assigned[p] {
+				c.assigned[p] = true
+				fresh = append(fresh, p)
+			}
+		}
+		if c.pipeline != nil && len(fresh) > 0 {
+			c.spawnReaders(ctx, fresh, nil)
+		}
+		maps.Copy(c.base, offsets.Next(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
+		c.cfg.progress.setCommitted(c.base)
+		m.Reply <- messages.Assigned{Next: next}
+	})
 }
 
-// startPartitions decides where partitions ps start (planStarts), writes
+// startPartitions decides where partitions ps start and records it, off
+// the actor (recordStarts: it asks Kafka and may commit); then, on it, it
+// reports the losses, holds or releases each partition and calls then
+// with the next offset of each (kafka.Held for a held one), or the error.
+func (c *committer) startPartitions(ctx actor.Context, ps []int32, then func(actor.Context, map[int32]int64, error)) {
+	work, snap := c.ctx, c.snap
+	c.offActor(ctx, func() func(actor.Context) {
+		plan, err := c.cfg.recordStarts(work, snap, ps)
+		return func(ctx actor.Context) {
+			if err != nil {
+				then(ctx, nil, err)
+				return
+			}
+			for _, loss := range plan.losses {
+				c.reportLoss(loss, plan.skip)
+			}
+			for _, p := range ps {
+				if plan.next[p] == kafka.Held {
+					c.hold(p, plan.losses)
+				} else {
+					c.release(p)
+				}
+			}
+			then(ctx, plan.next, nil)
+		}
+	})
+}
+
+// recordStarts plans the starts of partitions ps (planStarts) and writes
 // what must be durable before they are read (resolved start offsets, the
-// resume points of skipped losses, the topic ID) in one commit, reports the
-// losses and holds or releases each partition. It returns the next offset
-// of each partition, kafka.Held for a held one.
-func (c *committer) startPartitions(ps []int32) (map[int32]int64, error) {
+// resume points of skipped losses, the topic ID) in one commit after snap,
+// which it advances. It runs off the actor: it reads nothing of the
+// committer but its configuration.
+func (cfg *committerConfig) recordStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (startPlan, error) {
 	var conflict error
 	for range 3 {
 		// The partitions' previous owner committed them up to its
 		// revocation, after our snapshot was read: start where the log
 		// says now, not where it said then (commitEpoch drops the epoch if
 		// we do not).
-		if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
-			c.cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
+		if err := cfg.table.Update(ctx, snap); err != nil {
+			cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
 		}
-		plan, err := c.planStarts(ps)
+		plan, err := cfg.planStarts(ctx, snap, ps)
 		if err != nil {
-			return nil, err
+			return startPlan{}, err
 		}
 		if !plan.empty() {
-			key := offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)
-			v, err := offsets.Write(c.ctx, c.cfg.table, c.snap, c.cfg.app, c.cfg.topic, plan.write, plan.topicID, plan.operation(c.cfg.starts, key))
+			key := offsets.TopicIDProperty(cfg.app, cfg.topic)
+			v, err := offsets.Write(ctx, cfg.table, snap, cfg.app, cfg.topic, plan.write, plan.topicID, plan.operation(cfg.starts, key))
 			if delta.IsConflict(err) {
 				conflict = err // another writer recorded starts too: decide again from its commit
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("record the start offsets of %s%v: %w", c.cfg.topic, ps, err)
+				return startPlan{}, fmt.Errorf("record the start offsets of %s%v: %w", cfg.topic, ps, err)
 			}
-			c.cfg.metrics.TableVersion.Set(float64(v))
-			c.cfg.logger.Info("start offsets recorded", "version", v, "topic", c.cfg.topic, "next", plan.write, "topic_id", plan.topicID)
+			cfg.metrics.TableVersion.Set(float64(v))
+			cfg.logger.Info("start offsets recorded", "version", v, "topic", cfg.topic, "next", plan.write, "topic_id", plan.topicID)
 		}
-		for _, loss := range plan.losses {
-			c.reportLoss(loss, plan.skip)
-		}
-		for _, p := range ps {
-			if plan.next[p] == kafka.Held {
-				c.hold(p, plan.losses)
-			} else {
-				c.release(p)
-			}
-		}
-		return plan.next, nil
+		return plan, nil
 	}
-	return nil, fmt.Errorf("record the start offsets of %s%v: %w", c.cfg.topic, ps, conflict)
+	return startPlan{}, fmt.Errorf("record the start offsets of %s%v: %w", cfg.topic, ps, conflict)
 }
 
 // planStarts asks Kafka for the topic's logs and plans the starts of ps
-// against the snapshot's offsets and recorded topic ID.
-func (c *committer) planStarts(ps []int32) (startPlan, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+// against snap's offsets and recorded topic ID.
+func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (startPlan, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	logs, err := c.cfg.kafka.TopicLogs(ctx)
+	logs, err := cfg.kafka.TopicLogs(ctx)
 	if err != nil {
 		return startPlan{}, err
 	}
 	table := map[int32]int64{}
-	for p, v := range offsets.Last(c.snap, c.cfg.app, c.cfg.topic) {
+	for p, v := range offsets.Last(snap, cfg.app, cfg.topic) {
 		table[p] = v + 1
 	}
-	storedID := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]
-	return planStarts(ps, table, storedID, logs, c.cfg.starts)
+	storedID := snap.Metadata().Configuration[offsets.TopicIDProperty(cfg.app, cfg.topic)]
+	return planStarts(ps, table, storedID, logs, cfg.starts)
 }
 
 // reportLoss says, in the log, an event and the metrics, that loss was
@@ -180,7 +199,7 @@ func heldKey(p int32) string { return fmt.Sprintf("kafka partition %d", p) }
 // table says what to do with the new topic, the process must restart
 // (ErrTopicRecreated).
 func (c *committer) runRechecks(ctx actor.Context) {
-	if len(c.recheck) == 0 || c.cur != nil || c.pipeline == nil {
+	if len(c.recheck) == 0 || c.cur != nil || c.pipeline == nil || c.busy {
 		return
 	}
 	read := c.cfg.fetch.position()
@@ -195,22 +214,23 @@ func (c *committer) runRechecks(ctx actor.Context) {
 		return
 	}
 	slices.Sort(ready)
-	next, err := c.startPartitions(ready)
-	if err != nil {
-		c.cfg.logger.Warn("partitions not checked against the Kafka log; trying again", "partitions", ready, "err", err)
-		self, system := ctx.Self(), ctx.ActorSystem()
-		time.AfterFunc(recheckRetry, func() { system.Root.Send(self, &recheckPartitions{}) })
-		return
-	}
-	for _, p := range ready {
-		delete(c.recheck, p)
-	}
-	if c.staleClient {
-		c.staleClient = false
-		c.cfg.fatal(ErrTopicRecreated)
-		return
-	}
-	if slices.ContainsFunc(ready, func(p int32) bool { return next[p] != kafka.Held }) {
-		c.abort(ctx, fmt.Sprintf("partitions %v checked against the Kafka log", ready), false)
-	}
+	c.startPartitions(ctx, ready, func(ctx actor.Context, next map[int32]int64, err error) {
+		if err != nil {
+			c.cfg.logger.Warn("partitions not checked against the Kafka log; trying again", "partitions", ready, "err", err)
+			self, system := ctx.Self(), ctx.ActorSystem()
+			time.AfterFunc(recheckRetry, func() { system.Root.Send(self, &recheckPartitions{}) })
+			return
+		}
+		for _, p := range ready {
+			delete(c.recheck, p)
+		}
+		if c.staleClient {
+			c.staleClient = false
+			c.cfg.fatal(ErrTopicRecreated)
+			return
+		}
+		if slices.ContainsFunc(ready, func(p int32) bool { return next[p] != kafka.Held }) {
+			c.abort(ctx, fmt.Sprintf("partitions %v checked against the Kafka log", ready), false)
+		}
+	})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
-	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -103,10 +102,18 @@ type committer struct {
 	staleClient bool   // a fetch found the topic's ID gone (see runRechecks)
 	epoch       uint64 // the epoch readers are filling
 	cur         *epochState
-	sched       schedule // which CommitNow seals which epoch, who waits on it
-	idle        map[string]int
-	retiring    []*actor.PID
-	failures    failureStreak // paces pipeline rebuilds
+	// readers are the partitions this generation's pipeline was asked to
+	// read: those an epoch is sealed on.
+	readers map[int32]bool
+	sched   schedule // which CommitNow seals which epoch, who waits on it
+	// busy is set while table work runs off the actor (offActor): until its
+	// result is applied, the messages it would race with wait in deferred.
+	busy     bool
+	job      uint64 // numbers the work, so that a result from before a restart is ignored
+	deferred []deferredMessage
+	idle     map[string]int
+	retiring []*actor.PID
+	failures failureStreak // paces pipeline rebuilds
 	// faults counts the aborts in a row on a record fault (recordFault)
 	// since something was last committed; at isolateAfter, isolate starts
 	// cutting the failing epoch down to the record causing it.
@@ -114,6 +121,20 @@ type committer struct {
 	isolate *isolation
 	writer  epochWriter // DLQ publish and commit, with their retries
 	ticker  *time.Ticker
+}
+
+// deferredMessage is a message that came while busy, with its sender (to
+// answer a request).
+type deferredMessage struct {
+	msg    any
+	sender *actor.PID
+}
+
+// workDone carries the result of work run off the actor: then applies it,
+// on the actor.
+type workDone struct {
+	job  uint64
+	then func(actor.Context)
 }
 
 // newCommitter returns a producer that always yields the same committer:
@@ -124,10 +145,18 @@ func newCommitter(cfg *committerConfig) actor.Producer {
 	return func() actor.Actor { return c }
 }
 
+// Receive never waits on I/O for long: an epoch's DLQ publish, commit and
+// checkpoint, retried for minutes when the store or NATS is down, run off
+// the actor (offActor). Meanwhile it takes CommitNow requests and the
+// flush timer and stops or restarts at once; every other message waits,
+// in order, for the work's result, since it reads or changes the snapshot
+// the work owns (Assign, Revoke, a failure's abort) or follows the epoch it
+// commits.
 func (c *committer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.start(ctx)
+		c.replayDeferred(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		c.stopTimers()
 	case *tick:
@@ -136,6 +165,25 @@ func (c *committer) Receive(ctx actor.Context) {
 		}
 	case *messages.CommitNow:
 		c.handleCommitNow(ctx, m)
+	case *workDone:
+		if c.busy && m.job == c.job {
+			c.busy = false
+			m.then(ctx)
+			c.replayDeferred(ctx)
+		}
+	default:
+		if c.busy {
+			c.deferred = append(c.deferred, deferredMessage{msg: m, sender: ctx.Sender()})
+			return
+		}
+		c.handle(ctx, m, ctx.Sender())
+	}
+}
+
+// handle handles the messages that wait while busy; sender is the one of
+// the message.
+func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
+	switch m := msg.(type) {
 	case *messages.Assign:
 		c.handleAssign(ctx, m)
 	case *messages.Revoke:
@@ -166,7 +214,9 @@ func (c *committer) Receive(ctx actor.Context) {
 			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.epochTimeout), true)
 		}
 	case *committedOffsets:
-		ctx.Respond(offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+		if sender != nil {
+			ctx.Send(sender, offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+		}
 	case *rebuild:
 		if m.gen == c.gen {
 			c.spawnPipeline(ctx)
@@ -182,6 +232,28 @@ func (c *committer) Receive(ctx actor.Context) {
 	}
 }
 
+// offActor runs work in a goroutine and applies what it returns on the
+// actor. The work must not touch the committer's state; c.snap is its own
+// until the result is applied (busy defers whatever reads it). One at a
+// time: a restart forgets the running one (its context is cancelled, its
+// result ignored).
+func (c *committer) offActor(ctx actor.Context, work func() func(actor.Context)) {
+	c.job++
+	c.busy = true
+	job, self, system := c.job, ctx.Self(), ctx.ActorSystem()
+	go func() { system.Root.Send(self, &workDone{job: job, then: work()}) }()
+}
+
+// replayDeferred handles the messages deferred while busy, in order, until
+// one makes it busy again.
+func (c *committer) replayDeferred(ctx actor.Context) {
+	for len(c.deferred) > 0 && !c.busy {
+		d := c.deferred[0]
+		c.deferred = c.deferred[1:]
+		c.handle(ctx, d.msg, d.sender)
+	}
+}
+
 // start loads the table and builds the first pipeline; after a restart it
 // does the same from what the log says.
 func (c *committer) start(ctx actor.Context) {
@@ -189,6 +261,8 @@ func (c *committer) start(ctx actor.Context) {
 	// flight belongs to a dead generation.
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.idle, c.retiring, c.pipeline = map[string]int{}, nil, nil
+	c.busy = false
+	c.cfg.progress.committing.Store(false)
 	c.dropEpoch()
 	if c.assigned == nil {
 		c.assigned, c.base, c.held, c.recheck = map[int32]bool{}, map[int32]int64{}, map[int32]bool{}, map[int32]bool{}
@@ -246,7 +320,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if err != nil {
 		panic(fmt.Errorf("committer: spawn pipeline: %w", err))
 	}
-	c.pipeline = pid
+	c.pipeline, c.readers = pid, map[int32]bool{}
 	var limits map[int32]*readLimit
 	if c.isolate != nil {
 		p, limit := c.isolate.plan()
@@ -272,11 +346,13 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	}
 }
 
+// spawnReaders asks the pipeline for readers of partitions; epochs sealed
+// from now on include them.
 func (c *committer) spawnReaders(ctx actor.Context, partitions []int32, limits map[int32]*readLimit) {
-	_, err := ctx.RequestFuture(c.pipeline, &spawnReaders{partitions: partitions, epoch: c.epoch, limits: limits}, 30*time.Second).Result()
-	if err != nil {
-		panic(fmt.Errorf("committer: spawn readers: %w", err))
+	for _, p := range partitions {
+		c.readers[p] = true
 	}
+	ctx.Send(c.pipeline, &spawnReaders{partitions: partitions, epoch: c.epoch, limits: limits})
 }
 
 func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
@@ -287,7 +363,7 @@ func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 
 // sealEpoch seals epoch c.epoch: readers tag later rows with the next one.
 func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
-	partitions, pids := c.cfg.pipeline.reg.readerList()
+	partitions := slices.Sorted(maps.Keys(c.readers))
 	c.sched.sealed()
 	if len(partitions) == 0 {
 		c.finishEpoch(ctx, nil)
@@ -308,10 +384,8 @@ func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
 			delete(c.idle, pid.Id)
 		}
 	}
-	for _, pid := range pids {
-		ctx.Send(pid, &messages.Seal{Gen: c.gen, Epoch: e, Retire: retire})
-	}
-	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(pids), "buffers", len(c.cfg.pipeline.reg.bufferList()))
+	ctx.Send(c.pipeline, &sealReaders{seal: &messages.Seal{Gen: c.gen, Epoch: e, Retire: retire}})
+	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(partitions), "buffers", len(c.cfg.pipeline.reg.bufferList()))
 	gen, self := c.gen, ctx.Self()
 	time.AfterFunc(c.cfg.epochTimeout, func() { ctx.ActorSystem().Root.Send(self, &epochExpired{gen: gen, epoch: e}) })
 }
@@ -356,29 +430,52 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	for _, id := range es.idle {
 		c.idle[id]++
 	}
-	if letters := es.deadLetters(); len(letters) > 0 {
-		if id := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
-			for i := range letters {
-				letters[i].TopicID = id
-			}
+	letters := es.deadLetters()
+	if id := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
+		for i := range letters {
+			letters[i].TopicID = id
 		}
-		waitStart := time.Now()
-		err := c.writer.publishDeadLetters(c.ctx, letters, func(attempt int, err error) {
-			// The commit waits (the epoch's bad records must be stored
-			// first), at most the retry policy's maxElapsed; then the epoch
-			// is dropped and re-read. Said in the log, /readyz and a metric.
-			c.cfg.metrics.retrying(componentNATS)
-			c.cfg.health.Degrade("nats", err.Error())
-			if bridge.IsFull(err) {
-				c.dlqFull(es.epoch, err)
-			}
-			c.cfg.metrics.DLQWaiting.Set(float64(len(letters)))
-			c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", es.epoch, "records", len(letters),
-				"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
-		})
+	}
+	var ec *epochCommit
+	if refresh := c.staleTxns(es); !es.empty() || len(refresh) > 0 {
+		commit := newEpochCommit(es, c.cfg.app, refresh, time.Now())
+		ec = &commit
+	}
+	write := epochWrite{writer: c.writer, ctx: c.ctx, snap: c.snap, letters: letters, commit: ec,
+		progress: c.cfg.progress, onDLQRetry: c.dlqRetrying(es.epoch, len(letters)), onCommitRetry: c.storageRetrying("commit")}
+	c.offActor(ctx, func() func(actor.Context) {
+		out := write.run()
+		return func(ctx actor.Context) { c.epochWritten(ctx, es, ec, out) }
+	})
+}
+
+// dlqRetrying reports a failed DLQ publish of an epoch's letters: the
+// commit waits (the epoch's bad records must be stored first), at most the
+// retry policy's maxElapsed; then the epoch is dropped and re-read. Said in
+// the log, /readyz and a metric. Safe off the actor.
+func (c *committer) dlqRetrying(epoch uint64, letters int) func(int, error) {
+	waitStart := time.Now()
+	return func(attempt int, err error) {
+		c.cfg.metrics.retrying(componentNATS)
+		c.cfg.health.Degrade("nats", err.Error())
+		if bridge.IsFull(err) {
+			c.dlqFull(epoch, err)
+		}
+		c.cfg.metrics.DLQWaiting.Set(float64(letters))
+		c.cfg.logger.Warn("epoch waits for the DLQ to acknowledge", "epoch", epoch, "records", letters,
+			"attempt", attempt+1, "waited", time.Since(waitStart).Round(time.Second), "max_wait", c.cfg.retry.maxElapsed, "err", err)
+	}
+}
+
+// epochWritten applies the outcome of the current epoch's write, on the
+// actor: what failed aborts, what committed advances the offsets and is
+// reported.
+func (c *committer) epochWritten(ctx actor.Context, es *epochState, ec *epochCommit, out epochOutcome) {
+	c.cfg.progress.committing.Store(false)
+	if len(es.deadLetters()) > 0 {
 		c.cfg.metrics.DLQWaiting.Set(0)
-		if err != nil {
-			c.failEpoch(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, err), recordFault(err))
+		if out.dlq != nil {
+			c.failEpoch(ctx, fmt.Sprintf("epoch %d: %v", es.epoch, out.dlq), recordFault(out.dlq))
 			return
 		}
 		c.cfg.health.Recover("nats")
@@ -387,19 +484,11 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	// has none: a partition whose letters waited may have moved away).
 	c.cfg.health.Accept(healthDLQFull)
 	c.cfg.metrics.DLQFull.Set(0)
-	refresh := c.staleTxns(es)
-	if es.empty() && len(refresh) == 0 {
+	if ec == nil {
 		c.finishEpoch(ctx, nil)
 		return
 	}
-	ec := newEpochCommit(es, c.cfg.app, refresh, time.Now())
-	failpoint.Hit(failpoint.Commit)
-	// In flight from here until the checkpoint and mirror are written:
-	// the stall watchdog never exits the process meanwhile.
-	c.cfg.progress.committing.Store(true)
-	defer c.cfg.progress.committing.Store(false)
-	start := time.Now()
-	res := c.writer.commit(c.ctx, c.snap, ec, c.storageRetrying("commit"))
+	res := out.commit
 	switch {
 	case res.conflict != nil:
 		c.cfg.metrics.Conflicts.Inc()
@@ -415,13 +504,16 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.base[p] = off + 1
 	}
 	c.cfg.progress.setCommitted(c.base)
-	c.cfg.progress.committedNow(time.Now())
-	c.afterCommit(es, version, ec.rows, ec.bytes, time.Since(start))
-	if err := c.checkpoint(ctx, version); err != nil {
-		// The snapshot now holds the log's state, which is not what this
-		// writer committed: re-read every partition from the log's offsets.
-		c.abort(ctx, err.Error(), true)
-		return
+	c.cfg.progress.committedNow(out.committed)
+	c.afterCommit(es, version, ec.rows, ec.bytes, out.committed, out.took)
+	if out.checkpointed {
+		if err := c.checkpointed(ctx, version, out.checkpoint); err != nil {
+			// The snapshot now holds the log's state, which is not what
+			// this writer committed: re-read every partition from the
+			// log's offsets.
+			c.abort(ctx, err.Error(), true)
+			return
+		}
 	}
 	if len(es.offsets()) > 0 {
 		c.faults = 0
@@ -523,16 +615,12 @@ func (c *committer) dlqFull(epoch uint64, err error) {
 		"or raise nats.dlq_max_bytes or the server's JetStream store, and it commits by itself: %s", epoch, first))
 }
 
-// checkpoint writes the checkpoint of version when one is due. A failure
-// only costs time (the next checkpoint covers it) and is logged; the error
-// returned is the log differing from the snapshot (delta.ErrSnapshotDiverged):
-// a commit of ours was lost or another writer's misread, so the offsets this
-// writer holds cannot be trusted.
-func (c *committer) checkpoint(ctx actor.Context, version int64) error {
-	if !c.snap.CheckpointDue() {
-		return nil
-	}
-	err := c.cfg.table.Checkpoint(c.ctx, c.snap)
+// checkpointed reports the checkpoint of version, written with err (see
+// epochWrite). A failure only costs time (the next checkpoint covers it) and
+// is logged; the error returned is the log differing from the snapshot
+// (delta.ErrSnapshotDiverged): a commit of ours was lost or another
+// writer's misread, so the offsets this writer holds cannot be trusted.
+func (c *committer) checkpointed(ctx actor.Context, version int64, err error) error {
 	switch {
 	case errors.Is(err, delta.ErrSnapshotDiverged):
 		c.cfg.logger.Error("the log differs from what this writer committed (another writer on a store without "+
@@ -569,18 +657,18 @@ func (c *committer) staleTxns(es *epochState) []delta.Txn {
 	return offsets.Stale(c.snap, c.cfg.app, c.cfg.topic, c.partitions(), es.offsets(), c.base, time.Now())
 }
 
-// afterCommit does what follows a commit: KV mirror, Kafka group offsets,
-// events and metrics. None of it affects correctness.
-func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took time.Duration) {
+// afterCommit does what follows a commit that landed at at: KV mirror,
+// Kafka group offsets, events and metrics. None of it affects correctness.
+func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, at time.Time, took time.Duration) {
 	m := c.cfg.metrics
 	m.Commits.Inc()
 	m.Rows.Add(float64(rows))
 	m.Files.Add(float64(len(es.files)))
 	m.Bytes.Add(float64(bytes))
 	m.CommitLatency.Observe(took.Seconds())
-	m.EpochDuration.Observe(time.Since(es.started).Seconds())
+	m.EpochDuration.Observe(at.Sub(es.started).Seconds())
 	m.TableVersion.Set(float64(version))
-	m.LastCommit.Set(float64(time.Now().UnixMilli()) / 1e3)
+	m.LastCommit.Set(float64(at.UnixMilli()) / 1e3)
 	m.committedFiles(es.files, c.cfg.eventTime)
 	offsets := es.offsets()
 	next := make(map[int32]int64, len(offsets))
@@ -598,9 +686,9 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, took
 		})
 	}
 	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: string(es.reason), Files: len(es.files), Rows: rows, Bytes: bytes,
-		DurationMS: time.Since(es.started).Milliseconds() - took.Milliseconds()})
+		DurationMS: at.Sub(es.started).Milliseconds() - took.Milliseconds()})
 	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
-		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: time.Since(es.started).Milliseconds()})
+		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: at.Sub(es.started).Milliseconds()})
 	c.cfg.logger.Info("committed", "version", version, "epoch", es.epoch, "files", len(es.files), "rows", rows,
 		"records", es.records(), "dlq", len(es.deadLetters()), "took", took.Round(time.Millisecond))
 }

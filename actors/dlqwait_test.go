@@ -67,3 +67,47 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 	}
 	return m.Gauge.GetValue()
 }
+
+// TestStopDuringDLQWait: an epoch waits for the DLQ (down for longer than
+// the test) under the default ten-minute retry limit; Stop still ends the
+// engine within its context, since the committer's actor does not sit in
+// the retries (they run off it), and nothing is lost: the next run commits
+// every record once the DLQ answers.
+func TestStopDuringDLQWait(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(2_000, 0.1, 7)
+	h.outbox = unreachableDLQ{Outbox: NewOutbox(h.bridge), until: time.Now().Add(time.Hour)}
+	r := h.start(Config{MaxRetry: 10 * time.Minute}, nil)
+	m := r.engine.deps.Metrics
+	for deadline := time.Now().Add(30 * time.Second); value(t, m.DLQWaiting) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no epoch waited for the DLQ within 30s")
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		stopped <- r.engine.Stop(ctx)
+	}()
+	select {
+	case err := <-stopped:
+		if err == nil {
+			t.Error("Stop reported its final commit done while the DLQ was down")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop still waits after 30s: the committer is stuck in the DLQ retries")
+	}
+	if _, alive := r.engine.system.ProcessRegistry.GetLocal(committerName); alive {
+		t.Fatal("the committer still runs after Stop: stuck in the DLQ retries")
+	}
+	r.engine.system.Shutdown()
+	if s, err := h.table.Snapshot(t.Context()); err != nil || s.NumFiles() != 0 {
+		t.Fatalf("committed data while the DLQ was unreachable: %v, %v", s, err)
+	}
+	h.outbox = nil
+	r = h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+}

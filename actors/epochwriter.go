@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -82,4 +83,54 @@ func (w epochWriter) commit(ctx context.Context, snap *delta.Snapshot, ec epochC
 		return commitResult{err: fmt.Errorf("commit: %w", err)}
 	}
 	return commitResult{version: version}
+}
+
+// epochWrite is one epoch made durable, off the committer's actor: its dead
+// letters published, its commit written (none: nothing to commit), then the
+// checkpoint when one is due. It owns snap, which the commit advances.
+type epochWrite struct {
+	writer        epochWriter
+	ctx           context.Context
+	snap          *delta.Snapshot
+	letters       []messages.DeadLetter
+	commit        *epochCommit
+	progress      *progress
+	onDLQRetry    func(attempt int, err error)
+	onCommitRetry func(attempt int, err error)
+}
+
+// epochOutcome is what an epochWrite did, for the committer to apply.
+type epochOutcome struct {
+	dlq    error        // the letters were not acknowledged: nothing was committed
+	commit commitResult // with commit
+	// committed is when the commit landed; took how long writing it took.
+	committed time.Time
+	took      time.Duration
+	// checkpointed says a checkpoint was due and written, with checkpoint's
+	// error.
+	checkpointed bool
+	checkpoint   error
+}
+
+func (w epochWrite) run() (out epochOutcome) {
+	if len(w.letters) > 0 {
+		if out.dlq = w.writer.publishDeadLetters(w.ctx, w.letters, w.onDLQRetry); out.dlq != nil {
+			return out
+		}
+	}
+	if w.commit == nil {
+		return out
+	}
+	failpoint.Hit(failpoint.Commit)
+	// In flight from here until the committer applies the outcome: the
+	// stall watchdog never exits the process meanwhile.
+	w.progress.committing.Store(true)
+	start := time.Now()
+	out.commit = w.writer.commit(w.ctx, w.snap, *w.commit, w.onCommitRetry)
+	out.committed, out.took = time.Now(), time.Since(start)
+	if out.commit.conflict == nil && out.commit.err == nil && w.snap.CheckpointDue() {
+		out.checkpointed = true
+		out.checkpoint = w.writer.table.Checkpoint(w.ctx, w.snap)
+	}
+	return out
 }

@@ -21,7 +21,9 @@ type pipelineConfig struct {
 	logger    *slog.Logger
 }
 
-// Requests to the pipeline, answered with ctx.Respond.
+// Messages to the pipeline. The committer's are sent, never awaited: a
+// mailbox delivers one sender's messages in order, so readers spawned by
+// spawnReaders exist when a later sealReaders reaches them.
 type (
 	// spawnReaders starts readers for partitions, tagging rows with epoch;
 	// limits bound some while a record is isolated.
@@ -30,9 +32,12 @@ type (
 		epoch      uint64
 		limits     map[int32]*readLimit
 	}
+	// sealReaders hands seal to every reader.
+	sealReaders struct{ seal *messages.Seal }
 	// stopBuffers stops retired buffers (by PID).
 	stopBuffers struct{ pids []*actor.PID }
-	// getBuffer returns the buffer of a partition directory, spawning it.
+	// getBuffer returns the buffer of a partition directory, spawning it
+	// (answered with ctx.Respond).
 	getBuffer struct {
 		key    string
 		values map[string]*string
@@ -43,9 +48,10 @@ type (
 // failure among them stops them all and reports to the committer, which
 // throws the generation away and builds the next one.
 type pipeline struct {
-	cfg    *pipelineConfig
-	gen    uint64
-	nextID int
+	cfg     *pipelineConfig
+	gen     uint64
+	nextID  int
+	readers []*actor.PID
 	// dead is set once a child failed or the pipeline is stopping: it
 	// spawns nothing more, so that stopping it stops everything it made.
 	dead bool
@@ -85,8 +91,12 @@ func (p *pipeline) Receive(c actor.Context) {
 				panic(fmt.Errorf("spawn reader %d: %w", part, err))
 			}
 			p.cfg.reg.setReader(p.gen, part, pid)
+			p.readers = append(p.readers, pid)
 		}
-		c.Respond(true)
+	case *sealReaders:
+		for _, pid := range p.readers {
+			c.Send(pid, m.seal)
+		}
 	case *getBuffer:
 		pid := p.cfg.reg.buffer(m.key)
 		if pid == nil {

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,22 +45,6 @@ func (r *registry) reader(gen uint64, p int32) *actor.PID {
 		return nil
 	}
 	return r.readers[p]
-}
-
-// readerList returns the partitions with a reader, sorted, and their PIDs.
-func (r *registry) readerList() ([]int32, []*actor.PID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ps := make([]int32, 0, len(r.readers))
-	for p := range r.readers {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	pids := make([]*actor.PID, len(ps))
-	for i, p := range ps {
-		pids[i] = r.readers[p]
-	}
-	return ps, pids
 }
 
 func (r *registry) buffer(key string) *actor.PID {

@@ -8,6 +8,7 @@
 //	Fetch           fetch loop → reader              the records of one poll of its partition
 //	RowBatch        reader → buffer                  mapped rows of one epoch for one partition value
 //	Seal            committer → every reader         close epoch e: answer Sealed, tag later rows e+1
+//	                (through the pipeline)
 //	Sealed          reader → committer               the partition's last offset and dead letters in e
 //	Flush           committer → every buffer         write and upload the files of epochs ≤ e
 //	                (live and retiring)
@@ -32,9 +33,9 @@
 //	                           (rows routed from now on carry e+1)
 //	committer → every buffer:  Flush{e}
 //	buffer    → committer:     Flushed{e, data files}   (files uploaded, invisible)
-//	committer:                 DLQ acknowledged, one Delta commit (adds + one txn
-//	                           per partition), then KV mirror, Kafka offsets,
-//	                           events, and the checkpoint when due
+//	committer:                 off its actor: DLQ acknowledged, one Delta commit
+//	                           (adds + one txn per partition), the checkpoint
+//	                           when due; then KV mirror, Kafka offsets, events
 //
 // Every message of the pipeline carries the pipeline's generation: after a
 // failure the pipeline is rebuilt with a new generation and late messages

@@ -9,10 +9,11 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/deltaflow/deltaflow/delta"
 	"github.com/parquet-go/parquet-go"
 	"github.com/valyala/fastjson"
 	"github.com/valyala/fastjson/fastfloat"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 // Record is a Kafka record as the mapper sees it.

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/delta"
 	"github.com/parquet-go/parquet-go"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 const (
