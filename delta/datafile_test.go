@@ -15,8 +15,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltaflow/deltaflow/storage"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 func allTypesSchema() *StructType {

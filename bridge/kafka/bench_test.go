@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/internal/sim"
 )
 
 // BenchmarkProduceConsume produces b.N simulated sensor records to kfake with
