@@ -109,7 +109,8 @@ type committer struct {
 	// busy is set while table work runs off the actor (offActor): until its
 	// result is applied, the messages it would race with wait in deferred.
 	busy     bool
-	job      uint64 // numbers the work, so that a result from before a restart is ignored
+	job      uint64        // numbers the work, so that a result from before a restart is ignored
+	working  chan struct{} // closed when the work ends
 	deferred []deferredMessage
 	idle     map[string]int
 	retiring []*actor.PID
@@ -159,6 +160,7 @@ func (c *committer) Receive(ctx actor.Context) {
 		c.replayDeferred(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		c.stopTimers()
+		c.awaitWork()
 	case *tick:
 		if c.cur == nil && c.pipeline != nil {
 			c.sealEpoch(ctx, messages.ReasonTimer)
@@ -235,13 +237,39 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 // offActor runs work in a goroutine and applies what it returns on the
 // actor. The work must not touch the committer's state; c.snap is its own
 // until the result is applied (busy defers whatever reads it). One at a
-// time: a restart forgets the running one (its context is cancelled, its
-// result ignored).
+// time: a stop or restart cancels the running one, waits for it to end
+// (awaitWork) and ignores its result.
 func (c *committer) offActor(ctx actor.Context, work func() func(actor.Context)) {
 	c.job++
 	c.busy = true
 	job, self, system := c.job, ctx.Self(), ctx.ActorSystem()
-	go func() { system.Root.Send(self, &workDone{job: job, then: work()}) }()
+	ended := make(chan struct{})
+	c.working = ended
+	go func() {
+		then := work()
+		close(ended)
+		system.Root.Send(self, &workDone{job: job, then: then})
+	}()
+}
+
+// awaitWorkLimit bounds awaitWork: work deaf to its cancelled context is
+// reported, not waited for forever.
+const awaitWorkLimit = time.Minute
+
+// awaitWork waits until the work offActor started last has ended (its
+// context is cancelled first), so that no table work outlives the actor: a
+// stopped engine writes nothing more, and a restarted committer reads a log
+// its old work no longer changes.
+func (c *committer) awaitWork() {
+	if c.working == nil {
+		return
+	}
+	select {
+	case <-c.working:
+	case <-time.After(awaitWorkLimit):
+		c.cfg.logger.Error("the committer's table work did not end within a minute of being cancelled; going on without it")
+	}
+	c.working = nil
 }
 
 // replayDeferred handles the messages deferred while busy, in order, until
