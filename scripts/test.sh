@@ -46,6 +46,11 @@ govulncheck -db "file://$VULNDB" ./... || die "govulncheck found vulnerabilities
 pkgs="${DELTAFLOW_TEST_PKGS:-./...}"
 log "go test -race -shuffle=on -count=1 -timeout ${DELTAFLOW_TEST_TIMEOUT:-25m} $* $pkgs"
 status=0
+# The tests' temporary files (the deltaflow binaries they build, 50 MB each,
+# bench and server directories) go under the run's state, removed with it:
+# in /tmp they piled up run after run.
+export TMPDIR="$STATE/tmp"
+mkdir -p "$TMPDIR"
 # shellcheck disable=SC2086 # $pkgs may name several packages.
 go test -race -shuffle=on -count=1 -timeout "${DELTAFLOW_TEST_TIMEOUT:-25m}" "$@" $pkgs || status=$?
 
