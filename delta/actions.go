@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+
+	"github.com/deltaflow/deltaflow/delta/internal/jsonenc"
 )
 
 // Protocol is the protocol action: the reader and writer versions (and, at
@@ -48,7 +50,7 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	if m.Configuration == nil {
 		m.Configuration = map[string]string{}
 	}
-	return marshalNoEscape(plain(m))
+	return jsonenc.Marshal(plain(m))
 }
 
 // WithProperty returns a copy of m whose configuration (the table
@@ -113,7 +115,7 @@ func (a Add) MarshalJSON() ([]byte, error) {
 	if a.PartitionValues == nil {
 		a.PartitionValues = map[string]*string{}
 	}
-	return marshalNoEscape(plain(a))
+	return jsonenc.Marshal(plain(a))
 }
 
 // Remove is the remove action: a tombstone for a file that left the table.
@@ -216,7 +218,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 		return a.Unknown, nil
 	}
 	type plain Action
-	return marshalNoEscape(plain(a))
+	return jsonenc.Marshal(plain(a))
 }
 
 // CorruptLogError reports a commit or checkpoint file that cannot be parsed.
@@ -300,16 +302,4 @@ func EncodeActions(actions []Action) ([]byte, error) {
 		buf.WriteByte('\n')
 	}
 	return buf.Bytes(), nil
-}
-
-// marshalNoEscape is json.Marshal without HTML escaping: Spark writes '<', '>'
-// and '&' raw, and paths or values holding them must round-trip byte for byte.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/deltaflow/deltaflow/delta/internal/pqnode"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -351,8 +352,8 @@ var (
 	pqInt32  = parquet.Optional(parquet.Leaf(plainType{parquet.Int32Type}))
 	pqInt64  = parquet.Optional(parquet.Leaf(plainType{parquet.Int64Type}))
 	pqBool   = parquet.Optional(parquet.Leaf(plainType{parquet.BooleanType}))
-	pqMap    = parquet.Optional(mapOf(parquet.String(), pqString))
-	pqList   = parquet.Optional(listOf(pqString))
+	pqMap    = parquet.Optional(pqnode.MapOf(parquet.String(), pqString))
+	pqList   = parquet.Optional(pqnode.ListOf(pqString))
 
 	checkpointSchema, checkpointColumns = ckSchema(ckActions)
 	// sidecarSchema is a V2 checkpoint sidecar's: file actions only.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/delta/internal/pqnode"
 )
 
 // The checkpoint's columns are declared once per action type, below: each
@@ -153,10 +155,10 @@ func written[S any](fields []ckField[S]) []ckField[S] {
 func structNode[S any](fields []ckField[S]) (node parquet.Node, leaves int) {
 	var fs []parquet.Field
 	for _, f := range written(fields) {
-		fs = append(fs, field(f.name, f.node))
+		fs = append(fs, pqnode.Field(f.name, f.node))
 		leaves += f.leaves
 	}
-	return parquet.Optional(group(fs...)), leaves
+	return parquet.Optional(pqnode.Group(fs...)), leaves
 }
 
 // bindFields binds fields under c and returns the decoder of all of them.
@@ -398,11 +400,11 @@ func ckSchema(actions []ckAction) (*parquet.Schema, int) {
 	leaves := 0
 	for _, a := range actions {
 		if !a.readOnly {
-			fs = append(fs, field(a.name, a.node))
+			fs = append(fs, pqnode.Field(a.name, a.node))
 			leaves += a.leaves
 		}
 	}
-	return parquet.NewSchema("spark_schema", group(fs...)), leaves
+	return parquet.NewSchema("spark_schema", pqnode.Group(fs...)), leaves
 }
 
 // encodeRow is a's row of a checkpoint of actions' columns.

@@ -8,6 +8,9 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+
+	"github.com/deltaflow/deltaflow/delta/internal/jsonenc"
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // Column mapping (PROTOCOL.md "Column Mapping"): with
@@ -18,49 +21,15 @@ import (
 
 // Column mapping metadata keys and table properties.
 const (
-	columnMappingPhysicalName = "delta.columnMapping.physicalName"
-	columnMappingID           = "delta.columnMapping.id"
+	columnMappingPhysicalName = schema.ColumnMappingPhysicalName
+	columnMappingID           = schema.ColumnMappingID
 	columnMappingModeKey      = "delta.columnMapping.mode"
 	columnMappingMaxID        = "delta.columnMapping.maxColumnId"
 	typeChangesKey            = "delta.typeChanges"
 )
 
-// fieldMetadata decodes a field's metadata object (nil when empty or bad).
-func fieldMetadata(f *StructField) map[string]json.RawMessage {
-	if len(f.Metadata) < 3 {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(f.Metadata, &m) != nil {
-		return nil
-	}
-	return m
-}
-
-// PhysicalName is the column's name in data files, partition values and
-// stats: its delta.columnMapping.physicalName, or its name without one.
-func PhysicalName(f *StructField) string {
-	if raw, ok := fieldMetadata(f)[columnMappingPhysicalName]; ok {
-		var name string
-		if json.Unmarshal(raw, &name) == nil && name != "" {
-			return name
-		}
-	}
-	return f.Name
-}
-
-// fieldID is the column's delta.columnMapping.id, if it has one.
-func fieldID(f *StructField) (int, bool) {
-	raw, ok := fieldMetadata(f)[columnMappingID]
-	if !ok {
-		return 0, false
-	}
-	var id int
-	if json.Unmarshal(raw, &id) != nil {
-		return 0, false
-	}
-	return id, true
-}
+// PhysicalName is schema.PhysicalName.
+func PhysicalName(f *StructField) string { return schema.PhysicalName(f) }
 
 // PhysicalSchema returns schema with every field (nested ones too) named by
 // its physical name, metadata kept: the schema of the data files. Without
@@ -130,9 +99,9 @@ func (s *Snapshot) ColumnMappingMode() string {
 // id, as writers must for new columns of a table with column mapping, and
 // returns the configuration with delta.columnMapping.maxColumnId raised.
 // With mode none it returns both unchanged.
-func AssignColumnMapping(schema *StructType, conf map[string]string) (*StructType, map[string]string, error) {
+func AssignColumnMapping(table *StructType, conf map[string]string) (*StructType, map[string]string, error) {
 	if m := conf[columnMappingModeKey]; m == "" || m == "none" {
-		return schema, conf, nil
+		return table, conf, nil
 	}
 	maxID := 0
 	if v, ok := conf[columnMappingMaxID]; ok {
@@ -142,15 +111,15 @@ func AssignColumnMapping(schema *StructType, conf map[string]string) (*StructTyp
 		}
 		maxID = n
 	}
-	walkFields(schema, "", func(_ string, f *StructField) {
-		if id, ok := fieldID(f); ok {
+	walkFields(table, "", func(_ string, f *StructField) {
+		if id, ok := schema.FieldID(f); ok {
 			maxID = max(maxID, id)
 		}
 	})
-	out := cloneType(schema, nil).(*StructType)
+	out := cloneType(table, nil).(*StructType)
 	var err error
 	walkFields(out, "", func(path string, f *StructField) {
-		md := fieldMetadata(f)
+		md := schema.FieldMetadata(f)
 		if md == nil {
 			md = map[string]json.RawMessage{}
 		}
@@ -166,7 +135,7 @@ func AssignColumnMapping(schema *StructType, conf map[string]string) (*StructTyp
 		if !hasName {
 			md[columnMappingPhysicalName], _ = json.Marshal("col-" + uuid.NewString())
 		}
-		b, merr := marshalNoEscape(md)
+		b, merr := jsonenc.Marshal(md)
 		if merr != nil && err == nil {
 			err = fmt.Errorf("column %s metadata: %w", path, merr)
 		}
@@ -329,7 +298,7 @@ func (s *Snapshot) statColumns() (map[string]*statColumn, error) {
 // boundsOf reads the field's delta.typeChanges: which of its old types'
 // bounds hold for its current type.
 func boundsOf(f *StructField) boundsRule {
-	raw, ok := fieldMetadata(f)[typeChangesKey]
+	raw, ok := schema.FieldMetadata(f)[typeChangesKey]
 	if !ok {
 		return boundsExact
 	}
@@ -345,7 +314,7 @@ func boundsOf(f *StructField) boundsRule {
 		if c.FieldPath != "" {
 			continue // a map key or value, or an array element: no stats
 		}
-		from, err := parseType(c.FromType)
+		from, err := schema.ParseType(c.FromType)
 		switch {
 		case err != nil:
 			return boundsNone

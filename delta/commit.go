@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/deltaflow/deltaflow/delta/internal/jsonenc"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -49,8 +50,8 @@ func (t *Table) Create(ctx context.Context, schema *StructType, partitionColumns
 		Configuration:    configuration,
 		CreatedTime:      &created,
 	}
-	partitionBy, _ := marshalNoEscape(meta.PartitionColumns)
-	props, _ := marshalNoEscape(meta.Configuration)
+	partitionBy, _ := jsonenc.Marshal(meta.PartitionColumns)
+	props, _ := jsonenc.Marshal(meta.Configuration)
 	op := Operation{Name: "CREATE TABLE", Parameters: map[string]any{
 		"isManaged": "false", "description": nil, "partitionBy": string(partitionBy), "properties": string(props),
 	}}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // sensorSchema is the deltaflow default table (sensor_events).
@@ -48,8 +50,8 @@ func sensorRows(ps *ParquetSchema, n int) []parquet.Row {
 }
 
 func benchmarkSensorEncode(b *testing.B, c Compression) {
-	schema, parts := sensorSchema()
-	data := DataSchema(schema, parts)
+	table, parts := sensorSchema()
+	data := schema.DataSchema(table, parts)
 	w0, err := NewFileWriter(io.Discard, data, WriterOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -63,8 +65,7 @@ func benchmarkSensorEncode(b *testing.B, c Compression) {
 	// Each iteration writes one row; files of 256 Ki rows (4 row groups)
 	// are closed and a new one started, as the engine does per flush.
 	for i := 0; i < b.N; {
-		cw := &countingWriter{w: io.Discard}
-		w, err := NewFileWriter(cw, data, WriterOptions{Compression: c})
+		w, err := NewFileWriter(io.Discard, data, WriterOptions{Compression: c})
 		if err != nil {
 			b.Fatal(err)
 		}

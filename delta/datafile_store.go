@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltaflow/deltaflow/delta/internal/parquetfile"
+	"github.com/deltaflow/deltaflow/delta/schema"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -49,7 +51,7 @@ func CreateDataFile(ctx context.Context, store storage.Store, key string, dataSc
 // which the leading statsCols get stats (see newFileWriter).
 func createDataFile(ctx context.Context, store storage.Store, key string, fileSchema *StructType, statsCols int, partitionValues map[string]*string, opts WriterOptions) (*StoreFileWriter, error) {
 	pr, pw := io.Pipe()
-	fw, err := newFileWriter(pw, fileSchema, statsCols, opts.WithPartitionValues(partitionValues))
+	fw, err := parquetfile.NewWriter(pw, fileSchema, statsCols, opts.WithPartitionValues(partitionValues))
 	if err != nil {
 		return nil, err
 	}
@@ -117,18 +119,18 @@ func (w *StoreFileWriter) Abort(cause error) {
 // by column name) as one new data file of the partition and returns its add
 // action. Under column mapping the file's columns and the add's partition
 // values use physical names, and columns carry their ids as field ids.
-func WriteDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string,
+func WriteDataFile(ctx context.Context, store storage.Store, table *StructType, partitionColumns []string,
 	partitionValues map[string]*string, rows []Row, opts WriterOptions) (*Add, error) {
-	dataSchema := DataSchema(schema, partitionColumns)
+	dataSchema := schema.DataSchema(table, partitionColumns)
 	dataIdx := make([]int, 0, len(dataSchema.Fields))
-	for i, f := range schema.Fields {
+	for i, f := range table.Fields {
 		if !slices.Contains(partitionColumns, f.Name) {
 			dataIdx = append(dataIdx, i)
 		}
 	}
 	key := NewDataFileKey(partitionColumns, partitionValues, opts.Compression)
 	// Under column mapping the file and the add use physical names.
-	w, err := CreateDataFile(ctx, store, key, PhysicalSchema(dataSchema), PhysicalPartitionValues(schema, partitionValues), opts)
+	w, err := CreateDataFile(ctx, store, key, PhysicalSchema(dataSchema), PhysicalPartitionValues(table, partitionValues), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +142,8 @@ func WriteDataFile(ctx context.Context, store storage.Store, schema *StructType,
 		return err
 	}
 	for n, r := range rows {
-		if len(r) != len(schema.Fields) {
-			err = fmt.Errorf("row %d has %d values, the table schema %d columns", n, len(r), len(schema.Fields))
+		if len(r) != len(table.Fields) {
+			err = fmt.Errorf("row %d has %d values, the table table %d columns", n, len(r), len(table.Fields))
 			break
 		}
 		var pr parquet.Row

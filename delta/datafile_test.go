@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -481,23 +480,6 @@ func TestGoldenAllTypesInt96Decimal(t *testing.T) {
 	}
 }
 
-func TestFormatDecimal(t *testing.T) {
-	for _, c := range []struct {
-		unscaled            int64
-		fileScale, outScale int
-		want                string
-	}{
-		{1230, 2, 2, "12.30"}, {-5, 2, 2, "-0.05"}, {123, 1, 2, "12.30"}, {7, 0, 0, "7"}, {-1234, 3, 1, "-1.2"},
-	} {
-		if got := formatDecimal(bigInt(c.unscaled), c.fileScale, c.outScale); got != c.want {
-			t.Errorf("formatDecimal(%d,%d,%d) = %s, want %s", c.unscaled, c.fileScale, c.outScale, got, c.want)
-		}
-	}
-	if got := bigFromTwosComplement([]byte{0xff, 0x85}).Int64(); got != -123 {
-		t.Errorf("two's complement: %d", got)
-	}
-}
-
 // TestDeltaRSReadsAllTypes: every type this library writes (timestamp_ntz
 // included) reads back in delta-rs with the same values.
 func TestDeltaRSReadsAllTypes(t *testing.T) {
@@ -535,16 +517,14 @@ func TestDeltaRSReadsAllTypes(t *testing.T) {
 	compareWithDeltaRS(t, NewTable(store), dir, true)
 }
 
-func bigInt(n int64) *big.Int { return big.NewInt(n) }
-
 // TestDecimalRoundTrip: decimals are written as Spark writes them (INT32 up
 // to 9 digits, INT64 up to 18, FIXED_LEN_BYTE_ARRAY beyond) and read back
 // at the column's scale; a value with too many digits is refused.
 func TestDecimalRoundTrip(t *testing.T) {
 	schema := &StructType{Fields: []StructField{
-		{Name: "a", Type: DecimalType{5, 2}, Nullable: true},
-		{Name: "b", Type: DecimalType{12, 3}, Nullable: true},
-		{Name: "c", Type: DecimalType{30, 5}, Nullable: true},
+		{Name: "a", Type: DecimalType{Precision: 5, Scale: 2}, Nullable: true},
+		{Name: "b", Type: DecimalType{Precision: 12, Scale: 3}, Nullable: true},
+		{Name: "c", Type: DecimalType{Precision: 30, Scale: 5}, Nullable: true},
 	}}
 	rows := []Row{
 		{"1.5", "-0.001", "-1234567890123456789012.5"},

@@ -6,6 +6,15 @@
 // Start with Table (a log on a storage.Store), Snapshot (the table state at one
 // version) and Action (one line of a commit file).
 //
+// Below the log, each with no knowledge of it: package schema holds the
+// table schema and row values; internal/parquetfile the data file codec
+// (Parquet writer with Delta statistics, reader of any engine's files);
+// internal/pqnode the ordered Parquet groups data files and checkpoints
+// share; internal/roaring and internal/pqguard the deletion vector bitmaps
+// and the checks of a Parquet footer's claims; internal/jsonenc JSON as
+// Spark writes it. delta names their types in its own API (StructType,
+// Row, FileWriter, WriterOptions, ...) so that callers need only delta.
+//
 // The package is pure: it knows nothing of actors, Kafka or NATS, and reaches
 // storage only through storage.Store. The rules it follows, with their sources,
 // are in docs/delta-notes.md; every table it writes must read identically in Spark,

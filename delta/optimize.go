@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // DefaultTargetFileSize is OPTIMIZE's default target file size.
@@ -200,19 +202,19 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // version, materialized or derived from its file's baseRowId and
 // defaultRowCommitVersion, are written into the table's materialized
 // columns behind the data columns, so the rows keep them in the new file.
-func (t *Table) compact(ctx context.Context, schema *StructType, partitionColumns []string, b OptimizeBin,
+func (t *Table) compact(ctx context.Context, table *StructType, partitionColumns []string, b OptimizeBin,
 	preserve *rowTrackingColumns, opts WriterOptions) (*Add, error) {
-	dataSchema := DataSchema(schema, partitionColumns)
+	dataSchema := schema.DataSchema(table, partitionColumns)
 	dataIdx := make([]int, 0, len(dataSchema.Fields))
 	for _, f := range dataSchema.Fields {
-		dataIdx = append(dataIdx, schema.Index(f.Name))
+		dataIdx = append(dataIdx, table.Index(f.Name))
 	}
-	readSchema, fileSchema := schema, PhysicalSchema(dataSchema)
+	readSchema, fileSchema := table, PhysicalSchema(dataSchema)
 	if preserve != nil {
-		readSchema = preserve.appendTo(schema)
+		readSchema = preserve.appendTo(table)
 		fileSchema = preserve.appendTo(fileSchema)
 	}
-	key := NewDataFileKey(partitionColumns, LogicalPartitionValues(schema, b.PartitionValues), opts.Compression)
+	key := NewDataFileKey(partitionColumns, LogicalPartitionValues(table, b.PartitionValues), opts.Compression)
 	w, err := createDataFile(ctx, t.store, key, fileSchema, len(dataSchema.Fields), b.PartitionValues, opts)
 	if err != nil {
 		return nil, err

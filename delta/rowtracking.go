@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/deltaflow/deltaflow/delta/internal/jsonenc"
 )
 
 // Row tracking (PROTOCOL.md "Row Tracking"): while the writer feature
@@ -91,7 +93,7 @@ func (s *Snapshot) withRowIDs(actions []Action, v int64) ([]Action, error) {
 	if !assigned {
 		return actions, nil
 	}
-	conf, err := marshalNoEscape(map[string]any{rowIDHighWaterMarkProperty: hwm, "domainName": rowTrackingDomain})
+	conf, err := jsonenc.Marshal(map[string]any{rowIDHighWaterMarkProperty: hwm, "domainName": rowTrackingDomain})
 	if err != nil {
 		return nil, err
 	}

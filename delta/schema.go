@@ -1,370 +1,56 @@
 package delta
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
+import "github.com/deltaflow/deltaflow/delta/schema"
+
+// The table schema's types and values live in package schema, which the
+// data file codec shares without the log; these names keep them in delta's
+// API.
+type (
+	DataType          = schema.DataType
+	PrimitiveType     = schema.PrimitiveType
+	DecimalType       = schema.DecimalType
+	StructField       = schema.StructField
+	StructType        = schema.StructType
+	ArrayType         = schema.ArrayType
+	MapType           = schema.MapType
+	SchemaChangeError = schema.SchemaChangeError
+	Row               = schema.Row
 )
-
-// DataType is a Delta column type: a PrimitiveType, DecimalType, StructType,
-// ArrayType or MapType.
-type DataType interface {
-	// String is the type as Delta names it: "long", "decimal(10,2)", "struct", ...
-	String() string
-}
-
-// PrimitiveType is a Delta primitive type, named as in schemaString.
-type PrimitiveType string
 
 // The primitive types.
 const (
-	String       PrimitiveType = "string"
-	Long         PrimitiveType = "long"
-	Integer      PrimitiveType = "integer"
-	Short        PrimitiveType = "short"
-	Byte         PrimitiveType = "byte"
-	Float        PrimitiveType = "float"
-	Double       PrimitiveType = "double"
-	Boolean      PrimitiveType = "boolean"
-	Binary       PrimitiveType = "binary"
-	Date         PrimitiveType = "date"
-	Timestamp    PrimitiveType = "timestamp"
-	TimestampNTZ PrimitiveType = "timestamp_ntz"
-	// Variant is semi-structured data (table feature variantType), read
-	// and written as a VariantValue.
-	Variant PrimitiveType = "variant"
+	String       = schema.String
+	Long         = schema.Long
+	Integer      = schema.Integer
+	Short        = schema.Short
+	Byte         = schema.Byte
+	Float        = schema.Float
+	Double       = schema.Double
+	Boolean      = schema.Boolean
+	Binary       = schema.Binary
+	Date         = schema.Date
+	Timestamp    = schema.Timestamp
+	TimestampNTZ = schema.TimestampNTZ
+	Variant      = schema.Variant
 )
 
-func (p PrimitiveType) String() string { return string(p) }
+// ErrInvalidSchema is schema.ErrInvalidSchema.
+var ErrInvalidSchema = schema.ErrInvalidSchema
 
-// DecimalType is decimal(Precision,Scale).
-type DecimalType struct{ Precision, Scale int }
+// ParseSchema parses a schemaString (see schema.ParseSchema).
+func ParseSchema(schemaString string) (*StructType, error) { return schema.ParseSchema(schemaString) }
 
-func (d DecimalType) String() string { return fmt.Sprintf("decimal(%d,%d)", d.Precision, d.Scale) }
-
-// StructField is one column of a struct.
-type StructField struct {
-	Name     string
-	Type     DataType
-	Nullable bool
-	// Metadata is the field's metadata object, verbatim ({} when empty).
-	Metadata json.RawMessage
-}
-
-// StructType is a struct (and the table schema).
-type StructType struct{ Fields []StructField }
-
-func (*StructType) String() string { return "struct" }
-
-// ArrayType is an array of ElementType.
-type ArrayType struct {
-	ElementType  DataType
-	ContainsNull bool
-}
-
-func (*ArrayType) String() string { return "array" }
-
-// MapType is a map from KeyType to ValueType.
-type MapType struct {
-	KeyType           DataType
-	ValueType         DataType
-	ValueContainsNull bool
-}
-
-func (*MapType) String() string { return "map" }
-
-// Field returns the named field, or nil.
-func (s *StructType) Field(name string) *StructField {
-	for i := range s.Fields {
-		if s.Fields[i].Name == name {
-			return &s.Fields[i]
-		}
-	}
-	return nil
-}
-
-// Index returns the position of the named field, or -1.
-func (s *StructType) Index(name string) int {
-	for i := range s.Fields {
-		if s.Fields[i].Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// ErrInvalidSchema is wrapped by every schema parse error.
-var ErrInvalidSchema = errors.New("delta: invalid schema")
-
-// ParseSchema parses a schemaString.
-func ParseSchema(schemaString string) (*StructType, error) {
-	var raw json.RawMessage = []byte(schemaString)
-	t, err := parseType(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
-	}
-	st, ok := t.(*StructType)
-	if !ok {
-		return nil, fmt.Errorf("%w: top-level type is %s, not struct", ErrInvalidSchema, t)
-	}
-	return st, nil
-}
-
-func parseType(raw json.RawMessage) (DataType, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var name string
-		if err := json.Unmarshal(raw, &name); err != nil {
-			return nil, err
-		}
-		return parsePrimitive(name)
-	}
-	var obj struct {
-		Type              string            `json:"type"`
-		Fields            []json.RawMessage `json:"fields"`
-		ElementType       json.RawMessage   `json:"elementType"`
-		ContainsNull      *bool             `json:"containsNull"`
-		KeyType           json.RawMessage   `json:"keyType"`
-		ValueType         json.RawMessage   `json:"valueType"`
-		ValueContainsNull *bool             `json:"valueContainsNull"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, err
-	}
-	switch obj.Type {
-	case "variant": // PROTOCOL.md writes it as an object too: {"type":"variant"}
-		return Variant, nil
-	case "struct":
-		st := &StructType{Fields: make([]StructField, 0, len(obj.Fields))}
-		for _, fr := range obj.Fields {
-			f, err := parseField(fr)
-			if err != nil {
-				return nil, err
-			}
-			st.Fields = append(st.Fields, f)
-		}
-		return st, nil
-	case "array":
-		if obj.ElementType == nil || obj.ContainsNull == nil {
-			return nil, fmt.Errorf("array type needs elementType and containsNull")
-		}
-		et, err := parseType(obj.ElementType)
-		if err != nil {
-			return nil, fmt.Errorf("array element: %w", err)
-		}
-		return &ArrayType{ElementType: et, ContainsNull: *obj.ContainsNull}, nil
-	case "map":
-		if obj.KeyType == nil || obj.ValueType == nil || obj.ValueContainsNull == nil {
-			return nil, fmt.Errorf("map type needs keyType, valueType and valueContainsNull")
-		}
-		kt, err := parseType(obj.KeyType)
-		if err != nil {
-			return nil, fmt.Errorf("map key: %w", err)
-		}
-		vt, err := parseType(obj.ValueType)
-		if err != nil {
-			return nil, fmt.Errorf("map value: %w", err)
-		}
-		return &MapType{KeyType: kt, ValueType: vt, ValueContainsNull: *obj.ValueContainsNull}, nil
-	default:
-		return nil, fmt.Errorf("unknown complex type %q", obj.Type)
-	}
-}
-
-func parseField(raw json.RawMessage) (StructField, error) {
-	var f struct {
-		Name     *string         `json:"name"`
-		Type     json.RawMessage `json:"type"`
-		Nullable *bool           `json:"nullable"`
-		Metadata json.RawMessage `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return StructField{}, err
-	}
-	if f.Name == nil || f.Type == nil {
-		return StructField{}, fmt.Errorf("field needs name and type: %s", raw)
-	}
-	t, err := parseType(f.Type)
-	if err != nil {
-		return StructField{}, fmt.Errorf("field %q: %w", *f.Name, err)
-	}
-	nullable := true
-	if f.Nullable != nil {
-		nullable = *f.Nullable
-	}
-	md := f.Metadata
-	if md == nil {
-		md = json.RawMessage("{}")
-	}
-	return StructField{Name: *f.Name, Type: t, Nullable: nullable, Metadata: md}, nil
-}
-
-func parsePrimitive(name string) (DataType, error) {
-	switch p := PrimitiveType(name); p {
-	case String, Long, Integer, Short, Byte, Float, Double, Boolean, Binary, Date, Timestamp, TimestampNTZ, Variant:
-		return p, nil
-	}
-	if name == "decimal" { // Spark's default precision
-		return DecimalType{Precision: 10, Scale: 0}, nil
-	}
-	if inner, ok := strings.CutPrefix(name, "decimal("); ok {
-		inner, ok = strings.CutSuffix(inner, ")")
-		ps, ss, ok2 := strings.Cut(inner, ",")
-		p, err1 := strconv.Atoi(strings.TrimSpace(ps))
-		s, err2 := strconv.Atoi(strings.TrimSpace(ss))
-		if ok && ok2 && err1 == nil && err2 == nil && p >= 1 && p <= 38 && s >= 0 && s <= p {
-			return DecimalType{Precision: p, Scale: s}, nil
-		}
-	}
-	return nil, fmt.Errorf("unknown type %q", name)
-}
-
-// MarshalJSON writes the schema in Delta's schemaString form.
-func (s *StructType) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	if err := writeType(&buf, s); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// SchemaString is the schema as Delta stores it in metaData.schemaString.
-func (s *StructType) SchemaString() string {
-	b, err := s.MarshalJSON()
-	if err != nil {
-		panic(err) // only reachable with a nil Type, a programming error
-	}
-	return string(b)
-}
-
-func writeType(buf *bytes.Buffer, t DataType) error {
-	switch t := t.(type) {
-	case PrimitiveType, DecimalType:
-		b, _ := marshalNoEscape(t.String())
-		buf.Write(b)
-	case *StructType:
-		buf.WriteString(`{"type":"struct","fields":[`)
-		for i, f := range t.Fields {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			name, _ := marshalNoEscape(f.Name)
-			buf.WriteString(`{"name":`)
-			buf.Write(name)
-			buf.WriteString(`,"type":`)
-			if err := writeType(buf, f.Type); err != nil {
-				return fmt.Errorf("field %q: %w", f.Name, err)
-			}
-			fmt.Fprintf(buf, `,"nullable":%t,"metadata":`, f.Nullable)
-			md := bytes.TrimSpace(f.Metadata)
-			if len(md) == 0 {
-				md = []byte("{}")
-			}
-			var compact bytes.Buffer
-			if err := json.Compact(&compact, md); err != nil {
-				return fmt.Errorf("field %q metadata: %w", f.Name, err)
-			}
-			buf.Write(compact.Bytes())
-			buf.WriteByte('}')
-		}
-		buf.WriteString(`]}`)
-	case *ArrayType:
-		buf.WriteString(`{"type":"array","elementType":`)
-		if err := writeType(buf, t.ElementType); err != nil {
-			return err
-		}
-		fmt.Fprintf(buf, `,"containsNull":%t}`, t.ContainsNull)
-	case *MapType:
-		buf.WriteString(`{"type":"map","keyType":`)
-		if err := writeType(buf, t.KeyType); err != nil {
-			return err
-		}
-		buf.WriteString(`,"valueType":`)
-		if err := writeType(buf, t.ValueType); err != nil {
-			return err
-		}
-		fmt.Fprintf(buf, `,"valueContainsNull":%t}`, t.ValueContainsNull)
-	default:
-		return fmt.Errorf("unsupported data type %T", t)
-	}
-	return nil
-}
-
-// SchemaChangeError reports an incompatible schema change for one column.
-type SchemaChangeError struct {
-	Column  string
-	OldType string // "" when the column is new
-	NewType string // "" when the column was dropped
-	Reason  string
-}
-
-func (e *SchemaChangeError) Error() string {
-	return fmt.Sprintf("delta: incompatible schema change for column %q (table %s, new %s): %s",
-		e.Column, orNone(e.OldType), orNone(e.NewType), e.Reason)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "absent"
-	}
-	return s
-}
-
-// MergeSchema returns the table schema after evolving current towards next:
-// columns present in both must have the same type (and a column may become
-// nullable, never the reverse); columns only in next are appended and must be
-// nullable; columns only in current are kept (old files hold them) and must be
-// nullable, since new rows will not carry them. changed reports whether the
-// result differs from current.
+// MergeSchema merges next into current (see schema.MergeSchema).
 func MergeSchema(current, next *StructType) (merged *StructType, changed bool, err error) {
-	merged = &StructType{Fields: append([]StructField(nil), current.Fields...)}
-	for _, nf := range next.Fields {
-		i := merged.Index(nf.Name)
-		if i < 0 {
-			if !nf.Nullable {
-				return nil, false, &SchemaChangeError{Column: nf.Name, NewType: typeName(nf.Type),
-					Reason: "a column added to an existing table must be nullable"}
-			}
-			merged.Fields = append(merged.Fields, nf)
-			changed = true
-			continue
-		}
-		cf := &merged.Fields[i]
-		if typeName(cf.Type) != typeName(nf.Type) {
-			return nil, false, &SchemaChangeError{Column: nf.Name, OldType: typeName(cf.Type),
-				NewType: typeName(nf.Type), Reason: "column types differ"}
-		}
-		if cf.Nullable && !nf.Nullable {
-			return nil, false, &SchemaChangeError{Column: nf.Name, OldType: typeName(cf.Type),
-				NewType: typeName(nf.Type), Reason: "a nullable column cannot become required"}
-		}
-		if !cf.Nullable && nf.Nullable {
-			cf.Nullable = true
-			changed = true
-		}
-	}
-	for _, cf := range current.Fields {
-		if next.Field(cf.Name) == nil && !cf.Nullable {
-			return nil, false, &SchemaChangeError{Column: cf.Name, OldType: typeName(cf.Type),
-				Reason: "a required column cannot be left out"}
-		}
-	}
-	return merged, changed, nil
+	return schema.MergeSchema(current, next)
 }
 
-// typeName renders a type fully (struct fields included) for comparisons and
-// error messages.
-func typeName(t DataType) string {
-	var buf bytes.Buffer
-	if err := writeType(&buf, t); err != nil {
-		return t.String()
-	}
-	s := buf.String()
-	if u, err := strconv.Unquote(s); err == nil {
-		return u
-	}
-	return s
-}
+// ParsePartitionValue parses a partitionValues entry (see
+// schema.ParsePartitionValue).
+func ParsePartitionValue(t DataType, s *string) (any, error) { return schema.ParsePartitionValue(t, s) }
+
+// AsInt64 is schema.AsInt64.
+func AsInt64(v any) (int64, bool) { return schema.AsInt64(v) }
+
+// AsFloat64 is schema.AsFloat64.
+func AsFloat64(v any) (float64, bool) { return schema.AsFloat64(v) }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/variant"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // The fixtures in testdata/spark-features were made by delta-spark 3.2 with
@@ -473,13 +475,13 @@ func parquetColumns(t *testing.T, dir string, a *Add) []string {
 
 // checkFieldIDs fails unless the data file's columns have the physical
 // names and column ids of the table's columns.
-func checkFieldIDs(t *testing.T, dir string, a *Add, schema *StructType) {
+func checkFieldIDs(t *testing.T, dir string, a *Add, table *StructType) {
 	t.Helper()
 	for _, ff := range parquetFields(t, dir, a) {
 		found := false
-		for i := range schema.Fields {
-			if PhysicalName(&schema.Fields[i]) == ff.Name() {
-				id, _ := fieldID(&schema.Fields[i])
+		for i := range table.Fields {
+			if PhysicalName(&table.Fields[i]) == ff.Name() {
+				id, _ := schema.FieldID(&table.Fields[i])
 				found = id == ff.ID()
 			}
 		}

@@ -9,44 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestTruncateStrings(t *testing.T) {
-	a32 := strings.Repeat("a", 32)
-	e31 := strings.Repeat("é", 31)
-	max := string(rune(0x10FFFF))
-	for _, c := range []struct {
-		in, min, max string
-		maxOK        bool
-	}{
-		{"short", "short", "short", true},
-		{a32, a32, a32, true},
-		// Cut char ASCII (< U+007F): ASCII tie-breaker.
-		{a32 + "b", a32, a32 + "\x7f", true},
-		// Cut char non-ASCII: U+10FFFF.
-		{a32 + "é", a32, a32 + max, true},
-		{e31 + "éé", e31 + "é", e31 + "é" + max, true},
-		// DEL itself is not below U+007F: U+10FFFF.
-		{a32 + "\x7f", a32, a32 + max, true},
-		// U+10FFFF at the cut is kept and the next char decides.
-		{a32 + max + "b", a32, a32 + max + "\x7f", true},
-		{a32 + max, a32, a32 + max, true},
-		// A supplementary char counts 2 UTF-16 units for max (Java String)
-		// and is never split; min counts code points.
-		{strings.Repeat("a", 31) + "😀" + "bc", strings.Repeat("a", 31) + "😀", strings.Repeat("a", 31) + "😀" + "\x7f", true},
-		{strings.Repeat("😀", 17), strings.Repeat("😀", 17), strings.Repeat("😀", 16) + max, true},
-		// Only U+10FFFF past the prefix for more than 2×32 units: no max.
-		{a32 + strings.Repeat(max, 17), a32, "", false},
-	} {
-		if got := TruncateMinString(c.in, 32); got != c.min {
-			t.Errorf("min(%q) = %q, want %q", c.in, got, c.min)
-		}
-		got, ok := TruncateMaxString(c.in, 32)
-		if got != c.max || ok != c.maxOK {
-			t.Errorf("max(%q) = %q %v, want %q %v", c.in, got, ok, c.max, c.maxOK)
-		}
-	}
-}
+	"github.com/deltaflow/deltaflow/delta/schema"
+)
 
 func statsOf(t *testing.T, schema *StructType, opts WriterOptions, rows ...Row) string {
 	t.Helper()
@@ -223,7 +188,7 @@ func TestParseStats(t *testing.T) {
 		{Byte, json.Number("5"), int8(5)}, {Double, json.Number("1.0"), 1.0}, {Float, json.Number("0.1"), float32(0.1)},
 		{Date, "2023-01-15", time.Date(2023, 1, 15, 0, 0, 0, 0, time.UTC)},
 		{TimestampNTZ, "2023-06-15T12:30:00.000", time.Date(2023, 6, 15, 12, 30, 0, 0, time.UTC)},
-		{String, "abc", "abc"}, {DecimalType{5, 2}, json.Number("1.25"), "1.25"},
+		{String, "abc", "abc"}, {DecimalType{Precision: 5, Scale: 2}, json.Number("1.25"), "1.25"},
 	} {
 		got, err := StatValue(c.t, c.in)
 		if err != nil || got != c.want {
@@ -254,9 +219,9 @@ func TestParseStats(t *testing.T) {
 // TestGoldenStatsMatchSpark recomputes stats of Spark-written files with our
 // writer and compares with what Spark logged (time zone aside).
 func TestGoldenStatsMatchSpark(t *testing.T) {
-	store, schema, parts, adds := goldenAdds(t, "rs-delta-2.2.0-partitioned-types")
+	store, table, parts, adds := goldenAdds(t, "rs-delta-2.2.0-partitioned-types")
 	for _, add := range adds {
-		rows, err := ReadDataFile(t.Context(), store, schema, parts, add)
+		rows, err := ReadDataFile(t.Context(), store, table, parts, add)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +229,7 @@ func TestGoldenStatsMatchSpark(t *testing.T) {
 		for _, r := range rows {
 			dataRows = append(dataRows, Row{r[2]})
 		}
-		got := statsOf(t, DataSchema(schema, parts), WriterOptions{}, dataRows...)
+		got := statsOf(t, schema.DataSchema(table, parts), WriterOptions{}, dataRows...)
 		if got != add.Stats {
 			t.Errorf("stats %s, Spark %s", got, add.Stats)
 		}

@@ -15,6 +15,15 @@ var forbidden = map[string][]string{
 		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 	"delta": {module + "/actors", module + "/bridge", module + "/runtime", module + "/messages",
 		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	// Below the log: the schema and the helpers import nothing of ours but
+	// each other, and the data file codec knows the schema, never the log
+	// or the store.
+	"delta/schema":               {module + "/storage", module + "/delta/internal/parquetfile", module + "/delta/internal/pq", module + "/delta/internal/roaring"},
+	"delta/internal/parquetfile": {module + "/storage", module + "/internal", module + "/delta/internal/roaring", module + "/delta/internal/pqguard"},
+	"delta/internal/pqnode":      {module + "/"},
+	"delta/internal/jsonenc":     {module + "/"},
+	"delta/internal/roaring":     {module + "/"},
+	"delta/internal/pqguard":     {module + "/"},
 	// The messages import none of ours but their dead letter's package,
 	// which imports nothing.
 	"messages":        {module + "/actors", module + "/bridge", module + "/runtime", module + "/delta", module + "/storage", module + "/internal"},

@@ -1,4 +1,4 @@
-package delta
+package parquetfile
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // TestWriterMemoryEstimate: FileWriter.FixedMemory, which the engine counts
@@ -19,23 +21,23 @@ import (
 // changes its buffers fails here.
 func TestWriterMemoryEstimate(t *testing.T) {
 	for _, tc := range []struct {
-		types    []PrimitiveType
+		types    []schema.PrimitiveType
 		pageSize int
 	}{
-		{[]PrimitiveType{Long}, 32 << 10},
-		{[]PrimitiveType{String, String, Timestamp, Integer, Boolean, Integer, Double, Double, Double, Double, String, String}, 32 << 10},
-		{[]PrimitiveType{Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long, Long}, 32 << 10},
-		{[]PrimitiveType{String, String, String, String, String, String, String, String, String, String, String, String, String, String, String, String, String, String, String, String}, 32 << 10},
-		{[]PrimitiveType{String, Long, Double}, DefaultPageBufferSize},
+		{[]schema.PrimitiveType{schema.Long}, 32 << 10},
+		{[]schema.PrimitiveType{schema.String, schema.String, schema.Timestamp, schema.Integer, schema.Boolean, schema.Integer, schema.Double, schema.Double, schema.Double, schema.Double, schema.String, schema.String}, 32 << 10},
+		{[]schema.PrimitiveType{schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long, schema.Long}, 32 << 10},
+		{[]schema.PrimitiveType{schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String, schema.String}, 32 << 10},
+		{[]schema.PrimitiveType{schema.String, schema.Long, schema.Double}, DefaultPageBufferSize},
 	} {
 		name := fmt.Sprintf("%d-columns-%dKiB", len(tc.types), tc.pageSize>>10)
 		t.Run(name, func(t *testing.T) {
-			var schema StructType
+			var table schema.StructType
 			for i, typ := range tc.types {
-				schema.Fields = append(schema.Fields, StructField{Name: fmt.Sprintf("c%d", i), Type: typ, Nullable: true})
+				table.Fields = append(table.Fields, schema.StructField{Name: fmt.Sprintf("c%d", i), Type: typ, Nullable: true})
 			}
 			opts := WriterOptions{PageBufferSize: tc.pageSize}
-			ps, err := NewParquetSchema(&schema)
+			ps, err := NewParquetSchema(&table)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,17 +45,17 @@ func TestWriterMemoryEstimate(t *testing.T) {
 			for c, typ := range tc.types {
 				var v any
 				switch typ {
-				case String:
+				case schema.String:
 					v = "smart_plug-0001"
-				case Long:
+				case schema.Long:
 					v = int64(c)
-				case Integer:
+				case schema.Integer:
 					v = int32(c)
-				case Double:
+				case schema.Double:
 					v = float64(c)
-				case Boolean:
+				case schema.Boolean:
 					v = true
-				case Timestamp:
+				case schema.Timestamp:
 					v = time.UnixMicro(1_700_000_000_000_000)
 				}
 				if row, err = ps.AppendValue(row, c, v); err != nil {
@@ -67,7 +69,7 @@ func TestWriterMemoryEstimate(t *testing.T) {
 			for range 3 {
 				writers = nil
 				measured = min(measured, heapPerWriter(t, 200, func() *FileWriter {
-					w, err := NewFileWriter(io.Discard, &schema, opts)
+					w, err := NewFileWriter(io.Discard, &table, opts)
 					if err == nil {
 						_, err = w.WriteRows([]parquet.Row{row})
 					}

@@ -1,4 +1,10 @@
-package delta
+// Package parquetfile is delta's data file codec: it writes table rows as
+// Parquet files the way Spark does (FileWriter: row groups, page codecs,
+// field ids, variants) while collecting each file's Delta statistics, and
+// reads Parquet files written by any engine back as rows (RowReader). It
+// knows the schema (package schema), not the log: where files live, their
+// add actions and deletion vectors are delta's.
+package parquetfile
 
 import (
 	"errors"
@@ -16,6 +22,9 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltaflow/deltaflow/delta/internal/pqnode"
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // Compression is the codec of a data file's pages.
@@ -108,7 +117,7 @@ type WriterOptions struct {
 	// columns, as tables with materializePartitionColumns require (see
 	// Snapshot.ApplyWriterOptions). Each file's values are those of
 	// WithPartitionValues, or of CreateDataFile's partitionValues.
-	Partitions *StructType
+	Partitions *schema.StructType
 	// partitionValues are the file's partition values by physical name.
 	partitionValues map[string]*string
 }
@@ -147,18 +156,6 @@ func (o WriterOptions) numIndexedCols(ncols int) int {
 	return min(o.NumIndexedCols, ncols)
 }
 
-// DataSchema is the schema of a table's data files: the table schema without
-// its partition columns, which are never stored in the files.
-func DataSchema(schema *StructType, partitionColumns []string) *StructType {
-	ds := &StructType{Fields: make([]StructField, 0, len(schema.Fields))}
-	for _, f := range schema.Fields {
-		if !slices.Contains(partitionColumns, f.Name) {
-			ds.Fields = append(ds.Fields, f)
-		}
-	}
-	return ds
-}
-
 // ParquetSchema is the Parquet schema of a data file, built from a Delta
 // data schema in declared column order, and the constructors of the
 // parquet.Value each column takes. Build rows for FileWriter.WriteRows with it:
@@ -171,7 +168,7 @@ func DataSchema(schema *StructType, partitionColumns []string) *StructType {
 // the data schema, set the leaf's column index and definition level, and do
 // not check that the Go value suits the column (WriteRows does).
 type ParquetSchema struct {
-	fields []StructField
+	fields []schema.StructField
 	schema *parquet.Schema
 	leaf   []int // each column's first leaf
 	// Per leaf: its column, its definition level when not null (1 if
@@ -184,7 +181,7 @@ type ParquetSchema struct {
 // NewParquetSchema maps a Delta data schema (no partition columns) to Parquet.
 // Only primitive types and decimals can be written; nested columns are
 // refused.
-func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
+func NewParquetSchema(dataSchema *schema.StructType) (*ParquetSchema, error) {
 	ps := &ParquetSchema{fields: dataSchema.Fields}
 	root := make([]parquet.Field, 0, len(dataSchema.Fields))
 	seen := make(map[string]bool, len(dataSchema.Fields))
@@ -204,10 +201,10 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 		} else {
 			node = parquet.Required(node)
 		}
-		if id, ok := fieldID(&f); ok {
+		if id, ok := schema.FieldID(&f); ok {
 			node = parquet.FieldID(node, id) // column mapping: the column id
 		}
-		root = append(root, field(f.Name, node))
+		root = append(root, pqnode.Field(f.Name, node))
 		ps.leaf = append(ps.leaf, len(ps.kinds))
 		for _, leaf := range leafKinds(node) {
 			ps.column = append(ps.column, len(ps.leaf)-1)
@@ -215,7 +212,7 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 			ps.kinds = append(ps.kinds, leaf)
 		}
 	}
-	ps.schema = parquet.NewSchema("spark_schema", group(root...))
+	ps.schema = parquet.NewSchema("spark_schema", pqnode.Group(root...))
 	return ps, nil
 }
 
@@ -234,13 +231,10 @@ func leafKinds(n parquet.Node) []parquet.Kind {
 // variantNode is an unshredded variant as the Parquet spec lays it out: a
 // VARIANT group of two required binaries, metadata then value (some
 // readers, DuckDB among them, want that order; Spark finds them by name).
-var variantNode parquet.Node = &orderedGroup{
-	fields: []parquet.Field{
-		field("metadata", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
-		field("value", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
-	},
-	typ: variantV1{parquet.Variant().Type()},
-}
+var variantNode = pqnode.Typed(variantV1{parquet.Variant().Type()},
+	pqnode.Field("metadata", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
+	pqnode.Field("value", parquet.Required(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain))),
+)
 
 // variantV1 is the VARIANT logical type with its specification version,
 // 1: parquet-go writes 0 (or none), which Spark refuses.
@@ -250,41 +244,41 @@ func (variantV1) LogicalType() *format.LogicalType {
 	return &format.LogicalType{Value: &format.VariantType{SpecificationVersion: 1}}
 }
 
-func parquetLeaf(t DataType) (parquet.Node, error) {
-	if d, ok := t.(DecimalType); ok {
+func parquetLeaf(t schema.DataType) (parquet.Node, error) {
+	if d, ok := t.(schema.DecimalType); ok {
 		return parquet.Decimal(d.Scale, d.Precision, decimalPhysical(d)), nil
 	}
-	if t == Variant {
+	if t == schema.Variant {
 		return variantNode, nil
 	}
 	var n parquet.Node
 	switch t {
-	case String:
+	case schema.String:
 		n = parquet.String()
-	case Long:
+	case schema.Long:
 		n = parquet.Leaf(parquet.Int64Type)
-	case Integer:
+	case schema.Integer:
 		n = parquet.Leaf(parquet.Int32Type)
-	case Short:
+	case schema.Short:
 		n = parquet.Int(16)
-	case Byte:
+	case schema.Byte:
 		n = parquet.Int(8)
-	case Float:
+	case schema.Float:
 		n = parquet.Leaf(parquet.FloatType)
-	case Double:
+	case schema.Double:
 		n = parquet.Leaf(parquet.DoubleType)
-	case Boolean:
+	case schema.Boolean:
 		n = parquet.Leaf(parquet.BooleanType)
-	case Binary:
+	case schema.Binary:
 		n = parquet.Leaf(parquet.ByteArrayType)
-	case Date:
+	case schema.Date:
 		n = parquet.Date()
-	case Timestamp:
+	case schema.Timestamp:
 		n = parquet.TimestampAdjusted(parquet.Microsecond, true)
-	case TimestampNTZ:
+	case schema.TimestampNTZ:
 		n = parquet.TimestampAdjusted(parquet.Microsecond, false)
 	default:
-		return nil, fmt.Errorf("type %s cannot be written (only primitive types and decimals)", typeName(t))
+		return nil, fmt.Errorf("type %s cannot be written (only primitive types and decimals)", schema.TypeName(t))
 	}
 	if n.Type().Kind() == parquet.ByteArray {
 		// parquet-go defaults byte arrays to DELTA_LENGTH_BYTE_ARRAY, which
@@ -299,7 +293,7 @@ func parquetLeaf(t DataType) (parquet.Node, error) {
 func (s *ParquetSchema) Schema() *parquet.Schema { return s.schema }
 
 // Field is the Delta field of column col.
-func (s *ParquetSchema) Field(col int) *StructField { return &s.fields[col] }
+func (s *ParquetSchema) Field(col int) *schema.StructField { return &s.fields[col] }
 
 // Null is a null in column col (of one leaf: AppendValue appends a
 // variant's nulls).
@@ -365,7 +359,7 @@ func (s *ParquetSchema) Date(col int, t time.Time) parquet.Value {
 // Timestamp is a value of a timestamp column (the instant t, in µs) or of a
 // timestamp_ntz column (t's wall clock read as UTC, in µs).
 func (s *ParquetSchema) Timestamp(col int, t time.Time) parquet.Value {
-	if s.fields[col].Type == TimestampNTZ {
+	if s.fields[col].Type == schema.TimestampNTZ {
 		return s.Int64(col, WallClockMicros(t))
 	}
 	return s.Int64(col, t.UnixMicro())
@@ -387,7 +381,7 @@ func WallClockMicros(t time.Time) int64 {
 
 // decimalPhysical is the Parquet type Spark writes a decimal as: INT32 up
 // to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY.
-func decimalPhysical(d DecimalType) parquet.Type {
+func decimalPhysical(d schema.DecimalType) parquet.Type {
 	switch {
 	case d.Precision <= 9:
 		return parquet.Int32Type
@@ -407,7 +401,7 @@ func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(
 // with at most the column's scale of fraction digits and its precision of
 // digits in all.
 func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
-	d := s.fields[col].Type.(DecimalType)
+	d := s.fields[col].Type.(schema.DecimalType)
 	r, ok := new(big.Rat).SetString(v)
 	if !ok {
 		return parquet.Value{}, fmt.Errorf("%q is not a number", v)
@@ -454,58 +448,58 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 		return row, nil
 	}
 	bad := func() (parquet.Row, error) {
-		return row, fmt.Errorf("column %q (%s): cannot write %v (%T)", f.Name, typeName(f.Type), v, v)
+		return row, fmt.Errorf("column %q (%s): cannot write %v (%T)", f.Name, schema.TypeName(f.Type), v, v)
 	}
 	switch f.Type {
-	case String:
+	case schema.String:
 		switch x := v.(type) {
 		case string:
 			return append(row, s.Text(col, x)), nil
 		case []byte:
 			return append(row, s.Bytes(col, x)), nil
 		}
-	case Binary:
+	case schema.Binary:
 		switch x := v.(type) {
 		case []byte:
 			return append(row, s.Bytes(col, x)), nil
 		case string:
 			return append(row, s.Text(col, x)), nil
 		}
-	case Long:
-		if n, ok := AsInt64(v); ok {
+	case schema.Long:
+		if n, ok := schema.AsInt64(v); ok {
 			return append(row, s.Int64(col, n)), nil
 		}
-	case Integer, Short, Byte:
+	case schema.Integer, schema.Short, schema.Byte:
 		bits := 32
-		if f.Type == Short {
+		if f.Type == schema.Short {
 			bits = 16
-		} else if f.Type == Byte {
+		} else if f.Type == schema.Byte {
 			bits = 8
 		}
-		if n, ok := AsInt64(v); ok && n >= -1<<(bits-1) && n < 1<<(bits-1) {
+		if n, ok := schema.AsInt64(v); ok && n >= -1<<(bits-1) && n < 1<<(bits-1) {
 			return append(row, s.Int32(col, int32(n))), nil
 		}
-	case Float:
-		if x, ok := AsFloat64(v); ok {
+	case schema.Float:
+		if x, ok := schema.AsFloat64(v); ok {
 			return append(row, s.Float32(col, float32(x))), nil
 		}
-	case Double:
-		if x, ok := AsFloat64(v); ok {
+	case schema.Double:
+		if x, ok := schema.AsFloat64(v); ok {
 			return append(row, s.Float64(col, x)), nil
 		}
-	case Boolean:
+	case schema.Boolean:
 		if b, ok := v.(bool); ok {
 			return append(row, s.Bool(col, b)), nil
 		}
-	case Date:
+	case schema.Date:
 		if t, ok := v.(time.Time); ok {
 			return append(row, s.Date(col, t)), nil
 		}
-	case Timestamp, TimestampNTZ:
+	case schema.Timestamp, schema.TimestampNTZ:
 		if t, ok := v.(time.Time); ok {
 			return append(row, s.Timestamp(col, t)), nil
 		}
-	case Variant:
+	case schema.Variant:
 		if x, ok := v.(VariantValue); ok {
 			if err := x.check(); err != nil {
 				return row, fmt.Errorf("column %q: %w", f.Name, err)
@@ -514,7 +508,7 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 			return append(row, vals[:]...), nil
 		}
 	}
-	if _, ok := f.Type.(DecimalType); ok {
+	if _, ok := f.Type.(schema.DecimalType); ok {
 		if x, ok := v.(string); ok {
 			pv, err := s.Decimal(col, x)
 			if err != nil {
@@ -596,18 +590,18 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // NewFileWriter starts a data file for rows of dataSchema (the table schema
 // without partition columns) written to w.
-func NewFileWriter(w io.Writer, dataSchema *StructType, opts WriterOptions) (*FileWriter, error) {
-	return newFileWriter(w, dataSchema, len(dataSchema.Fields), opts)
+func NewFileWriter(w io.Writer, dataSchema *schema.StructType, opts WriterOptions) (*FileWriter, error) {
+	return NewWriter(w, dataSchema, len(dataSchema.Fields), opts)
 }
 
-// newFileWriter starts a data file of the columns of fileSchema, of which
+// NewWriter starts a data file of the columns of fileSchema, of which
 // only the leading statsCols (the data columns, not those written behind
 // them for row tracking) get stats, followed by opts.Partitions, whose
 // values the writer adds to every row.
-func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts WriterOptions) (*FileWriter, error) {
+func NewWriter(w io.Writer, fileSchema *schema.StructType, statsCols int, opts WriterOptions) (*FileWriter, error) {
 	cols := len(fileSchema.Fields)
 	if opts.Partitions != nil {
-		fileSchema = &StructType{Fields: append(slices.Clone(fileSchema.Fields), opts.Partitions.Fields...)}
+		fileSchema = &schema.StructType{Fields: append(slices.Clone(fileSchema.Fields), opts.Partitions.Fields...)}
 	}
 	ps, err := NewParquetSchema(fileSchema)
 	if err != nil {
@@ -616,7 +610,7 @@ func newFileWriter(w io.Writer, fileSchema *StructType, statsCols int, opts Writ
 	var partitionRow parquet.Row
 	for i := cols; i < len(fileSchema.Fields); i++ {
 		f := &fileSchema.Fields[i]
-		v, err := ParsePartitionValue(f.Type, opts.partitionValues[f.Name])
+		v, err := schema.ParsePartitionValue(f.Type, opts.partitionValues[f.Name])
 		if err == nil {
 			partitionRow, err = ps.AppendValue(partitionRow, i, v)
 		}
@@ -759,7 +753,7 @@ func (w *FileWriter) addPartitionValues(rows []parquet.Row) []parquet.Row {
 
 // Write writes one row of Go values aligned with the data schema (see Row).
 // It allocates; the engine's hot path uses WriteRows.
-func (w *FileWriter) Write(r Row) error {
+func (w *FileWriter) Write(r schema.Row) error {
 	if len(w.rowBuf) == 0 {
 		w.rowBuf = make([]parquet.Row, 1)
 	}

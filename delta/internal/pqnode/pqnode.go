@@ -1,4 +1,10 @@
-package delta
+// Package pqnode builds Parquet schema nodes whose groups keep their
+// fields in declared order, for data files and checkpoints alike.
+//
+// parquet.Group sorts its fields by name; Delta files keep the schema's
+// declared order (Spark's checkpoint schema is compared field by field, and
+// people read data files with other tools).
+package pqnode
 
 import (
 	"reflect"
@@ -7,12 +13,6 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
 )
-
-// Parquet schema nodes shared by data files and checkpoints.
-//
-// parquet.Group sorts its fields by name; Delta files keep the schema's
-// declared order (Spark's checkpoint schema is compared field by field, and
-// people read data files with other tools), so groups are built here.
 
 // orderedGroup is a group node that keeps its fields in declared order, with
 // an optional logical type (MAP or LIST).
@@ -31,20 +31,27 @@ func (f namedField) Name() string { return f.name }
 // Value is only used to write Go values; checkpoints are written as rows.
 func (f namedField) Value(reflect.Value) reflect.Value { return reflect.Value{} }
 
-func field(name string, n parquet.Node) parquet.Field { return namedField{n, name} }
+// Field names n.
+func Field(name string, n parquet.Node) parquet.Field { return namedField{n, name} }
 
-func group(fields ...parquet.Field) parquet.Node {
-	return &orderedGroup{fields: fields, typ: parquet.Group{}.Type()}
+// Group is a group of fields, in order.
+func Group(fields ...parquet.Field) parquet.Node { return Typed(parquet.Group{}.Type(), fields...) }
+
+// Typed is a group of fields, in order, with the logical type of typ.
+func Typed(typ parquet.Type, fields ...parquet.Field) parquet.Node {
+	return &orderedGroup{fields: fields, typ: typ}
 }
 
-func mapOf(key, value parquet.Node) parquet.Node {
-	kv := parquet.Repeated(group(field("key", parquet.Required(key)), field("value", value)))
-	return &orderedGroup{fields: []parquet.Field{field("key_value", kv)}, typ: parquet.Map(key, value).Type()}
+// MapOf is a MAP of key to value, as Spark lays it out.
+func MapOf(key, value parquet.Node) parquet.Node {
+	kv := parquet.Repeated(Group(Field("key", parquet.Required(key)), Field("value", value)))
+	return &orderedGroup{fields: []parquet.Field{Field("key_value", kv)}, typ: parquet.Map(key, value).Type()}
 }
 
-func listOf(elem parquet.Node) parquet.Node {
-	l := parquet.Repeated(group(field("element", elem)))
-	return &orderedGroup{fields: []parquet.Field{field("list", l)}, typ: parquet.List(elem).Type()}
+// ListOf is a LIST of elem, as Spark lays it out.
+func ListOf(elem parquet.Node) parquet.Node {
+	l := parquet.Repeated(Group(Field("element", elem)))
+	return &orderedGroup{fields: []parquet.Field{Field("list", l)}, typ: parquet.List(elem).Type()}
 }
 
 func (g *orderedGroup) ID() int                     { return 0 }

@@ -1,0 +1,420 @@
+package parquetfile
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
+)
+
+// RowReader turns rows of one Parquet file into table rows.
+type RowReader struct {
+	schema *parquet.Schema
+	fields []fieldReader // one per table column
+	nested bool          // some column needs parquet-go's reconstruction
+	start  []int         // per leaf column: first value index in the current row
+	end    []int
+}
+
+type fieldReader struct {
+	kind     int // fieldConst, fieldLeaf, fieldNested, fieldVariant
+	constant any
+	leaf     int
+	conv     func(parquet.Value) (any, error)
+	name     string
+	typ      schema.DataType
+	variant  *variantReader
+}
+
+const (
+	fieldConst = iota
+	fieldLeaf
+	fieldNested
+	fieldVariant
+)
+
+// NewRowReader reads f's rows as rows of table: file columns matched by
+// physical name or field id (a column missing from the file reads as
+// null), partition columns from partitionValues.
+func NewRowReader(f *parquet.File, table *schema.StructType, partitionColumns []string, partitionValues map[string]*string) (*RowReader, error) {
+	fs := f.Schema()
+	fr := &RowReader{schema: fs, fields: make([]fieldReader, len(table.Fields))}
+	// Leaf column index of each top-level file field.
+	leafStart := map[string]int{}
+	fileFields := map[string]parquet.Field{}
+	byID := map[int]string{} // Parquet field_id → name
+	col := 0
+	for _, ff := range fs.Fields() {
+		leafStart[ff.Name()] = col
+		fileFields[ff.Name()] = ff
+		if id := ff.ID(); id != 0 {
+			byID[id] = ff.Name()
+		}
+		col += countLeaves(ff)
+	}
+	fr.start = make([]int, col)
+	fr.end = make([]int, col)
+	for i, sf := range table.Fields {
+		fd := &fr.fields[i]
+		// With column mapping, files, partition values and nested values
+		// use physical names; a file without them may still carry the
+		// column ids as field ids.
+		phys := schema.PhysicalName(&table.Fields[i])
+		fd.name, fd.typ = phys, sf.Type
+		if slices.Contains(partitionColumns, sf.Name) {
+			v, err := schema.ParsePartitionValue(sf.Type, partitionValues[phys])
+			if err != nil {
+				return nil, fmt.Errorf("partition column %q: %w", sf.Name, err)
+			}
+			fd.constant = v
+			continue
+		}
+		ff, ok := fileFields[phys]
+		if id, hasID := schema.FieldID(&table.Fields[i]); !ok && hasID && byID[id] != "" {
+			phys = byID[id]
+			fd.name, ff, ok = phys, fileFields[phys], true
+		}
+		if !ok {
+			continue // not in this file: null
+		}
+		if sf.Type == schema.Variant {
+			vr, err := newVariantReader(ff, leafStart[phys])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", sf.Name, err)
+			}
+			fd.kind, fd.variant = fieldVariant, vr
+			continue
+		}
+		if ff.Leaf() && !ff.Repeated() {
+			conv, err := leafConverter(sf.Type, ff)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", sf.Name, err)
+			}
+			fd.kind, fd.leaf, fd.conv = fieldLeaf, leafStart[phys], conv
+			continue
+		}
+		fd.kind = fieldNested
+		fr.nested = true
+	}
+	return fr, nil
+}
+
+func countLeaves(n parquet.Node) int {
+	if n.Leaf() {
+		return 1
+	}
+	c := 0
+	for _, f := range n.Fields() {
+		c += countLeaves(f)
+	}
+	return c
+}
+
+func (fr *RowReader) Convert(pr parquet.Row) (schema.Row, error) {
+	// Values come in column order; repeated columns may hold several.
+	for i := range fr.start {
+		fr.start[i], fr.end[i] = -1, -1
+	}
+	for i, v := range pr {
+		c := v.Column()
+		if fr.start[c] < 0 {
+			fr.start[c] = i
+		}
+		fr.end[c] = i + 1
+	}
+	var nested map[string]any
+	if fr.nested {
+		nested = map[string]any{}
+		if err := fr.schema.Reconstruct(&nested, pr); err != nil {
+			return nil, fmt.Errorf("reconstruct nested values: %w", err)
+		}
+	}
+	row := make(schema.Row, len(fr.fields))
+	for i := range fr.fields {
+		fd := &fr.fields[i]
+		switch fd.kind {
+		case fieldConst:
+			row[i] = fd.constant
+		case fieldLeaf:
+			s := fr.start[fd.leaf]
+			if s < 0 || pr[s].IsNull() {
+				continue
+			}
+			v, err := fd.conv(pr[s])
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", fd.name, err)
+			}
+			row[i] = v
+		case fieldNested:
+			row[i] = nestedValue(fd.typ, nested[fd.name])
+		case fieldVariant:
+			v, err := fd.variant.read(pr, fr.start, fr.end)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", fd.name, err)
+			}
+			row[i] = v
+		}
+	}
+	return row, nil
+}
+
+// leafConverter returns the conversion of a file leaf to the Go value of
+// Delta type t, based on the physical and logical types in the file.
+func leafConverter(t schema.DataType, node parquet.Node) (func(parquet.Value) (any, error), error) {
+	pt := node.Type()
+	kind := pt.Kind()
+	var lt format.LogicalTypeValue
+	if l := pt.LogicalType(); l != nil {
+		lt = l.Value
+	}
+	var ct deprecated.ConvertedType = -1
+	if c := pt.ConvertedType(); c != nil {
+		ct = *c
+	}
+	mismatch := fmt.Errorf("file type %s cannot be read as %s", pt, schema.TypeName(t))
+	intOf := func(v parquet.Value) int64 {
+		if kind == parquet.Int32 {
+			return int64(v.Int32())
+		}
+		return v.Int64()
+	}
+	isInt := kind == parquet.Int32 || kind == parquet.Int64
+	switch t {
+	case schema.String:
+		if kind == parquet.ByteArray || kind == parquet.FixedLenByteArray {
+			return func(v parquet.Value) (any, error) { return string(v.ByteArray()), nil }, nil
+		}
+	case schema.Binary:
+		if kind == parquet.ByteArray || kind == parquet.FixedLenByteArray {
+			return func(v parquet.Value) (any, error) { return append([]byte{}, v.ByteArray()...), nil }, nil
+		}
+	case schema.Long:
+		if isInt {
+			return func(v parquet.Value) (any, error) { return intOf(v), nil }, nil
+		}
+	case schema.Integer:
+		if isInt {
+			return func(v parquet.Value) (any, error) { return int32(intOf(v)), nil }, nil
+		}
+	case schema.Short:
+		if isInt {
+			return func(v parquet.Value) (any, error) { return int16(intOf(v)), nil }, nil
+		}
+	case schema.Byte:
+		if isInt {
+			return func(v parquet.Value) (any, error) { return int8(intOf(v)), nil }, nil
+		}
+	case schema.Float:
+		if kind == parquet.Float {
+			return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
+		}
+	case schema.Double:
+		switch {
+		case kind == parquet.Double:
+			return func(v parquet.Value) (any, error) { return v.Double(), nil }, nil
+		case kind == parquet.Float: // widened column (type widening)
+			return func(v parquet.Value) (any, error) { return float64(v.Float()), nil }, nil
+		case isInt: // an integer column widened to double
+			return func(v parquet.Value) (any, error) { return float64(intOf(v)), nil }, nil
+		}
+	case schema.Boolean:
+		if kind == parquet.Boolean {
+			return func(v parquet.Value) (any, error) { return v.Boolean(), nil }, nil
+		}
+	case schema.Date:
+		if kind == parquet.Int32 {
+			return func(v parquet.Value) (any, error) {
+				return time.Unix(int64(v.Int32())*86400, 0).UTC(), nil
+			}, nil
+		}
+	case schema.Timestamp, schema.TimestampNTZ:
+		switch kind {
+		case parquet.Int96:
+			return func(v parquet.Value) (any, error) { return int96Time(v.Int96()), nil }, nil
+		case parquet.Int64:
+			unit := time.Microsecond
+			if ts, ok := lt.(*format.TimestampType); ok {
+				switch ts.Unit.Value.(type) {
+				case *format.MilliSeconds:
+					unit = time.Millisecond
+				case *format.NanoSeconds:
+					unit = time.Nanosecond
+				}
+			} else if ct == deprecated.TimestampMillis {
+				unit = time.Millisecond
+			}
+			return func(v parquet.Value) (any, error) { return unixUnit(v.Int64(), unit), nil }, nil
+		}
+	}
+	if dt, ok := t.(schema.DecimalType); ok {
+		scale := 0 // an integer column widened to decimal
+		if d, ok := lt.(*format.DecimalType); ok {
+			scale = int(d.Scale)
+		}
+		switch kind {
+		case parquet.Int32, parquet.Int64:
+			return func(v parquet.Value) (any, error) {
+				return formatDecimal(big.NewInt(intOf(v)), scale, dt.Scale), nil
+			}, nil
+		case parquet.ByteArray, parquet.FixedLenByteArray:
+			return func(v parquet.Value) (any, error) {
+				return formatDecimal(bigFromTwosComplement(v.ByteArray()), scale, dt.Scale), nil
+			}, nil
+		}
+	}
+	return nil, mismatch
+}
+
+// int96Time decodes Spark's legacy INT96 timestamp: nanoseconds of the day
+// (little-endian int64) then the Julian day number.
+func int96Time(x deprecated.Int96) time.Time {
+	nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
+	days := int64(x[2]) - 2440588 // Julian day of 1970-01-01
+	return time.Unix(days*86400, nanos).UTC()
+}
+
+func unixUnit(n int64, unit time.Duration) time.Time {
+	switch unit {
+	case time.Millisecond:
+		return time.UnixMilli(n).UTC()
+	case time.Nanosecond:
+		return time.Unix(0, n).UTC()
+	}
+	return time.UnixMicro(n).UTC()
+}
+
+func bigFromTwosComplement(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return n
+}
+
+// formatDecimal renders unscaled×10^-fileScale with outScale fraction
+// digits, e.g. (1230, 2, 2) → "12.30".
+func formatDecimal(unscaled *big.Int, fileScale, outScale int) string {
+	if outScale > fileScale {
+		unscaled = new(big.Int).Mul(unscaled, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(outScale-fileScale)), nil))
+	} else if outScale < fileScale {
+		unscaled = new(big.Int).Quo(unscaled, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(fileScale-outScale)), nil))
+	}
+	s := unscaled.String()
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	if outScale > 0 {
+		if len(s) <= outScale {
+			s = strings.Repeat("0", outScale-len(s)+1) + s
+		}
+		s = s[:len(s)-outScale] + "." + s[len(s)-outScale:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// nestedValue converts a value reconstructed by parquet-go towards the Go
+// types documented on Row, as far as it can: structs become map[string]any,
+// arrays []any, maps map[string]any with rendered keys; primitive values are
+// converted when their Go type allows, and kept as they are otherwise.
+func nestedValue(t schema.DataType, v any) any {
+	if v == nil {
+		return nil
+	}
+	switch t := t.(type) {
+	case *schema.StructType:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(t.Fields))
+		for i, f := range t.Fields {
+			out[f.Name] = nestedValue(f.Type, m[schema.PhysicalName(&t.Fields[i])])
+		}
+		return out
+	case *schema.ArrayType:
+		a, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		out := make([]any, len(a))
+		for i, e := range a {
+			out[i] = nestedValue(t.ElementType, e)
+		}
+		return out
+	case *schema.MapType:
+		out := map[string]any{}
+		switch m := v.(type) {
+		case map[string]any:
+			for k, e := range m {
+				out[k] = nestedValue(t.ValueType, e)
+			}
+		case map[any]any:
+			for k, e := range m {
+				out[fmt.Sprint(nestedValue(t.KeyType, k))] = nestedValue(t.ValueType, e)
+			}
+		default:
+			return v
+		}
+		return out
+	case schema.PrimitiveType:
+		return nestedPrimitive(t, v)
+	}
+	return v
+}
+
+func nestedPrimitive(t schema.PrimitiveType, v any) any {
+	n, isInt := schema.AsInt64(v)
+	switch t {
+	case schema.Long:
+		if isInt {
+			return n
+		}
+	case schema.Integer:
+		if isInt {
+			return int32(n)
+		}
+	case schema.Short:
+		if isInt {
+			return int16(n)
+		}
+	case schema.Byte:
+		if isInt {
+			return int8(n)
+		}
+	case schema.Double:
+		if f, ok := schema.AsFloat64(v); ok {
+			return f
+		}
+	case schema.String:
+		if b, ok := v.([]byte); ok {
+			return string(b)
+		}
+	case schema.Date:
+		if isInt {
+			return time.Unix(n*86400, 0).UTC()
+		}
+	case schema.Timestamp, schema.TimestampNTZ:
+		switch x := v.(type) {
+		case time.Time:
+			return x.UTC()
+		case deprecated.Int96:
+			return int96Time(x)
+		}
+		if isInt {
+			return time.UnixMicro(n).UTC()
+		}
+	}
+	if tm, ok := v.(time.Time); ok {
+		return tm.UTC()
+	}
+	return v
+}
