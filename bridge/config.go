@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/internal/bytesize"
+	"github.com/deltaflow/deltaflow/internal/configview"
 	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
@@ -29,10 +30,10 @@ type Config struct {
 	URL string `yaml:"url"`
 	// User and Password authenticate with a username and password.
 	// Default: none. Cannot be combined with Token or CredsFile.
-	User     string `yaml:"user"`
-	Password Secret `yaml:"password"`
+	User     string        `yaml:"user"`
+	Password secret.Secret `yaml:"password"`
 	// Token authenticates with a token. Default: none.
-	Token Secret `yaml:"token"`
+	Token secret.Secret `yaml:"token"`
 	// CredsFile is a NATS credentials file (JWT + nkey seed) for operator-mode
 	// servers. Default: none. Requires URL.
 	CredsFile string `yaml:"creds_file"`
@@ -90,9 +91,6 @@ type TLSConfig struct {
 
 // enabled reports whether any TLS setting is present.
 func (t TLSConfig) enabled() bool { return t != TLSConfig{} }
-
-// Secret is a string that never prints (see internal/secret).
-type Secret = secret.Secret
 
 // defaultCfg holds the defaults every zero field of Config takes.
 func defaultCfg() Config {
@@ -263,33 +261,19 @@ func readable(path string) error {
 	return f.Close()
 }
 
-// String implements fmt.Stringer without revealing any secret.
-func (c Config) String() string {
-	type plain Config // no methods: avoids recursing into String
-	p := plain(c)
-	p.URL = secret.RedactURL(c.URL)
-	return fmt.Sprintf("%+v", p)
-}
+// String implements fmt.Stringer without revealing any secret: every key
+// as the YAML section names it, the URL's user part hidden.
+func (c Config) String() string { return configview.Line("nats", c.shown()) }
 
 // GoString implements fmt.GoStringer so %#v hides secrets too.
 func (c Config) GoString() string { return c.String() }
 
 // LogValue implements slog.LogValuer without revealing any secret.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("url", secret.RedactURL(c.URL)),
-		slog.String("user", c.User),
-		slog.Any("password", c.Password),
-		slog.Any("token", c.Token),
-		slog.String("creds_file", c.CredsFile),
-		slog.Bool("tls", c.TLS.enabled()),
-		slog.String("listen", c.Listen),
-		slog.String("store_dir", c.StoreDir),
-		slog.String("kv_bucket", c.KVBucket),
-		slog.Int("kv_replicas", c.KVReplicas),
-		slog.String("dlq_stream", c.DLQStream),
-		slog.Duration("dlq_max_age", c.DLQMaxAge),
-		slog.String("dlq_max_bytes", c.DLQMaxBytes.String()),
-		slog.Duration("publish_timeout", c.PublishTimeout),
-	)
+func (c Config) LogValue() slog.Value { return configview.LogValue(c.shown()) }
+
+// shown is c as it may be shown: secrets print themselves redacted, the
+// URL's user part is hidden here.
+func (c Config) shown() Config {
+	c.URL = secret.RedactURL(c.URL)
+	return c
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // s3PartSize bounds PutStream's memory: minio-go buffers one part at a time
@@ -25,9 +27,10 @@ const s3PartSize = 16 << 20
 type S3Config struct {
 	// Endpoint is host:port, or a URL whose scheme (http/https) sets Secure.
 	Endpoint string
-	// AccessKey and SecretKey are static credentials. The secret is never
-	// printed: S3Config's String and GoString leave it out.
-	AccessKey, SecretKey string
+	// AccessKey and SecretKey are static credentials; the secret never
+	// prints itself.
+	AccessKey string
+	SecretKey secret.Secret
 	// Region is optional; empty lets minio-go ask the server.
 	Region string
 	// Secure selects HTTPS.
@@ -42,14 +45,10 @@ type S3Config struct {
 	Prefix string
 }
 
-// String describes the config without the secret key.
+// String describes the config, the secret key redacted.
 func (c S3Config) String() string {
-	secret := ""
-	if c.SecretKey != "" {
-		secret = "<redacted>"
-	}
-	return fmt.Sprintf("S3Config{Endpoint:%q AccessKey:%q SecretKey:%s Region:%q Secure:%t CAFile:%q Bucket:%q Prefix:%q}",
-		c.Endpoint, c.AccessKey, secret, c.Region, c.Secure, c.CAFile, c.Bucket, c.Prefix)
+	type plain S3Config // no methods: avoids recursing into String
+	return fmt.Sprintf("S3Config%+v", plain(c))
 }
 
 // GoString keeps %#v from printing the secret too.
@@ -79,7 +78,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 		return nil, errors.New("s3 store: bucket is empty")
 	}
 	opts := &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Creds:        credentials.NewStaticV4(cfg.AccessKey, string(cfg.SecretKey), ""),
 		Secure:       *secure,
 		Region:       cfg.Region,
 		BucketLookup: minio.BucketLookupPath,

@@ -125,7 +125,7 @@ func TestS3NoSecretInOutput(t *testing.T) {
 		fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", &cfg),
 		fmt.Sprint(s), fmt.Sprintf("%+v", s), fmt.Sprintf("%#v", s), s.URI(),
 	} {
-		if strings.Contains(out, cfg.SecretKey) {
+		if strings.Contains(out, string(cfg.SecretKey)) {
 			t.Errorf("secret in %q", out)
 		}
 	}
@@ -133,7 +133,7 @@ func TestS3NoSecretInOutput(t *testing.T) {
 	live := testenv.MinIO(t)
 	live.SecretKey = "wrong-" + live.SecretKey
 	_, err := newS3(t, live).Get(t.Context(), "x")
-	if err == nil || strings.Contains(err.Error(), live.SecretKey) {
+	if err == nil || strings.Contains(err.Error(), string(live.SecretKey)) {
 		t.Errorf("wrong secret: err = %v", err)
 	}
 }

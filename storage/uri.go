@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // Options are the S3 settings Open uses for s3:// URIs. Empty fields are
@@ -95,7 +97,7 @@ func s3Config(opts Options, getenv func(string) string) (S3Config, error) {
 	cfg := S3Config{
 		Endpoint:  first(opts.Endpoint, "MINIO_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
 		AccessKey: first(opts.AccessKey, "MINIO_ACCESS_KEY", "AWS_ACCESS_KEY_ID"),
-		SecretKey: first(opts.SecretKey, "MINIO_SECRET_KEY", "AWS_SECRET_ACCESS_KEY"),
+		SecretKey: secret.Secret(first(opts.SecretKey, "MINIO_SECRET_KEY", "AWS_SECRET_ACCESS_KEY")),
 		Region:    first(opts.Region, "AWS_REGION", "AWS_DEFAULT_REGION"),
 		// Not AWS_CA_BUNDLE: machines set it globally for their proxies,
 		// and a CA file makes a plain-HTTP MinIO an error.

@@ -126,7 +126,7 @@ func TestOpenS3(t *testing.T) {
 // The environment's secret is used against a live server: a wrong one fails.
 func TestOpenS3UsesEnvCredentials(t *testing.T) {
 	cfg := testenv.MinIO(t)
-	setEnv(t, map[string]string{"MINIO_ENDPOINT": "http://" + cfg.Endpoint, "MINIO_ACCESS_KEY": cfg.AccessKey, "MINIO_SECRET_KEY": cfg.SecretKey})
+	setEnv(t, map[string]string{"MINIO_ENDPOINT": "http://" + cfg.Endpoint, "MINIO_ACCESS_KEY": cfg.AccessKey, "MINIO_SECRET_KEY": string(cfg.SecretKey)})
 	s, err := storage.Open(t.Context(), "s3://"+cfg.Bucket+"/t", storage.Options{})
 	if err != nil {
 		t.Fatal(err)

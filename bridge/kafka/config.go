@@ -1,9 +1,6 @@
 package kafka
 
 import (
-	"github.com/deltaflow/deltaflow/internal/bytesize"
-	"github.com/deltaflow/deltaflow/internal/secret"
-
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,6 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/deltaflow/deltaflow/internal/bytesize"
+	"github.com/deltaflow/deltaflow/internal/configview"
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // Modes of [Config.Mode].
@@ -160,8 +161,8 @@ type SASL struct {
 	// disables SASL.
 	Mechanism string `yaml:"mechanism"`
 	User      string `yaml:"user"`
-	// Password is never printed or logged; see [Secret].
-	Password Secret `yaml:"password"`
+	// Password is never printed or logged ([secret.Secret]).
+	Password secret.Secret `yaml:"password"`
 	// AllowPlainWithoutTLS lets PLAIN send the password in the clear, to
 	// anyone on the path to the brokers, when TLS is off. Default false:
 	// refused (use TLS or SCRAM).
@@ -179,9 +180,6 @@ type TLS struct {
 	KeyFile            string `yaml:"key_file"`
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
 }
-
-// Secret is a string that never prints (see internal/secret).
-type Secret = secret.Secret
 
 // DefaultConfig returns the configuration with every default filled in.
 func DefaultConfig() Config { return Config{}.withDefaults() }
@@ -358,40 +356,15 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-06-22T09:15:00Z) or a date (2026-06-22)", s)
 }
 
-// String describes the configuration on one line, without the SASL password.
-func (c Config) String() string {
-	return fmt.Sprintf("kafka{brokers=%v topic=%s group=%s mode=%s partitions=%v start_offset=%s on_data_loss=%s isolation_level=%s start_offsets=%v start_timestamp=%s client_id=%s instance_id=%s "+
-		"fetch_max_wait=%s fetch_max_bytes=%d max_poll_records=%d max_decompress_bytes=%s sasl=%s user=%s password=%s tls=%t}",
-		c.Brokers, c.Topic, c.Group, c.Mode, c.Partitions, c.StartOffset, c.OnDataLoss, c.IsolationLevel, c.StartOffsets, c.StartTimestamp, c.ClientID, c.InstanceID,
-		c.FetchMaxWait, c.FetchMaxBytes, c.MaxPollRecords, c.MaxDecompressBytes, c.SASL.Mechanism, c.SASL.User, c.SASL.Password, c.TLS.Enabled)
-}
+// String describes the configuration on one line, every key as the YAML
+// section names it, the SASL password redacted.
+func (c Config) String() string { return configview.Line("kafka", c) }
 
 // GoString keeps %#v from printing the password.
 func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration as a group, without the SASL password.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.Any("brokers", c.Brokers),
-		slog.String("topic", c.Topic),
-		slog.String("group", c.Group),
-		slog.String("mode", c.Mode),
-		slog.Any("partitions", c.Partitions),
-		slog.String("start_offset", c.StartOffset),
-		slog.String("on_data_loss", c.OnDataLoss),
-		slog.String("isolation_level", c.IsolationLevel),
-		slog.Any("start_offsets", c.StartOffsets),
-		slog.String("start_timestamp", c.StartTimestamp),
-		slog.String("client_id", c.ClientID),
-		slog.String("instance_id", c.InstanceID),
-		slog.Duration("fetch_max_wait", c.FetchMaxWait),
-		slog.Int("fetch_max_bytes", int(c.FetchMaxBytes)),
-		slog.Int("max_poll_records", c.MaxPollRecords),
-		slog.String("max_decompress_bytes", c.MaxDecompressBytes.String()),
-		slog.Group("sasl", "mechanism", c.SASL.Mechanism, "user", c.SASL.User, "password", c.SASL.Password),
-		slog.Bool("tls", c.TLS.Enabled),
-	)
-}
+func (c Config) LogValue() slog.Value { return configview.LogValue(c) }
 
 // isolation is the fetch isolation level of c (with its defaults).
 func (c Config) isolation() kgo.IsolationLevel {

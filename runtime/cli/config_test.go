@@ -206,7 +206,7 @@ func TestConfigCheckProbeServers(t *testing.T) {
 	yaml := "table: {uri: " + uri + "}\nstorage: {endpoint: " + s3.Endpoint + ", access_key: " + s3.AccessKey + "}\n" +
 		"kafka: {brokers: " + strings.Join(brokers, ",") + ", topic: " + topic + "}\nnats: {url: " + natsURL + "}\n"
 	f := writeConfigFile(t, yaml)
-	t.Setenv("MINIO_SECRET_KEY", s3.SecretKey)
+	t.Setenv("MINIO_SECRET_KEY", string(s3.SecretKey))
 	code, out, errs := run(t, "config", "check", "--config", f, "--probe")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s%s", code, out, errs)
@@ -216,7 +216,7 @@ func TestConfigCheckProbeServers(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	store, err := storage.Open(t.Context(), uri, storage.Options{Endpoint: s3.Endpoint, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
+	store, err := storage.Open(t.Context(), uri, storage.Options{Endpoint: s3.Endpoint, AccessKey: s3.AccessKey, SecretKey: string(s3.SecretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}

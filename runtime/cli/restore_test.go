@@ -34,7 +34,7 @@ func TestRestore(t *testing.T) {
 		}
 		t.Setenv("MINIO_ENDPOINT", cfg.Endpoint)
 		t.Setenv("MINIO_ACCESS_KEY", cfg.AccessKey)
-		t.Setenv("MINIO_SECRET_KEY", cfg.SecretKey)
+		t.Setenv("MINIO_SECRET_KEY", string(cfg.SecretKey))
 		testRestore(t, "s3://"+cfg.Bucket+"/"+cfg.Prefix, writeRowsTable(t, store, 3))
 	})
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/secret"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -99,7 +99,7 @@ func (f *tableFlags) load() (*daemon.Config, error) {
 		}
 	}
 	cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.Region, cfg.Storage.CAFile = opts.Endpoint, opts.AccessKey, opts.Region, opts.CAFile
-	cfg.Storage.SecretKey = kafka.Secret(opts.SecretKey)
+	cfg.Storage.SecretKey = secret.Secret(opts.SecretKey)
 	cfg.Storage.SingleWriter = cfg.Storage.SingleWriter || f.singleWriter
 	return cfg, nil
 }

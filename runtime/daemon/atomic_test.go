@@ -40,7 +40,7 @@ func TestCheckAtomicCommits(t *testing.T) {
 		t.Errorf("mem store: %v", err)
 	}
 	cfg := testenv.MinIO(t)
-	s3, err := storage.Open(t.Context(), "s3://"+cfg.Bucket+"/table", storage.Options{Endpoint: cfg.Endpoint, AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey})
+	s3, err := storage.Open(t.Context(), "s3://"+cfg.Bucket+"/table", storage.Options{Endpoint: cfg.Endpoint, AccessKey: cfg.AccessKey, SecretKey: string(cfg.SecretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}

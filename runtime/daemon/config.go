@@ -20,6 +20,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // Config is the deltaflow configuration file (configs/deltaflow.yaml). A
@@ -59,13 +60,13 @@ type TableConfig struct {
 
 // StorageConfig is the `storage` section: S3/MinIO access for s3:// tables.
 type StorageConfig struct {
-	Endpoint     string       `yaml:"endpoint"`
-	AccessKey    string       `yaml:"access_key"`
-	SecretKey    kafka.Secret `yaml:"secret_key"`
-	Region       string       `yaml:"region"`
-	Secure       *bool        `yaml:"secure"`
-	CAFile       string       `yaml:"ca_file"`
-	SingleWriter bool         `yaml:"single_writer"`
+	Endpoint     string        `yaml:"endpoint"`
+	AccessKey    string        `yaml:"access_key"`
+	SecretKey    secret.Secret `yaml:"secret_key"`
+	Region       string        `yaml:"region"`
+	Secure       *bool         `yaml:"secure"`
+	CAFile       string        `yaml:"ca_file"`
+	SingleWriter bool          `yaml:"single_writer"`
 }
 
 // FlushConfig is the `flush` section: when an epoch is committed.

@@ -2,12 +2,12 @@ package daemon
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/deltaflow/deltaflow/internal/configview"
 	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
@@ -27,11 +27,7 @@ func (c Config) Effective() Config {
 func (c Config) EffectiveNode() (*yaml.Node, error) {
 	e := c.Effective()
 	e.NATS.URL = secret.RedactURL(e.NATS.URL)
-	var n yaml.Node
-	if err := n.Encode(e); err != nil {
-		return nil, fmt.Errorf("encode config: %w", err)
-	}
-	return &n, nil
+	return configview.Node(e)
 }
 
 // NodeJSON renders a YAML node tree as JSON, keeping the keys' order and
@@ -93,60 +89,22 @@ func (c Config) LogValue() slog.Value {
 	if err != nil {
 		return slog.StringValue(err.Error())
 	}
-	return nodeLogValue(n)
-}
-
-func nodeLogValue(n *yaml.Node) slog.Value {
-	switch n.Kind {
-	case yaml.MappingNode:
-		if len(n.Content) == 0 {
-			return slog.StringValue("{}")
-		}
-		attrs := make([]slog.Attr, 0, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			attrs = append(attrs, slog.Attr{Key: n.Content[i].Value, Value: nodeLogValue(n.Content[i+1])})
-		}
-		return slog.GroupValue(attrs...)
-	case yaml.SequenceNode:
-		items := make([]string, 0, len(n.Content))
-		for _, item := range n.Content {
-			if item.Kind != yaml.ScalarNode {
-				return slog.IntValue(len(n.Content))
-			}
-			items = append(items, item.Value)
-		}
-		return slog.AnyValue(items)
-	}
-	return slog.StringValue(n.Value)
+	return configview.NodeLogValue(n)
 }
 
 // String describes the effective configuration on one line per section
 // (keys of subsections dotted: kafka{... sasl.mechanism=...}), with every
 // secret redacted.
 func (c Config) String() string {
-	n, err := c.EffectiveNode()
+	root, err := c.EffectiveNode()
 	if err != nil {
 		return err.Error()
 	}
-	root := n
 	lines := make([]string, 0, len(root.Content)/2)
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		var kv []string
-		flatten(root.Content[i+1], "", &kv)
-		lines = append(lines, root.Content[i].Value+"{"+strings.Join(kv, " ")+"}")
+		lines = append(lines, root.Content[i].Value+"{"+strings.Join(configview.Flatten(root.Content[i+1]), " ")+"}")
 	}
 	return strings.Join(lines, "\n")
-}
-
-func flatten(n *yaml.Node, prefix string, out *[]string) {
-	if n.Kind == yaml.MappingNode && len(n.Content) > 0 {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			flatten(n.Content[i+1], joinKey(prefix, n.Content[i].Value), out)
-		}
-		return
-	}
-	v := nodeLogValue(n)
-	*out = append(*out, prefix+"="+fmt.Sprint(v.Any()))
 }
 
 // GoString keeps %#v from printing secrets.

@@ -91,7 +91,7 @@ func TestRealServers(t *testing.T) {
 		"KAFKA_GROUP=" + group,
 		"MINIO_ENDPOINT=" + s3.Endpoint,
 		"MINIO_ACCESS_KEY=" + s3.AccessKey,
-		"MINIO_SECRET_KEY=" + s3.SecretKey,
+		"MINIO_SECRET_KEY=" + string(s3.SecretKey),
 		"NATS_URL=" + natsURL,
 		"DELTAFLOW_TABLE_URI=" + tableURI,
 		"DELTAFLOW_HTTP_LISTEN=127.0.0.1:0",
@@ -100,7 +100,7 @@ func TestRealServers(t *testing.T) {
 	pyEnv := append(os.Environ(),
 		testenv.EnvMinIOEndpoint+"="+s3.Endpoint,
 		testenv.EnvMinIOAccessKey+"="+s3.AccessKey,
-		testenv.EnvMinIOSecretKey+"="+s3.SecretKey)
+		testenv.EnvMinIOSecretKey+"="+string(s3.SecretKey))
 
 	// 1. Topic with 3 partitions and the first records, by deltaflow produce.
 	simStart := time.Date(2026, 6, 22, 0, 0, 0, 0, time.UTC)

@@ -36,10 +36,11 @@ var forbidden = map[string][]string{
 	"actors/offsets": {module + "/actors/mapping", module + "/bridge", module + "/runtime", module + "/messages",
 		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 	// Small product helpers sit below everything: they import nothing of ours.
-	"internal/sim":       {module + "/"},
-	"internal/secret":    {module + "/"},
-	"internal/failpoint": {module + "/"},
-	"internal/bytesize":  {module + "/"},
+	"internal/sim":        {module + "/"},
+	"internal/secret":     {module + "/"},
+	"internal/failpoint":  {module + "/"},
+	"internal/bytesize":   {module + "/"},
+	"internal/configview": {module + "/"},
 	// The daemon never links the developer tools.
 	"runtime/daemon": {module + "/runtime/devtools", module + "/runtime/cli"},
 	"runtime/sparkcheckpoint": {module + "/actors", module + "/bridge", module + "/delta", module + "/runtime/cli",

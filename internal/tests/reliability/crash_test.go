@@ -67,7 +67,7 @@ func newCrashRig(t *testing.T, name string, partitions int32, sections map[strin
 	if err := kafka.CreateTopic(t.Context(), kcfg, r.topic, partitions, -1); err != nil {
 		t.Fatal(err)
 	}
-	store, err := storage.Open(t.Context(), r.uri, storage.Options{Endpoint: s3.Endpoint, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
+	store, err := storage.Open(t.Context(), r.uri, storage.Options{Endpoint: s3.Endpoint, AccessKey: s3.AccessKey, SecretKey: string(s3.SecretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}

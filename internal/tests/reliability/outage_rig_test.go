@@ -72,7 +72,7 @@ func newOutageRig(t *testing.T, servers scenario.Servers, table string, sections
 		t.Fatal(err)
 	}
 	store, err := storage.Open(ctx, r.uri, storage.Options{Endpoint: servers.S3.Endpoint,
-		AccessKey: servers.S3.AccessKey, SecretKey: servers.S3.SecretKey})
+		AccessKey: servers.S3.AccessKey, SecretKey: string(servers.S3.SecretKey)})
 	if err != nil {
 		t.Fatalf("open %s: %v", r.uri, err)
 	}

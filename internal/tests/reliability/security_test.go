@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/internal/secret"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
@@ -161,7 +162,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		"sasl":      securitySecret("saslpw"),
 		"configerr": securitySecret("configpw"),
 	}
-	leaks := &securityLeaks{secrets: []string{s3.SecretKey, natsPW}}
+	leaks := &securityLeaks{secrets: []string{string(s3.SecretKey), natsPW}}
 	for _, s := range wrong {
 		leaks.secrets = append(leaks.secrets, s)
 	}
@@ -440,9 +441,9 @@ func TestTLSEverywhere(t *testing.T) {
 		}
 	}
 	s3 := storage.S3Config{Endpoint: fmt.Sprintf("https://127.0.0.1:%d", scenario.FreePort(t)), AccessKey: "deltaflow",
-		SecretKey: securitySecret("tls"), Bucket: "lake", Prefix: "tls", CAFile: pki.CAFile}
+		SecretKey: secret.Secret(securitySecret("tls")), Bucket: "lake", Prefix: "tls", CAFile: pki.CAFile}
 	m := scenario.Start(t, "minio", minioBin, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"MINIO_ROOT_USER=" + s3.AccessKey, "MINIO_ROOT_PASSWORD=" + s3.SecretKey, "MINIO_BROWSER=off"},
+		"MINIO_ROOT_USER=" + s3.AccessKey, "MINIO_ROOT_PASSWORD=" + string(s3.SecretKey), "MINIO_BROWSER=off"},
 		"server", "--quiet", "--address", strings.TrimPrefix(s3.Endpoint, "https://"),
 		"--console-address", fmt.Sprintf("127.0.0.1:%d", scenario.FreePort(t)), "--certs-dir", certs, filepath.Join(dir, "data"))
 	t.Cleanup(func() { _ = m.Stop(10 * time.Second) })

@@ -215,7 +215,7 @@ func (s Servers) Env(topic, group, tableURI, httpAddr string) []string {
 		"KAFKA_GROUP=" + group,
 		"MINIO_ENDPOINT=" + s.S3.Endpoint,
 		"MINIO_ACCESS_KEY=" + s.S3.AccessKey,
-		"MINIO_SECRET_KEY=" + s.S3.SecretKey,
+		"MINIO_SECRET_KEY=" + string(s.S3.SecretKey),
 		"NATS_URL=" + s.NATSURL,
 		"DELTAFLOW_TABLE_URI=" + tableURI,
 		"DELTAFLOW_HTTP_LISTEN=" + httpAddr,

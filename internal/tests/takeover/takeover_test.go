@@ -130,7 +130,7 @@ func TestTakeoverFromSpark(t *testing.T) {
 		upload(t, store, ckRet, "checkpoints/sensor_stream")
 		t.Setenv("MINIO_ENDPOINT", s3.Endpoint)
 		t.Setenv("MINIO_ACCESS_KEY", s3.AccessKey)
-		t.Setenv("MINIO_SECRET_KEY", s3.SecretKey)
+		t.Setenv("MINIO_SECRET_KEY", string(s3.SecretKey))
 		out, err := r.takeover(tableRet, "s3a://"+s3.Bucket+"/checkpoints/sensor_stream", "--dry-run", quiet)
 		if err != nil || !strings.Contains(out, fmt.Sprintf("last batch in the table: %d (commits/%d exists)", n, n)) {
 			t.Fatalf("takeover from s3a://: %v\n%s", err, out)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/internal/secret"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -147,7 +148,7 @@ func (p *Private) MinIO() storage.S3Config {
 	cfg := storage.S3Config{
 		Endpoint:  p.value(EnvMinIOEndpoint, "minio"),
 		AccessKey: p.env[EnvMinIOAccessKey],
-		SecretKey: p.env[EnvMinIOSecretKey],
+		SecretKey: secret.Secret(p.env[EnvMinIOSecretKey]),
 		Bucket:    BucketName(p.t.Name()),
 	}
 	makeBucket(p.t, cfg)

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/deltaflow/deltaflow/internal/secret"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -61,7 +62,7 @@ func MinIO(t testing.TB) storage.S3Config {
 	cfg := storage.S3Config{
 		Endpoint:  os.Getenv(EnvMinIOEndpoint),
 		AccessKey: os.Getenv(EnvMinIOAccessKey),
-		SecretKey: os.Getenv(EnvMinIOSecretKey),
+		SecretKey: secret.Secret(os.Getenv(EnvMinIOSecretKey)),
 		Bucket:    BucketName(t.Name()),
 	}
 	if cfg.Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
