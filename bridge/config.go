@@ -262,18 +262,21 @@ func readable(path string) error {
 }
 
 // String implements fmt.Stringer without revealing any secret: every key
-// as the YAML section names it, the URL's user part hidden.
-func (c Config) String() string { return configview.Line("nats", c.shown()) }
+// as the YAML section names it.
+func (c Config) String() string { return configview.Line("nats", c) }
 
 // GoString implements fmt.GoStringer so %#v hides secrets too.
 func (c Config) GoString() string { return c.String() }
 
 // LogValue implements slog.LogValuer without revealing any secret.
-func (c Config) LogValue() slog.Value { return configview.LogValue(c.shown()) }
+func (c Config) LogValue() slog.Value { return configview.LogValue(c) }
 
-// shown is c as it may be shown: secrets print themselves redacted, the
-// URL's user part is hidden here.
-func (c Config) shown() Config {
-	c.URL = secret.RedactURL(c.URL)
-	return c
+// MarshalYAML implements yaml.Marshaler: the URL's user part is hidden, as
+// the secrets hide themselves, so every rendering of the section (String,
+// LogValue, the daemon's effective configuration) shows it redacted.
+func (c Config) MarshalYAML() (any, error) {
+	type plain Config // no methods: keeps MarshalYAML from recursing
+	p := plain(c)
+	p.URL = secret.RedactURL(c.URL)
+	return p, nil
 }

@@ -40,7 +40,12 @@ func Line(name string, v any) string {
 	if err != nil {
 		return name + "{" + err.Error() + "}"
 	}
-	return name + "{" + strings.Join(Flatten(n), " ") + "}"
+	return NodeLine(name, n)
+}
+
+// NodeLine is an encoded node on one line (see [Line]).
+func NodeLine(name string, n *yaml.Node) string {
+	return name + "{" + strings.Join(flattened(n), " ") + "}"
 }
 
 // NodeLogValue is the slog value of an encoded node (see [LogValue]).
@@ -68,9 +73,9 @@ func NodeLogValue(n *yaml.Node) slog.Value {
 	return slog.StringValue(n.Value)
 }
 
-// Flatten lists an encoded mapping's leaves as dotted key=value pairs, in
+// flattened lists an encoded mapping's leaves as dotted key=value pairs, in
 // order.
-func Flatten(n *yaml.Node) []string {
+func flattened(n *yaml.Node) []string {
 	var out []string
 	flatten(n, "", &out)
 	return out

@@ -8,7 +8,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/deltaflow/deltaflow/internal/configview"
-	"github.com/deltaflow/deltaflow/internal/secret"
 )
 
 // Effective returns the configuration as the daemon runs it: with the
@@ -21,13 +20,11 @@ func (c Config) Effective() Config {
 }
 
 // EffectiveNode is the effective configuration as a YAML mapping node, keys in
-// the file's order, every secret redacted (secrets print themselves so; a
-// nats.url's user part is hidden). `config check`, the start-up log and
+// the file's order, every secret redacted (secrets and nats.url marshal
+// themselves so). `config check`, the start-up log and
 // String all render it, so none can leave a key out.
 func (c Config) EffectiveNode() (*yaml.Node, error) {
-	e := c.Effective()
-	e.NATS.URL = secret.RedactURL(e.NATS.URL)
-	return configview.Node(e)
+	return configview.Node(c.Effective())
 }
 
 // NodeJSON renders a YAML node tree as JSON, keeping the keys' order and
@@ -102,7 +99,7 @@ func (c Config) String() string {
 	}
 	lines := make([]string, 0, len(root.Content)/2)
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		lines = append(lines, root.Content[i].Value+"{"+strings.Join(configview.Flatten(root.Content[i+1]), " ")+"}")
+		lines = append(lines, configview.NodeLine(root.Content[i].Value, root.Content[i+1]))
 	}
 	return strings.Join(lines, "\n")
 }
