@@ -49,30 +49,22 @@ fi
 
 go_tool nats "$NATSCLI_MODULE"
 go_tool nats-server "$NATS_SERVER_MODULE"
-# @latest: reinstall when the stamp is a week old, not on every run.
-if [[ -x "$BIN/govulncheck" && -n "$(find "$BIN/govulncheck.version" -mtime -7 2>/dev/null)" &&
-	"$(cat "$BIN/govulncheck.version")" == "$GOVULNCHECK_MODULE $GO_TOOLCHAIN" ]]; then
-	log "govulncheck: cached ($BIN/govulncheck)"
-else
-	rm -f "$BIN/govulncheck.version"
-	go_tool govulncheck "$GOVULNCHECK_MODULE" "$GO_TOOLCHAIN"
-fi
+go_tool govulncheck "$GOVULNCHECK_MODULE" "$GO_TOOLCHAIN"
 
 # The vulnerability database: vuln.go.dev is not reachable from here, but
 # the same OSV records ship in the golang.org/x/vulndb module on the Go
 # proxy, and its indexdb command writes the layout `govulncheck -db file://`
-# reads. Refreshed weekly, like govulncheck.
-if [[ -f "$VULNDB/index/db.json" && -n "$(find "$VULNDB/version" -mtime -7 2>/dev/null)" ]]; then
-	log "vulndb: cached ($VULNDB, golang.org/x/vulndb@$(cat "$VULNDB/version"))"
+# reads. The stamp is the pinned version: bumping VULNDB_VERSION rebuilds it.
+if [[ -f "$VULNDB/index/db.json" && "$(cat "$VULNDB/version" 2>/dev/null)" == "$VULNDB_VERSION" ]]; then
+	log "vulndb: cached ($VULNDB, golang.org/x/vulndb@$VULNDB_VERSION)"
 else
-	info="$(cd "${TMPDIR:-/tmp}" && GOTOOLCHAIN=local go mod download -json golang.org/x/vulndb@latest)"
-	field() { python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])" <<<"$info"; }
-	ver="$(field Version)"
-	log "vulndb: building the database from golang.org/x/vulndb@$ver into $VULNDB"
-	GOTOOLCHAIN=local GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "golang.org/x/vulndb/cmd/indexdb@$ver"
+	dir="$(cd "${TMPDIR:-/tmp}" && GOTOOLCHAIN=local go mod download -json "golang.org/x/vulndb@$VULNDB_VERSION" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
+	log "vulndb: building the database from golang.org/x/vulndb@$VULNDB_VERSION into $VULNDB"
+	GOTOOLCHAIN=local GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "golang.org/x/vulndb/cmd/indexdb@$VULNDB_VERSION"
 	rm -rf "$VULNDB.new"
-	"$BIN/indexdb" -vulns "$(field Dir)/data/osv" -out "$VULNDB.new"
-	echo "$ver" >"$VULNDB.new/version"
+	"$BIN/indexdb" -vulns "$dir/data/osv" -out "$VULNDB.new"
+	echo "$VULNDB_VERSION" >"$VULNDB.new/version"
 	rm -rf "$VULNDB"
 	mv "$VULNDB.new" "$VULNDB"
 fi

@@ -55,9 +55,13 @@ SLF4J_VERSION="2.0.17"
 LOG4J_VERSION="2.24.3"
 NATSCLI_MODULE="github.com/nats-io/natscli/nats@v0.5.0"
 NATS_SERVER_MODULE="github.com/nats-io/nats-server/v2@v2.15.2"
-# govulncheck follows its database, so it tracks latest (installed once,
-# refreshed when the stamp is older than a week).
-GOVULNCHECK_MODULE="golang.org/x/vuln/cmd/govulncheck@latest"
+# govulncheck and the vulnerability database it reads, pinned like every
+# other tool: @latest once broke a fresh machine's run (govulncheck v1.10.0
+# cannot load go1.27.3's standard library) while machines with last week's
+# build stayed green; v1.9.0 is the newest that reads it. Bump them here,
+# together, after a `make test` with an empty DELTAFLOW_CACHE.
+GOVULNCHECK_MODULE="golang.org/x/vuln/cmd/govulncheck@v1.9.0"
+VULNDB_VERSION="v0.0.0-20261105234957-e22db6528018"
 KAFKA_HOME="$CACHE/kafka"
 # The Go vulnerability database, built locally (see install-deps.sh).
 VULNDB="$CACHE/vulndb"

@@ -53,6 +53,38 @@ func TestGoModToolchain(t *testing.T) {
 	}
 }
 
+// Every tool the test command installs is pinned, and a cached install is
+// reused only when its stamp names that pin: an @latest (or a stamp that
+// only checks its age) let a fresh machine get a govulncheck that could
+// not read the toolchain's standard library while machines with last
+// week's build stayed green.
+func TestTestToolsPinned(t *testing.T) {
+	root := scenario.RepoRoot(t)
+	for _, name := range []string{"lib.sh", "install-deps.sh", "test.sh", "servers.sh", "fuzz.sh"} {
+		b, err := os.ReadFile(filepath.Join(root, "scripts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			code, _, _ := strings.Cut(line, "#")
+			switch {
+			case strings.Contains(code, "@latest"):
+				t.Errorf("scripts/%s:%d installs a moving version: %s", name, i+1, strings.TrimSpace(line))
+			case strings.Contains(code, "-mtime"):
+				t.Errorf("scripts/%s:%d decides by a file's age, not its version: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	for _, name := range []string{"GOVULNCHECK_MODULE", "NATSCLI_MODULE", "NATS_SERVER_MODULE", "MINIO_MODULE"} {
+		if v := libSetting(t, name); !regexp.MustCompile(`@v\d+\.\d+\.\d+(-[0-9a-f.-]+)?$`).MatchString(v) {
+			t.Errorf("scripts/lib.sh: %s=%q has no version", name, v)
+		}
+	}
+	if v := libSetting(t, "VULNDB_VERSION"); !strings.HasPrefix(v, "v0.0.0-") {
+		t.Errorf("scripts/lib.sh: VULNDB_VERSION=%q is not a module version", v)
+	}
+}
+
 // pinnedImage is an image reference with a version (or a digest): never
 // latest, never a major version only (nats:2-alpine moves under the stack).
 var pinnedImage = regexp.MustCompile(`(:v?\d+\.\d+\.\d+(-[a-z0-9.]+)?|:RELEASE\.[0-9T-]+Z|@sha256:[0-9a-f]{64})$`)
