@@ -72,9 +72,12 @@ func (c *committer) startPartitions(ctx actor.Context, ps []int32, then func(act
 			for _, loss := range plan.losses {
 				c.reportLoss(loss, plan.skip)
 			}
+			for p, err := range plan.refused {
+				c.cfg.logger.Error("partition held, not read: "+err.Error(), "topic", c.cfg.topic, "partition", p)
+			}
 			for _, p := range ps {
 				if plan.next[p] == kafka.Held {
-					c.hold(p, plan.losses)
+					c.hold(p, plan.reason(p))
 				} else {
 					c.release(p)
 				}
@@ -122,7 +125,9 @@ func (cfg *committerConfig) recordStarts(ctx context.Context, snap *delta.Snapsh
 }
 
 // planStarts asks Kafka for the topic's logs and plans the starts of ps
-// against snap's offsets and recorded topic ID.
+// against what snap holds: its offsets and recorded topic ID, other apps'
+// offsets of the topic and, on a table whose txns expire, the offsets of
+// its own the log's history still holds.
 func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (startPlan, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -130,12 +135,30 @@ func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot
 	if err != nil {
 		return startPlan{}, err
 	}
-	table := map[int32]int64{}
+	ts := tableStarts{next: map[int32]int64{}, foreign: offsets.Foreign(snap, cfg.app, cfg.topic),
+		storedID: snap.Metadata().Configuration[offsets.TopicIDProperty(cfg.app, cfg.topic)]}
 	for p, v := range offsets.Last(snap, cfg.app, cfg.topic) {
-		table[p] = v + 1
+		ts.next[p] = v + 1
 	}
-	storedID := snap.Metadata().Configuration[offsets.TopicIDProperty(cfg.app, cfg.topic)]
-	return planStarts(ps, table, storedID, logs, cfg.starts)
+	// Another engine's checkpoint drops txns past the retention; the app
+	// had offsets of the topic if the table recorded its topic ID or holds
+	// some.
+	if _, expires := snap.TxnRetention(); expires && (ts.storedID != "" || len(ts.next) > 0) {
+		missing := slices.DeleteFunc(slices.Clone(ps), func(p int32) bool { _, ok := ts.next[p]; return ok })
+		if len(missing) > 0 {
+			recovered, certain, err := offsets.Recover(ctx, cfg.table, snap, cfg.app, cfg.topic, missing)
+			if err != nil {
+				return startPlan{}, err
+			}
+			if len(recovered) > 0 {
+				cfg.logger.Warn("offsets past delta.setTransactionRetentionDuration found in the table's history; "+
+					"resuming there", "topic", cfg.topic, "last", recovered)
+			}
+			ts.recovered, ts.forgotten = recovered, !certain
+			ts.retention = snap.Metadata().Configuration["delta.setTransactionRetentionDuration"]
+		}
+	}
+	return planStarts(ps, ts, logs, cfg.starts, cfg.app)
 }
 
 // reportLoss says, in the log, an event and the metrics, that loss was
@@ -162,14 +185,11 @@ func (c *committer) reportLoss(loss *kafka.DataLossError, skipped bool) {
 		TopicID: loss.ID, StoredID: loss.StoredID, Message: loss.Error()})
 }
 
-// hold marks an owned partition held for its loss (one of losses): not
-// read, the engine unhealthy until it is released.
-func (c *committer) hold(p int32, losses []*kafka.DataLossError) {
-	reason := fmt.Sprintf("partition %d held", p)
-	for _, l := range losses {
-		if l.Partition == p {
-			reason = l.Error()
-		}
+// hold marks an owned partition held for reason (a data loss, or a start
+// refused): not read, the engine unhealthy until it is released.
+func (c *committer) hold(p int32, reason string) {
+	if reason == "" {
+		reason = fmt.Sprintf("partition %d held", p)
 	}
 	c.held[p] = true
 	c.cfg.metrics.Held.WithLabelValues(partitionLabel(p)).Set(1)

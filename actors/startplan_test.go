@@ -2,6 +2,7 @@ package actors
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
@@ -29,6 +30,11 @@ func TestPlanStarts(t *testing.T) {
 		write    map[int32]int64
 		topicID  string
 		losses   int
+		// what else the table says (offsets.Foreign, offsets.Recover)
+		foreign   map[string]map[int32]int64
+		recovered map[int32]int64
+		forgotten bool
+		refused   []int32
 	}{
 		{name: "new table, earliest: starts written, ID recorded", assigned: []int32{0, 1},
 			logs: logs("A", map[int32]kafka.LogRange{0: lr(5, 10), 1: lr(0, 0)}), pol: fail,
@@ -57,12 +63,28 @@ func TestPlanStarts(t *testing.T) {
 		{name: "log ends before the offset", assigned: []int32{0}, table: map[int32]int64{0: 30}, storedID: "A",
 			logs: logs("A", map[int32]kafka.LogRange{0: lr(0, 12)}), pol: skip,
 			next: map[int32]int64{0: 0}, write: map[int32]int64{0: 0}, losses: 1},
+		{name: "another app's offsets: held, whatever the policy", assigned: []int32{0, 1}, storedID: "A",
+			foreign: map[string]map[int32]int64{"old": {0: 41}}, logs: logs("A", map[int32]kafka.LogRange{0: lr(0, 50), 1: lr(0, 5)}),
+			pol: skip, next: map[int32]int64{0: held, 1: 0}, write: map[int32]int64{1: 0}, refused: []int32{0}},
+		{name: "another app's offsets of a partition the app holds: ignored", assigned: []int32{0}, table: map[int32]int64{0: 7}, storedID: "A",
+			foreign: map[string]map[int32]int64{"old": {0: 41}}, logs: logs("A", map[int32]kafka.LogRange{0: lr(0, 50)}),
+			pol: fail, next: map[int32]int64{0: 7}, write: map[int32]int64{}},
+		{name: "expired offsets found in the history: resumed there, written again", assigned: []int32{0, 1}, table: map[int32]int64{1: 3}, storedID: "A",
+			recovered: map[int32]int64{0: 19}, logs: logs("A", map[int32]kafka.LogRange{0: lr(0, 50), 1: lr(0, 5)}),
+			pol: fail, next: map[int32]int64{0: 20, 1: 3}, write: map[int32]int64{0: 20}},
+		{name: "expired offsets found, then deleted by retention: a loss", assigned: []int32{0}, storedID: "A",
+			recovered: map[int32]int64{0: 19}, logs: logs("A", map[int32]kafka.LogRange{0: lr(30, 50)}),
+			pol: fail, next: map[int32]int64{0: held}, write: map[int32]int64{}, losses: 1},
+		{name: "offsets that may be forgotten: held", assigned: []int32{0, 1}, table: map[int32]int64{1: 3}, storedID: "A",
+			forgotten: true, logs: logs("A", map[int32]kafka.LogRange{0: lr(0, 50), 1: lr(0, 5)}),
+			pol: skip, next: map[int32]int64{0: held, 1: 3}, write: map[int32]int64{}, refused: []int32{0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.table == nil {
 				tc.table = map[int32]int64{}
 			}
-			plan, err := planStarts(tc.assigned, tc.table, tc.storedID, tc.logs, tc.pol)
+			ts := tableStarts{next: tc.table, storedID: tc.storedID, foreign: tc.foreign, recovered: tc.recovered, forgotten: tc.forgotten}
+			plan, err := planStarts(tc.assigned, ts, tc.logs, tc.pol, "deltaflow")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,9 +92,17 @@ func TestPlanStarts(t *testing.T) {
 				t.Errorf("next %v write %v topicID %q losses %d; want %v %v %q %d",
 					plan.next, plan.write, plan.topicID, len(plan.losses), tc.next, tc.write, tc.topicID, tc.losses)
 			}
+			if refused := slices.Sorted(maps.Keys(plan.refused)); !slices.Equal(refused, tc.refused) {
+				t.Errorf("refused %v; want %v", refused, tc.refused)
+			}
+			for _, p := range tc.refused {
+				if plan.reason(p) == "" {
+					t.Errorf("partition %d refused without a reason", p)
+				}
+			}
 		})
 	}
-	if _, err := planStarts([]int32{3}, nil, "", logs("A", map[int32]kafka.LogRange{0: lr(0, 0)}), fail); err == nil {
+	if _, err := planStarts([]int32{3}, tableStarts{}, logs("A", map[int32]kafka.LogRange{0: lr(0, 0)}), fail, "deltaflow"); err == nil {
 		t.Error("a partition the topic does not have was planned")
 	}
 }

@@ -1,12 +1,10 @@
 package actors
 
 import (
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/deltaflow/deltaflow/actors/offsets"
-	"github.com/deltaflow/deltaflow/delta"
 )
 
 // TestIdlePartitionTxnRefreshed: on a table with
@@ -18,19 +16,7 @@ import (
 func TestIdlePartitionTxnRefreshed(t *testing.T) {
 	const retention = 4 * time.Second
 	h := newHarness(t, nil)
-	snap, err := h.table.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := snap.Metadata()
-	meta.Configuration = maps.Clone(meta.Configuration)
-	if meta.Configuration == nil {
-		meta.Configuration = map[string]string{}
-	}
-	meta.Configuration["delta.setTransactionRetentionDuration"] = retention.String()
-	if _, err := h.table.Commit(t.Context(), snap, []delta.Action{{MetaData: &meta}}, delta.Operation{Name: "SET TBLPROPERTIES"}); err != nil {
-		t.Fatal(err)
-	}
+	h.setProperty("delta.setTransactionRetentionDuration", retention.String())
 	r := h.start(Config{FlushInterval: 100 * time.Millisecond}, nil)
 	defer r.stop(t)
 	txns := func() map[string]int64 {
@@ -38,7 +24,7 @@ func TestIdlePartitionTxnRefreshed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.Txns()
+		return s.LiveTxns(time.Now()) // what other engines see
 	}
 	p0, p1 := offsets.AppID("deltaflow", topic, 0), offsets.AppID("deltaflow", topic, 1)
 	h.produceTo(0, 10, 1)

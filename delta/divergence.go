@@ -19,7 +19,7 @@ var ErrSnapshotDiverged = errors.New("delta: in-memory snapshot differs from the
 
 // divergence describes the first difference between s and the log's state
 // o in what commits and checkpoints depend on: protocol, metadata, live
-// files, tombstones and txn versions unexpired at now. "" when they agree.
+// files, tombstones unexpired at now and txn versions. "" when they agree.
 // Representation details that a checkpoint round trip may change (empty
 // versus absent lists, dataChange, lastUpdated) are not compared.
 func (s *Snapshot) divergence(o *Snapshot, now time.Time) string {
@@ -39,7 +39,7 @@ func (s *Snapshot) divergence(o *Snapshot, now time.Time) string {
 	if d := diffKeys("tombstone", s.liveTombstones(now), o.liveTombstones(now), fileKey.label, func(_, _ *Remove) bool { return true }); d != "" {
 		return d
 	}
-	return diffKeys("txn", s.txnVersions(now), o.txnVersions(now), func(id string) string { return id },
+	return diffKeys("txn", s.Txns(), o.Txns(), func(id string) string { return id },
 		func(a, b int64) bool { return a == b })
 }
 

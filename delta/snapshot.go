@@ -2,6 +2,7 @@ package delta
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,31 +139,38 @@ func (s *Snapshot) Tombstones() []*Remove {
 }
 
 // TxnVersion returns the latest version committed by the application, and
-// whether it committed any. Expired txns (delta.setTransactionRetentionDuration)
-// count as absent.
+// whether it committed any. A txn past delta.setTransactionRetentionDuration
+// counts: other engines treat it as expired (LiveTxns), but for the writer
+// that committed it, it is still the truth of what the table holds, and
+// forgetting it would redo what is done (a stream's records written twice).
+// Expiry also reads the wall clock, which may step.
 func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
 	t, ok := s.txns[appID]
-	if !ok || s.txnExpired(t, time.Now()) {
-		return 0, false
-	}
-	return t.Version, true
+	return t.Version, ok
 }
 
 // Txn returns the latest txn action of the application (with its
-// lastUpdated, when the writer set it), and whether an unexpired one exists.
+// lastUpdated, when the writer set it), and whether one exists, expired or
+// not (see TxnVersion).
 func (s *Snapshot) Txn(appID string) (Txn, bool) {
 	t, ok := s.txns[appID]
-	if !ok || s.txnExpired(t, time.Now()) {
-		return Txn{}, false
-	}
-	return t, true
+	return t, ok
 }
 
-// Txns returns appId → latest version for every unexpired txn.
-func (s *Snapshot) Txns() map[string]int64 { return s.txnVersions(time.Now()) }
+// Txns returns appId → latest version for every txn, expired or not (see
+// TxnVersion).
+func (s *Snapshot) Txns() map[string]int64 {
+	out := make(map[string]int64, len(s.txns))
+	for id, t := range s.txns {
+		out[id] = t.Version
+	}
+	return out
+}
 
-// txnVersions returns appId → latest version for every txn unexpired at now.
-func (s *Snapshot) txnVersions(now time.Time) map[string]int64 {
+// LiveTxns returns appId → latest version for the txns that Spark and
+// delta-kernel still see at now: those not past
+// delta.setTransactionRetentionDuration.
+func (s *Snapshot) LiveTxns(now time.Time) map[string]int64 {
 	out := make(map[string]int64, len(s.txns))
 	for id, t := range s.txns {
 		if !s.txnExpired(t, now) {
@@ -188,11 +196,11 @@ func (s *Snapshot) TxnRetention() (d time.Duration, ok bool) {
 }
 
 // StaleTxns returns, for each of appIDs whose txn is older than half of
-// delta.setTransactionRetentionDuration at now (but not yet expired), the
-// same txn with LastUpdated set to now. An application that commits nothing
-// for longer than the retention would have its version forgotten, and its
-// next start would redo what it already committed; committing these keeps
-// its version alive. Nil when the table sets no retention.
+// delta.setTransactionRetentionDuration at now (expired ones included), the
+// same txn with LastUpdated set to now. Other engines forget a txn past the
+// retention (and drop it from their checkpoints); committing these keeps
+// the version visible to them and in every checkpoint. Nil when the table
+// sets no retention.
 func (s *Snapshot) StaleTxns(appIDs []string, now time.Time) []Txn {
 	ret, ok := s.TxnRetention()
 	if !ok {
@@ -203,7 +211,7 @@ func (s *Snapshot) StaleTxns(appIDs []string, now time.Time) []Txn {
 	var out []Txn
 	for _, id := range appIDs {
 		t, ok := s.txns[id]
-		if !ok || t.LastUpdated == nil || *t.LastUpdated >= refreshBefore || s.txnExpired(t, now) {
+		if !ok || t.LastUpdated == nil || *t.LastUpdated >= refreshBefore {
 			continue
 		}
 		t.LastUpdated = &ms
@@ -288,21 +296,17 @@ func ParseInterval(v string) (time.Duration, error) {
 }
 
 // CheckpointActions returns what a checkpoint at this version holds: protocol,
-// metaData, unexpired txns, live domain metadata, every live add (with
+// metaData, every txn, live domain metadata, every live add (with
 // dataChange=false, as Spark writes them) and the removes not yet expired at
-// now.
+// now. Txns past delta.setTransactionRetentionDuration are kept (the
+// protocol allows dropping them, not requiring it; readers skip them): a
+// dropped txn is an offset its writer may need again, and dropping by the
+// wall clock would let a clock step forget offsets.
 func (s *Snapshot) CheckpointActions(now time.Time) []Action {
 	out := make([]Action, 0, 2+len(s.txns)+len(s.domains)+len(s.files)+len(s.removes))
 	p, m := *s.protocol, *s.metadata
 	out = append(out, Action{Protocol: &p}, Action{MetaData: &m})
-	ids := make([]string, 0, len(s.txns))
-	for id, t := range s.txns {
-		if !s.txnExpired(t, now) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(s.txns)) {
 		t := s.txns[id]
 		out = append(out, Action{Txn: &t})
 	}

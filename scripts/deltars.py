@@ -22,6 +22,9 @@
   deltars.py write-fixture DIR
       Write a table with delta-rs: partitioned appends (with null and special
       partition values), a checkpoint, an optimize and a vacuum.
+  deltars.py checkpoint URI
+      Write a checkpoint of the latest version as delta-rs writes it: it
+      leaves out txns past delta.setTransactionRetentionDuration.
 
 S3 URIs use DELTAFLOW_TEST_MINIO_ENDPOINT / _ACCESS_KEY / _SECRET_KEY.
 """
@@ -177,6 +180,12 @@ def write_fixture(args):
     json.dump({"rows": n + 1, "version": deltalake.DeltaTable(d).version()}, sys.stdout)
 
 
+def checkpoint(args):
+    dt = deltalake.DeltaTable(args.uri)
+    dt.create_checkpoint()
+    json.dump({"version": dt.version()}, sys.stdout)
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -191,8 +200,10 @@ def main():
     q.add_argument("sql")
     w = sub.add_parser("write-fixture")
     w.add_argument("dir")
+    c = sub.add_parser("checkpoint")
+    c.add_argument("uri")
     a = p.parse_args()
-    {"read": read, "duckdb-sql": duckdb_sql, "write-fixture": write_fixture}[a.cmd](a)
+    {"read": read, "duckdb-sql": duckdb_sql, "write-fixture": write_fixture, "checkpoint": checkpoint}[a.cmd](a)
 
 
 if __name__ == "__main__":

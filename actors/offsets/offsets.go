@@ -87,6 +87,72 @@ func Next(s *delta.Snapshot, app, topic string, partitions []int32) map[int32]in
 	return out
 }
 
+// Foreign returns the offsets that other apps hold of topic in the table:
+// app → partition → last committed offset, read from appIds
+// "<other>-<topic>-<partition>" whose app is not app. A new table.app_id on
+// a table another app filled would otherwise start every partition at
+// kafka.start_offset and read the topic again. (An appId is text: app "a"
+// of topic "b-c" and app "a-b" of topic "c" write the same one, so a name
+// that is a dash-suffix of another topic's may be taken for one; that
+// errs on the side of refusing.)
+func Foreign(s *delta.Snapshot, app, topic string) map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	infix := "-" + topic + "-"
+	for id, v := range s.Txns() {
+		i := strings.LastIndex(id, infix)
+		if i <= 0 {
+			continue
+		}
+		other := id[:i]
+		p, ok := ParseAppID(id, other, topic)
+		if !ok || other == app {
+			continue
+		}
+		if out[other] == nil {
+			out[other] = map[int32]int64{}
+		}
+		out[other][p] = v
+	}
+	return out
+}
+
+// Adopt returns the next offsets that continue where app stopped on topic,
+// to Write under another app: how a renamed table.app_id (or a second
+// deployment) takes over the first one's progress instead of reading the
+// topic again (`deltaflow seek --from-app`).
+func Adopt(s *delta.Snapshot, app, topic string) map[int32]int64 {
+	next := map[int32]int64{}
+	for p, v := range Last(s, app, topic) {
+		next[p] = v + 1
+	}
+	return next
+}
+
+// Recover looks in the table's log for the last offsets of partitions ps
+// of app and topic that the snapshot does not hold (TxnHistory): another
+// engine's checkpoint drops a txn past delta.setTransactionRetentionDuration,
+// but the commits before it keep it until log cleanup. It returns the last
+// offset found per partition, and whether the search was certain: every
+// partition was found, or the log was read back to its first version, so
+// a partition not found never had an offset.
+func Recover(ctx context.Context, tbl *delta.Table, s *delta.Snapshot, app, topic string, ps []int32) (map[int32]int64, bool, error) {
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = AppID(app, topic, p)
+	}
+	found, complete, err := tbl.TxnHistory(ctx, s, ids)
+	if err != nil {
+		return nil, false, fmt.Errorf("offsets of %s in the table's history: %w", topic, err)
+	}
+	last := map[int32]int64{}
+	for i, p := range ps {
+		if t, ok := found[ids[i]]; ok {
+			last[p] = t.Version
+		}
+	}
+	return last, complete, nil
+}
+
 // ErrNoPartitions is Write's refusal of a commit that would set nothing.
 var ErrNoPartitions = errors.New("no partitions")
 
@@ -195,4 +261,50 @@ func Reconcile(table, mirror map[int32]int64) (correct, drop []int32) {
 		}
 	}
 	return correct, drop
+}
+
+// ForeignOffsetsError refuses to start a partition that the table holds no
+// offset of for this app but holds another app's offsets of (Foreign):
+// starting at kafka.start_offset would commit its records a second time.
+// Adopting the other app's offsets, or a seek, says where to start.
+type ForeignOffsetsError struct {
+	Topic     string
+	Partition int32
+	App       string
+	// Others are the other apps' next offsets of the partition.
+	Others map[string]int64
+}
+
+func (e *ForeignOffsetsError) Error() string {
+	apps := slices.Sorted(maps.Keys(e.Others))
+	held := make([]string, len(apps))
+	for i, a := range apps {
+		held[i] = fmt.Sprintf("%q (next offset %d)", a, e.Others[a])
+	}
+	return fmt.Sprintf("partition %d of %s: the table holds no offset of app %q (table.app_id) but holds the offsets of %s: "+
+		"starting at kafka.start_offset would write its records again. Nothing of the partition is read. To continue "+
+		"where %q stopped, run `deltaflow seek --from-app %s`; to start elsewhere, `deltaflow seek --offsets %d:OFFSET` "+
+		"(or kafka.start_offsets); then restart deltaflow",
+		e.Partition, e.Topic, e.App, strings.Join(held, " and "), apps[0], apps[0], e.Partition)
+}
+
+// ForgottenOffsetsError refuses to start a partition the table holds no
+// offset of when its offsets may have been forgotten: the table sets
+// delta.setTransactionRetentionDuration, another engine's checkpoint may
+// have dropped the expired txn, and log cleanup deleted the commits that
+// held it (Recover was not certain). The partition may be new, or its
+// records may be in the table already: only a human can say.
+type ForgottenOffsetsError struct {
+	Topic     string
+	Partition int32
+	App       string
+	Retention string // the property's value
+}
+
+func (e *ForgottenOffsetsError) Error() string {
+	return fmt.Sprintf("partition %d of %s: the table holds no offset of app %q, and its offsets may have expired "+
+		"(delta.setTransactionRetentionDuration = %s, and the log's older commits are cleaned up): starting at "+
+		"kafka.start_offset could write records again. Nothing of the partition is read. Say where it starts with "+
+		"`deltaflow seek --offsets %d:OFFSET` (0 if the partition is new; `deltaflow inspect offsets` shows the KV "+
+		"mirror's last known offsets), then restart deltaflow", e.Partition, e.Topic, e.App, e.Retention, e.Partition)
 }

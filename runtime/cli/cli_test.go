@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,6 +248,44 @@ func TestSeekRecordsTopicID(t *testing.T) {
 	}
 	if now := topicID(); now == first || now == "" {
 		t.Errorf("topic ID %q after seeking the recreated topic; want the new one, not %q", now, first)
+	}
+}
+
+// TestSeekFromApp: seek --from-app writes, under the configured app, the
+// offsets another app stopped at (a renamed table.app_id continues where
+// the old one stopped instead of reading the topic again); an app with no
+// offsets is refused, naming those that have some.
+func TestSeekFromApp(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	broker := cluster.ListenAddrs()[0]
+	table := filepath.Join(t.TempDir(), "table")
+	seek := func(args ...string) (int, string) {
+		code, _, errs := run(t, append([]string{"seek", "--table", table, "--brokers", broker, "--topic", "t1"}, args...)...)
+		return code, errs
+	}
+	if code, errs := seek("--offsets", "0:0,1:0"); code != 0 {
+		t.Fatalf("seek: exit %d: %s", code, errs)
+	}
+	if code, errs := seek("--app", "renamed", "--from-app", "deltaflow"); code != 0 {
+		t.Fatalf("seek --from-app: exit %d: %s", code, errs)
+	}
+	store, err := storage.NewLocal(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := delta.NewTable(store).Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := offsets.Last(s, "renamed", "t1"), offsets.Last(s, "deltaflow", "t1"); len(got) != 2 || !maps.Equal(got, want) {
+		t.Errorf("renamed holds %v; want deltaflow's %v", got, want)
+	}
+	if code, errs := seek("--app", "third", "--from-app", "nobody"); code != 1 || !strings.Contains(errs, "apps with offsets of it: deltaflow, renamed") {
+		t.Errorf("--from-app of an app without offsets: exit %d, %s", code, errs)
 	}
 }
 

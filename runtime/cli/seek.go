@@ -24,8 +24,8 @@ import (
 // seekFlags are seek's flags.
 type seekFlags struct {
 	targetFlags
-	offsets, timestamp, group string
-	dryRun, force             bool
+	offsets, timestamp, group, fromApp string
+	dryRun, force                      bool
 }
 
 func seekCommand(out IO) *cobra.Command {
@@ -34,9 +34,10 @@ func seekCommand(out IO) *cobra.Command {
 		Use:   "seek",
 		Short: "set where deltaflow starts reading (offsets, a time, a consumer group's offsets)",
 		Long: "seek writes deltaflow's start offsets into the table (creating it from the configuration when\n" +
-			"missing): give exactly one of --offsets, --timestamp and --group.",
+			"missing): give exactly one of --offsets, --timestamp, --group and --from-app.",
 		Example: `  deltaflow seek --table ./data/sensor_events --brokers 127.0.0.1:9092 --timestamp 2026-06-22 --force --dry-run
-  deltaflow seek --table ./data/sensor_events --brokers 127.0.0.1:9092 --offsets 0:0,1:0,2:0 --force`,
+  deltaflow seek --table ./data/sensor_events --brokers 127.0.0.1:9092 --offsets 0:0,1:0,2:0 --force
+  deltaflow seek --table ./data/sensor_events --brokers 127.0.0.1:9092 --app renamed --from-app deltaflow`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSeek(cmd.Context(), out, &f) },
 	}
@@ -45,10 +46,11 @@ func seekCommand(out IO) *cobra.Command {
 	fs.StringVar(&f.offsets, "offsets", "", "start partitions at these offsets: `P:OFFSET,...` (the first offset to read)")
 	fs.StringVar(&f.timestamp, "timestamp", "", "start every partition at its first record at or after this `time` (RFC 3339 or a date)")
 	fs.StringVar(&f.group, "group", "", "start where this Kafka consumer `group` committed (adopt its offsets)")
+	fs.StringVar(&f.fromApp, "from-app", "", "start where another deltaflow `app` (an old table.app_id) stopped in this table (adopt its offsets)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "show the plan; write nothing")
 	fs.BoolVar(&f.force, "force", false, "replace offsets deltaflow already holds, and allow offsets below the log start")
-	cmd.MarkFlagsOneRequired("offsets", "timestamp", "group")
-	cmd.MarkFlagsMutuallyExclusive("offsets", "timestamp", "group")
+	cmd.MarkFlagsOneRequired("offsets", "timestamp", "group", "from-app")
+	cmd.MarkFlagsMutuallyExclusive("offsets", "timestamp", "group", "from-app")
 	return cmd
 }
 
@@ -61,7 +63,7 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 	if err != nil {
 		return err
 	}
-	next, by, err := seekTargets(ctx, cfg.Kafka, f.offsets, f.timestamp, f.group)
+	next, by, err := seekTargets(ctx, cfg, f)
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,11 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 		}
 		return f.writeJSON(out, plan, cfg, nil)
 	}
-	v, err := offsets.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: map[string]any{"by": by}})
+	params := map[string]any{"by": by}
+	if f.fromApp != "" {
+		params["app"] = f.fromApp
+	}
+	v, err := offsets.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: params})
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
@@ -194,14 +200,19 @@ func checkRecreatedSeek(snap *delta.Snapshot, app, topic string, logs kafka.Topi
 }
 
 // seekTargets returns the next offset to read per partition and what it
-// came from ("offsets", "timestamp", "group").
-func seekTargets(ctx context.Context, kcfg kafka.Config, offsets, timestamp, group string) (map[int32]int64, string, error) {
-	if offsets != "" {
-		next, err := parseOffsets(offsets)
+// came from ("offsets", "timestamp", "group", "app").
+func seekTargets(ctx context.Context, cfg *daemon.Config, f *seekFlags) (map[int32]int64, string, error) {
+	kcfg := cfg.Kafka
+	if f.offsets != "" {
+		next, err := parseOffsets(f.offsets)
 		if err != nil {
 			return nil, "", usagef("--offsets: %v", err)
 		}
 		return next, "offsets", nil
+	}
+	if f.fromApp != "" {
+		next, err := adoptedOffsets(ctx, cfg, f.fromApp)
+		return next, "app", err
 	}
 	adm, err := kafka.NewAdmin(kcfg, nil)
 	if err != nil {
@@ -210,19 +221,39 @@ func seekTargets(ctx context.Context, kcfg kafka.Config, offsets, timestamp, gro
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if timestamp != "" {
-		t, err := kafka.ParseTime(timestamp)
+	if f.timestamp != "" {
+		t, err := kafka.ParseTime(f.timestamp)
 		if err != nil {
 			return nil, "", usagef("--timestamp: %v", err)
 		}
 		next, err := adm.OffsetsAt(ctx, t)
 		return next, "timestamp", err
 	}
-	next, err := adm.GroupOffsets(ctx, group)
+	next, err := adm.GroupOffsets(ctx, f.group)
 	if err == nil && len(next) == 0 {
-		err = fmt.Errorf("consumer group %s has committed no offsets for topic %s", group, kcfg.Topic)
+		err = fmt.Errorf("consumer group %s has committed no offsets for topic %s", f.group, kcfg.Topic)
 	}
 	return next, "group", err
+}
+
+// adoptedOffsets are the next offsets where app stopped on the topic in
+// cfg's table (offsets.Adopt), naming the apps that hold some when app
+// holds none.
+func adoptedOffsets(ctx context.Context, cfg *daemon.Config, app string) (map[int32]int64, error) {
+	_, snap, err := readTable(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	topic := cfg.Kafka.Topic
+	if next := offsets.Adopt(snap, app, topic); len(next) > 0 {
+		return next, nil
+	}
+	others := slices.Sorted(maps.Keys(offsets.Foreign(snap, "", topic)))
+	if len(others) == 0 {
+		return nil, fmt.Errorf("--from-app %s: table %s holds no deltaflow offsets of topic %s", app, cfg.Table.URI, topic)
+	}
+	return nil, fmt.Errorf("--from-app %s: table %s holds no offsets of app %q for topic %s; apps with offsets of it: %s",
+		app, cfg.Table.URI, app, topic, strings.Join(others, ", "))
 }
 
 // parseOffsets parses "0:123,1:456".

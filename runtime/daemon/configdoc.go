@@ -33,7 +33,7 @@ type keySpec struct {
 var keySpecs = map[string]keySpec{
 	"table.uri":                             {env: "DELTAFLOW_TABLE_URI", doc: "Table root: `s3://bucket/prefix` (also `s3a://`), `file:///abs/path` or a path."},
 	"table.name":                            {doc: "Table name in NATS subjects, KV keys and the DLQ stream name."},
-	"table.app_id":                          {doc: "Prefix of the Delta txn appIds (`<app_id>-<topic>-<partition>`); two deployments writing one table need different ones."},
+	"table.app_id":                          {doc: "Prefix of the Delta txn appIds (`<app_id>-<topic>-<partition>`) that hold the table's Kafka offsets. Changed on a table that holds another app's offsets of the topic, every such partition is held (starting it at `start_offset` would read its records again) until `deltaflow seek --from-app OLD` adopts them or a `seek` says where to start."},
 	"table.partition_columns":               {doc: "Partition columns; must equal an existing table's (partitioning never changes). `[]`: unpartitioned.", emptyOK: true},
 	"table.mode":                            {doc: "`strict`: a value that cannot be cast sends the record to the DLQ; `permissive`: it becomes null (Spark's from_json)."},
 	"table.max_record_bytes":                {doc: "Record values larger than this go to the DLQ unparsed."},

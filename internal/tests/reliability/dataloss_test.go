@@ -109,7 +109,13 @@ func (r *lossRig) deleteRecords(at int64) {
 // and returns its exit error and output.
 func (r *lossRig) run(table string, kafka map[string]any) (error, string) {
 	r.t.Helper()
-	cfg := scenario.WriteConfig(r.t, "sensor_events", map[string]any{"kafka": kafka})
+	return r.runWith(table, map[string]any{"kafka": kafka})
+}
+
+// runWith is run with these configuration sections.
+func (r *lossRig) runWith(table string, sections map[string]any) (error, string) {
+	r.t.Helper()
+	cfg := scenario.WriteConfig(r.t, "sensor_events", sections)
 	srv := scenario.Servers{Brokers: r.brokers, NATSURL: r.nats}
 	env := srv.Env(r.topic, scenario.Unique("g"), table, fmt.Sprintf("127.0.0.1:%d", scenario.FreePort(r.t)))
 	d := scenario.Start(r.t, "deltaflow", r.bin, env, "run", "--config", cfg, "--until-latest")
@@ -123,8 +129,14 @@ func (r *lossRig) run(table string, kafka map[string]any) (error, string) {
 // seek runs `deltaflow seek --offsets 0:next` on table.
 func (r *lossRig) seek(table string, next int64) {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "seek", "--table", table, "--topic", r.topic, "--brokers", strings.Join(r.brokers, ","),
-		"--offsets", fmt.Sprintf("0:%d", next), "--config", scenario.WriteConfig(r.t, "sensor_events", nil))
+	r.seekWith(table, "--offsets", fmt.Sprintf("0:%d", next))
+}
+
+// seekWith runs `deltaflow seek` on table with these arguments.
+func (r *lossRig) seekWith(table string, args ...string) {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, append([]string{"seek", "--table", table, "--topic", r.topic, "--brokers", strings.Join(r.brokers, ","),
+		"--config", scenario.WriteConfig(r.t, "sensor_events", nil)}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		r.t.Fatalf("seek: %v\n%s", err, out)
 	}
@@ -235,6 +247,50 @@ func TestKafkaMovesUnderneath(t *testing.T) {
 			t.Error("no DATA_LOSS commit for the recreation in the table's history")
 		}
 	})
+	t.Run("app_id changed", func(t *testing.T) {
+		r := newLossRig(t, brokers, nats, bin)
+		r.produce(30)
+		dir := filepath.Join(t.TempDir(), "table")
+		if err, out := r.run(dir, nil); err != nil {
+			t.Fatalf("first run: %v\n%s", err, out)
+		}
+		r.produce(10)
+		renamed := map[string]any{"table": map[string]any{"app_id": "renamed"}}
+		err, out := r.runWith(dir, renamed)
+		if err == nil || !strings.Contains(out, `holds the offsets of \"deltaflow\" (next offset 30)`) || !strings.Contains(out, "seek --from-app deltaflow") {
+			t.Fatalf("run under a new app_id: exit %v; want a refusal naming the other app, its offset and the way forward\n%s", err, out)
+		}
+		if _, rows := r.table(dir); !slices.Equal(rows, span(0, 30)) {
+			t.Fatalf("refused run: table offsets %v, want 0-29 once", rows)
+		}
+		r.seekWith(dir, "--app", "renamed", "--from-app", "deltaflow")
+		if err, out := r.runWith(dir, renamed); err != nil {
+			t.Fatalf("run after seek --from-app: %v\n%s", err, out)
+		}
+		if _, rows := r.table(dir); !slices.Equal(rows, span(0, 40)) {
+			t.Fatalf("table offsets %v; want 0-39 once", rows)
+		}
+	})
+	t.Run("txn retention", func(t *testing.T) {
+		// Stopped longer than delta.setTransactionRetentionDuration, and
+		// delta-rs checkpointed meanwhile, dropping the expired txns.
+		r := newLossRig(t, brokers, nats, bin)
+		r.produce(30)
+		dir := filepath.Join(t.TempDir(), "table")
+		if err, out := r.run(dir, nil); err != nil {
+			t.Fatalf("first run: %v\n%s", err, out)
+		}
+		setProperty(t, dir, "delta.setTransactionRetentionDuration", "interval 3 seconds")
+		time.Sleep(4 * time.Second)
+		testenv.DeltaRS(t, nil, "checkpoint", dir)
+		r.produce(10)
+		if err, out := r.run(dir, nil); err != nil {
+			t.Fatalf("run after the offsets expired: %v\n%s", err, out)
+		}
+		if _, rows := r.table(dir); !slices.Equal(rows, span(0, 40)) {
+			t.Fatalf("table offsets %v; want 0-39 once", rows)
+		}
+	})
 	t.Run("start_offset latest", func(t *testing.T) {
 		r := newLossRig(t, brokers, nats, bin)
 		r.produce(10)
@@ -251,6 +307,23 @@ func TestKafkaMovesUnderneath(t *testing.T) {
 			t.Fatalf("table offsets %v; want 10-14, produced after the first run resolved latest", rows)
 		}
 	})
+}
+
+// setProperty commits a table property of the table in dir.
+func setProperty(t *testing.T, dir, key, value string) {
+	t.Helper()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := delta.NewTable(store)
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Commit(t.Context(), s, []delta.Action{{MetaData: s.Metadata().WithProperty(key, value)}}, delta.Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // hasDataLoss reports whether the history of the table in dir holds a
