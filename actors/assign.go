@@ -9,10 +9,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
-	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -50,7 +49,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 		if c.pipeline != nil && len(fresh) > 0 {
 			c.spawnReaders(ctx, fresh, nil)
 		}
-		maps.Copy(c.base, offsets.Next(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
+		maps.Copy(c.base, ledger.Next(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
 		c.cfg.progress.setCommitted(c.base)
 		m.Reply <- messages.Assigned{Next: next}
 	})
@@ -59,7 +58,7 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 // startPartitions decides where partitions ps start and records it, off
 // the actor (recordStarts: it asks Kafka and may commit); then, on it, it
 // reports the losses, holds or releases each partition and calls then
-// with the next offset of each (kafka.Held for a held one), or the error.
+// with the next offset of each (ledger.Held for a held one), or the error.
 func (c *committer) startPartitions(ctx actor.Context, ps []int32, then func(actor.Context, map[int32]int64, error)) {
 	work, snap := c.ctx, c.snap
 	c.offActor(ctx, func() func(actor.Context) {
@@ -69,101 +68,78 @@ func (c *committer) startPartitions(ctx actor.Context, ps []int32, then func(act
 				then(ctx, nil, err)
 				return
 			}
-			for _, loss := range plan.losses {
-				c.reportLoss(loss, plan.skip)
+			for _, loss := range plan.Losses {
+				c.reportLoss(loss, plan.Skip)
 			}
-			for p, err := range plan.refused {
+			for p, err := range plan.Refused {
 				c.cfg.logger.Error("partition held, not read: "+err.Error(), "topic", c.cfg.topic, "partition", p)
 			}
 			for _, p := range ps {
-				if plan.next[p] == kafka.Held {
-					c.hold(p, plan.reason(p))
+				if plan.Next[p] == ledger.Held {
+					c.hold(p, plan.Reason(p))
 				} else {
 					c.release(p)
 				}
 			}
-			then(ctx, plan.next, nil)
+			then(ctx, plan.Next, nil)
 		}
 	})
 }
 
-// recordStarts plans the starts of partitions ps (planStarts) and writes
-// what must be durable before they are read (resolved start offsets, the
-// resume points of skipped losses, the topic ID) in one commit after snap,
-// which it advances. It runs off the actor: it reads nothing of the
-// committer but its configuration.
-func (cfg *committerConfig) recordStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (startPlan, error) {
-	var conflict error
-	for range 3 {
-		// The partitions' previous owner committed them up to its
-		// revocation, after our snapshot was read: start where the log
-		// says now, not where it said then (commitEpoch drops the epoch if
-		// we do not).
-		if err := cfg.table.Update(ctx, snap); err != nil {
-			cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
-		}
-		plan, err := cfg.planStarts(ctx, snap, ps)
-		if err != nil {
-			return startPlan{}, err
-		}
-		if !plan.empty() {
-			key := offsets.TopicIDProperty(cfg.app, cfg.topic)
-			v, err := offsets.Write(ctx, cfg.table, snap, cfg.app, cfg.topic, plan.write, plan.topicID, plan.operation(cfg.starts, key))
-			if delta.IsConflict(err) {
-				conflict = err // another writer recorded starts too: decide again from its commit
-				continue
-			}
-			if err != nil {
-				return startPlan{}, fmt.Errorf("record the start offsets of %s%v: %w", cfg.topic, ps, err)
-			}
-			cfg.metrics.TableVersion.Set(float64(v))
-			cfg.logger.Info("start offsets recorded", "version", v, "topic", cfg.topic, "next", plan.write, "topic_id", plan.topicID)
-		}
-		return plan, nil
+// recordStarts plans the starts of partitions ps (ledger.PlanStarts) and
+// writes what must be durable before they are read (resolved start
+// offsets, the resume points of skipped losses, recovered offsets, the
+// topic ID) in one commit after snap, which it advances. It runs off the
+// actor: it reads nothing of the committer but its configuration.
+func (cfg *committerConfig) recordStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (ledger.Plan, error) {
+	// The partitions' previous owner committed them up to its revocation,
+	// after our snapshot was read: start where the log says now, not where
+	// it said then (commitEpoch drops the epoch if we do not).
+	if err := cfg.table.Update(ctx, snap); err != nil {
+		cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
 	}
-	return startPlan{}, fmt.Errorf("record the start offsets of %s%v: %w", cfg.topic, ps, conflict)
+	var plan ledger.Plan
+	v, err := ledger.Settle(ctx, cfg.table, snap, cfg.app, cfg.topic, func() (ledger.Change, error) {
+		var err error
+		if plan, err = cfg.planStarts(ctx, snap, ps); err != nil {
+			return ledger.Change{}, err
+		}
+		return ledger.Change{Next: plan.Write, TopicID: plan.TopicID,
+			Op: plan.Operation(cfg.starts, ledger.TopicIDProperty(cfg.app, cfg.topic))}, nil
+	})
+	if err != nil {
+		return ledger.Plan{}, fmt.Errorf("record the start offsets of %s%v: %w", cfg.topic, ps, err)
+	}
+	if len(plan.Recovered) > 0 {
+		cfg.logger.Warn("offsets past delta.setTransactionRetentionDuration found in the table's history; resuming there",
+			"topic", cfg.topic, "last", plan.Recovered)
+	}
+	if v >= 0 {
+		cfg.metrics.TableVersion.Set(float64(v))
+		cfg.logger.Info("start offsets recorded", "version", v, "topic", cfg.topic, "next", plan.Write, "topic_id", plan.TopicID)
+	}
+	return plan, nil
 }
 
 // planStarts asks Kafka for the topic's logs and plans the starts of ps
-// against what snap holds: its offsets and recorded topic ID, other apps'
-// offsets of the topic and, on a table whose txns expire, the offsets of
-// its own the log's history still holds.
-func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (startPlan, error) {
+// against what snap holds (ledger.ReadStarts).
+func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (ledger.Plan, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	logs, err := cfg.kafka.TopicLogs(ctx)
 	if err != nil {
-		return startPlan{}, err
+		return ledger.Plan{}, err
 	}
-	ts := tableStarts{next: map[int32]int64{}, foreign: offsets.Foreign(snap, cfg.app, cfg.topic),
-		storedID: snap.Metadata().Configuration[offsets.TopicIDProperty(cfg.app, cfg.topic)]}
-	for p, v := range offsets.Last(snap, cfg.app, cfg.topic) {
-		ts.next[p] = v + 1
+	ts, err := ledger.ReadStarts(ctx, cfg.table, snap, cfg.app, cfg.topic, ps)
+	if err != nil {
+		return ledger.Plan{}, err
 	}
-	// Another engine's checkpoint drops txns past the retention; the app
-	// had offsets of the topic if the table recorded its topic ID or holds
-	// some.
-	if _, expires := snap.TxnRetention(); expires && (ts.storedID != "" || len(ts.next) > 0) {
-		missing := slices.DeleteFunc(slices.Clone(ps), func(p int32) bool { _, ok := ts.next[p]; return ok })
-		if len(missing) > 0 {
-			recovered, certain, err := offsets.Recover(ctx, cfg.table, snap, cfg.app, cfg.topic, missing)
-			if err != nil {
-				return startPlan{}, err
-			}
-			if len(recovered) > 0 {
-				cfg.logger.Warn("offsets past delta.setTransactionRetentionDuration found in the table's history; "+
-					"resuming there", "topic", cfg.topic, "last", recovered)
-			}
-			ts.recovered, ts.forgotten = recovered, !certain
-			ts.retention = snap.Metadata().Configuration["delta.setTransactionRetentionDuration"]
-		}
-	}
-	return planStarts(ps, ts, logs, cfg.starts, cfg.app)
+	return ledger.PlanStarts(ps, ts, logs, cfg.starts, cfg.app)
 }
 
 // reportLoss says, in the log, an event and the metrics, that loss was
 // found and whether it is skipped or its partition held.
-func (c *committer) reportLoss(loss *kafka.DataLossError, skipped bool) {
+func (c *committer) reportLoss(loss *ledger.DataLossError, skipped bool) {
 	action := "held"
 	if skipped {
 		action = "skipped"
@@ -249,7 +225,7 @@ func (c *committer) runRechecks(ctx actor.Context) {
 			c.cfg.fatal(ErrTopicRecreated)
 			return
 		}
-		if slices.ContainsFunc(ready, func(p int32) bool { return next[p] != kafka.Held }) {
+		if slices.ContainsFunc(ready, func(p int32) bool { return next[p] != ledger.Held }) {
 			c.abort(ctx, fmt.Sprintf("partitions %v checked against the Kafka log", ready), false)
 		}
 	})

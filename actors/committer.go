@@ -13,10 +13,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
-	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -52,7 +51,7 @@ type committerConfig struct {
 	progress *progress
 	// starts says where partitions without an offset start and what a
 	// data loss does; kafka answers what the partitions' logs hold.
-	starts startPolicy
+	starts ledger.Policy
 	kafka  topicLogger
 	// fatal reports what only a new process can fix (Engine.Fatal).
 	fatal func(error)
@@ -60,7 +59,7 @@ type committerConfig struct {
 
 // topicLogger is the consumer's TopicLogs.
 type topicLogger interface {
-	TopicLogs(ctx context.Context) (kafka.TopicLogs, error)
+	TopicLogs(ctx context.Context) (ledger.TopicLogs, error)
 }
 
 // Committer-internal messages.
@@ -87,13 +86,13 @@ type committer struct {
 	pipeline *actor.PID
 	assigned map[int32]bool
 	// base is, per owned partition, the next offset the table said when
-	// reading it began (as offsets.Next: -1 for none), advanced by our
+	// reading it began (as ledger.Next: -1 for none), advanced by our
 	// own commits. Our epoch may commit the partition only while the table
 	// still says so: if another writer advanced its txn meanwhile (it
 	// owned the partition after our snapshot was read, or we are a
 	// zombie), the epoch re-read records that writer committed.
 	base map[int32]int64
-	// held are the owned partitions refused for data loss (kafka.Held):
+	// held are the owned partitions refused for data loss (ledger.Held):
 	// not read until reassigned. recheck are those whose fetch found their
 	// offset out of the log or their topic gone, to be checked once what
 	// was read of them is committed (runRechecks).
@@ -217,7 +216,7 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		}
 	case *committedOffsets:
 		if sender != nil {
-			ctx.Send(sender, offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+			ctx.Send(sender, ledger.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
 		}
 	case *rebuild:
 		if m.gen == c.gen {
@@ -357,15 +356,15 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if len(c.assigned) > 0 {
 		c.spawnReaders(ctx, c.partitions(), limits)
 	}
-	offsets := offsets.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
+	offsets := ledger.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
 	maps.Copy(c.base, offsets)
 	c.cfg.progress.setCommitted(c.base)
 	for p := range c.held {
-		offsets[p] = kafka.Held
+		offsets[p] = ledger.Held
 	}
 	for p := range offsets {
 		if _, read := limits[p]; limits != nil && !read {
-			offsets[p] = kafka.Held // one partition at a time while isolating
+			offsets[p] = ledger.Held // one partition at a time while isolating
 		}
 	}
 	c.cfg.fetch.reset(c.gen, offsets)
@@ -459,7 +458,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.idle[id]++
 	}
 	letters := es.deadLetters()
-	if id := c.snap.Metadata().Configuration[offsets.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
+	if id := c.snap.Metadata().Configuration[ledger.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
 		for i := range letters {
 			letters[i].TopicID = id
 		}
@@ -674,15 +673,15 @@ func (c *committer) movedPartitions(es *epochState) []int32 {
 	for p := range es.offsets() {
 		read[p] = c.base[p]
 	}
-	return offsets.Moved(c.snap, c.cfg.app, c.cfg.topic, read)
+	return ledger.Moved(c.snap, c.cfg.app, c.cfg.topic, read)
 }
 
 // staleTxns are the txns of the owned partitions this epoch does not
-// advance to refresh with it (offsets.Stale): committed with the epoch, or
+// advance to refresh with it (ledger.Stale): committed with the epoch, or
 // alone when the epoch is empty, they keep an idle partition's offset from
 // expiring.
 func (c *committer) staleTxns(es *epochState) []delta.Txn {
-	return offsets.Stale(c.snap, c.cfg.app, c.cfg.topic, c.partitions(), es.offsets(), c.base, time.Now())
+	return ledger.Stale(c.snap, c.cfg.app, c.cfg.topic, c.partitions(), es.offsets(), c.base, time.Now())
 }
 
 // afterCommit does what follows a commit that landed at at: KV mirror,

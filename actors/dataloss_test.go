@@ -12,10 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
-	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // lossEvents is an Outbox that records the data_loss events.
@@ -88,7 +87,7 @@ func (h *harness) seekTable(p int32, next int64) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := offsets.Write(h.t.Context(), h.table, s, "deltaflow", topic, map[int32]int64{p: next}, "", delta.Operation{Name: "SEEK"}); err != nil {
+	if _, err := ledger.Write(h.t.Context(), h.table, s, "deltaflow", topic, map[int32]int64{p: next}, "", delta.Operation{Name: "SEEK"}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -101,7 +100,7 @@ func (h *harness) tableState() (map[int32]int64, int64, *delta.Snapshot) {
 		h.t.Fatal(err)
 	}
 	next := map[int32]int64{}
-	for p, v := range offsets.Last(s, "deltaflow", topic) {
+	for p, v := range ledger.Last(s, "deltaflow", topic) {
 		next[p] = v + 1
 	}
 	return next, statsRows(h.t, s), s
@@ -151,7 +150,7 @@ func TestRetentionLossHeld(t *testing.T) {
 		t.Errorf("unhealthy %v; want partition 0 named with offsets 30-44, 15 records and what to do", health)
 	}
 	evs := events.get()
-	if len(evs) != 1 || evs[0].Partition != 0 || evs[0].Action != "held" || evs[0].Cause != kafka.LossRetention ||
+	if len(evs) != 1 || evs[0].Partition != 0 || evs[0].Action != "held" || evs[0].Cause != ledger.LossRetention ||
 		evs[0].Records != 15 || evs[0].Next != 30 || evs[0].LogStart != 45 {
 		t.Errorf("data_loss events %+v; want one: partition 0 held, retention, 15 records from 30, log start 45", evs)
 	}
@@ -159,7 +158,7 @@ func TestRetentionLossHeld(t *testing.T) {
 	if v := value(t, m.Held.WithLabelValues("0")); v != 1 {
 		t.Errorf("deltaflow_partition_held{partition=0} = %v, want 1", v)
 	}
-	if v := value(t, m.DataLoss.WithLabelValues("0", kafka.LossRetention, "held")); v != 1 {
+	if v := value(t, m.DataLoss.WithLabelValues("0", ledger.LossRetention, "held")); v != 1 {
 		t.Errorf("deltaflow_data_loss_total = %v, want 1", v)
 	}
 	if p := r.engine.Progress(t.Context()); p.Uncommitted != 0 {
@@ -178,7 +177,7 @@ func TestRetentionLossSkipped(t *testing.T) {
 	_, _, before := h.tableState()
 	events := &lossEvents{Outbox: NewOutbox(h.bridge)}
 	h.outbox = events
-	r := h.start(Config{OnDataLoss: kafka.OnDataLossSkip}, nil)
+	r := h.start(Config{OnDataLoss: ledger.OnDataLossSkip}, nil)
 	waitFor(t, func() bool { next, _, _ := h.tableState(); return next[0] == 60 })
 	r.stop(t)
 	next, rows, _ := h.tableState()
@@ -189,11 +188,11 @@ func TestRetentionLossSkipped(t *testing.T) {
 	if len(ops) == 0 || ops[0].Operation != "DATA_LOSS" {
 		t.Fatalf("history after the seek %v; want a DATA_LOSS commit first", ops)
 	}
-	var lost []lossParameter
+	var lost []ledger.LossParameter
 	if err := json.Unmarshal([]byte(ops[0].OperationParameters["partitions"].(string)), &lost); err != nil {
 		t.Fatal(err)
 	}
-	if len(lost) != 1 || lost[0] != (lossParameter{Partition: 0, Cause: kafka.LossRetention, NextOffset: 30, LogStart: 45, LogEnd: 60, Records: 15, ResumeAt: 45}) {
+	if len(lost) != 1 || lost[0] != (ledger.LossParameter{Partition: 0, Cause: ledger.LossRetention, NextOffset: 30, LogStart: 45, LogEnd: 60, Records: 15, ResumeAt: 45}) {
 		t.Errorf("DATA_LOSS parameters %v; want partition 0, 15 records from 30, resumed at 45", ops[0].OperationParameters)
 	}
 	if evs := events.get(); len(evs) != 1 || evs[0].Action != "skipped" || evs[0].ResumeAt != 45 {
@@ -214,7 +213,7 @@ func TestRetentionLossSkipped(t *testing.T) {
 // starts over at the new topic's log start, so all 60 new records are read
 // (today offsets 0-29 of the new topic were never read).
 func TestRecreatedTopic(t *testing.T) {
-	for _, policy := range []string{kafka.OnDataLossFail, kafka.OnDataLossSkip} {
+	for _, policy := range []string{ledger.OnDataLossFail, ledger.OnDataLossSkip} {
 		t.Run(policy, func(t *testing.T) {
 			h := newHarness(t, nil)
 			h.produceTo(0, 30, 1)
@@ -222,7 +221,7 @@ func TestRecreatedTopic(t *testing.T) {
 			waitFor(t, func() bool { next, _, _ := h.tableState(); return next[0] == 30 })
 			r.stop(t)
 			_, _, s := h.tableState()
-			oldID := s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)]
+			oldID := s.Metadata().Configuration[ledger.TopicIDProperty("deltaflow", topic)]
 			if oldID == "" {
 				t.Fatal("the topic's ID is not recorded in the table")
 			}
@@ -232,7 +231,7 @@ func TestRecreatedTopic(t *testing.T) {
 			h.outbox = events
 			r = h.start(Config{OnDataLoss: policy}, nil)
 			defer r.stop(t)
-			if policy == kafka.OnDataLossFail {
+			if policy == ledger.OnDataLossFail {
 				waitFor(t, func() bool { return len(r.engine.deps.Health.Unhealthy()) == 3 })
 				time.Sleep(time.Second)
 				if next, rows, _ := h.tableState(); next[0] != 30 || rows != 30 {
@@ -249,10 +248,10 @@ func TestRecreatedTopic(t *testing.T) {
 			if rows != 30+60 {
 				t.Fatalf("table at %v with %d rows; want the 30 old and all 60 new records", next, rows)
 			}
-			if newID := s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)]; newID == oldID || newID == "" {
+			if newID := s.Metadata().Configuration[ledger.TopicIDProperty("deltaflow", topic)]; newID == oldID || newID == "" {
 				t.Errorf("recorded topic ID %q after the skip; want the new topic's, not %q", newID, oldID)
 			}
-			if evs := events.get(); len(evs) != 3 || evs[0].Cause != kafka.LossRecreated || evs[0].Records != -1 {
+			if evs := events.get(); len(evs) != 3 || evs[0].Cause != ledger.LossRecreated || evs[0].Records != -1 {
 				t.Errorf("data_loss events %+v; want one per partition, recreated, count unknown", evs)
 			}
 		})
@@ -266,11 +265,11 @@ func TestRecreatedTopic(t *testing.T) {
 func TestStartLatestIsDurable(t *testing.T) {
 	h := newHarness(t, nil)
 	h.produceTo(0, 10, 1)
-	r := h.start(Config{StartOffset: kafka.StartLatest}, nil)
+	r := h.start(Config{StartOffset: ledger.StartLatest}, nil)
 	waitFor(t, func() bool { next, _, _ := h.tableState(); return next[0] == 10 })
 	r.stop(t)
 	h.produceTo(0, 5, 2)
-	r = h.start(Config{StartOffset: kafka.StartLatest}, nil)
+	r = h.start(Config{StartOffset: ledger.StartLatest}, nil)
 	defer r.stop(t)
 	waitFor(t, func() bool { next, _, _ := h.tableState(); return next[0] == 15 })
 	if _, rows, _ := h.tableState(); rows != 5 {
@@ -284,7 +283,7 @@ func TestStartLatestIsDurable(t *testing.T) {
 // start — or (skip) resumes there after a DATA_LOSS commit naming exactly
 // the records never read.
 func TestOutOfRangeWhileReading(t *testing.T) {
-	for _, policy := range []string{kafka.OnDataLossFail, kafka.OnDataLossSkip} {
+	for _, policy := range []string{ledger.OnDataLossFail, ledger.OnDataLossSkip} {
 		t.Run(policy, func(t *testing.T) {
 			h := newHarness(t, nil)
 			h.produceTo(0, 30, 1)
@@ -297,7 +296,7 @@ func TestOutOfRangeWhileReading(t *testing.T) {
 			h.produceTo(0, 30, 2)
 			h.deleteRecords(0, 45)
 			r.engine.Resume()
-			if policy == kafka.OnDataLossFail {
+			if policy == ledger.OnDataLossFail {
 				waitFor(t, func() bool { return len(r.engine.deps.Health.Unhealthy()) == 1 })
 				time.Sleep(time.Second)
 				if next, rows, _ := h.tableState(); next[0] != 30 || rows != 30 {
@@ -309,7 +308,7 @@ func TestOutOfRangeWhileReading(t *testing.T) {
 			if _, rows, _ := h.tableState(); rows != 30+15 {
 				t.Fatalf("%d rows; want the 30 read before and the 15 left after the loss", rows)
 			}
-			var lost []lossParameter
+			var lost []ledger.LossParameter
 			for _, e := range h.history(0) {
 				if e.Operation == "DATA_LOSS" {
 					if err := json.Unmarshal([]byte(e.OperationParameters["partitions"].(string)), &lost); err != nil {
@@ -332,7 +331,7 @@ func TestOutOfRangeWhileReading(t *testing.T) {
 func TestTopicRecreatedWhileRunning(t *testing.T) {
 	h := newHarness(t, nil)
 	h.produceTo(0, 30, 1)
-	r := h.start(Config{OnDataLoss: kafka.OnDataLossSkip}, nil)
+	r := h.start(Config{OnDataLoss: ledger.OnDataLossSkip}, nil)
 	defer r.stop(t)
 	waitFor(t, func() bool { next, _, _ := h.tableState(); return next[0] == 30 })
 	_, _, before := h.tableState()
@@ -347,8 +346,8 @@ func TestTopicRecreatedWhileRunning(t *testing.T) {
 		t.Fatal("no fatal error within 30s of the topic's recreation")
 	}
 	next, _, s := h.tableState()
-	if next[0] != 0 || s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)] == before.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)] {
+	if next[0] != 0 || s.Metadata().Configuration[ledger.TopicIDProperty("deltaflow", topic)] == before.Metadata().Configuration[ledger.TopicIDProperty("deltaflow", topic)] {
 		t.Errorf("table at %v under topic ID %q; want every partition at the new topic's start, under its ID", next,
-			s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", topic)])
+			s.Metadata().Configuration[ledger.TopicIDProperty("deltaflow", topic)])
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"github.com/asynkron/protoactor-go/actor"
 	cmap "github.com/orcaman/concurrent-map"
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
-	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
@@ -30,12 +31,12 @@ type Config struct {
 	// Topic is the Kafka topic; required.
 	Topic string
 	// StartOffset is where a partition the table has no offset for starts:
-	// kafka.StartEarliest (default) or kafka.StartLatest. The resolved
+	// ledger.StartEarliest (default) or ledger.StartLatest. The resolved
 	// offset is committed before the partition is read.
 	StartOffset string
 	// OnDataLoss is what to do with a partition whose table offset is no
-	// longer in its Kafka log: kafka.OnDataLossFail (default: hold it) or
-	// kafka.OnDataLossSkip (resume at the log start, committing DATA_LOSS).
+	// longer in its Kafka log: ledger.OnDataLossFail (default: hold it) or
+	// ledger.OnDataLossSkip (resume at the log start, committing DATA_LOSS).
 	OnDataLoss string
 	// FlushInterval is how often an epoch is committed; default 60s.
 	FlushInterval time.Duration
@@ -89,8 +90,8 @@ func pathLimited(m *mapping.Mapper, b *bufferConfig) *mapping.Mapper {
 func DefaultConfig() Config {
 	return Config{
 		App:                 "deltaflow",
-		StartOffset:         kafka.StartEarliest,
-		OnDataLoss:          kafka.OnDataLossFail,
+		StartOffset:         ledger.StartEarliest,
+		OnDataLoss:          ledger.OnDataLossFail,
 		FlushInterval:       time.Minute,
 		FlushMaxBytes:       8 << 20,
 		MemoryBudget:        16 << 20,
@@ -227,11 +228,11 @@ func NewEngine(cfg Config, deps Deps) (*Engine, error) {
 	if cfg.Topic == "" {
 		return nil, errors.New("engine: no topic")
 	}
-	if cfg.StartOffset != kafka.StartEarliest && cfg.StartOffset != kafka.StartLatest {
-		return nil, fmt.Errorf("engine: start offset %q (want %q or %q)", cfg.StartOffset, kafka.StartEarliest, kafka.StartLatest)
+	if cfg.StartOffset != ledger.StartEarliest && cfg.StartOffset != ledger.StartLatest {
+		return nil, fmt.Errorf("engine: start offset %q (want %q or %q)", cfg.StartOffset, ledger.StartEarliest, ledger.StartLatest)
 	}
-	if cfg.OnDataLoss != kafka.OnDataLossFail && cfg.OnDataLoss != kafka.OnDataLossSkip {
-		return nil, fmt.Errorf("engine: on data loss %q (want %q or %q)", cfg.OnDataLoss, kafka.OnDataLossFail, kafka.OnDataLossSkip)
+	if cfg.OnDataLoss != ledger.OnDataLossFail && cfg.OnDataLoss != ledger.OnDataLossSkip {
+		return nil, fmt.Errorf("engine: on data loss %q (want %q or %q)", cfg.OnDataLoss, ledger.OnDataLossFail, ledger.OnDataLossSkip)
 	}
 	if deps.Table == nil || deps.Mapper == nil || deps.Outbox == nil {
 		return nil, errors.New("engine: table, mapper and outbox are required")
@@ -346,7 +347,7 @@ func (e *Engine) Start(cons Consumer) error {
 		metrics: e.deps.Metrics, logger: e.deps.Logger}
 	ccfg := &committerConfig{
 		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
-		starts: startPolicy{startOffset: e.cfg.StartOffset, onDataLoss: e.cfg.OnDataLoss}, kafka: cons, fatal: e.fail,
+		starts: ledger.Policy{StartOffset: e.cfg.StartOffset, OnDataLoss: e.cfg.OnDataLoss}, kafka: cons, fatal: e.fail,
 		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
 		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: e.deps.Outbox,
 		offsets: cons, groupCommits: &e.groupCommits, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,

@@ -24,12 +24,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -175,7 +175,7 @@ func (h *harness) waitCommitted(r *running, timeout time.Duration) {
 		if err == nil {
 			var n int64
 			for p := int32(0); p < 3; p++ {
-				if v, ok := s.TxnVersion(offsets.AppID("deltaflow", topic, p)); ok {
+				if v, ok := s.TxnVersion(ledger.AppID("deltaflow", topic, p)); ok {
 					n += v + 1
 				}
 			}
@@ -617,7 +617,7 @@ func (h *harness) waitMirrorMatchesLog() {
 			return false
 		}
 		for p, rec := range kv {
-			if v, _ := s.TxnVersion(offsets.AppID("deltaflow", topic, p)); rec.Offset != v {
+			if v, _ := s.TxnVersion(ledger.AppID("deltaflow", topic, p)); rec.Offset != v {
 				return false
 			}
 		}
@@ -713,7 +713,7 @@ func TestForeignCommitOfOwnedPartitionDropsTheEpoch(t *testing.T) {
 		if err != nil {
 			return -2
 		}
-		v, ok := s.TxnVersion(offsets.AppID("deltaflow", topic, p))
+		v, ok := s.TxnVersion(ledger.AppID("deltaflow", topic, p))
 		if !ok {
 			return -1
 		}
@@ -728,7 +728,7 @@ func TestForeignCommitOfOwnedPartitionDropsTheEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := time.Now().UnixMilli()
-	if _, err := h.table.Commit(t.Context(), snap, []delta.Action{{Txn: &delta.Txn{AppID: offsets.AppID("deltaflow", topic, 1), Version: 29, LastUpdated: &ms}}},
+	if _, err := h.table.Commit(t.Context(), snap, []delta.Action{{Txn: &delta.Txn{AppID: ledger.AppID("deltaflow", topic, 1), Version: 29, LastUpdated: &ms}}},
 		delta.Operation{Name: "STREAMING UPDATE"}); err != nil {
 		t.Fatal(err)
 	}
@@ -769,7 +769,7 @@ func TestCatchUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Partition 2's start (offset 0: txn version -1) was recorded before it was read.
-	if got := offsets.Last(s, "deltaflow", topic); !maps.Equal(got, map[int32]int64{0: 2999, 1: 1999, 2: -1}) {
+	if got := ledger.Last(s, "deltaflow", topic); !maps.Equal(got, map[int32]int64{0: 2999, 1: 1999, 2: -1}) {
 		t.Fatalf("committed offsets after CatchUp: %v", got)
 	}
 

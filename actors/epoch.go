@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -134,7 +134,7 @@ func (es *epochState) commitActions(app string, now time.Time) (actions []delta.
 	ms := now.UnixMilli()
 	last := es.offsets()
 	for _, p := range slices.Sorted(maps.Keys(last)) {
-		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: offsets.AppID(app, es.topic, p), Version: last[p], LastUpdated: &ms}})
+		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: ledger.AppID(app, es.topic, p), Version: last[p], LastUpdated: &ms}})
 	}
 	return actions, rows, bytes
 }

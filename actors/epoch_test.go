@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -207,9 +207,9 @@ func TestEpochStateCommitActions(t *testing.T) {
 		}
 	}
 	want := []string{`add b 30 {"numRecords":3}`, "add a 20 ",
-		"txn " + offsets.AppID("app", topic, 0) + " 0",
-		"txn " + offsets.AppID("app", topic, 2) + " 7",
-		"txn " + offsets.AppID("app", topic, 10) + " 100"}
+		"txn " + ledger.AppID("app", topic, 0) + " 0",
+		"txn " + ledger.AppID("app", topic, 2) + " 7",
+		"txn " + ledger.AppID("app", topic, 10) + " 100"}
 	if !slices.Equal(got, want) {
 		t.Errorf("actions = %q, want %q", got, want)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/actors/mapping"
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -116,7 +116,7 @@ func newTestTable(t *testing.T, store storage.Store) (*delta.Table, *delta.Snaps
 
 func TestEpochWriterCommit(t *testing.T) {
 	app := "deltaflow"
-	p0 := offsets.AppID(app, topic, 0)
+	p0 := ledger.AppID(app, topic, 0)
 	firstCommit := delta.CommitKey(1)
 	denied := minio.ErrorResponse{Code: "AccessDenied", Message: "Access Denied.", StatusCode: 403}
 	for _, tc := range []struct {
@@ -220,7 +220,7 @@ func TestNewEpochCommit(t *testing.T) {
 		{Path: "a.parquet", Size: 100, Rows: 3}, {Path: "b.parquet", Size: 50, Rows: 2},
 	}})
 	old := int64(1)
-	refresh := []delta.Txn{{AppID: offsets.AppID("app", topic, 0), Version: 7, LastUpdated: &old}}
+	refresh := []delta.Txn{{AppID: ledger.AppID("app", topic, 0), Version: 7, LastUpdated: &old}}
 
 	ec := newEpochCommit(es, "app", refresh, now)
 
@@ -234,8 +234,8 @@ func TestNewEpochCommit(t *testing.T) {
 		}
 	}
 	want := []string{"add a.parquet", "add b.parquet",
-		fmt.Sprintf("txn %s 41 @%d", offsets.AppID("app", topic, 1), now.UnixMilli()),
-		fmt.Sprintf("txn %s 7 @1", offsets.AppID("app", topic, 0))} // refreshed as given, after the epoch's own
+		fmt.Sprintf("txn %s 41 @%d", ledger.AppID("app", topic, 1), now.UnixMilli()),
+		fmt.Sprintf("txn %s 7 @1", ledger.AppID("app", topic, 0))} // refreshed as given, after the epoch's own
 	if !slices.Equal(got, want) {
 		t.Errorf("actions = %q, want %q", got, want)
 	}

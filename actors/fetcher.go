@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,7 +39,7 @@ type Consumer interface {
 	// TopicLogs is the topic's ID and its partitions' log ranges, asked of
 	// the brokers now: the committer checks the table's offsets against
 	// them.
-	TopicLogs(ctx context.Context) (kafka.TopicLogs, error)
+	TopicLogs(ctx context.Context) (ledger.TopicLogs, error)
 	Close()
 }
 
@@ -281,7 +283,7 @@ func (f *fetcher) holdLost(err error) {
 	}
 	held := make(map[int32]int64, len(lost))
 	for _, p := range lost {
-		held[p] = kafka.Held
+		held[p] = ledger.Held
 	}
 	f.cons.Seek(held)
 	f.system.Root.Send(f.committer, &recheckPartitions{partitions: lost, staleClient: stale})

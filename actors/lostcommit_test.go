@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // TestCommitReplacedBehindTheCommitter: another writer's commit replaced
@@ -19,7 +19,7 @@ func TestCommitReplacedBehindTheCommitter(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.start(Config{FlushInterval: 50 * time.Millisecond}, nil)
 	defer r.stop(t)
-	p0, p1 := offsets.AppID("deltaflow", topic, 0), offsets.AppID("deltaflow", topic, 1)
+	p0, p1 := ledger.AppID("deltaflow", topic, 0), ledger.AppID("deltaflow", topic, 1)
 	stored := func() *delta.Snapshot {
 		s, err := h.table.Snapshot(t.Context())
 		if err != nil {

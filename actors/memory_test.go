@@ -12,10 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // TestCompressionBombIsDeadLettered: a record batch that decompresses past
@@ -199,7 +199,7 @@ func (h *harness) commitTxns(p int32) []int64 {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	app := offsets.AppID("deltaflow", topic, p)
+	app := ledger.AppID("deltaflow", topic, p)
 	var out []int64
 	for v := int64(1); v <= s.Version(); v++ {
 		data, err := h.store.Get(h.t.Context(), fmt.Sprintf("_delta_log/%020d.json", v))

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -35,7 +35,7 @@ func TestAnotherAppsOffsetsHoldThePartition(t *testing.T) {
 	if rows != 50 {
 		t.Fatalf("the table holds %d rows under the new app_id; want the 50 committed once, nothing read again", rows)
 	}
-	if got := offsets.Last(s, "renamed", topic); len(got) != 0 {
+	if got := ledger.Last(s, "renamed", topic); len(got) != 0 {
 		t.Errorf("the new app committed offsets %v; want none while held", got)
 	}
 	why := r.engine.deps.Health.Unhealthy()["kafka partition 0"]
@@ -54,13 +54,13 @@ func TestAnotherAppsOffsetsHoldThePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adopt := offsets.Adopt(s, "deltaflow", topic)
-	if _, err := offsets.Write(t.Context(), h.table, s, "renamed", topic, adopt, "", delta.Operation{Name: "SEEK"}); err != nil {
+	adopt := ledger.Adopt(s, "deltaflow", topic)
+	if _, err := ledger.Write(t.Context(), h.table, s, "renamed", topic, adopt, "", delta.Operation{Name: "SEEK"}); err != nil {
 		t.Fatal(err)
 	}
 	r = h.start(Config{App: "renamed"}, nil)
 	defer r.stop(t)
-	waitFor(t, func() bool { _, _, s := h.tableState(); return offsets.Next(s, "renamed", topic, []int32{0})[0] == 45 })
+	waitFor(t, func() bool { _, _, s := h.tableState(); return ledger.Next(s, "renamed", topic, []int32{0})[0] == 45 })
 	if _, rows, _ := h.tableState(); rows != 55 {
 		t.Fatalf("after adopting the offsets the table holds %d rows; want 55 (the 5 new records once)", rows)
 	}
@@ -109,7 +109,7 @@ func TestExpiredOffsetsAreNotForgotten(t *testing.T) {
 			waitFor(t, func() bool {
 				_, _, s := h.tableState()
 				live := s.LiveTxns(time.Now())
-				return live[offsets.AppID("deltaflow", topic, 0)] == 69 && live[offsets.AppID("deltaflow", topic, 1)] == -1
+				return live[ledger.AppID("deltaflow", topic, 0)] == 69 && live[ledger.AppID("deltaflow", topic, 1)] == -1
 			})
 		})
 	}

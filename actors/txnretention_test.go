@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // TestIdlePartitionTxnRefreshed: on a table with
@@ -26,7 +26,7 @@ func TestIdlePartitionTxnRefreshed(t *testing.T) {
 		}
 		return s.LiveTxns(time.Now()) // what other engines see
 	}
-	p0, p1 := offsets.AppID("deltaflow", topic, 0), offsets.AppID("deltaflow", topic, 1)
+	p0, p1 := ledger.AppID("deltaflow", topic, 0), ledger.AppID("deltaflow", topic, 1)
 	h.produceTo(0, 10, 1)
 	h.produceTo(1, 10, 2)
 	waitFor(t, func() bool { got := txns(); return got[p0] == 9 && got[p1] == 9 })

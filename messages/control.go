@@ -37,7 +37,7 @@ type Assign struct {
 }
 
 // Assigned answers Assign: Next is the next offset to read for each
-// partition, or -2 (kafka.Held) for one refused because the log no longer
+// partition, or -2 (ledger.Held) for one refused because the log no longer
 // holds its offset; Err, when set, fails the assignment.
 type Assigned struct {
 	Next map[int32]int64

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -35,7 +37,7 @@ func (a *Admin) Close() { a.cl.Close() }
 
 // TopicLogs returns the topic's ID and every partition's log range, asked
 // of the brokers now.
-func (a *Admin) TopicLogs(ctx context.Context) (TopicLogs, error) {
+func (a *Admin) TopicLogs(ctx context.Context) (ledger.TopicLogs, error) {
 	logs, err := topicLogs(ctx, a.cl, a.adm, a.topic)
 	if err == nil && len(logs.Ranges) == 0 {
 		err = fmt.Errorf("kafka: topic %s has no partitions (does it exist?)", a.topic)

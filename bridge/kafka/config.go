@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -30,12 +32,6 @@ const (
 	ModeGroup = "group"
 	// ModePartitions reads the fixed [Config.Partitions] without a group.
 	ModePartitions = "partitions"
-)
-
-// Start positions of [Config.StartOffset].
-const (
-	StartEarliest = "earliest"
-	StartLatest   = "latest"
 )
 
 // Isolation levels of [Config.IsolationLevel].
@@ -204,10 +200,10 @@ func (c Config) withDefaults() Config {
 		c.Mode = ModeGroup
 	}
 	if c.StartOffset == "" {
-		c.StartOffset = StartEarliest
+		c.StartOffset = ledger.StartEarliest
 	}
 	if c.OnDataLoss == "" {
-		c.OnDataLoss = OnDataLossFail
+		c.OnDataLoss = ledger.OnDataLossFail
 	}
 	if c.IsolationLevel == "" {
 		c.IsolationLevel = ReadCommitted
@@ -270,14 +266,14 @@ func (c Config) Validate() error {
 	default:
 		bad("mode", "unknown %q (want %q or %q)", c.Mode, ModeGroup, ModePartitions)
 	}
-	if c.StartOffset != StartEarliest && c.StartOffset != StartLatest {
-		bad("start_offset", "unknown %q (want %q or %q)", c.StartOffset, StartEarliest, StartLatest)
+	if c.StartOffset != ledger.StartEarliest && c.StartOffset != ledger.StartLatest {
+		bad("start_offset", "unknown %q (want %q or %q)", c.StartOffset, ledger.StartEarliest, ledger.StartLatest)
 	}
 	if c.IsolationLevel != ReadCommitted && c.IsolationLevel != ReadUncommitted {
 		bad("isolation_level", "unknown %q (want %q or %q)", c.IsolationLevel, ReadCommitted, ReadUncommitted)
 	}
-	if c.OnDataLoss != OnDataLossFail && c.OnDataLoss != OnDataLossSkip {
-		bad("on_data_loss", "unknown %q (want %q or %q)", c.OnDataLoss, OnDataLossFail, OnDataLossSkip)
+	if c.OnDataLoss != ledger.OnDataLossFail && c.OnDataLoss != ledger.OnDataLossSkip {
+		bad("on_data_loss", "unknown %q (want %q or %q)", c.OnDataLoss, ledger.OnDataLossFail, ledger.OnDataLossSkip)
 	}
 	for p, o := range c.StartOffsets {
 		if p < 0 || o < 0 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -19,7 +21,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("defaults invalid: %v", err)
 	}
 	if c.Brokers[0] != "127.0.0.1:9092" || c.Topic != "sensor-events" || c.Group != "deltaflow" ||
-		c.Mode != ModeGroup || c.StartOffset != StartEarliest || c.FetchMaxWait != 500*time.Millisecond {
+		c.Mode != ModeGroup || c.StartOffset != ledger.StartEarliest || c.FetchMaxWait != 500*time.Millisecond {
 		t.Errorf("defaults: %v", c)
 	}
 }

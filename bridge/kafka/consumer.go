@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,7 +32,7 @@ type Handler interface {
 	// Assigned is called when partitions are assigned (group mode) or at
 	// start (fixed mode); it returns the next offset to read for each
 	// partition (from the Delta log's txn versions: version+1), -1 for "the
-	// log start", or [Held] for "do not read it". A partition missing from
+	// log start", or [ledger.Held] for "do not read it". A partition missing from
 	// the map counts as -1. An error fails the assignment: the member
 	// rejoins the group and Poll reports the error.
 	Assigned(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
@@ -39,12 +41,6 @@ type Handler interface {
 	// more records of these partitions. Close revokes every partition.
 	Revoked(ctx context.Context, topic string, partitions []int32)
 }
-
-// Held, as a partition's offset in [Handler.Assigned]'s answer or in
-// [Consumer.Seek], holds the partition: it stays assigned but is not
-// fetched (Resume leaves it paused) until a Seek gives it an offset. The
-// engine holds a partition whose offset the log no longer has.
-const Held int64 = -2
 
 // BrokerWatcher may be implemented by a Handler that wants to know whether
 // the brokers can be reached (the engine says so on /readyz): BrokerDialed
@@ -118,7 +114,7 @@ type Consumer struct {
 type position struct {
 	origin int64 // the offset the partition started at on assignment
 	next   int64 // the next offset Poll will return
-	held   bool  // not fetched: see Held
+	held   bool  // not fetched: see ledger.Held
 }
 
 // NewConsumer creates a consumer for cfg.Topic. In group mode it joins the
@@ -226,7 +222,7 @@ func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, err
 	atLogStart := false
 	for _, p := range ps {
 		o, ok := next[p]
-		if o == Held {
+		if o == ledger.Held {
 			held = append(held, p) // placed at the log start, never fetched
 		}
 		if !ok || o < 0 {
@@ -265,44 +261,44 @@ func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, err
 // TopicLogs returns the topic's ID and every partition's log range, asked
 // of the brokers now (never from cached metadata: a recreated topic must
 // show its new ID). Safe from any goroutine.
-func (c *Consumer) TopicLogs(ctx context.Context) (TopicLogs, error) {
+func (c *Consumer) TopicLogs(ctx context.Context) (ledger.TopicLogs, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		return TopicLogs{}, ctx.Err()
+		return ledger.TopicLogs{}, ctx.Err()
 	}
 	return topicLogs(ctx, c.cl, c.adm, c.cfg.Topic)
 }
 
-func topicLogs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (TopicLogs, error) {
+func topicLogs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (ledger.TopicLogs, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
+		return ledger.TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
 	}
 	if len(resp.Topics) != 1 {
-		return TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %d topics answered", topic, len(resp.Topics))
+		return ledger.TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %d topics answered", topic, len(resp.Topics))
 	}
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		return TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
+		return ledger.TopicLogs{}, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
 	}
-	logs := TopicLogs{Topic: topic, ID: FormatTopicID(resp.Topics[0].TopicID), Ranges: map[int32]LogRange{}}
+	logs := ledger.TopicLogs{Topic: topic, ID: ledger.FormatTopicID(resp.Topics[0].TopicID), Ranges: map[int32]ledger.LogRange{}}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return TopicLogs{}, fmt.Errorf("kafka: list start offsets of %s: %w", topic, err)
+		return ledger.TopicLogs{}, fmt.Errorf("kafka: list start offsets of %s: %w", topic, err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return TopicLogs{}, fmt.Errorf("kafka: list end offsets of %s: %w", topic, err)
+		return ledger.TopicLogs{}, fmt.Errorf("kafka: list end offsets of %s: %w", topic, err)
 	}
 	var missing error
 	starts.Each(func(o kadm.ListedOffset) {
@@ -314,10 +310,10 @@ func topicLogs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic stri
 			missing = fmt.Errorf("kafka: list end offsets of %s: partition %d missing", topic, o.Partition)
 			return
 		}
-		logs.Ranges[o.Partition] = LogRange{Start: o.Offset, End: end.Offset}
+		logs.Ranges[o.Partition] = ledger.LogRange{Start: o.Offset, End: end.Offset}
 	})
 	if missing != nil {
-		return TopicLogs{}, missing
+		return ledger.TopicLogs{}, missing
 	}
 	return logs, nil
 }
@@ -425,7 +421,7 @@ func (c *Consumer) Pause(partitions ...int32) {
 	c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
 }
 
-// Resume undoes Pause, except for held partitions (see [Held]). The
+// Resume undoes Pause, except for held partitions (see [ledger.Held]). The
 // partitions are fetched again once the fetch in flight returns (within
 // fetch_max_wait). Safe from any goroutine.
 func (c *Consumer) Resume(partitions ...int32) {
@@ -442,7 +438,7 @@ func (c *Consumer) Resume(partitions ...int32) {
 // committed ones after an aborted epoch. Everything already fetched and not
 // yet returned is discarded, so the next record Poll returns for a partition
 // is the one at its new offset. An offset of -1 returns to where the
-// partition started on assignment; [Held] holds the partition, and any other
+// partition started on assignment; [ledger.Held] holds the partition, and any other
 // offset releases a held one. Partitions not owned are ignored. Call from
 // the poll loop, between two Polls.
 func (c *Consumer) Seek(offsets map[int32]int64) {
@@ -455,7 +451,7 @@ func (c *Consumer) Seek(offsets map[int32]int64) {
 			c.log.Warn("kafka: seek on a partition not owned; ignored", "topic", c.cfg.Topic, "partition", p, "offset", o)
 			continue
 		}
-		if o == Held {
+		if o == ledger.Held {
 			if !pos.held {
 				hold = append(hold, p)
 			}

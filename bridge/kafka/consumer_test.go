@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -541,7 +543,7 @@ func TestOffsetBelowLogStartIsNotReset(t *testing.T) {
 func TestHeldPartition(t *testing.T) {
 	cfg := newCluster(t)
 	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
-	c := newConsumer(t, cfg, &handler{start: map[int32]int64{1: Held}})
+	c := newConsumer(t, cfg, &handler{start: map[int32]int64{1: ledger.Held}})
 	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 5 })
 	c.Pause(0, 1, 2)
 	c.Resume(0, 1, 2)
@@ -568,7 +570,7 @@ func TestTopicLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int32]LogRange{0: {45, 60}, 1: {0, 0}, 2: {0, 3}}
+	want := map[int32]ledger.LogRange{0: {Start: 45, End: 60}, 1: {Start: 0, End: 0}, 2: {Start: 0, End: 3}}
 	if !maps.Equal(logs.Ranges, want) || logs.ID == "" || logs.Topic != topic {
 		t.Fatalf("logs %+v, want ranges %v and an ID", logs, want)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -218,7 +218,7 @@ func TestSeekRecordsTopicID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.Metadata().Configuration[offsets.TopicIDProperty("deltaflow", "t1")]
+		return s.Metadata().Configuration[ledger.TopicIDProperty("deltaflow", "t1")]
 	}
 	if code, _, errs := run(t, "seek", "--table", table, "--brokers", broker, "--topic", "t1", "--offsets", "0:0,1:0"); code != 0 {
 		t.Fatalf("seek: exit %d: %s", code, errs)
@@ -281,7 +281,7 @@ func TestSeekFromApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := offsets.Last(s, "renamed", "t1"), offsets.Last(s, "deltaflow", "t1"); len(got) != 2 || !maps.Equal(got, want) {
+	if got, want := ledger.Last(s, "renamed", "t1"), ledger.Last(s, "deltaflow", "t1"); len(got) != 2 || !maps.Equal(got, want) {
 		t.Errorf("renamed holds %v; want deltaflow's %v", got, want)
 	}
 	if code, errs := seek("--app", "third", "--from-app", "nobody"); code != 1 || !strings.Contains(errs, "apps with offsets of it: deltaflow, renamed") {

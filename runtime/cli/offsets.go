@@ -18,10 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/secret"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 
@@ -101,7 +101,7 @@ func inspectOffsets(ctx context.Context, w io.Writer, s *delta.Snapshot, f offse
 		}
 		return rows[p]
 	}
-	for p, v := range offsets.Last(s, f.app, f.topic) {
+	for p, v := range ledger.Last(s, f.app, f.topic) {
 		row(p).TxnVersion = &v
 	}
 	if len(rows) == 0 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // restoreFlags are restore's flags.
@@ -103,7 +103,7 @@ func runRestore(ctx context.Context, out IO, f *restoreFlags) error {
 		return nothing(fmt.Errorf("%w: version %d is not older than the latest version %d", delta.ErrNothingToRestore, f.to, latest.Version()))
 	}
 	var to *delta.Snapshot
-	opts := delta.RestoreOptions{KeepProperty: offsets.IsOffsetsProperty, DryRun: f.dryRun}
+	opts := delta.RestoreOptions{KeepProperty: ledger.IsOffsetsProperty, DryRun: f.dryRun}
 	if f.timestamp != "" {
 		to, err = tbl.SnapshotAtTime(ctx, ts)
 		opts.Timestamp = sparkTimestamp(ts)
@@ -174,7 +174,7 @@ func restoreFiles(files []*delta.Add) []restoreFileJSON {
 // movedOffsets lists the partitions whose deltaflow offset (of app and
 // topic) differs between the restored version and the latest.
 func movedOffsets(to, latest *delta.Snapshot, app, topic string) []restoreOffsetJSON {
-	then, now := offsets.Last(to, app, topic), offsets.Last(latest, app, topic)
+	then, now := ledger.Last(to, app, topic), ledger.Last(latest, app, topic)
 	out := []restoreOffsetJSON{}
 	for _, p := range slices.Sorted(maps.Keys(now)) {
 		o := restoreOffsetJSON{Partition: p, Kept: now[p] + 1}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -41,7 +41,7 @@ func TestRestore(t *testing.T) {
 
 func testRestore(t *testing.T, dir string, tbl *delta.Table) {
 	cfg := daemon.DefaultConfig()
-	appID := offsets.AppID(cfg.Table.AppID, cfg.Kafka.Topic, 0)
+	appID := ledger.AppID(cfg.Table.AppID, cfg.Kafka.Topic, 0)
 	setOffset := func(v int64) {
 		t.Helper()
 		s, err := tbl.Snapshot(t.Context())

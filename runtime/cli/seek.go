@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -71,7 +71,7 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 	if err != nil {
 		return err
 	}
-	plan := &startPlan{source: strings.ToUpper(by), topicID: logs.ID}
+	plan := &startTable{source: strings.ToUpper(by), topicID: logs.ID}
 	for _, p := range slices.Sorted(maps.Keys(next)) {
 		lr, ok := logs.Ranges[p]
 		if !ok {
@@ -110,7 +110,7 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 			"pass --force to replace them", cfg.Table.URI, topic, held, app)
 	}
 	if snap != nil {
-		if err := checkRecreatedSeek(snap, app, topic, logs, next, held); err != nil {
+		if err := ledger.CheckSeek(snap, app, topic, logs, next); err != nil {
 			return err
 		}
 	}
@@ -126,7 +126,7 @@ func runSeek(ctx context.Context, out IO, f *seekFlags) error {
 	if f.fromApp != "" {
 		params["app"] = f.fromApp
 	}
-	v, err := offsets.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: params})
+	v, err := ledger.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "SEEK", Parameters: params})
 	if err != nil {
 		return fmt.Errorf("write deltaflow's offsets: %w", err)
 	}
@@ -176,29 +176,6 @@ func readTable(ctx context.Context, cfg *daemon.Config) (*delta.Table, *delta.Sn
 	return tbl, snap, nil
 }
 
-// checkRecreatedSeek refuses a seek that would record a recreated topic's
-// new ID while some partition the table holds keeps an offset of the old
-// topic: under the new ID that offset would look valid, and the records
-// before it would be skipped.
-func checkRecreatedSeek(snap *delta.Snapshot, app, topic string, logs kafka.TopicLogs, next map[int32]int64, held []int32) error {
-	stored := snap.Metadata().Configuration[offsets.TopicIDProperty(app, topic)]
-	if stored == "" || logs.ID == "" || stored == logs.ID {
-		return nil
-	}
-	var left []int32
-	for _, p := range held {
-		if _, ok := next[p]; !ok {
-			left = append(left, p)
-		}
-	}
-	if len(left) == 0 {
-		return nil
-	}
-	return fmt.Errorf("refusing: topic %s was deleted and created again (topic ID %s; the table's offsets are of %s), and "+
-		"partitions %v would keep offsets of the old topic: give every partition an offset (--offsets for all %d, "+
-		"--timestamp or --group)", topic, logs.ID, stored, left, len(logs.Ranges))
-}
-
 // seekTargets returns the next offset to read per partition and what it
 // came from ("offsets", "timestamp", "group", "app").
 func seekTargets(ctx context.Context, cfg *daemon.Config, f *seekFlags) (map[int32]int64, string, error) {
@@ -237,7 +214,7 @@ func seekTargets(ctx context.Context, cfg *daemon.Config, f *seekFlags) (map[int
 }
 
 // adoptedOffsets are the next offsets where app stopped on the topic in
-// cfg's table (offsets.Adopt), naming the apps that hold some when app
+// cfg's table (ledger.Adopt), naming the apps that hold some when app
 // holds none.
 func adoptedOffsets(ctx context.Context, cfg *daemon.Config, app string) (map[int32]int64, error) {
 	_, snap, err := readTable(ctx, cfg)
@@ -245,10 +222,10 @@ func adoptedOffsets(ctx context.Context, cfg *daemon.Config, app string) (map[in
 		return nil, err
 	}
 	topic := cfg.Kafka.Topic
-	if next := offsets.Adopt(snap, app, topic); len(next) > 0 {
+	if next := ledger.Adopt(snap, app, topic); len(next) > 0 {
 		return next, nil
 	}
-	others := slices.Sorted(maps.Keys(offsets.Foreign(snap, "", topic)))
+	others := slices.Sorted(maps.Keys(ledger.Foreign(snap, "", topic)))
 	if len(others) == 0 {
 		return nil, fmt.Errorf("--from-app %s: table %s holds no deltaflow offsets of topic %s", app, cfg.Table.URI, topic)
 	}

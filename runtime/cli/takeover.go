@@ -16,9 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/runtime/sparkcheckpoint"
 	"github.com/deltaflow/deltaflow/storage"
@@ -125,7 +125,7 @@ func runTakeover(ctx context.Context, out IO, f *takeoverFlags) error {
 		fmt.Fprintf(text, "dry run: nothing written; table %s stays at version %d\n", cfg.Table.URI, snap.Version())
 		return f.writeJSON(out, plan, cfg, nil)
 	}
-	v, err := offsets.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
+	v, err := ledger.Write(ctx, tbl, snap, app, topic, plan.starts(), plan.topicID, delta.Operation{Name: "TAKEOVER", Parameters: map[string]any{
 		"from": "spark", "queryId": ck.QueryID, "batchId": strconv.FormatInt(end.Batch.ID, 10),
 	}})
 	if err != nil {
@@ -184,12 +184,12 @@ func openExisting(ctx context.Context, uri string, opts storage.Options) (*delta
 // heldOffsets lists the partitions for which the table holds deltaflow's
 // txn for topic.
 func heldOffsets(s *delta.Snapshot, app, topic string) []int32 {
-	return slices.Sorted(maps.Keys(offsets.Last(s, app, topic)))
+	return slices.Sorted(maps.Keys(ledger.Last(s, app, topic)))
 }
 
-// startPlan is where deltaflow will start each partition, next to what
+// startTable is where deltaflow will start each partition, next to what
 // the topic holds.
-type startPlan struct {
+type startTable struct {
 	source  string // header of the "from" column
 	rows    []startRow
 	topicID string // the topic's ID, recorded with the offsets
@@ -205,12 +205,12 @@ type startRow struct {
 
 // planTakeover checks Spark's end offsets against the topic: a partition
 // Spark never saw starts at its log start, as Spark's would.
-func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) (*startPlan, error) {
+func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) (*startTable, error) {
 	logs, err := topicLogs(ctx, kcfg)
 	if err != nil {
 		return nil, err
 	}
-	plan := &startPlan{source: "SPARK (NEXT OFFSET)", topicID: logs.ID}
+	plan := &startTable{source: "SPARK (NEXT OFFSET)", topicID: logs.ID}
 	for _, p := range logs.Partitions() {
 		lr := logs.Ranges[p]
 		r := startRow{partition: p, logStart: lr.Start, end: lr.End, start: lr.Start}
@@ -229,22 +229,22 @@ func planTakeover(ctx context.Context, kcfg kafka.Config, next map[int32]int64) 
 
 // topicLogs asks the brokers for the topic's ID and every partition's log
 // range.
-func topicLogs(ctx context.Context, kcfg kafka.Config) (kafka.TopicLogs, error) {
+func topicLogs(ctx context.Context, kcfg kafka.Config) (ledger.TopicLogs, error) {
 	adm, err := kafka.NewAdmin(kcfg, nil)
 	if err != nil {
-		return kafka.TopicLogs{}, err
+		return ledger.TopicLogs{}, err
 	}
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	logs, err := adm.TopicLogs(ctx)
 	if err != nil {
-		return kafka.TopicLogs{}, fmt.Errorf("%w (brokers %s)", err, strings.Join(kcfg.Brokers, ","))
+		return ledger.TopicLogs{}, fmt.Errorf("%w (brokers %s)", err, strings.Join(kcfg.Brokers, ","))
 	}
 	return logs, nil
 }
 
-func (p *startPlan) starts() map[int32]int64 {
+func (p *startTable) starts() map[int32]int64 {
 	out := make(map[int32]int64, len(p.rows))
 	for _, r := range p.rows {
 		out[r.partition] = r.start
@@ -253,7 +253,7 @@ func (p *startPlan) starts() map[int32]int64 {
 }
 
 // lost counts the records below the log start that a start skips.
-func (p *startPlan) lost() int64 {
+func (p *startTable) lost() int64 {
 	var n int64
 	for _, r := range p.rows {
 		n += max(r.logStart-r.start, 0)
@@ -261,7 +261,7 @@ func (p *startPlan) lost() int64 {
 	return n
 }
 
-func (p *startPlan) lostDetail() string {
+func (p *startTable) lostDetail() string {
 	var parts []string
 	for _, r := range p.rows {
 		if r.start < r.logStart {
@@ -273,7 +273,7 @@ func (p *startPlan) lostDetail() string {
 
 // startsSpec is the --offsets value that starts every partition at
 // max(start, log start).
-func (p *startPlan) startsSpec() string {
+func (p *startTable) startsSpec() string {
 	var parts []string
 	for _, r := range p.rows {
 		parts = append(parts, fmt.Sprintf("%d:%d", r.partition, max(r.start, r.logStart)))
@@ -281,7 +281,7 @@ func (p *startPlan) startsSpec() string {
 	return strings.Join(parts, ",")
 }
 
-func (p *startPlan) print(w io.Writer) error {
+func (p *startTable) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "PARTITION\t%s\tDELTAFLOW START\tLOG START\tEND\tLAG\n", p.source)
 	for _, r := range p.rows {
@@ -319,7 +319,7 @@ type startRowJSON struct {
 }
 
 // writeJSON writes the plan's result: version is the commit, nil on a dry run.
-func (p *startPlan) writeJSON(w io.Writer, cfg *daemon.Config, version *int64) error {
+func (p *startTable) writeJSON(w io.Writer, cfg *daemon.Config, version *int64) error {
 	js := startJSON{Table: cfg.Table.URI, App: cfg.Table.AppID, Topic: cfg.Kafka.Topic, DryRun: version == nil, Version: version,
 		Partitions: make([]startRowJSON, len(p.rows))}
 	for i, r := range p.rows {

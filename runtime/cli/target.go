@@ -38,7 +38,7 @@ func (f *targetFlags) textOut(out IO) io.Writer {
 
 // writeJSON prints the plan with --json; version is the commit, nil on a
 // dry run.
-func (f *targetFlags) writeJSON(out IO, plan *startPlan, cfg *daemon.Config, version *int64) error {
+func (f *targetFlags) writeJSON(out IO, plan *startTable, cfg *daemon.Config, version *int64) error {
 	if !f.asJSON {
 		return nil
 	}

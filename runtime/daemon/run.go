@@ -21,10 +21,10 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/actors/mapping"
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -144,7 +144,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
 		return nil, false, err
 	}
-	if err := offsets.CheckRetention(snap, cfg.Flush.Interval); err != nil {
+	if err := ledger.CheckRetention(snap, cfg.Flush.Interval); err != nil {
 		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
 	}
 	ready.tableLoaded.Store(true)
@@ -347,7 +347,7 @@ func orAbsent(s string) string {
 }
 
 // reconcileOffsets compares the KV offsets mirror with the Delta log, which
-// is the authority (offsets.Reconcile): each partition whose KV value
+// is the authority (ledger.Reconcile): each partition whose KV value
 // differs is corrected, and one the log does not know is deleted, with a
 // warning.
 func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapshot, app, topic string, logger *slog.Logger) {
@@ -360,8 +360,8 @@ func reconcileOffsets(ctx context.Context, b *bridge.Bridge, snap *delta.Snapsho
 	for p, rec := range kv {
 		mirror[p] = rec.Offset
 	}
-	inLog := offsets.Last(snap, app, topic)
-	correct, drop := offsets.Reconcile(inLog, mirror)
+	inLog := ledger.Last(snap, app, topic)
+	correct, drop := ledger.Reconcile(inLog, mirror)
 	for _, p := range correct {
 		kvOffset := "missing"
 		if rec, ok := kv[p]; ok {

@@ -20,11 +20,11 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/actors/mapping"
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -199,7 +199,7 @@ func TestRunUntilLatest(t *testing.T) {
 	}
 	hw := testenv.HighWatermarks(t, brokers, "sensor-events")
 	for p, h := range hw {
-		if got := txns[offsets.AppID("deltaflow", testTopic, p)]; got != h-1 {
+		if got := txns[ledger.AppID("deltaflow", testTopic, p)]; got != h-1 {
 			t.Errorf("partition %d: txn version %d, high watermark %d", p, got, h)
 		}
 	}

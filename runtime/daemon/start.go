@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // applyStartPositions writes kafka.start_offsets or kafka.start_timestamp
@@ -16,7 +16,7 @@ import (
 // yet, so the engine starts there; a partition with an offset is left
 // alone (the Delta log is the authority). Another instance doing the same
 // at the same time makes the commit conflict: the snapshot then holds its
-// txns, and the rest is retried.
+// txns, and the rest is retried (ledger.Settle).
 func applyStartPositions(ctx context.Context, cfg *Config, tbl *delta.Table, snap *delta.Snapshot, logger *slog.Logger) error {
 	k := cfg.Kafka
 	if len(k.StartOffsets) == 0 && k.StartTimestamp == "" {
@@ -24,27 +24,23 @@ func applyStartPositions(ctx context.Context, cfg *Config, tbl *delta.Table, sna
 	}
 	app := cfg.Table.AppID
 	held := func(p int32) bool {
-		_, ok := snap.TxnVersion(offsets.AppID(app, k.Topic, p))
+		_, ok := snap.TxnVersion(ledger.AppID(app, k.Topic, p))
 		return ok
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		next, op, err := startPositions(ctx, k, held, logger)
-		if err != nil || len(next) == 0 {
-			return err
-		}
-		v, err := offsets.Write(ctx, tbl, snap, app, k.Topic, next, "", op)
-		if delta.IsConflict(err, delta.ConflictTxn) {
-			lastErr = err
-			continue // snap now holds the winner's txns
-		}
-		if err != nil {
-			return fmt.Errorf("kafka start positions: %w", err)
-		}
-		logger.Info("start positions written to the table", "version", v, "topic", k.Topic, "next", next)
-		return nil
+	var next map[int32]int64
+	v, err := ledger.Settle(ctx, tbl, snap, app, k.Topic, func() (ledger.Change, error) {
+		var op delta.Operation
+		var err error
+		next, op, err = startPositions(ctx, k, held, logger)
+		return ledger.Change{Next: next, Op: op}, err
+	})
+	if err != nil {
+		return fmt.Errorf("kafka start positions: %w", err)
 	}
-	return fmt.Errorf("kafka start positions: %w", lastErr)
+	if v >= 0 {
+		logger.Info("start positions written to the table", "version", v, "topic", k.Topic, "next", next)
+	}
+	return nil
 }
 
 // startPositions returns the next offset to read for each partition

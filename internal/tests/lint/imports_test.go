@@ -30,10 +30,13 @@ var forbidden = map[string][]string{
 	"messages/letter": {module + "/", "github.com/"},
 	"actors/mapping":  {module + "/actors", module + "/bridge", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 	"bridge":          {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
-	"bridge/kafka":    {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
-	"actors":          {module + "/runtime"},
-	// The exactly-once model is plain functions over delta.
-	"actors/offsets": {module + "/actors/mapping", module + "/bridge", module + "/runtime", module + "/messages",
+	// The Kafka client speaks the ledger's vocabulary (log ranges, held
+	// partitions, the start policies), so it reaches delta only through it.
+	"bridge/kafka": {module + "/actors", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},
+	"actors":       {module + "/runtime"},
+	// The exactly-once model is plain functions over delta: no actor, no
+	// Kafka or NATS client (bridge/kafka imports it, never the reverse).
+	"ledger": {module + "/actors", module + "/bridge", module + "/runtime", module + "/messages",
 		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
 	// Small product helpers sit below everything: they import nothing of ours.
 	"internal/sim":        {module + "/"},
@@ -109,8 +112,8 @@ func TestForbiddenImports(t *testing.T) {
 }
 
 // directBans are imports a package must not make itself (its dependencies
-// may): the CLI reaches the engine only through runtime/daemon, and the
-// offsets model through actors/offsets, never protoactor's package and its
+// may): the CLI reaches the engine only through runtime/daemon (and the
+// row mapping through actors/mapping), never protoactor's package and its
 // init.
 var directBans = map[string][]string{
 	"runtime/cli": {module + "/actors", "github.com/asynkron/protoactor-go"},

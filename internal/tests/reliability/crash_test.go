@@ -17,13 +17,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -100,7 +100,7 @@ func (r *crashRig) caughtUp(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	committed := offsets.Next(snap, crashApp, r.topic, slices.Collect(maps.Keys(hw)))
+	committed := ledger.Next(snap, crashApp, r.topic, slices.Collect(maps.Keys(hw)))
 	for p, end := range hw {
 		if end > 0 && committed[p] != end {
 			return false
@@ -156,7 +156,7 @@ func (r *crashRig) mirrorMatchesLog() []string {
 		r.t.Fatal(err)
 	}
 	var bad []string
-	for p, next := range offsets.Next(snap, crashApp, r.topic, slices.Collect(maps.Keys(testenv.HighWatermarks(r.t, r.servers.Brokers, r.topic)))) {
+	for p, next := range ledger.Next(snap, crashApp, r.topic, slices.Collect(maps.Keys(testenv.HighWatermarks(r.t, r.servers.Brokers, r.topic)))) {
 		key := bridge.OffsetKey(r.table, r.topic, p)
 		var rec bridge.OffsetRecord
 		entry, err := kv.Get(ctx, key)

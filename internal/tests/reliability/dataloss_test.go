@@ -13,11 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -394,7 +394,7 @@ func TestTransactionalTopic(t *testing.T) {
 	if !slices.Equal(rows, want) {
 		t.Fatalf("read_committed: table offsets %v; want %v", rows, want)
 	}
-	if v, _ := s1.TxnVersion(offsets.AppID("deltaflow", r.topic, 0)); v != 24 {
+	if v, _ := s1.TxnVersion(ledger.AppID("deltaflow", r.topic, 0)); v != 24 {
 		t.Errorf("read_committed: the table's last offset is %d; want 24, the last commit marker", v)
 	}
 	if err, out := r.run(uncommitted, map[string]any{"isolation_level": "read_uncommitted"}); err != nil {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -210,7 +210,7 @@ func (r *outageRig) waitCaughtUp() *delta.Snapshot {
 			return false
 		}
 		for p, end := range hw {
-			if v, ok := s.TxnVersion(offsets.AppID("deltaflow", r.topic, p)); end > 0 && (!ok || v != end-1) {
+			if v, ok := s.TxnVersion(ledger.AppID("deltaflow", r.topic, p)); end > 0 && (!ok || v != end-1) {
 				return false
 			}
 		}

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // outagePlan is how long a scenario runs: outages of down each, with the
@@ -145,7 +145,7 @@ func TestOutageNATS(t *testing.T) {
 	// The KV mirror caught up: each partition's offset is the table's.
 	for p := range int32(outagePartitions) {
 		key := bridge.OffsetKey(table, r.topic, p)
-		want, _ := snap.TxnVersion(offsets.AppID("deltaflow", r.topic, p))
+		want, _ := snap.TxnVersion(ledger.AppID("deltaflow", r.topic, p))
 		var rec bridge.OffsetRecord
 		r.waitFor("KV "+key+" to catch up", func() bool {
 			out, err := exec.Command(natsCLI, "--server", servers.NATSURL, "kv", "get", bridge.DefaultKVBucket, key, "--raw").Output()

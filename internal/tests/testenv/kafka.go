@@ -1,36 +1,31 @@
 package testenv
 
 import (
-	"context"
 	"testing"
 
-	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// HighWatermarks returns the end offset of each partition of topic.
+// HighWatermarks returns the end offset of each partition of topic. It
+// uses franz-go's admin client, not deltaflow's consumer, so that the delta
+// package's tests, which use testenv, do not depend on bridge/kafka (which
+// depends on delta through the ledger).
 func HighWatermarks(t testing.TB, brokers []string, topic string) map[int32]int64 {
 	t.Helper()
-	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = brokers
-	kcfg.Topic = topic
-	kcfg.Mode = kafka.ModePartitions
-	kcfg.Partitions = []int32{0}
-	c, err := kafka.NewConsumer(kcfg, nopHandler{}, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	hw, err := c.EndOffsets(t.Context())
-	if err != nil {
-		t.Fatal(err)
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	if err == nil {
+		err = ends.Error()
 	}
+	if err != nil {
+		t.Fatalf("testenv: end offsets of %s: %v", topic, err)
+	}
+	hw := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { hw[o.Partition] = o.Offset })
 	return hw
 }
-
-// nopHandler serves a consumer that only asks for metadata.
-type nopHandler struct{}
-
-func (nopHandler) Assigned(context.Context, string, []int32) (map[int32]int64, error) {
-	return nil, nil
-}
-func (nopHandler) Revoked(context.Context, string, []int32) {}

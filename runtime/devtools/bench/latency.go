@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/deltaflow/deltaflow/actors/offsets"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -79,7 +79,7 @@ func latency(ctx context.Context, o Options, k *kafkaEnv) (*LatencyReport, error
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			app := offsets.AppID(d.appID, topic, r.Partition)
+			app := ledger.AppID(d.appID, topic, r.Partition)
 			for _, cm := range sum.commits {
 				if v, ok := cm.Txns[app]; ok && v >= r.Offset {
 					delays = append(delays, cm.At.Sub(r.Timestamp).Seconds())

@@ -1,15 +1,4 @@
-// Package offsets is deltaflow's exactly-once model: how the Kafka offsets
-// it has committed live in a Delta table, and the rules over them. The
-// last offset committed of each partition is the version of a txn action
-// of appId "<app>-<topic>-<partition>", written in the same commit as the
-// partition's rows, so the Delta log alone says where to resume (Spark's
-// Delta sink and kafka-delta-ingest record their progress the same way).
-// The topic ID (KIP-516) the offsets count in is a table property.
-//
-// The package is plain functions over delta snapshots, with no actor, NATS
-// or Kafka client: the committer, the daemon and the CLI (seek, takeover,
-// inspect offsets) share it.
-package offsets
+package ledger
 
 import (
 	"context"

@@ -1,13 +1,29 @@
-package kafka
+package ledger
 
 import (
 	"encoding/base64"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
-// Data-loss policies of [Config.OnDataLoss].
+// Start positions (kafka.start_offset): where a partition the table holds no
+// offset of starts.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// Held, as a partition's next offset in a start plan, in the consumer's
+// Handler.Assigned answer or in its Seek, holds the partition: it stays
+// assigned but is not fetched until a Seek gives it an offset. The engine
+// holds a partition whose offset the log no longer has, or whose start it
+// refuses to choose.
+const Held int64 = -2
+
+// Data-loss policies (kafka.on_data_loss).
 const (
 	// OnDataLossFail refuses to read a partition whose next offset the log
 	// no longer holds (Spark's failOnDataLoss=true, a consumer's
@@ -144,4 +160,28 @@ func CheckNext(topic string, p int32, next int64, storedID, id string, r LogRang
 		return nil
 	}
 	return e
+}
+
+// CheckSeek refuses an explicit start (seek) that would record a recreated
+// topic's new ID (logs.ID) while some partition the table holds an offset
+// of keeps it, not in next: under the new ID that offset of the old topic
+// would look valid, and the records before it would be skipped. It is
+// PlanStarts' recreated-topic rule for starts a human chooses.
+func CheckSeek(s *delta.Snapshot, app, topic string, logs TopicLogs, next map[int32]int64) error {
+	stored := s.Metadata().Configuration[TopicIDProperty(app, topic)]
+	if stored == "" || logs.ID == "" || stored == logs.ID {
+		return nil
+	}
+	var left []int32
+	for _, p := range slices.Sorted(maps.Keys(Last(s, app, topic))) {
+		if _, ok := next[p]; !ok {
+			left = append(left, p)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return fmt.Errorf("refusing: topic %s was deleted and created again (topic ID %s; the table's offsets are of %s), and "+
+		"partitions %v would keep offsets of the old topic: give every partition an offset (--offsets for all %d, "+
+		"--timestamp or --group)", topic, logs.ID, stored, left, len(logs.Ranges))
 }
