@@ -8,9 +8,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
+	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )

@@ -16,11 +16,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/deltaflow/deltaflow/actors"
-	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/secret"
+	"github.com/deltaflow/deltaflow/mapping"
 )
 
 // Config is the deltaflow configuration file (configs/deltaflow.yaml). A

@@ -20,11 +20,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/deltaflow/deltaflow/actors"
-	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/ledger"
+	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/storage"
 )
 

@@ -30,9 +30,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/mapping"
 )
 
 // Operation is the commitInfo operation of a replay commit.

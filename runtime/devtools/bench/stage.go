@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/deltaflow/deltaflow/actors/mapping"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
 

@@ -48,7 +48,7 @@ func decodeVariant(t *testing.T, v delta.VariantValue) variant.Value {
 // fixture's files; the row writes into a data file of the mapper's data
 // schema and reads back, with the column after the variant in place.
 func TestVariantAsSparkParsesJSON(t *testing.T) {
-	dir := filepath.Join("..", "..", "delta", "testdata", "spark4-features", "variant")
+	dir := filepath.Join("..", "delta", "testdata", "spark4-features", "variant")
 	data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 	if err != nil {
 		t.Fatal(err)
