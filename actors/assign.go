@@ -21,7 +21,7 @@ import (
 // loop has held them. staleClient says the client fetches a topic ID the
 // brokers no longer have.
 type recheckPartitions struct {
-	partitions  []int32
+	partitions  []tp
 	staleClient bool
 }
 
@@ -33,104 +33,143 @@ const recheckRetry = 2 * time.Second
 // against their logs (startPartitions), spawns their readers and answers
 // where each starts.
 func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
-	c.startPartitions(ctx, m.Partitions, func(ctx actor.Context, next map[int32]int64, err error) {
+	ps := make([]tp, len(m.Partitions))
+	for i, p := range m.Partitions {
+		ps[i] = tp{Topic: m.Topic, Partition: p}
+	}
+	c.startPartitions(ctx, ps, func(ctx actor.Context, next map[tp]int64, err error) {
 		if err != nil {
 			m.Reply <- messages.Assigned{Err: err}
 			return
 		}
-		var fresh []int32
-		for _, p := range m.Partitions {
+		maps.Copy(c.base, nextOffsets(c.snap, c.cfg.app, ps))
+		c.cfg.progress.setCommitted(c.base)
+		fresh := map[tp]int64{}
+		for _, p := range ps {
 			delete(c.recheck, p)
 			if !c.assigned[p] {
 				c.assigned[p] = true
-				fresh = append(fresh, p)
+				fresh[p] = c.base[p]
 			}
 		}
 		if c.pipeline != nil && len(fresh) > 0 {
 			c.spawnReaders(ctx, fresh, nil)
 		}
-		maps.Copy(c.base, ledger.Next(c.snap, c.cfg.app, c.cfg.topic, m.Partitions))
-		c.cfg.progress.setCommitted(c.base)
-		m.Reply <- messages.Assigned{Next: next}
+		answer := make(map[int32]int64, len(ps))
+		for _, p := range ps {
+			answer[p.Partition] = next[p]
+		}
+		m.Reply <- messages.Assigned{Next: answer, Gen: c.gen}
 	})
+}
+
+// starts is what recordStarts decided for partitions of one or more topics
+// (a ledger.Plan per topic).
+type starts struct {
+	next      map[tp]int64 // an offset, or ledger.Held
+	losses    []*ledger.DataLossError
+	skip      bool
+	refused   map[tp]error
+	recovered map[tp]int64
+}
+
+// reason says why partition p is held ("" if it is not).
+func (s *starts) reason(p tp) string {
+	if err, ok := s.refused[p]; ok {
+		return err.Error()
+	}
+	for _, l := range s.losses {
+		if l.Topic == p.Topic && l.Partition == p.Partition {
+			return l.Error()
+		}
+	}
+	return ""
 }
 
 // startPartitions decides where partitions ps start and records it, off
 // the actor (recordStarts: it asks Kafka and may commit); then, on it, it
 // reports the losses, holds or releases each partition and calls then
 // with the next offset of each (ledger.Held for a held one), or the error.
-func (c *committer) startPartitions(ctx actor.Context, ps []int32, then func(actor.Context, map[int32]int64, error)) {
+func (c *committer) startPartitions(ctx actor.Context, ps []tp, then func(actor.Context, map[tp]int64, error)) {
 	work, snap := c.ctx, c.snap
 	c.offActor(ctx, func() func(actor.Context) {
-		plan, err := c.cfg.recordStarts(work, snap, ps)
+		st, err := c.cfg.recordStarts(work, snap, ps)
 		return func(ctx actor.Context) {
 			if err != nil {
 				then(ctx, nil, err)
 				return
 			}
-			for _, loss := range plan.Losses {
-				c.reportLoss(loss, plan.Skip)
+			for _, loss := range st.losses {
+				c.reportLoss(loss, st.skip)
 			}
-			for p, err := range plan.Refused {
-				c.cfg.logger.Error("partition held, not read: "+err.Error(), "topic", c.cfg.topic, "partition", p)
+			for p, err := range st.refused {
+				c.cfg.logger.Error("partition held, not read: "+err.Error(), "topic", p.Topic, "partition", p.Partition)
 			}
 			for _, p := range ps {
-				if plan.Next[p] == ledger.Held {
-					c.hold(p, plan.Reason(p))
+				if st.next[p] == ledger.Held {
+					c.hold(p, st.reason(p))
 				} else {
 					c.release(p)
 				}
 			}
-			then(ctx, plan.Next, nil)
+			then(ctx, st.next, nil)
 		}
 	})
 }
 
-// recordStarts plans the starts of partitions ps (ledger.PlanStarts) and
-// writes what must be durable before they are read (resolved start
-// offsets, the resume points of skipped losses, recovered offsets, the
-// topic ID) in one commit after snap, which it advances. It runs off the
-// actor: it reads nothing of the committer but its configuration.
-func (cfg *committerConfig) recordStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (ledger.Plan, error) {
+// recordStarts plans the starts of partitions ps, topic by topic
+// (ledger.PlanStarts), and writes what must be durable before they are read
+// (resolved start offsets, the resume points of skipped losses, recovered
+// offsets, the topic ID) in a commit per topic after snap, which it
+// advances. It runs off the actor: it reads nothing of the committer but
+// its configuration.
+func (cfg *committerConfig) recordStarts(ctx context.Context, snap *delta.Snapshot, ps []tp) (starts, error) {
 	// The partitions' previous owner committed them up to its revocation,
 	// after our snapshot was read: start where the log says now, not where
 	// it said then (commitEpoch drops the epoch if we do not).
 	if err := cfg.table.Update(ctx, snap); err != nil {
 		cfg.logger.Warn("table not re-read on assignment; a stale start offset costs an epoch", "err", err)
 	}
-	var plan ledger.Plan
-	v, err := ledger.Settle(ctx, cfg.table, snap, cfg.app, cfg.topic, func() (ledger.Change, error) {
-		var err error
-		if plan, err = cfg.planStarts(ctx, snap, ps); err != nil {
-			return ledger.Change{}, err
+	out := starts{next: map[tp]int64{}, refused: map[tp]error{}, recovered: map[tp]int64{}, skip: cfg.starts.OnDataLoss == ledger.OnDataLossSkip}
+	for topic, parts := range byTopic(ps) {
+		var plan ledger.Plan
+		v, err := ledger.Settle(ctx, cfg.table, snap, cfg.app, topic, func() (ledger.Change, error) {
+			var err error
+			if plan, err = cfg.planStarts(ctx, snap, topic, parts); err != nil {
+				return ledger.Change{}, err
+			}
+			return ledger.Change{Next: plan.Write, TopicID: plan.TopicID,
+				Op: plan.Operation(cfg.starts, ledger.TopicIDProperty(cfg.app, topic))}, nil
+		})
+		if err != nil {
+			return starts{}, fmt.Errorf("record the start offsets of %s%v: %w", topic, parts, err)
 		}
-		return ledger.Change{Next: plan.Write, TopicID: plan.TopicID,
-			Op: plan.Operation(cfg.starts, ledger.TopicIDProperty(cfg.app, cfg.topic))}, nil
-	})
-	if err != nil {
-		return ledger.Plan{}, fmt.Errorf("record the start offsets of %s%v: %w", cfg.topic, ps, err)
+		if len(plan.Recovered) > 0 {
+			cfg.logger.Warn("offsets past delta.setTransactionRetentionDuration found in the table's history; resuming there",
+				"topic", topic, "last", plan.Recovered)
+		}
+		if v >= 0 {
+			cfg.metrics.TableVersion.Set(float64(v))
+			cfg.logger.Info("start offsets recorded", "version", v, "topic", topic, "next", plan.Write, "topic_id", plan.TopicID)
+		}
+		maps.Copy(out.next, ledger.Of(topic, plan.Next))
+		maps.Copy(out.refused, ledger.Of(topic, plan.Refused))
+		maps.Copy(out.recovered, ledger.Of(topic, plan.Recovered))
+		out.losses = append(out.losses, plan.Losses...)
 	}
-	if len(plan.Recovered) > 0 {
-		cfg.logger.Warn("offsets past delta.setTransactionRetentionDuration found in the table's history; resuming there",
-			"topic", cfg.topic, "last", plan.Recovered)
-	}
-	if v >= 0 {
-		cfg.metrics.TableVersion.Set(float64(v))
-		cfg.logger.Info("start offsets recorded", "version", v, "topic", cfg.topic, "next", plan.Write, "topic_id", plan.TopicID)
-	}
-	return plan, nil
+	return out, nil
 }
 
-// planStarts asks Kafka for the topic's logs and plans the starts of ps
-// against what snap holds (ledger.ReadStarts).
-func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot, ps []int32) (ledger.Plan, error) {
+// planStarts asks Kafka for topic's logs and plans the starts of its
+// partitions ps against what snap holds (ledger.ReadStarts).
+func (cfg *committerConfig) planStarts(ctx context.Context, snap *delta.Snapshot, topic string, ps []int32) (ledger.Plan, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	logs, err := cfg.kafka.TopicLogs(ctx)
+	logs, err := cfg.kafka.TopicLogs(ctx, topic)
 	if err != nil {
 		return ledger.Plan{}, err
 	}
-	ts, err := ledger.ReadStarts(ctx, cfg.table, snap, cfg.app, cfg.topic, ps)
+	ts, err := ledger.ReadStarts(ctx, cfg.table, snap, cfg.app, topic, ps)
 	if err != nil {
 		return ledger.Plan{}, err
 	}
@@ -145,12 +184,12 @@ func (c *committer) reportLoss(loss *ledger.DataLossError, skipped bool) {
 		action = "skipped"
 	}
 	part := partitionLabel(loss.Partition)
-	c.cfg.metrics.DataLoss.WithLabelValues(part, loss.Cause, action).Inc()
+	c.cfg.metrics.DataLoss.WithLabelValues(loss.Topic, part, loss.Cause, action).Inc()
 	attrs := []any{"topic", loss.Topic, "partition", loss.Partition, "cause", loss.Cause, "next_offset", loss.Next,
 		"log_start", loss.Log.Start, "log_end", loss.Log.End, "records", loss.Lost()}
 	if skipped {
 		if n := loss.Lost(); n > 0 {
-			c.cfg.metrics.DataLossRecords.WithLabelValues(part).Add(float64(n))
+			c.cfg.metrics.DataLossRecords.WithLabelValues(loss.Topic, part).Add(float64(n))
 		}
 		c.cfg.logger.Warn("data loss skipped (kafka.on_data_loss: skip): "+loss.Error(), append(attrs, "resume_at", loss.Resume)...)
 	} else {
@@ -163,28 +202,28 @@ func (c *committer) reportLoss(loss *ledger.DataLossError, skipped bool) {
 
 // hold marks an owned partition held for reason (a data loss, or a start
 // refused): not read, the engine unhealthy until it is released.
-func (c *committer) hold(p int32, reason string) {
+func (c *committer) hold(p tp, reason string) {
 	if reason == "" {
-		reason = fmt.Sprintf("partition %d held", p)
+		reason = fmt.Sprintf("partition %s held", p)
 	}
 	c.held[p] = true
-	c.cfg.metrics.Held.WithLabelValues(partitionLabel(p)).Set(1)
+	c.cfg.metrics.Held.WithLabelValues(p.Topic, partitionLabel(p.Partition)).Set(1)
 	c.cfg.health.Refuse(heldKey(p), reason)
 	c.cfg.progress.setHeld(c.held)
 }
 
 // release undoes hold (a no-op for a partition not held).
-func (c *committer) release(p int32) {
+func (c *committer) release(p tp) {
 	if !c.held[p] {
 		return
 	}
 	delete(c.held, p)
-	c.cfg.metrics.Held.DeleteLabelValues(partitionLabel(p))
+	c.cfg.metrics.Held.DeleteLabelValues(p.Topic, partitionLabel(p.Partition))
 	c.cfg.health.Accept(heldKey(p))
 	c.cfg.progress.setHeld(c.held)
 }
 
-func heldKey(p int32) string { return fmt.Sprintf("kafka partition %d", p) }
+func heldKey(p tp) string { return "kafka partition " + p.String() }
 
 // runRechecks checks the partitions a fetch found out of the log once
 // everything read of them is committed, so that only what was never read
@@ -198,8 +237,8 @@ func (c *committer) runRechecks(ctx actor.Context) {
 	if len(c.recheck) == 0 || c.cur != nil || c.pipeline == nil || c.busy {
 		return
 	}
-	read := c.cfg.fetch.position()
-	var ready []int32
+	read := c.cfg.fetch.position(c.cfg.sink)
+	var ready []tp
 	for p := range c.recheck {
 		if pos, ok := read[p]; ok && pos != c.base[p] {
 			continue // records of it are read but not committed yet
@@ -209,8 +248,8 @@ func (c *committer) runRechecks(ctx actor.Context) {
 	if len(ready) == 0 {
 		return
 	}
-	slices.Sort(ready)
-	c.startPartitions(ctx, ready, func(ctx actor.Context, next map[int32]int64, err error) {
+	slices.SortFunc(ready, ledger.CompareTP)
+	c.startPartitions(ctx, ready, func(ctx actor.Context, next map[tp]int64, err error) {
 		if err != nil {
 			c.cfg.logger.Warn("partitions not checked against the Kafka log; trying again", "partitions", ready, "err", err)
 			self, system := ctx.Self(), ctx.ActorSystem()
@@ -225,7 +264,7 @@ func (c *committer) runRechecks(ctx actor.Context) {
 			c.cfg.fatal(ErrTopicRecreated)
 			return
 		}
-		if slices.ContainsFunc(ready, func(p int32) bool { return next[p] != ledger.Held }) {
+		if slices.ContainsFunc(ready, func(p tp) bool { return next[p] != ledger.Held }) {
 			c.abort(ctx, fmt.Sprintf("partitions %v checked against the Kafka log", ready), false)
 		}
 	})

@@ -5,9 +5,11 @@ import (
 	"sync"
 )
 
-// Budget bounds what the pipeline holds in memory: bytes buffered in rows
-// not yet uploaded, and epochs started but not committed. The fetch loop
-// pauses Kafka while the budget is exhausted. Safe for concurrent use.
+// Budget bounds what one table's pipeline holds in memory: bytes buffered
+// in rows not yet uploaded, and epochs started but not committed. The fetch
+// loop reads the table no further while its budget is exhausted, or a
+// reader of it waits for room (HasRoom; OnRoom wakes the loop). Safe for
+// concurrent use.
 type Budget struct {
 	limit     int64
 	maxEpochs int
@@ -23,6 +25,8 @@ type Budget struct {
 	aboveAt int64
 	// observe, if set, sees the buffered bytes after every change.
 	observe func(bytes int64)
+	// onRoom, if set, is called whenever usage drops (see OnRoom).
+	onRoom func()
 }
 
 // NewBudget returns a budget of limit bytes and maxEpochs unfinished epochs.
@@ -129,13 +133,30 @@ func (b *Budget) EpochDone() {
 func (b *Budget) notifyLocked() {
 	close(b.changed)
 	b.changed = make(chan struct{})
+	if b.onRoom != nil {
+		b.onRoom()
+	}
 }
 
-// WaitRoom blocks until n more bytes fit in the budget, or nothing is held
-// (so that one thing larger than the budget still passes), or ctx ends; it
-// reports whether there is room.
-func (b *Budget) WaitRoom(ctx context.Context, n int64) bool {
-	return b.waitUntil(ctx, func() bool { return b.bytes+n <= b.limit || b.bytes <= 0 })
+// OnRoom makes f run whenever usage drops (bytes released, an epoch done,
+// a new generation). f runs under the budget's lock: it must be quick and
+// must not call back.
+func (b *Budget) OnRoom(f func()) {
+	b.mu.Lock()
+	b.onRoom = f
+	b.mu.Unlock()
+}
+
+// HasRoom reports whether reading may go on: the budget is not exhausted
+// and n more bytes fit, or nothing is held (so that one thing larger than
+// the budget still passes).
+func (b *Budget) HasRoom(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.epochs > b.maxEpochs {
+		return false
+	}
+	return b.bytes <= 0 || (b.bytes+n <= b.limit && b.bytes < b.limit)
 }
 
 // Fits reports whether n more bytes fit in the budget.
@@ -161,29 +182,4 @@ func (b *Budget) Exhausted() bool {
 
 func (b *Budget) exhaustedLocked() bool {
 	return b.bytes >= b.limit || b.epochs > b.maxEpochs
-}
-
-// Wait blocks until the budget is no longer exhausted or ctx ends, and
-// reports whether it has room.
-func (b *Budget) Wait(ctx context.Context) bool {
-	return b.waitUntil(ctx, func() bool { return !b.exhaustedLocked() })
-}
-
-// waitUntil blocks until ok, checked under the lock whenever usage drops,
-// holds or ctx ends, and reports whether ok held.
-func (b *Budget) waitUntil(ctx context.Context, ok func() bool) bool {
-	for {
-		b.mu.Lock()
-		if ok() {
-			b.mu.Unlock()
-			return true
-		}
-		ch := b.changed
-		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
 }

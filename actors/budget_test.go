@@ -62,17 +62,20 @@ func TestBudgetWaits(t *testing.T) {
 		t.Fatal("WaitAbove(10) did not report reaching 10 bytes")
 	}
 
-	b.Add(0, 90) // exhausted: Wait blocks until a release makes room
-	room := make(chan bool)
-	go func() { room <- b.Wait(t.Context()) }()
-	select {
-	case <-room:
-		t.Fatal("Wait returned while the budget is exhausted")
-	case <-time.After(20 * time.Millisecond):
+	b.Add(0, 90) // exhausted: no room until a release makes some, which OnRoom hears
+	roomed := make(chan struct{}, 1)
+	b.OnRoom(func() { roomed <- struct{}{} })
+	if !b.Exhausted() || b.HasRoom(0) {
+		t.Fatal("a full budget has room")
 	}
 	b.Release(0, 1)
-	if !<-room {
-		t.Fatal("Wait did not report room after a release")
+	select {
+	case <-roomed:
+	default:
+		t.Fatal("OnRoom did not hear the release")
+	}
+	if b.Exhausted() || !b.HasRoom(0) {
+		t.Fatal("no room after a release")
 	}
 }
 
@@ -131,50 +134,40 @@ func TestBudgetWaitAbove(t *testing.T) {
 	}
 }
 
-// Wait ends when an epoch is done, or with ctx.
-func TestBudgetWaitEpochs(t *testing.T) {
+// Too many unfinished epochs leave no room, however few bytes are held,
+// until one is done (which OnRoom hears).
+func TestBudgetEpochs(t *testing.T) {
 	b := NewBudget(100, 1)
 	b.EpochStarted()
 	b.EpochStarted()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	if b.Wait(ctx) {
-		t.Fatal("Wait reported room with too many epochs unfinished")
+	roomed := make(chan struct{}, 1)
+	b.OnRoom(func() { roomed <- struct{}{} })
+	if !b.Exhausted() || b.HasRoom(0) {
+		t.Fatal("room with too many epochs unfinished")
 	}
-	room := make(chan bool)
-	go func() { room <- b.Wait(t.Context()) }()
 	b.EpochDone()
-	if !<-room {
-		t.Fatal("Wait did not report room once an epoch was done")
+	<-roomed
+	if b.Exhausted() || !b.HasRoom(0) {
+		t.Fatal("no room once an epoch was done")
 	}
 }
 
-// WaitRoom ends once n more bytes fit, or once nothing is held (a thing
-// larger than the whole budget must still pass), or with ctx; Fits says
-// whether n fit now.
-func TestBudgetWaitRoom(t *testing.T) {
+// HasRoom says n more bytes fit, or nothing is held (a thing larger than
+// the whole budget must still pass); Fits says whether n fit now.
+func TestBudgetHasRoom(t *testing.T) {
 	b := NewBudget(100, 2)
-	if !b.WaitRoom(t.Context(), 500) {
+	if !b.HasRoom(500) {
 		t.Fatal("an empty budget had no room for one thing larger than it")
 	}
 	b.Add(0, 80)
 	if b.Fits(30) || !b.Fits(20) {
 		t.Fatalf("with 80 of 100 held: Fits(30) %v, Fits(20) %v", b.Fits(30), b.Fits(20))
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	if b.WaitRoom(ctx, 30) {
-		t.Fatal("WaitRoom reported room for 30 with 80 of 100 held")
+	if b.HasRoom(30) || !b.HasRoom(20) {
+		t.Fatalf("with 80 of 100 held: HasRoom(30) %v, HasRoom(20) %v", b.HasRoom(30), b.HasRoom(20))
 	}
-	room := make(chan bool)
-	go func() { room <- b.WaitRoom(t.Context(), 30) }()
-	b.Release(0, 10)
-	if !<-room {
-		t.Fatal("WaitRoom did not end once 30 fit")
-	}
-	go func() { room <- b.WaitRoom(t.Context(), 500) }()
-	b.Release(0, 70)
-	if !<-room {
-		t.Fatal("WaitRoom for more than the budget did not end once nothing was held")
+	b.Release(0, 80)
+	if !b.HasRoom(500) {
+		t.Fatal("no room for more than the budget once nothing was held")
 	}
 }

@@ -44,7 +44,7 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 			return err
 		}
 	}
-	var targets map[int32]int64
+	var targets map[tp]int64
 	for {
 		var err error
 		if targets, err = e.cons.EndOffsets(ctx); err == nil {
@@ -64,8 +64,8 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 	// stopped for room in the memory budget maps the rest of its poll only
 	// once an epoch's flush frees it.
 	flushed := false
-	var flushedAt map[int32]int64 // the committed offsets at the last flush
-	emptySeen := map[int32]int{}  // consecutive checks a partition looked empty
+	var flushedAt map[tp]int64 // the committed offsets at the last flush
+	emptySeen := map[tp]int{}  // consecutive checks a partition looked empty
 	for {
 		if err := wait(); err != nil {
 			return err
@@ -95,9 +95,9 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 // caughtUp reports whether every owned partition is committed up to its
 // target (done), and whether every one is at least read up to it (read).
 // emptySeen counts, per partition, the consecutive checks it looked empty.
-func (e *Engine) caughtUp(ctx context.Context, targets, committed map[int32]int64, emptySeen map[int32]int) (done, read bool) {
+func (e *Engine) caughtUp(ctx context.Context, targets, committed map[tp]int64, emptySeen map[tp]int) (done, read bool) {
 	pos := e.Position()
-	var lag map[int32]int64
+	var lag map[tp]int64
 	done, read = true, true
 	for _, p := range e.cons.Owned() {
 		target := targets[p]
@@ -112,7 +112,7 @@ func (e *Engine) caughtUp(ctx context.Context, targets, committed map[int32]int6
 			if lag == nil {
 				var err error
 				if lag, err = e.cons.Lag(ctx); err != nil {
-					lag = map[int32]int64{}
+					lag = map[tp]int64{}
 				}
 			}
 			// Twice in a row, so records just polled but not yet routed

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,10 +19,11 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// committerConfig is the committer's wiring.
+// committerConfig is the committer's wiring: one table's.
 type committerConfig struct {
+	name          string // the table's, in actor names and logs
+	sink          int    // the table's index in the fetch loop
 	app           string
-	topic         string
 	table         *delta.Table
 	flushInterval time.Duration
 	epochTimeout  time.Duration // an epoch not committed by then is aborted
@@ -32,16 +32,13 @@ type committerConfig struct {
 	retry         retryPolicy   // storage and DLQ operations, before an epoch is given up
 	pipeline      *pipelineConfig
 	outbox        Outbox
-	offsets       OffsetCommitter
-	// groupCommits counts the group offset commits in flight, which Stop
-	// waits for before the consumer leaves the group (an answer after
-	// that is franz-go's "were we kicked from the group?").
-	groupCommits *sync.WaitGroup
-	fetch        *fetcher
-	budget       *Budget
-	health       *Health
-	metrics      *Metrics
-	logger       *slog.Logger
+	// group commits the Kafka group offsets every table's commits allow.
+	group   *groupOffsets
+	fetch   *fetcher
+	budget  *Budget
+	health  *Health
+	metrics *Metrics
+	logger  *slog.Logger
 	// eventTime names the column whose committed maximum the freshness
 	// metric follows ("" or absent from the stats: not followed).
 	eventTime string
@@ -59,7 +56,7 @@ type committerConfig struct {
 
 // topicLogger is the consumer's TopicLogs.
 type topicLogger interface {
-	TopicLogs(ctx context.Context) (ledger.TopicLogs, error)
+	TopicLogs(ctx context.Context, topic string) (ledger.TopicLogs, error)
 }
 
 // Committer-internal messages.
@@ -71,7 +68,7 @@ type (
 		epoch uint64
 	}
 	// committedOffsets asks for the next offset of each assigned partition
-	// per the snapshot (answered with map[int32]int64).
+	// per the snapshot (answered with map[tp]int64).
 	committedOffsets struct{}
 )
 
@@ -84,26 +81,26 @@ type committer struct {
 	snap     *delta.Snapshot
 	gen      uint64
 	pipeline *actor.PID
-	assigned map[int32]bool
+	assigned map[tp]bool
 	// base is, per owned partition, the next offset the table said when
 	// reading it began (as ledger.Next: -1 for none), advanced by our
 	// own commits. Our epoch may commit the partition only while the table
 	// still says so: if another writer advanced its txn meanwhile (it
 	// owned the partition after our snapshot was read, or we are a
 	// zombie), the epoch re-read records that writer committed.
-	base map[int32]int64
-	// held are the owned partitions refused for data loss (ledger.Held):
-	// not read until reassigned. recheck are those whose fetch found their
-	// offset out of the log or their topic gone, to be checked once what
-	// was read of them is committed (runRechecks).
-	held        map[int32]bool
-	recheck     map[int32]bool
+	base map[tp]int64
+	// held are the owned partitions refused for data loss or a start in
+	// doubt (ledger.Held): not read until reassigned. recheck are those
+	// whose fetch found their offset out of the log or their topic gone,
+	// to be checked once what was read of them is committed (runRechecks).
+	held        map[tp]bool
+	recheck     map[tp]bool
 	staleClient bool   // a fetch found the topic's ID gone (see runRechecks)
 	epoch       uint64 // the epoch readers are filling
 	cur         *epochState
 	// readers are the partitions this generation's pipeline was asked to
 	// read: those an epoch is sealed on.
-	readers map[int32]bool
+	readers map[tp]bool
 	sched   schedule // which CommitNow seals which epoch, who waits on it
 	// busy is set while table work runs off the actor (offActor): until its
 	// result is applied, the messages it would race with wait in deferred.
@@ -188,7 +185,8 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	case *messages.Assign:
 		c.handleAssign(ctx, m)
 	case *messages.Revoke:
-		for _, p := range m.Partitions {
+		for _, part := range m.Partitions {
+			p := tp{Topic: m.Topic, Partition: part}
 			delete(c.assigned, p)
 			delete(c.base, p)
 			delete(c.recheck, p)
@@ -196,7 +194,7 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		}
 		c.cfg.progress.setCommitted(c.base)
 		c.isolate, c.faults = nil, 0 // the ranges it searched may be another process's now
-		c.abort(ctx, fmt.Sprintf("partitions %v revoked", m.Partitions), false)
+		c.abort(ctx, fmt.Sprintf("partitions %s%v revoked", m.Topic, m.Partitions), false)
 		close(m.Reply)
 	case *messages.Sealed:
 		if m.Gen == c.gen && c.cur != nil && c.cur.onSealed(m) && len(c.cur.waitFlush) == 0 {
@@ -216,7 +214,7 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		}
 	case *committedOffsets:
 		if sender != nil {
-			ctx.Send(sender, ledger.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions()))
+			ctx.Send(sender, nextOffsets(c.snap, c.cfg.app, c.partitions()))
 		}
 	case *rebuild:
 		if m.gen == c.gen {
@@ -292,7 +290,7 @@ func (c *committer) start(ctx actor.Context) {
 	c.cfg.progress.committing.Store(false)
 	c.dropEpoch()
 	if c.assigned == nil {
-		c.assigned, c.base, c.held, c.recheck = map[int32]bool{}, map[int32]int64{}, map[int32]bool{}, map[int32]bool{}
+		c.assigned, c.base, c.held, c.recheck = map[tp]bool{}, map[tp]int64{}, map[tp]bool{}, map[tp]bool{}
 	}
 	var snap *delta.Snapshot
 	err := retry(c.ctx, c.cfg.retry, func() (err error) {
@@ -336,7 +334,27 @@ func (c *committer) storageRetrying(what string) func(int, error) {
 	return storageRetrying(c.cfg.metrics, c.cfg.health, c.cfg.logger, what)
 }
 
-func (c *committer) partitions() []int32 { return slices.Sorted(maps.Keys(c.assigned)) }
+func (c *committer) partitions() []tp { return sortedTPs(c.assigned) }
+
+// nextOffsets is ledger.Next over partitions of several topics.
+func nextOffsets(s *delta.Snapshot, app string, ps []tp) map[tp]int64 {
+	out := make(map[tp]int64, len(ps))
+	for topic, parts := range byTopic(ps) {
+		for p, next := range ledger.Next(s, app, topic, parts) {
+			out[tp{Topic: topic, Partition: p}] = next
+		}
+	}
+	return out
+}
+
+// byTopic groups partitions by topic.
+func byTopic(ps []tp) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, p := range ps {
+		out[p.Topic] = append(out[p.Topic], p.Partition)
+	}
+	return out
+}
 
 // spawnPipeline builds this generation's pipeline and readers, then
 // points the fetch loop at them, re-reading from the committed offsets.
@@ -347,18 +365,18 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	if err != nil {
 		panic(fmt.Errorf("committer: spawn pipeline: %w", err))
 	}
-	c.pipeline, c.readers = pid, map[int32]bool{}
-	var limits map[int32]*readLimit
+	c.pipeline, c.readers = pid, map[tp]bool{}
+	var limits map[tp]*readLimit
 	if c.isolate != nil {
 		p, limit := c.isolate.plan()
-		limits = map[int32]*readLimit{p: limit}
+		limits = map[tp]*readLimit{p: limit}
 	}
-	if len(c.assigned) > 0 {
-		c.spawnReaders(ctx, c.partitions(), limits)
-	}
-	offsets := ledger.Next(c.snap, c.cfg.app, c.cfg.topic, c.partitions())
+	offsets := nextOffsets(c.snap, c.cfg.app, c.partitions())
 	maps.Copy(c.base, offsets)
 	c.cfg.progress.setCommitted(c.base)
+	if len(c.assigned) > 0 {
+		c.spawnReaders(ctx, maps.Clone(offsets), limits)
+	}
 	for p := range c.held {
 		offsets[p] = ledger.Held
 	}
@@ -367,19 +385,19 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 			offsets[p] = ledger.Held // one partition at a time while isolating
 		}
 	}
-	c.cfg.fetch.reset(c.gen, offsets)
+	c.cfg.fetch.reset(c.cfg.sink, c.gen, offsets)
 	if seal, reason := c.sched.rebuilt(); seal && c.cur == nil {
 		c.sealEpoch(ctx, reason)
 	}
 }
 
-// spawnReaders asks the pipeline for readers of partitions; epochs sealed
-// from now on include them.
-func (c *committer) spawnReaders(ctx actor.Context, partitions []int32, limits map[int32]*readLimit) {
-	for _, p := range partitions {
+// spawnReaders asks the pipeline for readers of partitions, each
+// continuing from its offset; epochs sealed from now on include them.
+func (c *committer) spawnReaders(ctx actor.Context, from map[tp]int64, limits map[tp]*readLimit) {
+	for p := range from {
 		c.readers[p] = true
 	}
-	ctx.Send(c.pipeline, &spawnReaders{partitions: partitions, epoch: c.epoch, limits: limits})
+	ctx.Send(c.pipeline, &spawnReaders{from: from, epoch: c.epoch, limits: limits})
 }
 
 func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
@@ -390,7 +408,7 @@ func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
 
 // sealEpoch seals epoch c.epoch: readers tag later rows with the next one.
 func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
-	partitions := slices.Sorted(maps.Keys(c.readers))
+	partitions := sortedTPs(c.readers)
 	c.sched.sealed()
 	if len(partitions) == 0 {
 		c.finishEpoch(ctx, nil)
@@ -398,7 +416,7 @@ func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
 	}
 	e := c.epoch
 	c.epoch++
-	c.cur = newEpochState(e, c.cfg.topic, partitions, reason, time.Now())
+	c.cur = newEpochState(e, partitions, reason, time.Now())
 	c.cfg.budget.EpochStarted()
 	// Buffers idle for long stop with this epoch: forgotten by the registry
 	// now and by the readers at Seal, flushed once more, then stopped.
@@ -458,10 +476,8 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.idle[id]++
 	}
 	letters := es.deadLetters()
-	if id := c.snap.Metadata().Configuration[ledger.TopicIDProperty(c.cfg.app, c.cfg.topic)]; id != "" {
-		for i := range letters {
-			letters[i].TopicID = id
-		}
+	for i := range letters {
+		letters[i].TopicID = c.snap.Metadata().Configuration[ledger.TopicIDProperty(c.cfg.app, letters[i].Topic)]
 	}
 	var ec *epochCommit
 	if refresh := c.staleTxns(es); !es.empty() || len(refresh) > 0 {
@@ -546,17 +562,19 @@ func (c *committer) epochWritten(ctx actor.Context, es *epochState, ec *epochCom
 		c.faults = 0
 	}
 	c.finishEpoch(ctx, nil)
-	if _, step := es.offsets()[c.isolatedPartition()]; step {
-		c.isolationCommitted(ctx)
+	if p, isolating := c.isolatedPartition(); isolating {
+		if _, step := es.offsets()[p]; step {
+			c.isolationCommitted(ctx)
+		}
 	}
 }
 
-// isolatedPartition is the partition an isolation searches, or -1.
-func (c *committer) isolatedPartition() int32 {
+// isolatedPartition is the partition an isolation searches, if one runs.
+func (c *committer) isolatedPartition() (tp, bool) {
 	if c.isolate == nil {
-		return -1
+		return tp{}, false
 	}
-	return c.isolate.parts[0]
+	return c.isolate.parts[0], true
 }
 
 // failEpoch aborts the epochs after a failure; fault says the failure
@@ -587,9 +605,9 @@ func (c *committer) failEpoch(ctx actor.Context, reason string, fault bool) {
 
 // suspectRanges are, per owned partition not held, the offsets read and
 // not committed: from the table's next offset to the fetch position.
-func (c *committer) suspectRanges() map[int32][2]int64 {
-	pos := c.cfg.fetch.position()
-	out := map[int32][2]int64{}
+func (c *committer) suspectRanges() map[tp][2]int64 {
+	pos := c.cfg.fetch.position(c.cfg.sink)
+	out := map[tp][2]int64{}
 	for _, p := range c.partitions() {
 		if next, ok := pos[p]; ok && !c.held[p] {
 			out[p] = [2]int64{c.base[p], next - 1}
@@ -668,12 +686,19 @@ func (c *committer) checkpointed(ctx actor.Context, version int64, err error) er
 // in the snapshot is no longer the one we began reading from. Commit checks
 // the versions after the snapshot; this covers those the snapshot absorbed
 // (our earlier commits replaying other writers', a re-read on assignment).
-func (c *committer) movedPartitions(es *epochState) []int32 {
-	read := map[int32]int64{}
+func (c *committer) movedPartitions(es *epochState) []tp {
+	var moved []tp
+	read := map[tp]int64{}
 	for p := range es.offsets() {
 		read[p] = c.base[p]
 	}
-	return ledger.Moved(c.snap, c.cfg.app, c.cfg.topic, read)
+	for topic, parts := range ledger.ByTopic(read) {
+		for _, p := range ledger.Moved(c.snap, c.cfg.app, topic, parts) {
+			moved = append(moved, tp{Topic: topic, Partition: p})
+		}
+	}
+	slices.SortFunc(moved, ledger.CompareTP)
+	return moved
 }
 
 // staleTxns are the txns of the owned partitions this epoch does not
@@ -681,7 +706,13 @@ func (c *committer) movedPartitions(es *epochState) []int32 {
 // alone when the epoch is empty, they keep an idle partition's offset from
 // expiring.
 func (c *committer) staleTxns(es *epochState) []delta.Txn {
-	return ledger.Stale(c.snap, c.cfg.app, c.cfg.topic, c.partitions(), es.offsets(), c.base, time.Now())
+	var out []delta.Txn
+	advanced, base := ledger.ByTopic(es.offsets()), ledger.ByTopic(c.base)
+	now := time.Now()
+	for topic, owned := range byTopic(c.partitions()) {
+		out = append(out, ledger.Stale(c.snap, c.cfg.app, topic, owned, advanced[topic], base[topic], now)...)
+	}
+	return out
 }
 
 // afterCommit does what follows a commit that landed at at: KV mirror,
@@ -698,24 +729,20 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, at t
 	m.LastCommit.Set(float64(at.UnixMilli()) / 1e3)
 	m.committedFiles(es.files, c.cfg.eventTime)
 	offsets := es.offsets()
-	next := make(map[int32]int64, len(offsets))
 	for p, off := range offsets {
-		c.cfg.outbox.MirrorOffset(c.cfg.topic, p, off, version)
-		next[p] = off + 1
+		c.cfg.outbox.MirrorOffset(p.Topic, p.Partition, off, version)
 	}
-	if c.cfg.offsets != nil {
-		c.cfg.groupCommits.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := c.cfg.offsets.CommitOffsets(ctx, next); err != nil {
-				c.cfg.logger.Debug("kafka group offsets not committed (lag tools only)", "err", err)
-			}
-		})
-	}
+	c.cfg.group.committed(c.cfg.sink, c.base)
 	c.cfg.outbox.Publish(&bridge.FlushEvent{Epoch: es.epoch, Reason: string(es.reason), Files: len(es.files), Rows: rows, Bytes: bytes,
 		DurationMS: at.Sub(es.started).Milliseconds() - took.Milliseconds()})
-	c.cfg.outbox.Publish(&bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
-		Bytes: bytes, Topic: c.cfg.topic, Partitions: offsets, DurationMS: at.Sub(es.started).Milliseconds()})
+	ev := &bridge.CommitEvent{Version: version, Epoch: es.epoch, Files: len(es.files), Rows: rows,
+		Bytes: bytes, Topics: ledger.ByTopic(offsets), DurationMS: at.Sub(es.started).Milliseconds()}
+	if len(ev.Topics) == 1 {
+		for topic, parts := range ev.Topics {
+			ev.Topic, ev.Partitions = topic, parts
+		}
+	}
+	c.cfg.outbox.Publish(ev)
 	c.cfg.logger.Info("committed", "version", version, "epoch", es.epoch, "files", len(es.files), "rows", rows,
 		"records", es.records(), "dlq", len(es.deadLetters()), "took", took.Round(time.Millisecond))
 }

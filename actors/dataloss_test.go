@@ -145,7 +145,7 @@ func TestRetentionLossHeld(t *testing.T) {
 		t.Fatalf("table at %v with %d rows; want partition 0 still at 30 and only partition 1's 20 rows", next, rows)
 	}
 	health := r.engine.deps.Health.Unhealthy()
-	if why := health["kafka partition 0"]; !strings.Contains(why, "offsets 30-44 (15 records)") ||
+	if why := health[partKey(0)]; !strings.Contains(why, "offsets 30-44 (15 records)") ||
 		!strings.Contains(why, "kafka.on_data_loss: skip") {
 		t.Errorf("unhealthy %v; want partition 0 named with offsets 30-44, 15 records and what to do", health)
 	}
@@ -154,11 +154,11 @@ func TestRetentionLossHeld(t *testing.T) {
 		evs[0].Records != 15 || evs[0].Next != 30 || evs[0].LogStart != 45 {
 		t.Errorf("data_loss events %+v; want one: partition 0 held, retention, 15 records from 30, log start 45", evs)
 	}
-	m := r.engine.deps.Metrics
-	if v := value(t, m.Held.WithLabelValues("0")); v != 1 {
+	m := r.metrics()
+	if v := value(t, m.Held.WithLabelValues(topic, "0")); v != 1 {
 		t.Errorf("deltaflow_partition_held{partition=0} = %v, want 1", v)
 	}
-	if v := value(t, m.DataLoss.WithLabelValues("0", ledger.LossRetention, "held")); v != 1 {
+	if v := value(t, m.DataLoss.WithLabelValues(topic, "0", ledger.LossRetention, "held")); v != 1 {
 		t.Errorf("deltaflow_data_loss_total = %v, want 1", v)
 	}
 	if p := r.engine.Progress(t.Context()); p.Uncommitted != 0 {
@@ -198,7 +198,7 @@ func TestRetentionLossSkipped(t *testing.T) {
 	if evs := events.get(); len(evs) != 1 || evs[0].Action != "skipped" || evs[0].ResumeAt != 45 {
 		t.Errorf("data_loss events %+v; want one, skipped, resuming at 45", evs)
 	}
-	if v := value(t, r.engine.deps.Metrics.DataLossRecords.WithLabelValues("0")); v != 15 {
+	if v := value(t, r.metrics().DataLossRecords.WithLabelValues(topic, "0")); v != 15 {
 		t.Errorf("deltaflow_data_loss_records_total = %v, want 15", v)
 	}
 	if u := r.engine.deps.Health.Unhealthy(); len(u) != 0 {
@@ -237,7 +237,7 @@ func TestRecreatedTopic(t *testing.T) {
 				if next, rows, _ := h.tableState(); next[0] != 30 || rows != 30 {
 					t.Fatalf("table at %v with %d rows; want nothing of the new topic", next, rows)
 				}
-				why := r.engine.deps.Health.Unhealthy()["kafka partition 0"]
+				why := r.engine.deps.Health.Unhealthy()[partKey(0)]
 				if !strings.Contains(why, "deleted and created again") || !strings.Contains(why, oldID) {
 					t.Errorf("unhealthy: %q; want the recreation and the old topic ID named", why)
 				}

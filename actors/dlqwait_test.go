@@ -36,7 +36,7 @@ func TestDLQWaitIsBounded(t *testing.T) {
 	outage := 3 * time.Second
 	h.outbox = unreachableDLQ{Outbox: NewOutbox(h.bridge), until: time.Now().Add(outage)}
 	r := h.start(Config{MaxRetry: 300 * time.Millisecond}, nil)
-	m := r.engine.deps.Metrics
+	m := r.metrics()
 	time.Sleep(outage - time.Second)
 	if s, err := h.table.Snapshot(t.Context()); err != nil || s.NumFiles() != 0 {
 		t.Fatalf("committed data while the DLQ was unreachable: %v, %v", s, err)
@@ -78,7 +78,7 @@ func TestStopDuringDLQWait(t *testing.T) {
 	h.produce(2_000, 0.1, 7)
 	h.outbox = unreachableDLQ{Outbox: NewOutbox(h.bridge), until: time.Now().Add(time.Hour)}
 	r := h.start(Config{MaxRetry: 10 * time.Minute}, nil)
-	m := r.engine.deps.Metrics
+	m := r.metrics()
 	for deadline := time.Now().Add(30 * time.Second); value(t, m.DLQWaiting) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no epoch waited for the DLQ within 30s")
@@ -98,7 +98,7 @@ func TestStopDuringDLQWait(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Stop still waits after 30s: the committer is stuck in the DLQ retries")
 	}
-	if _, alive := r.engine.system.ProcessRegistry.GetLocal(committerName); alive {
+	if _, alive := r.engine.system.ProcessRegistry.GetLocal(committerName(testTable)); alive {
 		t.Fatal("the committer still runs after Stop: stuck in the DLQ retries")
 	}
 	r.engine.system.Shutdown()

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
+	"regexp"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -22,14 +23,14 @@ import (
 	"github.com/deltaflow/deltaflow/storage"
 )
 
-// Config tunes the engine. Zero fields take DefaultConfig's values (noted
-// here for the reader).
+// Config tunes the engine: what is the process's (the memory budget, the
+// start and data-loss policies, retries), and the defaults of what each
+// Route may set for its table. Zero fields take DefaultConfig's values
+// (noted here for the reader).
 type Config struct {
-	// App prefixes the txn appIds ("<app>-<topic>-<partition>"); default
-	// "deltaflow". Two deployments writing one table need different apps.
+	// App prefixes the txn appIds ("<app>-<topic>-<partition>") of routes
+	// that set none; default "deltaflow".
 	App string
-	// Topic is the Kafka topic; required.
-	Topic string
 	// StartOffset is where a partition the table has no offset for starts:
 	// ledger.StartEarliest (default) or ledger.StartLatest. The resolved
 	// offset is committed before the partition is read.
@@ -43,12 +44,14 @@ type Config struct {
 	// FlushMaxBytes starts an epoch early once this many bytes are buffered;
 	// default 8 MiB.
 	FlushMaxBytes int64
-	// MemoryBudget pauses Kafka while buffers hold this many bytes: rows at
-	// their mapped size until encoded, then the encoded files until
-	// uploaded. Default 16 MiB.
+	// MemoryBudget is what the process's pipelines may hold: rows at their
+	// mapped size until encoded, then the encoded files until uploaded.
+	// Each table gets its Route.MemoryBudget, or an equal share of what the
+	// routes that set none leave. A table out of room is read no further
+	// until an epoch frees some. Default 16 MiB.
 	MemoryBudget int64
-	// MaxUnfinishedEpochs pauses Kafka while more epochs are in flight;
-	// default 2.
+	// MaxUnfinishedEpochs stops reading a table while more of its epochs
+	// are in flight; default 2.
 	MaxUnfinishedEpochs int
 	// Writer configures the data files (compression, row groups).
 	Writer delta.WriterOptions
@@ -72,6 +75,43 @@ type Config struct {
 	EventTimeColumn string
 
 	beforeRows func(key string) // test hook, see bufferConfig
+}
+
+// Route is one table the engine writes and the topics that feed it: a
+// table's own settings (zero: Config's) and its connections.
+type Route struct {
+	// Name is the table's: in actor names, metric labels and health keys;
+	// required and unique.
+	Name string
+	// Topics are the topics the table reads; TopicRegex, if set, adds
+	// every topic whose name matches it.
+	Topics     []string
+	TopicRegex *regexp.Regexp
+	// App, FlushInterval, FlushMaxBytes, EventTimeColumn: as Config's.
+	App             string
+	FlushInterval   time.Duration
+	FlushMaxBytes   int64
+	EventTimeColumn string
+	// MemoryBudget is the table's share of Config.MemoryBudget; 0: an
+	// equal share of what the routes that set one leave.
+	MemoryBudget int64
+	// Writer and Maintenance, if set, replace Config's.
+	Writer      *delta.WriterOptions
+	Maintenance *Maintenance
+
+	Table  *delta.Table // its store receives the data files
+	Mapper *mapping.Mapper
+	// TableSchema, if set, is the table's schema: data files then use its
+	// physical column names and column ids (column mapping).
+	TableSchema *delta.StructType
+	// PartitionColumns are the table's, in order.
+	PartitionColumns []string
+	Outbox           Outbox
+}
+
+// reads reports whether the route's table reads topic.
+func (r *Route) reads(topic string) bool {
+	return slices.Contains(r.Topics, topic) || r.TopicRegex != nil && r.TopicRegex.MatchString(topic)
 }
 
 // pathLimited is m rejecting the records whose data file's key the store
@@ -152,28 +192,19 @@ func (c *Config) setDefaults() {
 // which OPTIMIZE rewrites with the default.
 const streamPageSize = 32 << 10
 
-// Deps are the engine's connections to the outside.
+// Deps are the engine's connections to the outside that are the
+// process's (each Route has its table's).
 type Deps struct {
-	Table  *delta.Table // its store receives the data files
-	Mapper *mapping.Mapper
-	// TableSchema, if set, is the table's schema: data files then use its
-	// physical column names and column ids (column mapping).
-	TableSchema *delta.StructType
-	// PartitionColumns are the table's, in order.
-	PartitionColumns []string
-	Outbox           Outbox
-	Metrics          *Metrics
-	Health           *Health
-	Logger           *slog.Logger
+	Metrics *Metrics
+	Health  *Health
+	Logger  *slog.Logger
 }
 
-// Names of the engine's top-level actors. Spawned by name, their PIDs are
-// known before they run, so every config that sends to them is complete at
-// construction.
-const (
-	committerName   = "committer"
-	maintenanceName = "maintenance"
-)
+// Names of the engine's top-level actors, per table. Spawned by name,
+// their PIDs are known before they run, so every config that sends to them
+// is complete at construction.
+func committerName(table string) string   { return "committer-" + table }
+func maintenanceName(table string) string { return "maintenance-" + table }
 
 // Engine runs the actors. Create it, create the Kafka consumer with the
 // engine as its Handler, then Start.
@@ -181,24 +212,31 @@ type Engine struct {
 	cfg    Config
 	deps   Deps
 	system *actor.ActorSystem
-	reg    *registry
-	budget *Budget
-	ready  chan struct{} // closed once the committer is spawned
-
-	committer   *actor.PID
-	maintenance *actor.PID  // nil when maintenance is disabled
-	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it); nil when disabled
+	tables []*table
+	ready  chan struct{} // closed once the committers are spawned
 
 	// Set by Start, before it closes ready (see started).
 	fetch    *fetcher
 	cons     Consumer
-	progress *progress
+	group    *groupOffsets
 	cancel   context.CancelFunc
 	loopDone chan error
-	// groupCommits: the committer's Kafka group offset commits in flight.
-	groupCommits sync.WaitGroup
-	stopping     atomic.Bool
-	fatal        chan error // see Fatal
+	stopping atomic.Bool
+	fatal    chan error // see Fatal
+}
+
+// table is one route's part of the engine.
+type table struct {
+	route       Route // defaults applied
+	committer   *actor.PID
+	maintenance *actor.PID  // nil when maintenance is disabled
+	maintainer  *maintainer // the maintenance actor's worker (tests run rounds on it); nil when disabled
+	reg         *registry
+	budget      *Budget
+	metrics     *Metrics
+	health      *Health
+	logger      *slog.Logger
+	progress    *progress // set by Start
 }
 
 // ErrTopicRecreated is sent on [Engine.Fatal] when the topic was deleted
@@ -222,20 +260,18 @@ func (e *Engine) fail(err error) {
 	}
 }
 
-// NewEngine checks the configuration and prepares an engine.
-func NewEngine(cfg Config, deps Deps) (*Engine, error) {
+// NewEngine checks the configuration and prepares an engine writing the
+// routes' tables.
+func NewEngine(cfg Config, deps Deps, routes ...Route) (*Engine, error) {
 	cfg.setDefaults()
-	if cfg.Topic == "" {
-		return nil, errors.New("engine: no topic")
-	}
 	if cfg.StartOffset != ledger.StartEarliest && cfg.StartOffset != ledger.StartLatest {
 		return nil, fmt.Errorf("engine: start offset %q (want %q or %q)", cfg.StartOffset, ledger.StartEarliest, ledger.StartLatest)
 	}
 	if cfg.OnDataLoss != ledger.OnDataLossFail && cfg.OnDataLoss != ledger.OnDataLossSkip {
 		return nil, fmt.Errorf("engine: on data loss %q (want %q or %q)", cfg.OnDataLoss, ledger.OnDataLossFail, ledger.OnDataLossSkip)
 	}
-	if deps.Table == nil || deps.Mapper == nil || deps.Outbox == nil {
-		return nil, errors.New("engine: table, mapper and outbox are required")
+	if len(routes) == 0 {
+		return nil, errors.New("engine: no route")
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(nil)
@@ -246,42 +282,146 @@ func NewEngine(cfg Config, deps Deps) (*Engine, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
+	shares, err := memoryShares(cfg.MemoryBudget, routes)
+	if err != nil {
+		return nil, err
+	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return deps.Logger.With("component", "actors")
 	}))
-	e := &Engine{cfg: cfg, deps: deps, system: system, reg: newRegistry(), budget: NewBudget(cfg.MemoryBudget, cfg.MaxUnfinishedEpochs),
-		ready: make(chan struct{}), fatal: make(chan error, 1), committer: actor.NewPID(system.Address(), committerName)}
-	if cfg.Maintenance.enabled() {
-		e.maintenance = actor.NewPID(system.Address(), maintenanceName)
-		e.maintainer = &maintainer{cfg: cfg.Maintenance, table: deps.Table, writer: cfg.Writer, outbox: deps.Outbox,
-			metrics: deps.Metrics, logger: deps.Logger.With("component", maintenanceName)}
+	e := &Engine{cfg: cfg, deps: deps, system: system, ready: make(chan struct{}), fatal: make(chan error, 1)}
+	names := map[string]bool{}
+	for i, r := range routes {
+		switch {
+		case r.Name == "" || names[r.Name]:
+			return nil, fmt.Errorf("engine: route %d: name %q empty or not unique", i, r.Name)
+		case len(r.Topics) == 0 && r.TopicRegex == nil:
+			return nil, fmt.Errorf("engine: route %s: no topic", r.Name)
+		case r.Table == nil || r.Mapper == nil || r.Outbox == nil:
+			return nil, fmt.Errorf("engine: route %s: table, mapper and outbox are required", r.Name)
+		}
+		names[r.Name] = true
+		r.withDefaults(cfg)
+		t := &table{route: r, committer: actor.NewPID(system.Address(), committerName(r.Name)), reg: newRegistry(),
+			budget: NewBudget(shares[i], cfg.MaxUnfinishedEpochs), metrics: deps.Metrics.Table(r.Name),
+			health: deps.Health.Table(r.Name), logger: deps.Logger.With("table", r.Name)}
+		if r.Maintenance.enabled() {
+			t.maintenance = actor.NewPID(system.Address(), maintenanceName(r.Name))
+			t.maintainer = &maintainer{cfg: *r.Maintenance, table: r.Table, writer: *r.Writer, outbox: r.Outbox,
+				metrics: t.metrics, logger: t.logger.With("component", "maintenance")}
+		}
+		e.tables = append(e.tables, t)
 	}
 	return e, nil
 }
 
-// Assigned implements kafka.Handler: the committer spawns readers for the
-// partitions and answers where the Delta log says each continues.
+// withDefaults fills r's zero settings from cfg's.
+func (r *Route) withDefaults(cfg Config) {
+	if r.App == "" {
+		r.App = cfg.App
+	}
+	if r.FlushInterval <= 0 {
+		r.FlushInterval = cfg.FlushInterval
+	}
+	if r.FlushMaxBytes <= 0 {
+		r.FlushMaxBytes = cfg.FlushMaxBytes
+	}
+	if r.EventTimeColumn == "" {
+		r.EventTimeColumn = cfg.EventTimeColumn
+	}
+	if r.Writer == nil {
+		w := cfg.Writer
+		r.Writer = &w
+	}
+	if r.Writer.RowGroupRows == 0 {
+		r.Writer.RowGroupRows = cfg.Writer.RowGroupRows
+	}
+	if r.Maintenance == nil {
+		m := cfg.Maintenance
+		r.Maintenance = &m
+	}
+}
+
+// memoryShares splits budget among the routes: each one's MemoryBudget, the
+// rest equally among those that set none.
+func memoryShares(budget int64, routes []Route) ([]int64, error) {
+	shares := make([]int64, len(routes))
+	rest, open := budget, 0
+	for i, r := range routes {
+		shares[i] = r.MemoryBudget
+		rest -= r.MemoryBudget
+		if r.MemoryBudget <= 0 {
+			open++
+		}
+	}
+	if open > 0 && rest < int64(open) {
+		return nil, fmt.Errorf("engine: the routes' memory budgets leave %d bytes of %d for the %d routes that set none", rest, budget, open)
+	}
+	for i := range shares {
+		if shares[i] <= 0 {
+			shares[i] = rest / int64(open)
+		}
+	}
+	return shares, nil
+}
+
+// readers returns the tables that read topic.
+func (e *Engine) readers(topic string) []*table {
+	var out []*table
+	for _, t := range e.tables {
+		if t.route.reads(topic) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Assigned implements kafka.Handler: the committer of every table reading
+// the topic checks its offsets of the partitions and spawns their readers;
+// the consumer starts each partition at the lowest offset any of them
+// continues from (the others skip what they hold), and holds one every
+// table holds.
 func (e *Engine) Assigned(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
 	select {
 	case <-e.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	reply := make(chan messages.Assigned, 1)
-	e.system.Root.Send(e.committer, &messages.Assign{Topic: topic, Partitions: partitions, Reply: reply})
-	select {
-	case a := <-reply:
-		if a.Err != nil {
-			return nil, a.Err
-		}
-		e.deps.Logger.Info("partitions assigned", "partitions", partitions, "offsets", a.Next)
-		return a.Next, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	tables := e.readers(topic)
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("no table reads topic %s", topic)
 	}
+	replies := make([]chan messages.Assigned, len(tables))
+	for i, t := range tables {
+		replies[i] = make(chan messages.Assigned, 1)
+		e.system.Root.Send(t.committer, &messages.Assign{Topic: topic, Partitions: partitions, Reply: replies[i]})
+	}
+	start := map[int32]int64{}
+	var starts []tableStarts
+	for i, t := range tables {
+		var a messages.Assigned
+		select {
+		case a = <-replies[i]:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if a.Err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.route.Name, a.Err)
+		}
+		starts = append(starts, tableStarts{sink: slices.Index(e.tables, t), gen: a.Gen, offsets: ledger.Of(topic, a.Next)})
+		for p, off := range a.Next {
+			if cur, ok := start[p]; !ok || cur == ledger.Held || (off != ledger.Held && off < cur) {
+				start[p] = off
+			}
+		}
+	}
+	e.fetch.assigned(ledger.Of(topic, start), starts)
+	e.deps.Logger.Info("partitions assigned", "topic", topic, "partitions", partitions, "offsets", start)
+	return start, nil
 }
 
-// Revoked implements kafka.Handler: the in-flight epoch is dropped.
+// Revoked implements kafka.Handler: the in-flight epochs of every table
+// reading the topic are dropped.
 func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) {
 	select {
 	case <-e.ready:
@@ -289,15 +429,22 @@ func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) 
 		return
 	}
 	if e.stopping.Load() {
-		return // the final epoch is committed; nothing in flight to drop
+		return // the final epochs are committed; nothing in flight to drop
 	}
-	reply := make(chan struct{})
-	e.system.Root.Send(e.committer, &messages.Revoke{Topic: topic, Partitions: partitions, Reply: reply})
-	select {
-	case <-reply:
-	case <-ctx.Done():
+	for _, t := range e.readers(topic) {
+		reply := make(chan struct{})
+		e.system.Root.Send(t.committer, &messages.Revoke{Topic: topic, Partitions: partitions, Reply: reply})
+		select {
+		case <-reply:
+		case <-ctx.Done():
+		}
 	}
-	e.deps.Logger.Info("partitions revoked", "partitions", partitions)
+	tps := make([]tp, len(partitions))
+	for i, p := range partitions {
+		tps[i] = tp{Topic: topic, Partition: p}
+	}
+	e.fetch.revoked(tps)
+	e.deps.Logger.Info("partitions revoked", "topic", topic, "partitions", partitions)
 }
 
 // BrokerDialed implements kafka.BrokerWatcher: a failed connection to a
@@ -311,56 +458,35 @@ func (e *Engine) BrokerDialed(addr string, err error) {
 	e.deps.Health.Recover("kafka")
 }
 
-// Start spawns the committer (which loads the table) and the fetch loop.
-// The consumer is the one dependency not in Deps: it is built with the
-// engine as its kafka.Handler, so only after NewEngine.
+// Start spawns the committers (which load their tables) and the fetch
+// loop. The consumer is the one dependency not in Deps: it is built with
+// the engine as its kafka.Handler, so only after NewEngine.
 func (e *Engine) Start(cons Consumer) error {
 	e.cons = cons
-	e.progress = newProgress(time.Now())
-	e.fetch = newFetcher(fetcherDeps{cons: cons, reg: e.reg, budget: e.budget, system: e.system, committer: e.committer,
-		metrics: e.deps.Metrics, logger: e.deps.Logger})
-	writer := e.cfg.Writer
-	if writer.PageBufferSize == 0 {
-		writer.PageBufferSize = streamPageSize
+	e.group = newGroupOffsets(cons, len(e.tables), e.deps.Logger)
+	sinks := make([]*sink, len(e.tables))
+	for i, t := range e.tables {
+		sinks[i] = &sink{name: t.route.Name, committer: t.committer, reg: t.reg, budget: t.budget}
 	}
-	dataSchema := e.deps.Mapper.DataSchema()
-	if e.deps.TableSchema != nil {
-		var err error
-		if dataSchema, err = delta.MapColumns(e.deps.TableSchema, dataSchema); err != nil {
-			return fmt.Errorf("engine: %w", err)
-		}
-	}
-	// What each open file's writer costs, reserved by the readers before
-	// they make a buffer open one (materialized partition columns, which
-	// differ by buffer, are settled by the buffer).
-	probe, err := delta.NewFileWriter(io.Discard, dataSchema, writer)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
-	}
-	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
-	bcfg := &bufferConfig{fileMemory: probe.FixedMemory(),
-		store: e.deps.Table.Store(), dataSchema: dataSchema, tableSchema: e.deps.TableSchema, partitionColumns: e.deps.PartitionColumns,
-		writer: writer, committer: e.committer, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		retry: retry, logger: e.deps.Logger, beforeRows: e.cfg.beforeRows,
-	}
-	pcfg := &pipelineConfig{topic: e.cfg.Topic, mapper: pathLimited(e.deps.Mapper, bcfg), buffer: bcfg, committer: e.committer, reg: e.reg,
-		metrics: e.deps.Metrics, logger: e.deps.Logger}
-	ccfg := &committerConfig{
-		app: e.cfg.App, topic: e.cfg.Topic, table: e.deps.Table, flushInterval: e.cfg.FlushInterval,
-		starts: ledger.Policy{StartOffset: e.cfg.StartOffset, OnDataLoss: e.cfg.OnDataLoss}, kafka: cons, fatal: e.fail,
-		epochTimeout: max(2*e.cfg.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
-		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: e.deps.Outbox,
-		offsets: cons, groupCommits: &e.groupCommits, fetch: e.fetch, budget: e.budget, health: e.deps.Health, metrics: e.deps.Metrics,
-		logger: e.deps.Logger, eventTime: e.cfg.EventTimeColumn, maintenance: e.maintenance, progress: e.progress,
-	}
-	// Maintenance first: the committer tells it about checkpoints.
-	if e.maintainer != nil {
-		if err := e.spawnSupervised(maintenanceName, e.maintenance, newMaintenanceActor(e.maintainer)); err != nil {
+	e.fetch = newFetcher(fetcherDeps{cons: cons, sinks: sinks, system: e.system, metrics: e.deps.Metrics, logger: e.deps.Logger})
+	ccfgs := make([]*committerConfig, len(e.tables))
+	for i, t := range e.tables {
+		ccfg, err := e.tableConfig(i, t)
+		if err != nil {
 			return err
 		}
+		ccfgs[i] = ccfg
 	}
-	if err := e.spawnSupervised(committerName, e.committer, newCommitter(ccfg)); err != nil {
-		return err
+	for i, t := range e.tables {
+		// Maintenance first: the committer tells it about checkpoints.
+		if t.maintainer != nil {
+			if err := e.spawnSupervised(t, maintenanceName(t.route.Name), "maintenance", t.maintenance, newMaintenanceActor(t.maintainer)); err != nil {
+				return err
+			}
+		}
+		if err := e.spawnSupervised(t, committerName(t.route.Name), "committer", t.committer, newCommitter(ccfgs[i])); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -368,8 +494,52 @@ func (e *Engine) Start(cons Consumer) error {
 	close(e.ready) // every field Start sets is set
 
 	go func() { e.loopDone <- e.fetch.run(ctx) }()
-	go e.watchBudget(ctx)
+	for _, t := range e.tables {
+		go e.watchBudget(ctx, t)
+	}
 	return nil
+}
+
+// tableConfig wires table i's committer, pipeline and buffers.
+func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
+	r := t.route
+	t.progress = newProgress(time.Now())
+	writer := *r.Writer
+	if writer.PageBufferSize == 0 {
+		writer.PageBufferSize = streamPageSize
+	}
+	dataSchema := r.Mapper.DataSchema()
+	if r.TableSchema != nil {
+		var err error
+		if dataSchema, err = delta.MapColumns(r.TableSchema, dataSchema); err != nil {
+			return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
+		}
+	}
+	// What each open file's writer costs, reserved by the readers before
+	// they make a buffer open one (materialized partition columns, which
+	// differ by buffer, are settled by the buffer).
+	probe, err := delta.NewFileWriter(io.Discard, dataSchema, writer)
+	if err != nil {
+		return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
+	}
+	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
+	bcfg := &bufferConfig{fileMemory: probe.FixedMemory(),
+		store: r.Table.Store(), dataSchema: dataSchema, tableSchema: r.TableSchema, partitionColumns: r.PartitionColumns,
+		writer: writer, committer: t.committer, budget: t.budget, health: t.health, metrics: t.metrics,
+		retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,
+	}
+	fetch := e.fetch
+	pcfg := &pipelineConfig{mapper: pathLimited(r.Mapper, bcfg), buffer: bcfg, committer: t.committer, reg: t.reg,
+		metrics: t.metrics, logger: t.logger,
+		behind: func(gen uint64, p tp, from, need int64) { fetch.behind(i, gen, p, from, need) }}
+	return &committerConfig{
+		name: r.Name, sink: i, app: r.App, table: r.Table, flushInterval: r.FlushInterval,
+		starts: ledger.Policy{StartOffset: e.cfg.StartOffset, OnDataLoss: e.cfg.OnDataLoss}, kafka: e.cons, fatal: e.fail,
+		epochTimeout: max(2*r.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
+		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: r.Outbox,
+		group: e.group, fetch: fetch, budget: t.budget, health: t.health, metrics: t.metrics,
+		logger: t.logger, eventTime: r.EventTimeColumn, maintenance: t.maintenance, progress: t.progress,
+	}, nil
 }
 
 // started reports whether Start succeeded. Pause, Resume, Position and
@@ -386,10 +556,11 @@ func (e *Engine) started() bool {
 // errNotStarted is returned by the methods that need a started engine.
 var errNotStarted = errors.New("engine not started")
 
-// spawnSupervised spawns the top-level actor name at the PID the engine
-// reserved for it, under a guardian that restarts it after a backoff.
-func (e *Engine) spawnSupervised(name string, want *actor.PID, producer actor.Producer) error {
-	guardian := &restartStrategy{name: name, backoff: e.cfg.Backoff, deps: &e.deps}
+// spawnSupervised spawns table t's top-level actor name (of kind label) at
+// the PID the engine reserved for it, under a guardian that restarts it
+// after a backoff.
+func (e *Engine) spawnSupervised(t *table, name, label string, want *actor.PID, producer actor.Producer) error {
+	guardian := &restartStrategy{name: name, label: label, backoff: e.cfg.Backoff, metrics: t.metrics, outbox: t.route.Outbox, logger: t.logger}
 	pid, err := e.system.Root.SpawnNamed(actor.PropsFromProducer(producer, actor.WithGuardian(guardian)), name)
 	if err != nil {
 		return fmt.Errorf("engine: spawn %s: %w", name, err)
@@ -397,17 +568,17 @@ func (e *Engine) spawnSupervised(name string, want *actor.PID, producer actor.Pr
 	if !pid.Equal(want) {
 		return fmt.Errorf("engine: %s spawned as %s, not at its reserved PID %s", name, pid, want)
 	}
-	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: name, Action: bridge.ActorStarted})
+	t.route.Outbox.Publish(&bridge.ActorEvent{Actor: name, Action: bridge.ActorStarted})
 	return nil
 }
 
-// watchBudget starts an epoch early when buffers pass FlushMaxBytes. It
-// sleeps until they do (no timer while the pipeline is idle), then asks
-// again every budgetRecheck while they stay above it.
-func (e *Engine) watchBudget(ctx context.Context) {
-	e.budget.Observe(func(b int64) { e.deps.Metrics.BufferedBytes.Set(float64(b)) })
-	for e.budget.WaitAbove(ctx, e.cfg.FlushMaxBytes) {
-		e.system.Root.Send(e.committer, &messages.CommitNow{Reason: messages.ReasonMaxBytes})
+// watchBudget starts an epoch of table t early when its buffers pass its
+// FlushMaxBytes. It sleeps until they do (no timer while the pipeline is
+// idle), then asks again every budgetRecheck while they stay above it.
+func (e *Engine) watchBudget(ctx context.Context, t *table) {
+	t.budget.Observe(func(b int64) { t.metrics.BufferedBytes.Set(float64(b)) })
+	for t.budget.WaitAbove(ctx, t.route.FlushMaxBytes) {
+		e.system.Root.Send(t.committer, &messages.CommitNow{Reason: messages.ReasonMaxBytes})
 		select {
 		case <-ctx.Done():
 			return
@@ -421,24 +592,34 @@ func (e *Engine) watchBudget(ctx context.Context) {
 // request as soon as it ends).
 const budgetRecheck = 100 * time.Millisecond
 
-// CommitNow starts an epoch now (messages.CommitNow) and waits until it and
-// every earlier one are committed: everything read so far is in the table.
-// Its flush event says reason "request".
+// CommitNow starts an epoch of every table now (messages.CommitNow) and
+// waits until it and every earlier one are committed: everything read so
+// far is in the tables. Its flush events say reason "request".
 func (e *Engine) CommitNow(ctx context.Context) error {
 	return e.commitNow(ctx, messages.ReasonRequest)
 }
 
-// commitNow is CommitNow with the reason the epoch is sealed with (Stop:
-// shutdown, CatchUp: catch_up).
+// commitNow is CommitNow with the reason the epochs are sealed with (Stop:
+// shutdown, CatchUp: catch_up). The tables commit at once; the first error
+// is returned.
 func (e *Engine) commitNow(ctx context.Context, reason messages.Reason) error {
-	reply := make(chan error, 1)
-	e.system.Root.Send(e.committer, &messages.CommitNow{Reason: reason, Reply: reply})
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	replies := make([]chan error, len(e.tables))
+	for i, t := range e.tables {
+		replies[i] = make(chan error, 1)
+		e.system.Root.Send(t.committer, &messages.CommitNow{Reason: reason, Reply: replies[i]})
 	}
+	var errs []error
+	for i, reply := range replies {
+		select {
+		case err := <-reply:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("table %s: %w", e.tables[i].route.Name, err))
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Pause stops reading Kafka until Resume (the control service). It returns
@@ -473,23 +654,43 @@ func (e *Engine) Resume() {
 	e.fetch.interruptPoll()
 }
 
-// Committed returns the next offset to read of each assigned partition
-// according to the committer's snapshot.
-func (e *Engine) Committed(ctx context.Context) (map[int32]int64, error) {
-	res, err := e.system.Root.RequestFuture(e.committer, &committedOffsets{}, 10*time.Second).Result()
-	if err != nil {
-		return nil, err
+// Committed returns, per assigned partition, the next offset to read
+// according to the committers' snapshots: for a partition several tables
+// read, the lowest.
+func (e *Engine) Committed(ctx context.Context) (map[tp]int64, error) {
+	out := map[tp]int64{}
+	for _, t := range e.tables {
+		res, err := e.system.Root.RequestFuture(t.committer, &committedOffsets{}, 10*time.Second).Result()
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.route.Name, err)
+		}
+		lowest(out, res.(map[tp]int64))
 	}
-	return res.(map[int32]int64), nil
+	return out, nil
 }
 
-// Position returns the next offset the fetch loop will read, per partition
-// (nil before Start).
-func (e *Engine) Position() map[int32]int64 {
+// Position returns the next offset the fetch loop hands the readers, per
+// partition: for a partition several tables read, the lowest (nil before
+// Start).
+func (e *Engine) Position() map[tp]int64 {
 	if !e.started() {
 		return nil
 	}
-	return e.fetch.position()
+	out := map[tp]int64{}
+	for i := range e.tables {
+		lowest(out, e.fetch.position(i))
+	}
+	return out
+}
+
+// lowest merges m into into, keeping the lower offset of a partition in
+// both.
+func lowest(into, m map[tp]int64) {
+	for p, off := range m {
+		if cur, ok := into[p]; !ok || off < cur {
+			into[p] = off
+		}
+	}
 }
 
 // Stop stops reading, commits what was read (within ctx), closes the Kafka
@@ -505,17 +706,19 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.stopping.Store(true)
 	// The last commits' group offsets first: answered after the leave,
 	// franz-go warns that the member was kicked from the group.
-	e.groupCommits.Wait()
+	e.group.inFlight.Wait()
 	e.cons.Close()
-	if e.maintenance != nil {
-		// A maintenance run in progress is cancelled; its orphans are VACUUM's.
-		_ = e.system.Root.PoisonFuture(e.maintenance).Wait()
-		e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: maintenanceName, Action: bridge.ActorStopped})
+	for _, t := range e.tables {
+		if t.maintenance != nil {
+			// A maintenance run in progress is cancelled; its orphans are VACUUM's.
+			_ = e.system.Root.PoisonFuture(t.maintenance).Wait()
+			t.route.Outbox.Publish(&bridge.ActorEvent{Actor: maintenanceName(t.route.Name), Action: bridge.ActorStopped})
+		}
+		if perr := e.system.Root.PoisonFuture(t.committer).Wait(); perr != nil && err == nil {
+			err = perr
+		}
+		t.route.Outbox.Publish(&bridge.ActorEvent{Actor: committerName(t.route.Name), Action: bridge.ActorStopped})
 	}
-	if perr := e.system.Root.PoisonFuture(e.committer).Wait(); perr != nil && err == nil {
-		err = perr
-	}
-	e.deps.Outbox.Publish(&bridge.ActorEvent{Actor: committerName, Action: bridge.ActorStopped})
 	return err
 }
 

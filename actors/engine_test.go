@@ -127,6 +127,24 @@ func (h *harness) produce(n int, badRatio float64, seed int64) {
 	h.records += n
 }
 
+// testTable is the name of the harness's table.
+const testTable = "sensor_events"
+
+// metrics is the metrics of the engine's table.
+func (r *running) metrics() *Metrics { return r.engine.tables[0].metrics }
+
+// tps are partitions of the harness's topic.
+func tps(ps ...int32) []tp {
+	out := make([]tp, len(ps))
+	for i, p := range ps {
+		out[i] = tp{Topic: topic, Partition: p}
+	}
+	return out
+}
+
+// partKey is the Health key of partition p of the harness's table held.
+func partKey(p int32) string { return TableKey(testTable, heldKey(tp{Topic: topic, Partition: p})) }
+
 // running is one engine with its consumer.
 type running struct {
 	engine *Engine
@@ -139,7 +157,6 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if store == nil {
 		store = h.store
 	}
-	cfg.Topic = topic
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = 300 * time.Millisecond
 	}
@@ -151,8 +168,8 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if outbox == nil {
 		outbox = NewOutbox(h.bridge)
 	}
-	e, err := NewEngine(cfg, Deps{Table: delta.NewTable(store), Mapper: h.mapper, PartitionColumns: mapping.DefaultPartitionColumns,
-		Outbox: outbox, Logger: testLogger(h.t)})
+	e, err := NewEngine(cfg, Deps{Logger: testLogger(h.t)}, Route{Name: testTable, Topics: []string{topic},
+		Table: delta.NewTable(store), Mapper: h.mapper, PartitionColumns: mapping.DefaultPartitionColumns, Outbox: outbox})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -317,9 +334,11 @@ func (r *running) kill() {
 	<-e.loopDone
 	e.stopping.Store(true)
 	r.cons.Close()
-	// A killed process does nothing more: wait until the committer (which
-	// may be retrying a commit) is really gone.
-	_ = e.system.Root.StopFuture(e.committer).Wait()
+	// A killed process does nothing more: wait until the committers (which
+	// may be retrying a commit) are really gone.
+	for _, t := range e.tables {
+		_ = e.system.Root.StopFuture(t.committer).Wait()
+	}
 	e.system.Shutdown()
 }
 
@@ -380,7 +399,9 @@ func TestCrashBetweenUploadAndCommit(t *testing.T) {
 	faulty := storage.NewFaulty(h.store)
 	h.produce(10_000, 0, 4)
 	r := h.start(Config{FlushInterval: time.Hour, MaxRetry: 200 * time.Millisecond}, faulty) // epochs only on request
-	waitFor(t, func() bool { return r.engine.Position()[0] > 0 && r.engine.budget.Bytes() > 0 })
+	waitFor(t, func() bool {
+		return r.engine.Position()[tp{Topic: topic, Partition: 0}] > 0 && r.engine.tables[0].budget.Bytes() > 0
+	})
 	// Block every commit: the epoch's files upload, its commit never lands.
 	blocked := make(chan struct{})
 	var blockOnce sync.Once
@@ -470,7 +491,9 @@ func TestIdleBuffersRetire(t *testing.T) {
 	h.checkExactlyOnce()
 }
 
-func (h *harness) bufferRegistry(r *running) map[string]*actor.PID { return r.engine.reg.bufferList() }
+func (h *harness) bufferRegistry(r *running) map[string]*actor.PID {
+	return r.engine.tables[0].reg.bufferList()
+}
 
 // TestMemoryBudget: with a small budget the fetch loop pauses Kafka while
 // buffers are full; buffered bytes stay near the budget (plus the two polls
@@ -489,7 +512,7 @@ func TestMemoryBudget(t *testing.T) {
 			case <-done:
 				return
 			case <-time.After(time.Millisecond):
-				if b := r.engine.budget.Bytes(); b > peak.Load() {
+				if b := r.engine.tables[0].budget.Bytes(); b > peak.Load() {
 					peak.Store(b)
 				}
 			}
@@ -788,7 +811,7 @@ func TestEngineBeforeStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(Config{Topic: topic}, Deps{Table: delta.NewTable(storage.NewMem()), Mapper: m, Outbox: NewOutbox(nil)})
+	e, err := NewEngine(Config{}, Deps{}, Route{Name: testTable, Topics: []string{topic}, Table: delta.NewTable(storage.NewMem()), Mapper: m, Outbox: NewOutbox(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/deltaflow/deltaflow/delta"
@@ -15,12 +13,11 @@ import (
 // driven by the committer.
 type epochState struct {
 	epoch   uint64
-	started time.Time // sealed
-	topic   string
+	started time.Time       // sealed
 	reason  messages.Reason // why it was sealed
 
-	waitSeal  map[int32]bool
-	sealed    map[int32]*messages.Sealed
+	waitSeal  map[tp]bool
+	sealed    map[tp]*messages.Sealed
 	waitFlush map[string]bool
 	files     []messages.DataFile
 	idle      []string // buffers (by id) that had no rows for the epoch
@@ -28,8 +25,8 @@ type epochState struct {
 	err       error    // first buffer failure
 }
 
-func newEpochState(epoch uint64, topic string, readers []int32, reason messages.Reason, now time.Time) *epochState {
-	es := &epochState{epoch: epoch, started: now, topic: topic, reason: reason, waitSeal: map[int32]bool{}, sealed: map[int32]*messages.Sealed{}, waitFlush: map[string]bool{}}
+func newEpochState(epoch uint64, readers []tp, reason messages.Reason, now time.Time) *epochState {
+	es := &epochState{epoch: epoch, started: now, reason: reason, waitSeal: map[tp]bool{}, sealed: map[tp]*messages.Sealed{}, waitFlush: map[string]bool{}}
 	for _, p := range readers {
 		es.waitSeal[p] = true
 	}
@@ -39,9 +36,9 @@ func newEpochState(epoch uint64, topic string, readers []int32, reason messages.
 // onSealed records a reader's answer; it reports whether every reader has
 // sealed.
 func (es *epochState) onSealed(m *messages.Sealed) bool {
-	if m.Epoch == es.epoch && es.waitSeal[m.Partition] {
-		delete(es.waitSeal, m.Partition)
-		es.sealed[m.Partition] = m
+	if key := (tp{Topic: m.Topic, Partition: m.Partition}); m.Epoch == es.epoch && es.waitSeal[key] {
+		delete(es.waitSeal, key)
+		es.sealed[key] = m
 	}
 	return es.allSealed()
 }
@@ -98,8 +95,8 @@ func (es *epochState) letterMemory() int64 {
 
 // offsets are the last offsets consumed in the epoch, for the partitions
 // that advanced.
-func (es *epochState) offsets() map[int32]int64 {
-	out := map[int32]int64{}
+func (es *epochState) offsets() map[tp]int64 {
+	out := map[tp]int64{}
 	for p, s := range es.sealed {
 		if s.LastOffset >= 0 {
 			out[p] = s.LastOffset
@@ -133,8 +130,8 @@ func (es *epochState) commitActions(app string, now time.Time) (actions []delta.
 	}
 	ms := now.UnixMilli()
 	last := es.offsets()
-	for _, p := range slices.Sorted(maps.Keys(last)) {
-		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: ledger.AppID(app, es.topic, p), Version: last[p], LastUpdated: &ms}})
+	for _, p := range sortedTPs(last) {
+		actions = append(actions, delta.Action{Txn: &delta.Txn{AppID: ledger.AppID(app, p.Topic, p.Partition), Version: last[p], LastUpdated: &ms}})
 	}
 	return actions, rows, bytes
 }

@@ -52,15 +52,16 @@ func TestEpochStateSeal(t *testing.T) {
 			all: true, offsets: map[int32]int64{0: 3, 1: 8}, records: 5, dlq: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es := newEpochState(5, topic, tc.readers, messages.ReasonTimer, time.Now())
+			es := newEpochState(5, tps(tc.readers...), messages.ReasonTimer, time.Now())
 			all := es.allSealed()
 			for _, m := range tc.sealed {
+				m.Topic = topic
 				all = es.onSealed(m)
 			}
 			if all != tc.all {
 				t.Errorf("all sealed = %v, want %v", all, tc.all)
 			}
-			if got := es.offsets(); !maps.Equal(got, tc.offsets) {
+			if got := es.offsets(); !maps.Equal(got, ledger.Of(topic, tc.offsets)) {
 				t.Errorf("offsets = %v, want %v", got, tc.offsets)
 			}
 			if got := es.records(); got != tc.records {
@@ -69,7 +70,7 @@ func TestEpochStateSeal(t *testing.T) {
 			if got := len(es.deadLetters()); got != tc.dlq {
 				t.Errorf("%d dead letters, want %d", got, tc.dlq)
 			}
-			if got := slices.Sorted(maps.Keys(es.waitSeal)); !slices.Equal(got, tc.waitSeal) {
+			if got := sortedTPs(es.waitSeal); !slices.Equal(got, tps(tc.waitSeal...)) {
 				t.Errorf("waiting for readers %v, want %v", got, tc.waitSeal)
 			}
 		})
@@ -121,7 +122,7 @@ func TestEpochStateFlush(t *testing.T) {
 			all: true, files: 1, err: boom, aborted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es := newEpochState(5, topic, nil, messages.ReasonTimer, time.Now())
+			es := newEpochState(5, nil, messages.ReasonTimer, time.Now())
 			es.expectFlushes(tc.expect)
 			all := es.allFlushed()
 			for _, m := range tc.flushed {
@@ -159,8 +160,8 @@ func TestEpochStateEmpty(t *testing.T) {
 		{"files and offsets", 9, []messages.DataFile{{Path: "a"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es := newEpochState(1, topic, []int32{0}, messages.ReasonTimer, time.Now())
-			es.onSealed(&messages.Sealed{Epoch: 1, Partition: 0, LastOffset: tc.offset})
+			es := newEpochState(1, tps(0), messages.ReasonTimer, time.Now())
+			es.onSealed(&messages.Sealed{Topic: topic, Epoch: 1, Partition: 0, LastOffset: tc.offset})
 			es.expectFlushes([]string{"buffer-1"})
 			es.onFlushed(&messages.Flushed{Epoch: 1, Buffer: "buffer-1", Files: tc.files, Idle: len(tc.files) == 0})
 			if got := es.empty(); got != tc.empty {
@@ -174,13 +175,14 @@ func TestEpochStateEmpty(t *testing.T) {
 // partition that advanced, by partition, each stamped with the commit time.
 func TestEpochStateCommitActions(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_123)
-	es := newEpochState(3, topic, []int32{2, 0, 1, 10}, messages.ReasonTimer, now.Add(-time.Minute))
+	es := newEpochState(3, tps(2, 0, 1, 10), messages.ReasonTimer, now.Add(-time.Minute))
 	for _, s := range []*messages.Sealed{
 		{Epoch: 3, Partition: 10, LastOffset: 100},
 		{Epoch: 3, Partition: 2, LastOffset: 7},
 		{Epoch: 3, Partition: 1, LastOffset: -1}, // read nothing: no txn
 		{Epoch: 3, Partition: 0, LastOffset: 0},
 	} {
+		s.Topic = topic
 		es.onSealed(s)
 	}
 	es.expectFlushes([]string{"buffer-1", "buffer-2"})

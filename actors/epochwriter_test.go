@@ -172,8 +172,8 @@ func TestEpochWriterCommit(t *testing.T) {
 			for _, r := range tc.faults {
 				faulty.Fail(r)
 			}
-			es := newEpochState(4, topic, []int32{0}, messages.ReasonTimer, time.Now())
-			es.onSealed(&messages.Sealed{Epoch: 4, Partition: 0, LastOffset: 9})
+			es := newEpochState(4, tps(0), messages.ReasonTimer, time.Now())
+			es.onSealed(&messages.Sealed{Topic: topic, Epoch: 4, Partition: 0, LastOffset: 9})
 			ec := newEpochCommit(es, app, nil, time.Now())
 			retries := 0
 			res := epochWriter{table: tbl, retry: tc.policy}.commit(t.Context(), snap, ec, func(int, error) { retries++ })
@@ -212,9 +212,9 @@ func TestEpochWriterCommit(t *testing.T) {
 
 func TestNewEpochCommit(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_000)
-	es := newEpochState(12, topic, []int32{0, 1}, messages.ReasonTimer, now)
-	es.onSealed(&messages.Sealed{Epoch: 12, Partition: 1, LastOffset: 41})
-	es.onSealed(&messages.Sealed{Epoch: 12, Partition: 0, LastOffset: -1})
+	es := newEpochState(12, tps(0, 1), messages.ReasonTimer, now)
+	es.onSealed(&messages.Sealed{Topic: topic, Epoch: 12, Partition: 1, LastOffset: 41})
+	es.onSealed(&messages.Sealed{Topic: topic, Epoch: 12, Partition: 0, LastOffset: -1})
 	es.expectFlushes([]string{"buffer-1"})
 	es.onFlushed(&messages.Flushed{Epoch: 12, Buffer: "buffer-1", Files: []messages.DataFile{
 		{Path: "a.parquet", Size: 100, Rows: 3}, {Path: "b.parquet", Size: 50, Rows: 2},

@@ -10,79 +10,136 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/deltaflow/deltaflow/ledger"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
 // Consumer is what the engine needs of Kafka (a *kafka.Consumer): the
-// fetch loop polls, pauses and seeks it; the committer commits the group
+// fetch loop polls, pauses and seeks it; the committers commit the group
 // offsets; Progress and CatchUp compare positions with the high watermarks.
 type Consumer interface {
 	OffsetCommitter
 	Poll(ctx context.Context) ([]kafka.Batch, error)
-	Pause(partitions ...int32)
-	Resume(partitions ...int32)
-	Seek(offsets map[int32]int64)
-	Owned() []int32
+	Pause(tps ...tp)
+	Resume(tps ...tp)
+	Seek(offsets map[tp]int64)
+	Owned() []tp
 	// EndOffsets is, per partition, the offset reading can reach now (the
 	// last stable offset under read_committed).
-	EndOffsets(ctx context.Context) (map[int32]int64, error)
+	EndOffsets(ctx context.Context) (map[tp]int64, error)
 	// Lag is, per owned partition, the offsets between the next one Poll
 	// returns and the high watermark.
-	Lag(ctx context.Context) (map[int32]int64, error)
-	// TopicLogs is the topic's ID and its partitions' log ranges, asked of
-	// the brokers now: the committer checks the table's offsets against
+	Lag(ctx context.Context) (map[tp]int64, error)
+	// TopicLogs is a topic's ID and its partitions' log ranges, asked of
+	// the brokers now: the committers check their tables' offsets against
 	// them.
-	TopicLogs(ctx context.Context) (ledger.TopicLogs, error)
+	TopicLogs(ctx context.Context, topic string) (ledger.TopicLogs, error)
 	Close()
 }
 
-// pollWait bounds one Poll: long, because a reset, Pause and Resume
-// interrupt the poll (interruptPoll), so an idle topic costs no wake-ups of
-// the loop. pausedPollWait bounds one Poll while the budget is exhausted,
-// which only keeps the group membership alive between waits for the
-// budget.
-const (
-	pollWait       = 5 * time.Second
-	pausedPollWait = 10 * time.Millisecond
-)
+// pollWait bounds one Poll: long, because a reset, a table's room in its
+// budget, Pause and Resume interrupt the poll (interruptPoll), so an idle
+// topic costs no wake-ups of the loop.
+const pollWait = 5 * time.Second
 
+// sink is one table as the fetch loop feeds it: its readers, by generation,
+// and where each of them continues. Owned by the loop goroutine but for
+// the fields set at construction.
+type sink struct {
+	name      string
+	committer *actor.PID
+	reg       *registry
+	budget    *Budget
+
+	gen uint64
+	// want is, per partition the table reads (not held), the next offset
+	// its readers take: the loop hands a reader the records from there on
+	// (tagged with it, Fetch.From) and moves it past them. -1: wherever the
+	// partition starts (the consumer knows).
+	want map[tp]int64
+	// detached is set while the table has no room in its budget (need
+	// bytes, or any when 0): the loop hands it nothing, and the partitions
+	// it reads rewind to want once it has room, so one table's full
+	// budget (its store down, a flood) never holds back another's.
+	detached bool
+	need     int64
+	asked    time.Time // when the committer was last asked for an epoch to make room
+
+	posMu   sync.Mutex
+	posCopy map[tp]int64 // want, as position() reads it
+}
+
+// fetchRequest is a change the loop applies between two polls.
+type fetchRequest struct {
+	reset   *resetRequest
+	assign  *assignRequest
+	revoke  []tp
+	behind  *behindRequest
+	unhold  bool // a held partition's table released it
+	sinkIdx int
+}
+
+// resetRequest makes a table's readers of generation gen continue at
+// offsets (ledger.Held: not read).
 type resetRequest struct {
 	gen     uint64
-	offsets map[int32]int64
+	offsets map[tp]int64
+}
+
+// assignRequest adds newly assigned partitions: where the consumer starts
+// each (starts), and where each table's readers continue.
+type assignRequest struct {
+	starts map[tp]int64
+	tables []tableStarts
+}
+
+type tableStarts struct {
+	sink    int
+	gen     uint64
+	offsets map[tp]int64
+}
+
+// behindRequest says a table's reader stopped at from for want of need
+// bytes of room.
+type behindRequest struct {
+	gen  uint64
+	tp   tp
+	from int64
+	need int64
 }
 
 // fetcher is the poll loop: it hands each partition's records to the
-// current generation's reader, and polls the next records while those are
-// mapped and written; before it dispatches a poll it waits until the one
-// before the last is written, so at most two polls of records are in flight.
-// It pauses Kafka while the memory budget is exhausted, and re-seeks when
-// the committer rebuilds the pipeline.
+// current reader of every table reading it, from where that reader
+// continues, and polls the next records while those are mapped and
+// written; before it dispatches a poll it waits until the one before the
+// last is written, so at most two polls of records are in flight. A
+// partition no table can take now (held, its pipeline being rebuilt, its
+// budget full) is paused; one a table must read again (a rebuilt
+// pipeline, room back in its budget) is sought back to the lowest offset
+// any table reading it continues from, and the tables past that skip what
+// they hold.
 type fetcher struct {
 	fetcherDeps
 
-	mu      sync.Mutex
-	pending *resetRequest
-	wake    chan struct{}
-	// cancelPoll ends the Poll in progress, if any (under mu).
-	cancelPoll context.CancelFunc
+	mu       sync.Mutex
+	requests []fetchRequest
+	// wake is signalled by every request; resets also by rebuilt: a
+	// table's old readers may never answer a poll the loop waits for.
+	wake, rebuilt chan struct{}
+	cancelPoll    context.CancelFunc // ends the Poll in progress, if any (under mu)
 
 	// Owned by the loop goroutine.
-	gen       uint64
-	positions map[int32]int64 // next offset to read, once known
-	first     chan struct{}   // closed after the first successful poll
+	pos       map[tp]int64 // next offset the consumer returns, once known
+	active    map[tp]bool  // partitions fetched; the others owned are paused
+	first     chan struct{}
 	firstOnce sync.Once
 	// lagMeasured is when measureLag last asked for the lag.
 	lagMeasured time.Time
-
-	posMu   sync.Mutex
-	posCopy map[int32]int64
 
 	userPaused atomic.Bool // the control service's pause
 	// userPauseDone is set by the loop once it has paused Kafka for
@@ -93,37 +150,68 @@ type fetcher struct {
 
 // fetcherDeps is the fetch loop's wiring.
 type fetcherDeps struct {
-	cons   Consumer
-	reg    *registry
-	budget *Budget
-	system *actor.ActorSystem
-	// committer is asked for an early epoch when the budget runs out.
-	committer *actor.PID
-	metrics   *Metrics
-	logger    *slog.Logger
+	cons    Consumer
+	sinks   []*sink // by table index
+	system  *actor.ActorSystem
+	metrics *Metrics
+	logger  *slog.Logger
 }
 
 func newFetcher(d fetcherDeps) *fetcher {
-	return &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), positions: map[int32]int64{}, first: make(chan struct{})}
+	f := &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), rebuilt: make(chan struct{}, 1), pos: map[tp]int64{},
+		active: map[tp]bool{}, first: make(chan struct{})}
+	for _, s := range d.sinks {
+		s.want = map[tp]int64{}
+		// A detached table's budget freeing room is news for the loop.
+		s.budget.OnRoom(f.interruptPoll)
+	}
+	return f
 }
 
-// reset makes the loop drop what it has in flight and continue at offsets
-// (-1: where the partition started) with generation gen. Safe from any
-// goroutine; the latest request wins.
-func (f *fetcher) reset(gen uint64, offsets map[int32]int64) {
+// request queues r for the loop and wakes it. Safe from any goroutine.
+func (f *fetcher) request(r fetchRequest) {
 	f.mu.Lock()
-	f.pending = &resetRequest{gen: gen, offsets: offsets}
+	f.requests = append(f.requests, r)
 	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
+	signal(f.wake)
+	if r.reset != nil {
+		signal(f.rebuilt)
 	}
 	f.interruptPoll()
 }
 
+// signal signals ch without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// reset makes table i's readers of generation gen continue at offsets:
+// what a (re)built pipeline reads from. Safe from any goroutine.
+func (f *fetcher) reset(i int, gen uint64, offsets map[tp]int64) {
+	f.request(fetchRequest{sinkIdx: i, reset: &resetRequest{gen: gen, offsets: offsets}})
+}
+
+// assigned adds partitions Kafka assigned: starts are where the consumer
+// positioned each, tables where each table's readers continue.
+func (f *fetcher) assigned(starts map[tp]int64, tables []tableStarts) {
+	f.request(fetchRequest{assign: &assignRequest{starts: starts, tables: tables}})
+}
+
+// revoked forgets partitions Kafka took away.
+func (f *fetcher) revoked(tps []tp) { f.request(fetchRequest{revoke: tps}) }
+
+// behind says that table i's reader of partition p stopped at from for want
+// of need bytes of room in the table's budget.
+func (f *fetcher) behind(i int, gen uint64, p tp, from, need int64) {
+	f.request(fetchRequest{sinkIdx: i, behind: &behindRequest{gen: gen, tp: p, from: from, need: need}})
+}
+
 // interruptPoll ends the Poll in progress so that the loop looks at a
-// reset or a pause/resume now rather than when the poll times out. Safe
-// from any goroutine.
+// request, room in a budget or a pause/resume now rather than when the
+// poll times out. Safe from any goroutine.
 func (f *fetcher) interruptPoll() {
 	f.mu.Lock()
 	if f.cancelPoll != nil {
@@ -149,88 +237,255 @@ func (f *fetcher) poll(ctx context.Context, wait time.Duration) ([]kafka.Batch, 
 	return batches, err
 }
 
-// applyReset applies a pending reset and reports whether there was one.
-func (f *fetcher) applyReset() bool {
+// applyRequests applies the queued requests, then moves Kafka to where the
+// tables continue; it reports whether a table was reset (its old readers
+// may never answer).
+func (f *fetcher) applyRequests() bool {
 	f.mu.Lock()
-	r := f.pending
-	f.pending = nil
+	reqs := f.requests
+	f.requests = nil
 	f.mu.Unlock()
-	if r == nil {
-		return false
-	}
-	f.gen = r.gen
-	f.cons.Seek(r.offsets)
-	for p, off := range r.offsets {
-		if off >= 0 {
-			f.positions[p] = off
-		} else {
-			delete(f.positions, p)
+	dirty := map[tp]bool{}
+	reset := false
+	for _, r := range reqs {
+		switch {
+		case r.reset != nil:
+			s := f.sinks[r.sinkIdx]
+			if r.reset.gen < s.gen {
+				continue
+			}
+			reset = true
+			for p := range s.want {
+				dirty[p] = true
+			}
+			s.gen, s.want, s.detached, s.need = r.reset.gen, map[tp]int64{}, false, 0
+			for p, off := range r.reset.offsets {
+				if off != ledger.Held {
+					s.want[p] = off
+				}
+				dirty[p] = true
+			}
+		case r.assign != nil:
+			for p, off := range r.assign.starts {
+				if off >= 0 {
+					f.pos[p] = off
+				} else {
+					delete(f.pos, p)
+				}
+			}
+			for _, t := range r.assign.tables {
+				s := f.sinks[t.sink]
+				if t.gen != s.gen {
+					continue // a reset since covers them
+				}
+				for p, off := range t.offsets {
+					if off != ledger.Held {
+						s.want[p] = off
+					}
+					dirty[p] = true
+				}
+			}
+		case r.revoke != nil:
+			for _, p := range r.revoke {
+				for _, s := range f.sinks {
+					delete(s.want, p)
+				}
+				delete(f.pos, p)
+				delete(f.active, p)
+			}
+		case r.behind != nil:
+			s := f.sinks[r.sinkIdx]
+			if r.behind.gen != s.gen {
+				continue
+			}
+			s.want[r.behind.tp] = r.behind.from
+			f.detach(s, r.behind.need)
 		}
 	}
+	f.reposition(dirty)
 	f.publishPositions()
-	return true
+	return reset
 }
 
-// run polls until ctx ends. It starts once the committer has loaded the
-// table and set the first generation: records polled before that would
-// have no reader to go to.
+// detach stops handing table s records until its budget has room for need
+// bytes (any room when 0), and asks for the epoch that makes it.
+func (f *fetcher) detach(s *sink, need int64) {
+	if !s.detached {
+		f.logger.Debug("table reading paused: its memory budget is full", "table", s.name, "need", need)
+		s.asked = time.Time{} // ask at once
+	}
+	s.detached = true
+	s.need = max(s.need, need)
+	f.askRoom(s)
+}
+
+// askRoom asks table s's committer for an early epoch, which frees what
+// its budget holds; repeated every pollWait while s stays detached (an
+// epoch already committing frees only what it holds).
+func (f *fetcher) askRoom(s *sink) {
+	if now := time.Now(); now.Sub(s.asked) >= pollWait {
+		s.asked = now
+		f.system.Root.Send(s.committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
+	}
+}
+
+// checkBudgets detaches the tables whose budget ran out and attaches again
+// those that have room, rewinding their partitions.
+func (f *fetcher) checkBudgets() {
+	dirty := map[tp]bool{}
+	for _, s := range f.sinks {
+		switch {
+		case !s.detached && s.budget.Exhausted():
+			f.detach(s, 0)
+		case s.detached && s.budget.HasRoom(s.need):
+			s.detached, s.need = false, 0
+			f.logger.Debug("table reading resumed", "table", s.name)
+			for p := range s.want {
+				dirty[p] = true
+			}
+		case s.detached:
+			f.askRoom(s)
+		}
+	}
+	f.reposition(dirty)
+}
+
+// reposition seeks each of ps to the lowest offset an attached table
+// reading it continues from, when Kafka is elsewhere; a partition no table
+// reads is held (not fetched until a table wants it).
+func (f *fetcher) reposition(ps map[tp]bool) {
+	if len(ps) == 0 {
+		return
+	}
+	seek := map[tp]int64{}
+	for p := range ps {
+		low, read, attached := int64(0), false, false
+		for _, s := range f.sinks {
+			off, ok := s.want[p]
+			if !ok {
+				continue
+			}
+			read = true
+			if s.detached {
+				continue
+			}
+			if !attached || off < low {
+				low = off
+			}
+			attached = true
+		}
+		switch pos, known := f.pos[p]; {
+		case !read:
+			seek[p] = ledger.Held
+			delete(f.pos, p)
+		case !attached:
+			// Paused by updateActive until its tables have room.
+		case !known || low != pos:
+			seek[p] = low
+			if low >= 0 {
+				f.pos[p] = low
+			} else {
+				delete(f.pos, p)
+			}
+		}
+	}
+	if len(seek) > 0 {
+		f.cons.Seek(seek)
+	}
+}
+
+// updateActive pauses the owned partitions no table takes now (held, no
+// reader of the table's generation, the table detached, or the control
+// service's pause) and resumes the others.
+func (f *fetcher) updateActive() {
+	owned := f.cons.Owned()
+	user := f.userPaused.Load()
+	var pause, resume []tp
+	for _, p := range owned {
+		on := !user && f.takes(p)
+		if on && !f.active[p] {
+			resume = append(resume, p)
+		}
+		if !on && (f.active[p] || !f.known(p)) {
+			pause = append(pause, p)
+		}
+		f.active[p] = on
+	}
+	for p := range f.active {
+		if !slices.Contains(owned, p) {
+			delete(f.active, p)
+		}
+	}
+	if len(pause) > 0 {
+		f.cons.Pause(pause...)
+	}
+	if len(resume) > 0 {
+		f.cons.Resume(resume...)
+	}
+	paused := user || slices.ContainsFunc(f.sinks, func(s *sink) bool { return s.detached })
+	f.metrics.FetchPaused.Set(boolGauge(paused))
+	f.userPauseDone.Store(user)
+}
+
+// known reports whether updateActive has decided on p before.
+func (f *fetcher) known(p tp) bool {
+	_, ok := f.active[p]
+	return ok
+}
+
+// takes reports whether some table takes partition p's records now.
+func (f *fetcher) takes(p tp) bool {
+	for _, s := range f.sinks {
+		if _, ok := s.want[p]; ok && !s.detached && s.reg.reader(s.gen, p) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// fetching reports whether any partition is fetched.
+func (f *fetcher) fetching() bool {
+	for _, on := range f.active {
+		if on {
+			return true
+		}
+	}
+	return false
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// run polls until ctx ends. It starts once a committer has loaded its
+// table and set a first generation: records polled before that would have
+// no reader to go to.
 func (f *fetcher) run(ctx context.Context) error {
 	select {
 	case <-f.wake:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	paused := false
 	f.looping.Store(true)
 	var inFlight *polled // dispatched, not yet written
 	for ctx.Err() == nil {
-		if f.applyReset() {
-			inFlight = nil // the old generation's readers may never answer
+		select {
+		case <-f.rebuilt: // applied below
+		default:
 		}
-		exhausted := f.budget.Exhausted()
-		if exhausted || f.userPaused.Load() {
-			if !paused {
-				owned := f.cons.Owned()
-				f.cons.Pause(owned...)
-				paused = true
-				f.metrics.FetchPaused.Set(1)
-				reason := "control"
-				if !f.userPaused.Load() {
-					reason = string(messages.ReasonMemoryBudget)
-					f.system.Root.Send(f.committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
-				}
-				f.logger.Debug("kafka fetching paused", "reason", reason, "partitions", owned)
-			}
-		} else if paused {
-			owned := f.cons.Owned()
-			f.cons.Resume(owned...)
-			paused = false
-			f.metrics.FetchPaused.Set(0)
-			f.logger.Debug("kafka fetching resumed", "partitions", owned)
+		if f.applyRequests() {
+			inFlight = nil // a reset table's old readers may never answer
 		}
-		f.userPauseDone.Store(paused && f.userPaused.Load())
-		wait := pollWait
-		if exhausted && !f.userPaused.Load() {
-			// A commit can free the budget at any moment: wait for that,
-			// not for a poll of paused partitions to time out.
-			waitCtx, cancel := context.WithTimeout(ctx, pollWait)
-			room := f.budget.Wait(waitCtx)
-			cancel()
-			if room {
-				continue // resume at once
-			}
-			// Still full after a whole wait: the rows that came after the
-			// last seal may fill the budget on their own, and only another
-			// epoch frees them (the committer runs it after the current
-			// one when it is busy).
-			f.system.Root.Send(f.committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
-			wait = pausedPollWait
-		}
-		// A reset (a rebuilt pipeline), Pause or Resume interrupts the
-		// poll; while paused, polling still keeps the group membership
-		// alive.
-		batches, err := f.poll(ctx, wait)
-		if paused {
+		f.checkBudgets()
+		f.updateActive()
+		// A request, room in a table's budget, Pause or Resume interrupts
+		// the poll; with everything paused, polling still keeps the group
+		// membership alive.
+		batches, err := f.poll(ctx, pollWait)
+		if !f.fetching() {
 			f.measureLag(ctx)
 		}
 		tooLarge, err := f.tooLarge(err)
@@ -257,10 +512,11 @@ func (f *fetcher) run(ctx context.Context) error {
 // holdLost holds the partitions whose fetch says their offset left the log
 // (OFFSET_OUT_OF_RANGE: franz-go stops them, as kafka.on_data_loss wants no
 // silent reset) or their topic's ID is gone (UNKNOWN_TOPIC_ID: deleted,
-// maybe created again), and asks the committer to check them against the
-// log. The records polled with the error are dispatched as usual, before.
+// maybe created again), and asks every table reading them to check them
+// against the log; each says where it continues (a reset). The records
+// polled with the error are dispatched as usual, before.
 func (f *fetcher) holdLost(err error) {
-	var lost []int32
+	lost := map[tp]bool{}
 	stale := false
 	for _, e := range joined(err) {
 		var pe *kafka.PartitionError
@@ -274,37 +530,48 @@ func (f *fetcher) holdLost(err error) {
 		default:
 			continue
 		}
-		if !slices.Contains(lost, pe.Partition) {
-			lost = append(lost, pe.Partition)
-		}
+		lost[tp{Topic: pe.Topic, Partition: pe.Partition}] = true
 	}
 	if len(lost) == 0 {
 		return
 	}
-	held := make(map[int32]int64, len(lost))
-	for _, p := range lost {
+	held := make(map[tp]int64, len(lost))
+	for p := range lost {
 		held[p] = ledger.Held
+		delete(f.pos, p)
 	}
 	f.cons.Seek(held)
-	f.system.Root.Send(f.committer, &recheckPartitions{partitions: lost, staleClient: stale})
+	for _, s := range f.sinks {
+		var mine []tp
+		for p := range lost {
+			if _, ok := s.want[p]; ok {
+				mine = append(mine, p)
+				delete(s.want, p)
+			}
+		}
+		if len(mine) > 0 {
+			f.system.Root.Send(s.committer, &recheckPartitions{partitions: mine, staleClient: stale})
+		}
+	}
+	f.publishPositions()
 }
 
 // tooLarge takes the record batches Poll refused to decompress
 // (kafka.BatchTooLargeError) out of err, by partition; the rest of err is
 // returned. Such a batch is not a Kafka failure but hostile or oversized
 // input, dead-lettered by dispatch.
-func (f *fetcher) tooLarge(err error) (map[int32]*kafka.BatchTooLargeError, error) {
+func (f *fetcher) tooLarge(err error) (map[tp]*kafka.BatchTooLargeError, error) {
 	if err == nil {
 		return nil, nil
 	}
-	var found map[int32]*kafka.BatchTooLargeError
+	var found map[tp]*kafka.BatchTooLargeError
 	var rest []error
 	for _, e := range joined(err) {
 		if tl, ok := errors.AsType[*kafka.BatchTooLargeError](e); ok {
 			if found == nil {
-				found = map[int32]*kafka.BatchTooLargeError{}
+				found = map[tp]*kafka.BatchTooLargeError{}
 			}
-			found[tl.Partition] = tl
+			found[tp{Topic: tl.Topic, Partition: tl.Partition}] = tl
 			f.logger.Warn("record batch too large to decompress: dead-lettered, read past", "err", tl)
 			continue
 		}
@@ -330,68 +597,88 @@ type polled struct {
 }
 
 // dispatch hands batches to readers without waiting, each with the batch
-// after it that Kafka refused to decompress, if any (tooLarge, emptied).
-func (f *fetcher) dispatch(batches []kafka.Batch, tooLarge map[int32]*kafka.BatchTooLargeError) *polled {
-	p := &polled{done: make(chan struct{}, len(batches)+len(tooLarge))}
+// after it that Kafka refused to decompress, if any (tooLarge, emptied),
+// and moves Kafka past such a batch.
+func (f *fetcher) dispatch(batches []kafka.Batch, tooLarge map[tp]*kafka.BatchTooLargeError) *polled {
+	p := &polled{done: make(chan struct{}, (len(batches)+len(tooLarge))*len(f.sinks))}
 	for _, b := range batches {
 		if len(b.Records) == 0 {
 			continue
 		}
-		skip := tooLarge[b.Partition]
-		delete(tooLarge, b.Partition)
-		if f.send(p, b.Partition, b.Records, skip) {
-			last := b.Records[len(b.Records)-1].Offset
-			f.metrics.Lag.WithLabelValues(partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
-		}
+		key := tp{Topic: b.Topic, Partition: b.Partition}
+		skip := tooLarge[key]
+		delete(tooLarge, key)
+		last := b.Records[len(b.Records)-1].Offset
+		f.pos[key] = last + 1
+		f.send(p, key, b.Records, skip)
+		f.metrics.Lag.WithLabelValues(b.Topic, partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
 	}
-	for part, skip := range tooLarge {
-		f.send(p, part, nil, skip)
+	for key, skip := range tooLarge {
+		f.send(p, key, nil, skip)
 	}
 	f.publishPositions()
 	return p
 }
 
 // send hands a partition's records, and the batch after them to skip, to
-// its reader, and moves Kafka past the skipped batch; it reports whether
-// there was a reader.
-func (f *fetcher) send(p *polled, partition int32, records []*kgo.Record, skip *kafka.BatchTooLargeError) bool {
-	pid := f.reg.reader(f.gen, partition)
-	if pid == nil {
-		// The pipeline is being rebuilt (its reset seeks back to the
-		// committed offsets) or the partition was revoked. Either way
-		// these records must not be skipped: rewind to them. (A skipped
-		// batch is met again after the reset's seek.)
-		if len(records) > 0 {
-			f.cons.Seek(map[int32]int64{partition: records[0].Offset})
-		}
-		return false
-	}
-	fetch := &messages.Fetch{Gen: f.gen, Partition: partition, Records: records, Done: func() { p.done <- struct{}{} }}
-	if len(records) > 0 {
-		f.positions[partition] = records[len(records)-1].Offset + 1
-	}
+// the reader of every table that takes them, each from where it continues,
+// and moves Kafka past the skipped batch.
+func (f *fetcher) send(p *polled, key tp, records []*kgo.Record, skip *kafka.BatchTooLargeError) {
 	if skip != nil {
-		// Kafka stopped the partition at the batch; the reader records
+		// Kafka stopped the partition at the batch; each reader records
 		// the skip in its epoch (a dead letter and the txn past it).
-		fetch.Skip = &messages.SkippedBatch{Offset: skip.Offset, LastOffset: skip.Next - 1, Reason: skip.Error()}
-		f.cons.Seek(map[int32]int64{partition: skip.Next})
-		f.positions[partition] = skip.Next
+		f.cons.Seek(map[tp]int64{key: skip.Next})
+		f.pos[key] = skip.Next
 	}
-	p.pending++
-	f.system.Root.Send(pid, fetch)
-	return true
+	for _, s := range f.sinks {
+		from, ok := s.want[key]
+		if !ok || s.detached {
+			continue
+		}
+		pid := s.reg.reader(s.gen, key)
+		if pid == nil {
+			// The table's pipeline is being rebuilt: its reset seeks
+			// back to its committed offsets.
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(records, from, func(r *kgo.Record, off int64) int { return cmpOffset(r.Offset, off) })
+		recs := records[i:]
+		var sb *messages.SkippedBatch
+		if skip != nil && skip.Offset >= from {
+			sb = &messages.SkippedBatch{Offset: skip.Offset, LastOffset: skip.Next - 1, Reason: skip.Error()}
+		}
+		if len(recs) == 0 && sb == nil {
+			continue // the table holds these already
+		}
+		switch {
+		case sb != nil:
+			s.want[key] = sb.LastOffset + 1
+		default:
+			s.want[key] = recs[len(recs)-1].Offset + 1
+		}
+		p.pending++
+		f.system.Root.Send(pid, &messages.Fetch{Gen: s.gen, Topic: key.Topic, Partition: key.Partition, From: from,
+			Records: recs, Skip: sb, Done: func() { p.done <- struct{}{} }})
+	}
 }
 
-// wait waits until p's rows are written, the pipeline is rebuilt, or ctx
-// ends.
+func cmpOffset(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// wait waits until p's rows are written, a table's pipeline is rebuilt
+// (its old readers may never answer), or ctx ends.
 func (f *fetcher) wait(ctx context.Context, p *polled) {
 	for ; p.pending > 0; p.pending-- {
 		select {
 		case <-p.done:
-		case <-f.wake:
-			// A rebuild: the old readers may never answer. Re-arm the
-			// signal so the loop applies the reset first thing.
-			f.rearm()
+		case <-f.rebuilt:
 			return
 		case <-ctx.Done():
 			return
@@ -399,26 +686,19 @@ func (f *fetcher) wait(ctx context.Context, p *polled) {
 	}
 }
 
-// rearm re-arms the wake signal consumed while waiting.
-func (f *fetcher) rearm() {
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
-
-// position returns the next offset to read of each partition read so far.
-func (f *fetcher) position() map[int32]int64 {
-	f.posMu.Lock()
-	defer f.posMu.Unlock()
-	return maps.Clone(f.posCopy)
+// position returns, per partition table i reads, the next offset its
+// readers take: everything before it was handed to them.
+func (f *fetcher) position(i int) map[tp]int64 {
+	s := f.sinks[i]
+	s.posMu.Lock()
+	defer s.posMu.Unlock()
+	return maps.Clone(s.posCopy)
 }
 
 func (f *fetcher) publishPositions() {
-	f.posMu.Lock()
-	f.posCopy = make(map[int32]int64, len(f.positions))
-	for p, o := range f.positions {
-		f.posCopy[p] = o
+	for _, s := range f.sinks {
+		s.posMu.Lock()
+		s.posCopy = maps.Clone(s.want)
+		s.posMu.Unlock()
 	}
-	f.posMu.Unlock()
 }

@@ -8,9 +8,14 @@ import (
 // Health collects why the engine is degraded (storage retrying, NATS down,
 // pipeline restarting), which /readyz reports, and why it is unhealthy: it
 // refuses to go on with part of its work until a human steps in (a
-// partition held for data loss), which /healthz reports too. Safe for
-// concurrent use.
+// partition held for data loss), which /healthz reports too. A table's
+// view (Table) writes keys that name the table. Safe for concurrent use.
 type Health struct {
+	*healthState
+	prefix string // a table view's, before every key it writes
+}
+
+type healthState struct {
 	mu        sync.Mutex
 	reasons   map[string]string
 	unhealthy map[string]string
@@ -18,22 +23,31 @@ type Health struct {
 
 // NewHealth returns a healthy Health.
 func NewHealth() *Health {
-	return &Health{reasons: map[string]string{}, unhealthy: map[string]string{}}
+	return &Health{healthState: &healthState{reasons: map[string]string{}, unhealthy: map[string]string{}}}
 }
+
+// Table returns the view of h that table name's components write through:
+// the same state, with keys "table <name>: <key>".
+func (h *Health) Table(name string) *Health {
+	return &Health{healthState: h.healthState, prefix: TableKey(name, "")}
+}
+
+// TableKey is the key a table's view writes key under.
+func TableKey(table, key string) string { return "table " + table + ": " + key }
 
 // Refuse records that the engine refuses what key names, and why: it is
 // unhealthy until Accept(key).
 func (h *Health) Refuse(key, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.unhealthy[key] = reason
+	h.unhealthy[h.prefix+key] = reason
 }
 
 // Accept clears Refuse(key).
 func (h *Health) Accept(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.unhealthy, key)
+	delete(h.unhealthy, h.prefix+key)
 }
 
 // Unhealthy returns key → reason for every refusal in force.
@@ -47,14 +61,14 @@ func (h *Health) Unhealthy() map[string]string {
 func (h *Health) Degrade(component, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.reasons[component] = reason
+	h.reasons[h.prefix+component] = reason
 }
 
 // Recover clears component's degradation.
 func (h *Health) Recover(component string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.reasons, component)
+	delete(h.reasons, h.prefix+component)
 }
 
 // Degraded returns component → reason for every degraded component.

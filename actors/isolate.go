@@ -1,10 +1,5 @@
 package actors
 
-import (
-	"maps"
-	"slices"
-)
-
 // isolateAfter is how many aborts in a row on a record fault (recordFault),
 // with nothing committed between them, start an isolation: one may be a
 // fluke, the second is the same records failing the same way.
@@ -23,9 +18,9 @@ const isolateAfter = 2
 // It is plain data, driven by the committer: plan says what the next
 // generation reads, committed and failed report how its step ended.
 type isolation struct {
-	reason  string  // the fault, for the culprit's letter
-	parts   []int32 // suspect partitions, ascending; parts[0] is searched
-	lo, hi  map[int32]int64
+	reason  string // the fault, for the culprit's letter
+	parts   []tp   // suspect partitions, ascending; parts[0] is searched
+	lo, hi  map[tp]int64
 	failing bool  // [lo, hi] of parts[0] is known to fail
 	step    int64 // the last offset the current step reads
 	bare    bool  // the culprit's letter failed too: send it without key and value
@@ -33,9 +28,9 @@ type isolation struct {
 
 // newIsolation starts a search over ranges (partition → first and last
 // offset read when the epoch failed); nil when no range holds a record.
-func newIsolation(reason string, ranges map[int32][2]int64) *isolation {
-	s := &isolation{reason: reason, lo: map[int32]int64{}, hi: map[int32]int64{}}
-	for _, p := range slices.Sorted(maps.Keys(ranges)) {
+func newIsolation(reason string, ranges map[tp][2]int64) *isolation {
+	s := &isolation{reason: reason, lo: map[tp]int64{}, hi: map[tp]int64{}}
+	for _, p := range sortedTPs(ranges) {
 		if r := ranges[p]; r[0] >= 0 && r[1] >= r[0] {
 			s.parts = append(s.parts, p)
 			s.lo[p], s.hi[p] = r[0], r[1]
@@ -55,7 +50,7 @@ func (s *isolation) culprit() bool {
 
 // plan is the next step: the partition read (every other one is held) and
 // how far its reader goes.
-func (s *isolation) plan() (int32, *readLimit) {
+func (s *isolation) plan() (tp, *readLimit) {
 	p := s.parts[0]
 	lo, hi := s.lo[p], s.hi[p]
 	if s.culprit() {

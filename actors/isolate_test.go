@@ -1,6 +1,10 @@
 package actors
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/deltaflow/deltaflow/ledger"
+)
 
 // runIsolation drives an isolation against a partition log where reading
 // any range holding an offset of poison fails (unless the step
@@ -10,7 +14,8 @@ func runIsolation(t *testing.T, s *isolation, poison map[int32]map[int64]bool, t
 	t.Helper()
 	dead = map[int32]int64{}
 	for steps = 1; steps < 100; steps++ {
-		p, lim := s.plan()
+		key, lim := s.plan()
+		p := key.Partition
 		fails := false
 		for off := table[p]; off <= lim.last; off++ {
 			if poison[p][off] && off != lim.poison {
@@ -37,7 +42,7 @@ func runIsolation(t *testing.T, s *isolation, poison map[int32]map[int64]bool, t
 
 func TestIsolationFindsTheRecord(t *testing.T) {
 	table := map[int32]int64{0: 10, 1: 0, 2: 5}
-	s := newIsolation("bad", map[int32][2]int64{0: {10, 1033}, 1: {0, 99}, 2: {5, 4}})
+	s := newIsolation("bad", ledger.Of(topic, map[int32][2]int64{0: {10, 1033}, 1: {0, 99}, 2: {5, 4}}))
 	if len(s.parts) != 2 {
 		t.Fatalf("suspects %v; partition 2 read nothing", s.parts)
 	}
@@ -55,7 +60,7 @@ func TestIsolationFindsTheRecord(t *testing.T) {
 }
 
 func TestIsolationWithoutCulprit(t *testing.T) {
-	s := newIsolation("not a record", map[int32][2]int64{0: {0, 9}})
+	s := newIsolation("not a record", ledger.Of(topic, map[int32][2]int64{0: {0, 9}}))
 	dead, _ := runIsolation(t, s, nil, map[int32]int64{0: 0})
 	if len(dead) != 0 {
 		t.Fatalf("dead-lettered %v with no record at fault", dead)
@@ -63,7 +68,7 @@ func TestIsolationWithoutCulprit(t *testing.T) {
 }
 
 func TestIsolationBareLetter(t *testing.T) {
-	s := newIsolation("too large", map[int32][2]int64{0: {3, 3}})
+	s := newIsolation("too large", ledger.Of(topic, map[int32][2]int64{0: {3, 3}}))
 	s.failing = true
 	if _, lim := s.plan(); lim.poison != 3 || lim.bare {
 		t.Fatalf("first culprit step %+v; want offset 3 with its record", lim)

@@ -133,7 +133,7 @@ func TestMaintenanceDisabled(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.start(Config{}, nil)
 	defer r.stop(t)
-	if r.engine.maintenance != nil {
+	if r.engine.tables[0].maintenance != nil {
 		t.Fatal("maintenance actor spawned with both intervals 0")
 	}
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,25 +13,25 @@ import (
 
 // Metrics are the engine's Prometheus metrics (served at /metrics). Create
 // them with NewMetrics on the registry the process serves; nothing here is
-// global. Durations are histograms named *_duration_seconds, points in
-// time gauges named *_timestamp_seconds (Unix time), as Prometheus names
-// them.
+// global. The value NewMetrics returns holds the process's series (the
+// fetch loop's, the watchdog's, errors by component); Table returns a
+// table's view, whose series carry its `table` label. Durations are
+// histograms named *_duration_seconds, points in time gauges named
+// *_timestamp_seconds (Unix time), as Prometheus names them.
 type Metrics struct {
-	Records       *prometheus.CounterVec // records consumed, by partition
+	// A table's series.
+	Records       *prometheus.CounterVec // records consumed, by topic and partition
 	DeadLetters   prometheus.Counter
 	Rows          prometheus.Counter // rows committed
 	Files         prometheus.Counter
 	Bytes         prometheus.Counter
 	Commits       prometheus.Counter
 	Conflicts     prometheus.Counter
-	CommitLatency prometheus.Histogram
-	EpochDuration prometheus.Histogram
+	CommitLatency prometheus.Observer
+	EpochDuration prometheus.Observer
 	BufferedBytes prometheus.Gauge
-	FetchPaused   prometheus.Gauge     // 1 while reading Kafka is paused
-	Paused        prometheus.Gauge     // 1 while the control service has paused reading
-	DLQWaiting    prometheus.Gauge     // dead letters an epoch waits to see acknowledged
-	DLQFull       prometheus.Gauge     // 1 while the DLQ stream refuses letters for want of room
-	Lag           *prometheus.GaugeVec // records behind the high watermark, by partition
+	DLQWaiting    prometheus.Gauge // dead letters an epoch waits to see acknowledged
+	DLQFull       prometheus.Gauge // 1 while the DLQ stream refuses letters for want of room
 	Restarts      *prometheus.CounterVec
 	TableVersion  prometheus.Gauge
 	// LastCommit is when this process last committed an epoch.
@@ -43,32 +44,53 @@ type Metrics struct {
 	// more than maxEventClockSkew ahead of the clock: a device with a wrong
 	// clock must not make the freshness negative for good.
 	FutureEvents prometheus.Counter
-	// Errors counts failed operations against a server, by component
-	// (storage, nats, kafka); Retries the ones retried after a backoff.
-	Errors  *prometheus.CounterVec
-	Retries *prometheus.CounterVec
 	// MaintenanceRuns counts maintenance runs by task (optimize, vacuum,
 	// log_cleanup) and result (done, noop, conflict, error);
 	// MaintenanceDuration times them by task.
 	MaintenanceRuns     *prometheus.CounterVec
-	MaintenanceDuration *prometheus.HistogramVec
-	// Stalled is 1 while the stall watchdog sees records waiting and no
-	// commit (see Watchdog).
-	Stalled prometheus.Gauge
-	// Pending is, by partition, the records in Kafka the table does not
-	// hold yet: the high watermark minus the committed offset.
+	MaintenanceDuration prometheus.ObserverVec
+	// Pending is, by topic and partition, the records in Kafka the table
+	// does not hold yet: the high watermark minus the committed offset.
 	Pending *prometheus.GaugeVec
 	// DataLoss counts partitions found with an offset the log no longer
-	// continues from, by partition, cause (retention, recreated) and action
-	// (held, skipped); DataLossRecords the records known lost by those
-	// skipped; Held is 1 for each partition held unread because of one.
+	// continues from, by topic, partition, cause (retention, recreated) and
+	// action (held, skipped); DataLossRecords the records known lost by
+	// those skipped; Held is 1 for each partition held unread because of
+	// one (or because its start is in doubt).
 	DataLoss        *prometheus.CounterVec
 	DataLossRecords *prometheus.CounterVec
 	Held            *prometheus.GaugeVec
 
+	// The process's series, shared by every view.
+	FetchPaused prometheus.Gauge     // 1 while reading Kafka is paused for some table (its memory budget, or the control service)
+	Paused      prometheus.Gauge     // 1 while the control service has paused reading
+	Lag         *prometheus.GaugeVec // records behind the high watermark, by topic and partition
+	// Errors counts failed operations against a server, by component
+	// (storage, nats, kafka); Retries the ones retried after a backoff.
+	Errors  *prometheus.CounterVec
+	Retries *prometheus.CounterVec
+	// Stalled is 1 while the stall watchdog sees records waiting and no
+	// commit (see Watchdog).
+	Stalled prometheus.Gauge
+
+	vecs *metricVecs
 	// newestEvent backs EventFreshness: Unix nanoseconds, 0 while unknown.
 	newestEvent atomic.Int64
 	now         func() time.Time
+}
+
+// metricVecs are the labelled series the table views curry.
+type metricVecs struct {
+	reg   prometheus.Registerer
+	mu    sync.Mutex
+	views map[string]*Metrics // by table
+
+	records, restarts, maintenanceRuns, dataLoss   *prometheus.CounterVec
+	deadLetters, rows, files, bytes, commits       *prometheus.CounterVec
+	conflicts, futureEvents, dataLossRecords       *prometheus.CounterVec
+	commitLatency, epochDuration, maintenanceTimes *prometheus.HistogramVec
+	buffered, dlqWaiting, dlqFull, tableVersion    *prometheus.GaugeVec
+	lastCommit, newestEvent, pending, held         *prometheus.GaugeVec
 }
 
 // Metric components of Errors and Retries.
@@ -80,96 +102,136 @@ const (
 
 // NewMetrics creates and registers the metrics on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_records_total",
-			Help: "Kafka records consumed."}, []string{"partition"}),
-		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_dlq_records_total",
-			Help: "Records sent to the dead letter queue."}),
-		Rows: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_rows_committed_total",
-			Help: "Rows committed to the Delta table."}),
-		Files: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_files_committed_total",
-			Help: "Data files committed."}),
-		Bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_bytes_committed_total",
-			Help: "Bytes of data files committed."}),
-		Commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_commits_total",
-			Help: "Delta commits written."}),
-		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_commit_conflicts_total",
-			Help: "Epochs dropped because a concurrent commit conflicted."}),
-		CommitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltaflow_commit_duration_seconds",
-			Help: "Time to write one Delta commit.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
-		EpochDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltaflow_epoch_duration_seconds",
-			Help: "Time from sealing an epoch to its commit.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
-		BufferedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_buffered_bytes",
-			Help: "Bytes of rows buffered and not yet uploaded."}),
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"table"}, labels...))
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"table"}, labels...))
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, append([]string{"table"}, labels...))
+	}
+	v := &metricVecs{reg: reg, views: map[string]*Metrics{},
+		records:     counter("deltaflow_records_total", "Kafka records consumed, by table, topic and partition.", "topic", "partition"),
+		deadLetters: counter("deltaflow_dlq_records_total", "Records sent to the dead letter queue."),
+		rows:        counter("deltaflow_rows_committed_total", "Rows committed to the Delta table."),
+		files:       counter("deltaflow_files_committed_total", "Data files committed."),
+		bytes:       counter("deltaflow_bytes_committed_total", "Bytes of data files committed."),
+		commits:     counter("deltaflow_commits_total", "Delta commits written."),
+		conflicts:   counter("deltaflow_commit_conflicts_total", "Epochs dropped because a concurrent commit conflicted."),
+		commitLatency: histogram("deltaflow_commit_duration_seconds", "Time to write one Delta commit.",
+			prometheus.ExponentialBuckets(0.005, 2, 12)),
+		epochDuration: histogram("deltaflow_epoch_duration_seconds", "Time from sealing an epoch to its commit.",
+			prometheus.ExponentialBuckets(0.01, 2, 14)),
+		buffered: gauge("deltaflow_buffered_bytes", "Bytes of rows buffered and not yet uploaded (the table's share of backpressure.memory_budget)."),
+		dlqWaiting: gauge("deltaflow_dlq_waiting_letters",
+			"Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."),
+		dlqFull: gauge("deltaflow_dlq_full",
+			"1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, or the JetStream store full): the epoch holding them waits uncommitted until room is made."),
+		restarts:     counter("deltaflow_actor_restarts_total", "Actor and pipeline restarts after failures.", "actor"),
+		tableVersion: gauge("deltaflow_table_version", "Latest Delta version this process committed or read."),
+		lastCommit:   gauge("deltaflow_last_commit_timestamp_seconds", "When this process last committed an epoch (Unix time); 0 before its first commit."),
+		newestEvent: gauge("deltaflow_newest_event_timestamp_seconds",
+			"Newest event time committed to the table by this process (Unix time, from the files' stats); 0 before its first commit."),
+		futureEvents: counter("deltaflow_future_event_files_total",
+			"Committed data files whose newest event time lies more than 5 minutes ahead of this host's clock; the freshness metrics leave them out."),
+		maintenanceRuns: counter("deltaflow_maintenance_runs_total",
+			"Maintenance runs by task (optimize, vacuum, log_cleanup) and result (done, noop, conflict, error).", "task", "result"),
+		maintenanceTimes: histogram("deltaflow_maintenance_duration_seconds", "Time a maintenance run took, by task.",
+			prometheus.ExponentialBuckets(0.01, 4, 10), "task"),
+		pending: gauge("deltaflow_uncommitted_records",
+			"Records in Kafka the table does not hold yet (high watermark minus committed offset), by topic and partition; checked by the stall watchdog.", "topic", "partition"),
+		dataLoss: counter("deltaflow_data_loss_total",
+			"Partitions found whose table offset the Kafka log no longer continues from (records deleted before they were read, or the topic recreated), by topic, partition, cause (retention, recreated) and action (held: not read, per kafka.on_data_loss fail; skipped: resumed at the log start).",
+			"topic", "partition", "cause", "action"),
+		dataLossRecords: counter("deltaflow_data_loss_records_total",
+			"Records skipped under kafka.on_data_loss skip because Kafka deleted them before they were read, by topic and partition (a recreated topic's loss cannot be counted).",
+			"topic", "partition"),
+		held: gauge("deltaflow_partition_held",
+			"1 while a partition is held unread: the Kafka log no longer holds its table offset (kafka.on_data_loss fail), or where it starts is in doubt (another app's offsets, expired ones).",
+			"topic", "partition"),
+	}
+	m := &Metrics{vecs: v, now: time.Now,
 		FetchPaused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_fetch_paused",
-			Help: "1 while reading Kafka is paused (memory budget or unfinished epochs reached, or paused by the control service)."}),
+			Help: "1 while reading Kafka is paused for some table (its memory budget or unfinished epochs reached), or by the control service."}),
 		Paused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_paused",
 			Help: "1 while the control service has paused reading Kafka; it resumes by itself after control.max_pause."}),
-		DLQWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_waiting_letters",
-			Help: "Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."}),
-		DLQFull: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_full",
-			Help: "1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, or the JetStream store full): the epoch holding them waits uncommitted until room is made."}),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_lag_records",
-			Help: "Records between the last one read and the partition's high watermark."}, []string{"partition"}),
-		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_actor_restarts_total",
-			Help: "Actor and pipeline restarts after failures."}, []string{"actor"}),
-		TableVersion: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_table_version",
-			Help: "Latest Delta version this process committed or read."}),
-		LastCommit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_last_commit_timestamp_seconds",
-			Help: "When this process last committed an epoch (Unix time); 0 before its first commit."}),
-		NewestEvent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_newest_event_timestamp_seconds",
-			Help: "Newest event time committed to the table by this process (Unix time, from the files' stats); 0 before its first commit."}),
-		FutureEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltaflow_future_event_files_total",
-			Help: "Committed data files whose newest event time lies more than 5 minutes ahead of this host's clock; the freshness metrics leave them out."}),
+			Help: "Records between the last one read and the partition's high watermark, by topic and partition."}, []string{"topic", "partition"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_errors_total",
 			Help: "Failed operations against a server, by component (storage, nats, kafka)."}, []string{"component"}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_retries_total",
-			Help: "Operations retried after a backoff, by component (storage, nats)."}, []string{"component"}),
-		MaintenanceRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_maintenance_runs_total",
-			Help: "Maintenance runs by task (optimize, vacuum, log_cleanup) and result (done, noop, conflict, error)."},
-			[]string{"task", "result"}),
-		MaintenanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "deltaflow_maintenance_duration_seconds",
-			Help: "Time a maintenance run took, by task.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"task"}),
+			Help: "Operations retried after a backoff, by component (storage, nats, kafka)."}, []string{"component"}),
 		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
 			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_intervals flush intervals (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
-		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_uncommitted_records",
-			Help: "Records in Kafka the table does not hold yet (high watermark minus committed offset), by partition; checked by the stall watchdog."}, []string{"partition"}),
-		DataLoss: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_data_loss_total",
-			Help: "Partitions found whose table offset the Kafka log no longer continues from (records deleted before they were read, or the topic recreated), by partition, cause (retention, recreated) and action (held: not read, per kafka.on_data_loss fail; skipped: resumed at the log start)."},
-			[]string{"partition", "cause", "action"}),
-		DataLossRecords: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_data_loss_records_total",
-			Help: "Records skipped under kafka.on_data_loss skip because Kafka deleted them before they were read, by partition (a recreated topic's loss cannot be counted)."},
-			[]string{"partition"}),
-		Held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_partition_held",
-			Help: "1 while a partition is held unread because the Kafka log no longer holds its table offset (kafka.on_data_loss fail)."},
-			[]string{"partition"}),
-		now: time.Now,
 	}
-	freshness := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltaflow_event_freshness_seconds",
-		Help: "Now minus the newest event time committed: how old the newest row in the table is; 0 before the first commit."},
-		m.eventFreshness)
 	// The components are known up front, so each series exists (at 0)
 	// from the start and rate() sees the first error.
 	for _, c := range []string{componentStorage, componentNATS, componentKafka} {
 		m.Errors.WithLabelValues(c)
 		m.Retries.WithLabelValues(c)
 	}
+	if reg != nil {
+		reg.MustRegister(v.records, v.deadLetters, v.rows, v.files, v.bytes, v.commits, v.conflicts, v.commitLatency,
+			v.epochDuration, v.buffered, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
+			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.dataLoss, v.dataLossRecords, v.held,
+			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled)
+	}
+	return m
+}
+
+// Table returns table name's view of m: its series labelled with the
+// table, the process's shared. The same name gives the same view.
+func (m *Metrics) Table(name string) *Metrics {
+	v := m.vecs
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if t, ok := v.views[name]; ok {
+		return t
+	}
+	l := prometheus.Labels{"table": name}
+	t := &Metrics{vecs: v, now: m.now,
+		Records:             v.records.MustCurryWith(l),
+		DeadLetters:         v.deadLetters.WithLabelValues(name),
+		Rows:                v.rows.WithLabelValues(name),
+		Files:               v.files.WithLabelValues(name),
+		Bytes:               v.bytes.WithLabelValues(name),
+		Commits:             v.commits.WithLabelValues(name),
+		Conflicts:           v.conflicts.WithLabelValues(name),
+		CommitLatency:       v.commitLatency.WithLabelValues(name),
+		EpochDuration:       v.epochDuration.WithLabelValues(name),
+		BufferedBytes:       v.buffered.WithLabelValues(name),
+		DLQWaiting:          v.dlqWaiting.WithLabelValues(name),
+		DLQFull:             v.dlqFull.WithLabelValues(name),
+		Restarts:            v.restarts.MustCurryWith(l),
+		TableVersion:        v.tableVersion.WithLabelValues(name),
+		LastCommit:          v.lastCommit.WithLabelValues(name),
+		NewestEvent:         v.newestEvent.WithLabelValues(name),
+		FutureEvents:        v.futureEvents.WithLabelValues(name),
+		MaintenanceRuns:     v.maintenanceRuns.MustCurryWith(l),
+		MaintenanceDuration: v.maintenanceTimes.MustCurryWith(l),
+		Pending:             v.pending.MustCurryWith(l),
+		DataLoss:            v.dataLoss.MustCurryWith(l),
+		DataLossRecords:     v.dataLossRecords.MustCurryWith(l),
+		Held:                v.held.MustCurryWith(l),
+		FetchPaused:         m.FetchPaused, Paused: m.Paused, Lag: m.Lag, Errors: m.Errors, Retries: m.Retries, Stalled: m.Stalled,
+	}
 	for _, a := range []string{"committer", "pipeline", "maintenance"} {
-		m.Restarts.WithLabelValues(a)
+		t.Restarts.WithLabelValues(a)
 	}
 	for _, task := range []string{taskOptimize, taskVacuum, taskLogCleanup} {
 		for _, r := range []string{resultDone, resultNoop, resultConflict, resultError} {
-			m.MaintenanceRuns.WithLabelValues(task, r)
+			t.MaintenanceRuns.WithLabelValues(task, r)
 		}
-		m.MaintenanceDuration.WithLabelValues(task)
+		t.MaintenanceDuration.WithLabelValues(task)
 	}
-	if reg != nil {
-		reg.MustRegister(m.Records, m.DeadLetters, m.Rows, m.Files, m.Bytes, m.Commits, m.Conflicts,
-			m.CommitLatency, m.EpochDuration, m.BufferedBytes, m.FetchPaused, m.Paused, m.DLQWaiting, m.DLQFull, m.Lag, m.Restarts, m.TableVersion,
-			m.LastCommit, m.NewestEvent, m.FutureEvents, freshness, m.Errors, m.Retries, m.MaintenanceRuns, m.MaintenanceDuration,
-			m.Stalled, m.Pending, m.DataLoss, m.DataLossRecords, m.Held)
+	if v.reg != nil {
+		v.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltaflow_event_freshness_seconds",
+			Help:        "Now minus the newest event time committed: how old the newest row in the table is; 0 before the first commit.",
+			ConstLabels: l}, t.eventFreshness))
 	}
-	return m
+	v.views[name] = t
+	return t
 }
 
 // maxEventClockSkew is how far ahead of this host's clock an event time

@@ -17,11 +17,6 @@ type Outbox interface {
 	MirrorOffset(topic string, partition int32, offset, version int64)
 }
 
-// OffsetCommitter commits Kafka group offsets, for lag tools only.
-type OffsetCommitter interface {
-	CommitOffsets(ctx context.Context, next map[int32]int64) error
-}
-
 // NewOutbox adapts a bridge to Outbox.
 func NewOutbox(b *bridge.Bridge) Outbox { return bridgeOutbox{b} }
 

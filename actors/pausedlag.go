@@ -14,7 +14,8 @@ const pausedLagEvery = pollWait
 const pausedLagTimeout = time.Second
 
 // measureLag sets deltaflow_lag_records from the brokers' high watermarks,
-// at most every pausedLagEvery. Called by the loop while it is paused.
+// at most every pausedLagEvery. Called by the loop while it fetches
+// nothing.
 func (f *fetcher) measureLag(ctx context.Context) {
 	if time.Since(f.lagMeasured) < pausedLagEvery {
 		return
@@ -28,6 +29,6 @@ func (f *fetcher) measureLag(ctx context.Context) {
 		return
 	}
 	for p, n := range lag {
-		f.metrics.Lag.WithLabelValues(partitionLabel(p)).Set(float64(n))
+		f.metrics.Lag.WithLabelValues(p.Topic, partitionLabel(p.Partition)).Set(float64(n))
 	}
 }

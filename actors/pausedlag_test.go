@@ -16,7 +16,7 @@ import (
 func sumLag(m *Metrics) float64 {
 	var n float64
 	for p := range int32(3) {
-		n += testutil.ToFloat64(m.Lag.WithLabelValues(partitionLabel(p)))
+		n += testutil.ToFloat64(m.Lag.WithLabelValues(topic, partitionLabel(p)))
 	}
 	return n
 }
@@ -77,7 +77,7 @@ func TestFutureEventTimesLeftOutOfFreshness(t *testing.T) {
 	r := h.start(Config{}, nil)
 	defer r.stop(t)
 	h.waitCommitted(r, 30*time.Second)
-	m := r.engine.deps.Metrics
+	m := r.metrics()
 	if f := m.eventFreshness(); f <= 0 {
 		t.Errorf("deltaflow_event_freshness_seconds = %v with events a year ahead committed; want the others' freshness (> 0)", f)
 	}

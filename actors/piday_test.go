@@ -197,7 +197,7 @@ func simulateDay(t *testing.T, plan dayPlan) dayRun {
 	epoch := time.Hour / time.Duration(plan.epochsPerHour)
 	var run dayRun
 	round := func(msg any) {
-		if _, err := r.engine.system.Root.RequestFuture(r.engine.maintenance, msg, time.Minute).Result(); err != nil {
+		if _, err := r.engine.system.Root.RequestFuture(r.engine.tables[0].maintenance, msg, time.Minute).Result(); err != nil {
 			t.Fatalf("maintenance run %T: %v", msg, err)
 		}
 	}
@@ -231,7 +231,7 @@ func simulateDay(t *testing.T, plan dayPlan) dayRun {
 		}
 		run.hourly = append(run.hourly, figures(t, h.table, store))
 	}
-	run.commits = int64(testutil.ToFloat64(r.engine.deps.Metrics.Commits))
+	run.commits = int64(testutil.ToFloat64(r.metrics().Commits))
 	aging.mu.Lock()
 	run.written = aging.written
 	aging.mu.Unlock()

@@ -10,27 +10,31 @@ import (
 	"github.com/deltaflow/deltaflow/messages"
 )
 
-// pipelineConfig is what the pipeline of every generation shares.
+// pipelineConfig is what the pipeline of every generation of one table
+// shares.
 type pipelineConfig struct {
-	topic     string
 	mapper    *mapping.Mapper // cloned for each reader
 	buffer    *bufferConfig
 	committer *actor.PID
 	reg       *registry
 	metrics   *Metrics
 	logger    *slog.Logger
+	// behind tells the fetch loop that a reader stopped at from for want
+	// of need bytes of room (fetcher.behind, for this table).
+	behind func(gen uint64, p tp, from, need int64)
 }
 
 // Messages to the pipeline. The committer's are sent, never awaited: a
 // mailbox delivers one sender's messages in order, so readers spawned by
 // spawnReaders exist when a later sealReaders reaches them.
 type (
-	// spawnReaders starts readers for partitions, tagging rows with epoch;
-	// limits bound some while a record is isolated.
+	// spawnReaders starts readers for partitions, each continuing from
+	// its offset (-1: where the partition starts), tagging rows with
+	// epoch; limits bound some while a record is isolated.
 	spawnReaders struct {
-		partitions []int32
-		epoch      uint64
-		limits     map[int32]*readLimit
+		from   map[tp]int64
+		epoch  uint64
+		limits map[tp]*readLimit
 	}
 	// sealReaders hands seal to every reader.
 	sealReaders struct{ seal *messages.Seal }
@@ -84,11 +88,11 @@ func (p *pipeline) Receive(c actor.Context) {
 	case *actor.Stopping:
 		p.dead = true
 	case *spawnReaders:
-		for _, part := range m.partitions {
-			props := actor.PropsFromProducer(newReader(p.cfg, p.gen, part, m.epoch, c.Self(), m.limits[part]))
-			pid, err := c.SpawnNamed(props, fmt.Sprintf("reader-%s-%d", p.cfg.topic, part))
+		for _, part := range sortedTPs(m.from) {
+			props := actor.PropsFromProducer(newReader(p.cfg, p.gen, part, m.from[part], m.epoch, c.Self(), m.limits[part]))
+			pid, err := c.SpawnNamed(props, fmt.Sprintf("reader-%s-%d", part.Topic, part.Partition))
 			if err != nil {
-				panic(fmt.Errorf("spawn reader %d: %w", part, err))
+				panic(fmt.Errorf("spawn reader %s: %w", part, err))
 			}
 			p.cfg.reg.setReader(p.gen, part, pid)
 			p.readers = append(p.readers, pid)

@@ -10,7 +10,10 @@ import (
 // Progress is what the engine tells a stall watchdog: whether epochs still
 // commit while records wait.
 type Progress struct {
-	// LastCommit is this engine's last commit; its start until the first.
+	// Table is the table it is of (the engine's most stalled).
+	Table string
+	// LastCommit is the table's last commit; the engine's start until the
+	// first.
 	LastCommit time.Time
 	// Committing is true while a commit, or the checkpoint and mirror
 	// updates that follow it, is in flight: never the moment to exit.
@@ -33,30 +36,30 @@ type Progress struct {
 type progress struct {
 	lastCommit   atomic.Int64 // Unix nanoseconds
 	committing   atomic.Bool
-	failingSince atomic.Int64                    // Unix nanoseconds; 0 when not failing at the cap
-	committed    atomic.Pointer[map[int32]int64] // next offset per owned partition, -1: none yet
+	failingSince atomic.Int64                 // Unix nanoseconds; 0 when not failing at the cap
+	committed    atomic.Pointer[map[tp]int64] // next offset per owned partition, -1: none yet
 	// held are the partitions held for data loss: their records wait on
 	// purpose (the engine says so on /healthz), not for a restart.
-	held atomic.Pointer[map[int32]bool]
+	held atomic.Pointer[map[tp]bool]
 }
 
 func newProgress(now time.Time) *progress {
 	p := &progress{}
 	p.lastCommit.Store(now.UnixNano())
-	empty := map[int32]int64{}
+	empty := map[tp]int64{}
 	p.committed.Store(&empty)
-	p.held.Store(&map[int32]bool{})
+	p.held.Store(&map[tp]bool{})
 	return p
 }
 
 // setHeld publishes the committer's held partitions.
-func (p *progress) setHeld(held map[int32]bool) {
+func (p *progress) setHeld(held map[tp]bool) {
 	c := maps.Clone(held)
 	p.held.Store(&c)
 }
 
 // setCommitted publishes the committer's per-partition next offsets.
-func (p *progress) setCommitted(next map[int32]int64) {
+func (p *progress) setCommitted(next map[tp]int64) {
 	c := maps.Clone(next)
 	p.committed.Store(&c)
 }
@@ -81,22 +84,44 @@ func (p *progress) committedNow(now time.Time) {
 	p.failingSince.Store(0)
 }
 
-// Progress reports the engine's progress. Uncommitted asks Kafka for the
-// high watermarks (bounded by ctx), and updates
-// deltaflow_uncommitted_records.
+// Progress reports the engine's progress: of the table that looks most
+// stalled (records waiting, and the oldest last commit), or of the first
+// when none has records waiting. Uncommitted asks Kafka for the high
+// watermarks (bounded by ctx), and updates deltaflow_uncommitted_records.
 func (e *Engine) Progress(ctx context.Context) Progress {
-	p := e.progress
-	out := Progress{LastCommit: time.Unix(0, p.lastCommit.Load()), Committing: p.committing.Load(), Uncommitted: -1,
-		Paused: e.fetch.userPaused.Load()}
+	ends, endsErr := e.cons.EndOffsets(ctx)
+	var worst Progress
+	for i, t := range e.tables {
+		p := e.tableProgress(i, t, ends, endsErr)
+		waiting := func(p Progress) bool { return p.Uncommitted != 0 }
+		switch {
+		case i == 0:
+			worst = p
+		case waiting(p) && (!waiting(worst) || p.LastCommit.Before(worst.LastCommit)):
+			worst.Table, worst.LastCommit, worst.Uncommitted = p.Table, p.LastCommit, p.Uncommitted
+		}
+		worst.Committing = worst.Committing || p.Committing
+		if !p.FailingSince.IsZero() && (worst.FailingSince.IsZero() || p.FailingSince.Before(worst.FailingSince)) {
+			worst.FailingSince = p.FailingSince
+		}
+	}
+	return worst
+}
+
+// tableProgress is table i's Progress; ends are the partitions' end
+// offsets (unknown when endsErr).
+func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error) Progress {
+	p := t.progress
+	out := Progress{Table: t.route.Name, LastCommit: time.Unix(0, p.lastCommit.Load()), Committing: p.committing.Load(),
+		Uncommitted: -1, Paused: e.fetch.userPaused.Load()}
 	if f := p.failingSince.Load(); f != 0 {
 		out.FailingSince = time.Unix(0, f)
 	}
-	ends, err := e.cons.EndOffsets(ctx)
-	if err != nil {
+	if endsErr != nil {
 		return out
 	}
 	out.Uncommitted = 0
-	read := e.fetch.position()
+	read := e.fetch.position(i)
 	held := *p.held.Load()
 	for part, next := range *p.committed.Load() {
 		end, known := ends[part]
@@ -117,7 +142,7 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 			// an empty partition must not look stalled.
 			continue
 		}
-		e.deps.Metrics.Pending.WithLabelValues(partitionLabel(part)).Set(float64(n))
+		t.metrics.Pending.WithLabelValues(part.Topic, partitionLabel(part.Partition)).Set(float64(n))
 		out.Uncommitted += n
 	}
 	return out

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -64,27 +63,32 @@ type route struct {
 	opened   uint64
 }
 
-// reader maps the records of one Kafka partition to rows and routes them to
-// buffers, tagged with the current epoch.
+// reader maps the records of one Kafka partition to rows of one table and
+// routes them to buffers, tagged with the current epoch.
 //
 // What a record makes the pipeline hold until its epoch commits, beyond
-// the poll's rows, must fit in the memory budget before the reader takes
-// it: the fixed memory of a file for a partition value the epoch has no
-// file for yet, and a dead letter. When it does not fit, the reader stops
-// mapping there, asks for an early epoch and waits for room; the records
-// after it, and the Fetches that arrive meanwhile, wait in pending. So an
-// epoch has at most as many partition values as the budget holds writers:
-// the epoch is sealed early (as Spark's maxConcurrentOutputFileWriters
-// falls back) rather than the input refused (as Hive's
-// max.dynamic.partitions).
+// the poll's rows, must fit in the table's memory budget before the reader
+// takes it: the fixed memory of a file for a partition value the epoch has
+// no file for yet, and a dead letter. When it does not fit, the reader
+// stops there, sends what it mapped and tells the fetch loop where it
+// stopped (behind): the loop hands the table nothing until its budget has
+// room (asking for an early epoch, which frees it), then hands the reader
+// the records again from there. So an epoch has at most as many partition
+// values as the budget holds writers: the epoch is sealed early (as
+// Spark's maxConcurrentOutputFileWriters falls back) rather than the input
+// refused (as Hive's max.dynamic.partitions), and a table out of room
+// holds up no other table reading the same topic.
 type reader struct {
-	cfg       *pipelineConfig
-	gen       uint64
-	partition int32
-	epoch     uint64
-	pipeline  *actor.PID
-	mapper    *mapping.Mapper
+	cfg      *pipelineConfig
+	gen      uint64
+	tp       tp
+	epoch    uint64
+	pipeline *actor.PID
+	mapper   *mapping.Mapper
 
+	// expect is the next offset the reader takes: a Fetch from anywhere
+	// else was dispatched before the loop heard where it stopped.
+	expect     int64
 	lastOffset int64 // last offset consumed in this epoch, -1 if none
 	records    int64
 	dead       []messages.DeadLetter
@@ -94,24 +98,11 @@ type reader struct {
 	row        mapping.Row
 	rec        mapping.Record
 
-	// pending are the Fetches not yet mapped whole, oldest first; the
-	// first is mapped from record next on.
-	pending []*messages.Fetch
-	next    int
 	// unsent is what the part of a Fetch being mapped will add to the
 	// budget when sent.
 	unsent int64
-	// waiting is set while a goroutine waits for room in the budget
-	// (resumeMapping ends it); cancel stops it with the reader.
-	waiting bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	limit   *readLimit // nil but while the committer isolates a record
+	limit  *readLimit // nil but while the committer isolates a record
 }
-
-// resumeMapping tells a reader that the budget has room for what it
-// stopped at.
-type resumeMapping struct{}
 
 // readLimit bounds what a reader consumes while the committer isolates the
 // record an epoch keeps failing on (see isolation): records after last wait
@@ -124,93 +115,50 @@ type readLimit struct {
 	reached bool // the reader asked for the epoch that commits up to last
 }
 
-func newReader(cfg *pipelineConfig, gen uint64, partition int32, epoch uint64, pipeline *actor.PID, limit *readLimit) actor.Producer {
+func newReader(cfg *pipelineConfig, gen uint64, p tp, from int64, epoch uint64, pipeline *actor.PID, limit *readLimit) actor.Producer {
 	return func() actor.Actor {
-		return &reader{cfg: cfg, gen: gen, partition: partition, epoch: epoch, pipeline: pipeline,
+		return &reader{cfg: cfg, gen: gen, tp: p, expect: from, epoch: epoch, pipeline: pipeline,
 			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}, limit: limit}
 	}
 }
 
 func (r *reader) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
-	case *actor.Started:
-		r.ctx, r.cancel = context.WithCancel(context.Background())
-	case *actor.Stopping:
-		r.cancel()
 	case *messages.Fetch:
-		r.pending = append(r.pending, m)
-		if !r.waiting {
-			r.mapPending(c)
+		if m.Gen != r.gen || m.From != r.expect {
+			// Fetched before the pipeline was rebuilt, or after the reader
+			// stopped for room: handed again from where it continues.
+			m.Done()
+			return
 		}
-	case *resumeMapping:
-		r.waiting = false
-		r.mapPending(c)
+		if need := r.handleFetch(c, m); need > 0 {
+			r.cfg.behind(r.gen, r.tp, r.expect, need)
+		}
 	case *messages.Seal:
 		r.handleSeal(c, m)
 	}
 }
 
-// mapPending maps the pending Fetches in order until they are done or one
-// stops for room in the budget.
-func (r *reader) mapPending(c actor.Context) {
-	for len(r.pending) > 0 {
-		m := r.pending[0]
-		if m.Gen != r.gen {
-			m.Done() // fetched before the pipeline was rebuilt: re-read after the seek
-		} else if need := r.handleFetch(c, m); need > 0 {
-			r.waitRoom(c, need)
-			return
-		}
-		r.pending[0] = nil
-		r.pending = r.pending[1:]
-		r.next = 0
-	}
-}
-
-// waitRoom asks for an early epoch, which frees what the budget holds,
-// and resumes mapping once need bytes fit. The ask is repeated while
-// there is no room: a budget full of an epoch already committing frees
-// only what that epoch holds.
-func (r *reader) waitRoom(c actor.Context, need int64) {
-	r.waiting = true
-	system, self, committer, budget, ctx := c.ActorSystem(), c.Self(), r.cfg.committer, r.cfg.buffer.budget, r.ctx
-	go func() {
-		for {
-			system.Root.Send(committer, &messages.CommitNow{Reason: messages.ReasonMemoryBudget})
-			waitCtx, cancel := context.WithTimeout(ctx, pollWait)
-			room := budget.WaitRoom(waitCtx, need)
-			cancel()
-			if room {
-				system.Root.Send(self, &resumeMapping{})
-				return
-			}
-			if ctx.Err() != nil {
-				return
-			}
-		}
-	}()
-}
-
-// handleFetch maps a poll's records, from r.next on, into one slab of
-// values and sends each route its rows as one RowBatch. The fetch loop
-// hears Done once every buffer has written them (or at once when there
-// are none), which bounds the rows in flight to what the loop has
-// dispatched. It returns 0 once the Fetch is mapped whole, or else the
-// bytes the budget must have room for before the record at r.next.
+// handleFetch maps a poll's records into one slab of values and sends each
+// route its rows as one RowBatch. The fetch loop hears Done once every
+// buffer has written them (or at once when there are none), which bounds
+// the rows in flight to what the loop has dispatched. It returns 0 once
+// the Fetch is mapped whole, or else the bytes the budget must have room
+// for before the record at r.expect, where it stopped.
 func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	mem := fetchMems.Get().(*fetchMem)
 	ncols := len(r.cfg.buffer.dataSchema.Fields)
-	if n := (len(m.Records) - r.next) * ncols; cap(mem.values) < n {
+	if n := len(m.Records) * ncols; cap(mem.values) < n {
 		mem.values = make([]parquet.Value, n)
 	}
 	mem.route = mem.route[:0]
+	mem.done = m.Done
 	r.row.Arena = &mem.arena
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
 	data := 0
 	cut := false // the rest of the Fetch is past the limit
-	for ; r.next < len(m.Records); r.next++ {
-		kr := m.Records[r.next]
+	for _, kr := range m.Records {
 		if r.limit != nil && kr.Offset > r.limit.last {
 			// Records come in order: no offset up to last is left to read.
 			r.lastOffset = max(r.lastOffset, r.limit.last)
@@ -223,8 +171,10 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 			continue
 		}
 		if kr.Attrs.IsControl() {
-			r.lastOffset = kr.Offset
-			continue // a transaction marker: consumed (the offset moves past it), never a row
+			// A transaction marker: consumed (the offset moves past it),
+			// never a row.
+			r.lastOffset, r.expect = kr.Offset, kr.Offset+1
+			continue
 		}
 		r.rec = mapping.Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 			Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
@@ -239,8 +189,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 			r.cfg.buffer.budget.Add(r.gen, size) // given back when the epoch ends
 			r.dead = append(r.dead, messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 				Key: bytes.Clone(kr.Key), Value: bytes.Clone(kr.Value), Timestamp: kr.Timestamp.UnixMilli(), Reason: reason})
-			r.lastOffset = kr.Offset
-			r.records++
+			r.consumed(kr.Offset)
 			data++
 			continue
 		}
@@ -270,14 +219,11 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 		rt.bytes += int64(r.row.Size)
 		r.unsent += int64(r.row.Size)
 		mem.route = append(mem.route, rt.idx)
-		r.lastOffset = kr.Offset
-		r.records++
+		r.consumed(kr.Offset)
 		data++
 	}
 	r.row.Arena, r.row.Values = nil, nil
 	if need == 0 {
-		// Mapped whole: the fetch loop hears Done with this part's rows.
-		mem.done = m.Done
 		switch {
 		case m.Skip == nil || cut:
 		case r.limit == nil || m.Skip.LastOffset <= r.limit.last:
@@ -291,9 +237,16 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	if r.limit != nil && r.lastOffset >= r.limit.last {
 		r.reachLimit(c)
 	}
-	r.cfg.metrics.Records.WithLabelValues(partitionLabel(r.partition)).Add(float64(data))
+	r.cfg.metrics.Records.WithLabelValues(r.tp.Topic, partitionLabel(r.tp.Partition)).Add(float64(data))
 	r.send(c, mem)
 	return need
+}
+
+// consumed records a record as consumed in the epoch: a row or a dead
+// letter.
+func (r *reader) consumed(offset int64) {
+	r.lastOffset, r.expect = offset, offset+1
+	r.records++
 }
 
 // hold returns 0 if n more bytes, besides what the part being mapped
@@ -356,9 +309,9 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 // batch with the letter, so a restart neither reads it again nor loses it.
 func (r *reader) skipBatch(s *messages.SkippedBatch) {
 	r.cfg.buffer.budget.Add(r.gen, letterMemory(nil, nil, s.Reason))
-	r.dead = append(r.dead, messages.DeadLetter{Topic: r.cfg.topic, Partition: r.partition, Offset: s.Offset,
+	r.dead = append(r.dead, messages.DeadLetter{Topic: r.tp.Topic, Partition: r.tp.Partition, Offset: s.Offset,
 		LastOffset: s.LastOffset, Reason: s.Reason})
-	r.lastOffset = s.LastOffset
+	r.lastOffset, r.expect = s.LastOffset, s.LastOffset+1
 }
 
 // deadLetterPoison dead-letters, unread, the record the committer isolated
@@ -372,8 +325,7 @@ func (r *reader) deadLetterPoison(kr *kgo.Record) {
 	}
 	r.cfg.buffer.budget.Add(r.gen, letterMemory(dl.Key, dl.Value, dl.Reason)) // given back when the epoch ends
 	r.dead = append(r.dead, dl)
-	r.lastOffset = kr.Offset
-	r.records++
+	r.consumed(kr.Offset)
 }
 
 // reachLimit asks the committer once for the epoch that commits what the
@@ -393,7 +345,7 @@ func (r *reader) newRoute(c actor.Context) *route {
 	res, err := c.RequestFuture(r.pipeline, &getBuffer{key: key, values: r.mapper.PartitionMap(&r.row)}, 5*time.Second).Result()
 	pid, _ := res.(*actor.PID)
 	if err != nil || pid == nil {
-		panic(fmt.Errorf("reader %d: no buffer for %s (pipeline stopping): %v", r.partition, key, err))
+		panic(fmt.Errorf("reader %s: no buffer for %s (pipeline stopping): %v", r.tp, key, err))
 	}
 	rt := &route{key: key, pid: pid}
 	r.routes[key] = rt
@@ -407,8 +359,8 @@ func (r *reader) handleSeal(c actor.Context, m *messages.Seal) {
 	for _, k := range m.Retire {
 		delete(r.routes, k)
 	}
-	r.cfg.logger.Debug("sealed", "partition", r.partition, "epoch", m.Epoch, "last", r.lastOffset, "records", r.records)
-	c.Send(r.cfg.committer, &messages.Sealed{Gen: r.gen, Epoch: m.Epoch, Topic: r.cfg.topic, Partition: r.partition,
+	r.cfg.logger.Debug("sealed", "partition", r.tp, "epoch", m.Epoch, "last", r.lastOffset, "records", r.records)
+	c.Send(r.cfg.committer, &messages.Sealed{Gen: r.gen, Epoch: m.Epoch, Topic: r.tp.Topic, Partition: r.tp.Partition,
 		LastOffset: r.lastOffset, Records: r.records, DeadLetters: r.dead})
 	r.cfg.metrics.DeadLetters.Add(float64(len(r.dead)))
 	r.epoch, r.lastOffset, r.records, r.dead = m.Epoch+1, -1, 0, nil

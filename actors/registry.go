@@ -6,18 +6,19 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// registry maps the current generation's partitions to reader PIDs and
-// partition directories to buffer PIDs. The pipeline writes it; the
-// committer and the fetch loop read it. Safe for concurrent use.
+// registry maps, for one table, the current generation's topic partitions
+// to reader PIDs and partition directories to buffer PIDs. The pipeline
+// writes it; the committer and the fetch loop read it. Safe for concurrent
+// use.
 type registry struct {
 	mu      sync.Mutex
 	gen     uint64
-	readers map[int32]*actor.PID
+	readers map[tp]*actor.PID
 	buffers map[string]*actor.PID // by partition directory (routing key)
 }
 
 func newRegistry() *registry {
-	return &registry{readers: map[int32]*actor.PID{}, buffers: map[string]*actor.PID{}}
+	return &registry{readers: map[tp]*actor.PID{}, buffers: map[string]*actor.PID{}}
 }
 
 // reset empties the registry for a new generation.
@@ -25,11 +26,11 @@ func (r *registry) reset(gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen = gen
-	r.readers = map[int32]*actor.PID{}
+	r.readers = map[tp]*actor.PID{}
 	r.buffers = map[string]*actor.PID{}
 }
 
-func (r *registry) setReader(gen uint64, p int32, pid *actor.PID) {
+func (r *registry) setReader(gen uint64, p tp, pid *actor.PID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if gen == r.gen {
@@ -38,7 +39,7 @@ func (r *registry) setReader(gen uint64, p int32, pid *actor.PID) {
 }
 
 // reader returns the PID of the partition's reader in generation gen.
-func (r *registry) reader(gen uint64, p int32) *actor.PID {
+func (r *registry) reader(gen uint64, p tp) *actor.PID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if gen != r.gen {

@@ -38,7 +38,7 @@ func TestAnotherAppsOffsetsHoldThePartition(t *testing.T) {
 	if got := ledger.Last(s, "renamed", topic); len(got) != 0 {
 		t.Errorf("the new app committed offsets %v; want none while held", got)
 	}
-	why := r.engine.deps.Health.Unhealthy()["kafka partition 0"]
+	why := r.engine.deps.Health.Unhealthy()[partKey(0)]
 	for _, want := range []string{`"deltaflow"`, "next offset 40", "seek --from-app deltaflow", "seek --offsets"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("unhealthy: %q; want it to name %s", why, want)

@@ -26,7 +26,7 @@ func TestStorageOutageLongerThanMaxRetry(t *testing.T) {
 	h.waitCommitted(r, 60*time.Second)
 	r.stop(t)
 	h.checkExactlyOnce()
-	if n := value(t, r.engine.deps.Metrics.Restarts.WithLabelValues("committer")); n == 0 {
+	if n := value(t, r.metrics().Restarts.WithLabelValues("committer")); n == 0 {
 		t.Error("the committer never failed: the outage did not outlast the retries")
 	}
 }

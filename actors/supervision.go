@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,15 +45,18 @@ func reportRestart(m *Metrics, o Outbox, label, actorPath, reason string, n int)
 // ignore WithSupervisor): it restarts the failed actor after its streak's
 // backoff and reports every restart.
 type restartStrategy struct {
-	name    string // the actor's name: the metric label and the event's actor
+	name    string // the actor's name: the event's actor
+	label   string // its kind: the metric label (committer, maintenance)
 	backoff Backoff
 	streak  failureStreak
-	deps    *Deps
+	metrics *Metrics
+	outbox  Outbox
+	logger  *slog.Logger
 }
 
 func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
 	delay, n := s.streak.fail(time.Now(), s.backoff)
-	s.deps.Logger.Error(s.name+" failed; restarting", "reason", reason, "restarts", n, "delay", delay)
-	reportRestart(s.deps.Metrics, s.deps.Outbox, s.name, s.name, fmt.Sprint(reason), n)
+	s.logger.Error(s.name+" failed; restarting", "reason", reason, "restarts", n, "delay", delay)
+	reportRestart(s.metrics, s.outbox, s.label, s.name, fmt.Sprint(reason), n)
 	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
 }

@@ -61,9 +61,11 @@ type CommitEvent struct {
 	Files      int             `json:"files" doc:"data files added"`
 	Rows       int64           `json:"rows" doc:"rows added"`
 	Bytes      int64           `json:"bytes" doc:"bytes of data files added"`
-	Topic      string          `json:"topic" doc:"Kafka topic"`
-	Partitions map[int32]int64 `json:"partitions" doc:"Kafka partition -> last offset committed by this version"`
-	DurationMS int64           `json:"duration_ms" doc:"from sealing the epoch to the commit landing"`
+	Topic      string          `json:"topic" doc:"Kafka topic, when the version holds offsets of one"`
+	Partitions map[int32]int64 `json:"partitions" doc:"Kafka partition -> last offset committed by this version, of that topic"`
+	// Topics is every topic's, for a table that reads several.
+	Topics     map[string]map[int32]int64 `json:"topics" doc:"Kafka topic -> partition -> last offset committed by this version (every topic, for a table that reads several)"`
+	DurationMS int64                      `json:"duration_ms" doc:"from sealing the epoch to the commit landing"`
 }
 
 // FlushEvent tells why an epoch was sealed and what its buffers flushed. It

@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -184,4 +186,44 @@ func CheckSeek(s *delta.Snapshot, app, topic string, logs TopicLogs, next map[in
 	return fmt.Errorf("refusing: topic %s was deleted and created again (topic ID %s; the table's offsets are of %s), and "+
 		"partitions %v would keep offsets of the old topic: give every partition an offset (--offsets for all %d, "+
 		"--timestamp or --group)", topic, logs.ID, stored, left, len(logs.Ranges))
+}
+
+// TP is one Kafka topic partition: how the engine, the consumer and the
+// ledger name what a table reads, now that one table may read several
+// topics and one topic feed several tables.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TP) String() string { return fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition) }
+
+// ByTopic splits per-partition values by topic: what the per-topic ledger
+// functions take.
+func ByTopic[V any](m map[TP]V) map[string]map[int32]V {
+	out := map[string]map[int32]V{}
+	for tp, v := range m {
+		if out[tp.Topic] == nil {
+			out[tp.Topic] = map[int32]V{}
+		}
+		out[tp.Topic][tp.Partition] = v
+	}
+	return out
+}
+
+// Of returns topic's per-partition values keyed by TP.
+func Of[V any](topic string, m map[int32]V) map[TP]V {
+	out := make(map[TP]V, len(m))
+	for p, v := range m {
+		out[TP{topic, p}] = v
+	}
+	return out
+}
+
+// CompareTP orders topic partitions by topic, then partition.
+func CompareTP(a, b TP) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
 }

@@ -38,9 +38,11 @@ type Assign struct {
 
 // Assigned answers Assign: Next is the next offset to read for each
 // partition, or -2 (ledger.Held) for one refused because the log no longer
-// holds its offset; Err, when set, fails the assignment.
+// holds its offset; Gen is the committer's generation whose readers take
+// them; Err, when set, fails the assignment.
 type Assigned struct {
 	Next map[int32]int64
+	Gen  uint64
 	Err  error
 }
 

@@ -5,7 +5,8 @@
 // # Who sends what
 //
 //	message         from → to                       why
-//	Fetch           fetch loop → reader              the records of one poll of its partition
+//	Fetch           fetch loop → reader              the records of one poll of its partition, from
+//	                (one per table reading it)       where that reader continues (Fetch.From)
 //	RowBatch        reader → buffer                  mapped rows of one epoch for one partition value
 //	Seal            committer → every reader         close epoch e: answer Sealed, tag later rows e+1
 //	                (through the pipeline)
@@ -14,15 +15,17 @@
 //	                (live and retiring)
 //	Flushed         buffer → committer               the uploaded (still invisible) files, or the error
 //	CommitNow       fetch loop, engine, reader       start an epoch early (see Backpressure)
-//	                → committer
+//	                → committer (of one table)
 //	Assign          engine → committer               Kafka assigned partitions: spawn readers, answer
 //	                                                 where the Delta log says each continues
 //	Revoke          engine → committer               Kafka takes partitions away: drop their epoch
 //	PipelineFailed  pipeline → committer             a reader or buffer failed: rebuild the generation
 //
-// The engine sends Assign and Revoke from the Kafka consumer's rebalance
-// callbacks (Engine.Assigned, Engine.Revoked). DataFile and DeadLetter are
-// not messages but what Flushed and Sealed carry.
+// Each table has its own committer, pipeline, readers and buffers; the
+// fetch loop is the process's. The engine sends Assign and Revoke to the
+// committer of every table reading the topic from the Kafka consumer's
+// rebalance callbacks (Engine.Assigned, Engine.Revoked). DataFile and
+// DeadLetter are not messages but what Flushed and Sealed carry.
 //
 // # One epoch
 //
@@ -55,29 +58,31 @@
 //	    │                   │                     │ RowBatch.Release
 //	    └──── Fetch.Done ◄──┴──── fetchMem ◄──────┘ (last release frees it)
 //
-// The second bounds bytes and epochs (actors.Budget): the reader adds each
-// RowBatch's bytes (and, for a file the rows open, RowBatch.Reserved) and
-// each dead letter's before sending it, the buffer adjusts them to the
-// encoded size and gives them back once the files are uploaded, the
-// committer gives a dead letter's back when its epoch ends and counts the
-// epochs sealed and not yet committed. While the budget is exhausted the
-// fetch loop pauses Kafka, and CommitNow asks the committer for an early
-// epoch, since only an epoch's Flush gives encoded bytes back (once
-// uploaded) and only its commit frees an epoch. CommitNow is sent from
-// six places:
+// The second bounds bytes and epochs, per table (actors.Budget): the
+// reader adds each RowBatch's bytes (and, for a file the rows open,
+// RowBatch.Reserved) and each dead letter's before sending it, the buffer
+// adjusts them to the encoded size and gives them back once the files are
+// uploaded, the committer gives a dead letter's back when its epoch ends
+// and counts the epochs sealed and not yet committed. A reader whose next
+// record would open a file or make a dead letter that does not fit stops
+// there and tells the fetch loop; while a table's budget is exhausted, or
+// after such a stop, the fetch loop hands the table nothing (and seeks its
+// partitions back to where its readers stopped once it has room), and
+// CommitNow asks the table's committer for an early epoch, since only an
+// epoch's Flush gives encoded bytes back (once uploaded) and only its
+// commit frees an epoch. CommitNow is sent from five places:
 //
-//  1. the fetch loop, when the budget makes it pause Kafka;
-//  2. the fetch loop again, when the budget is still exhausted after it
-//     waited a whole poll wait (5 s) for room: the rows that came after the
-//     last seal may fill it on their own, and only another epoch frees them;
-//  3. a reader whose next record would open a file or make a dead letter
-//     that does not fit: it stops at that record until there is room,
-//     asking again every poll wait;
-//  4. the engine's budget watch, when buffered bytes pass flush.max_bytes;
-//  5. the engine for a caller that waits on Reply: the control service's
-//     flush (Engine.CommitNow), the final commit of Stop, and CatchUp once
-//     everything is read;
-//  6. a reader that read up to its limit while the committer isolates a
+//  1. the fetch loop, when a table's budget runs out or one of its
+//     readers stops for room;
+//  2. the fetch loop again, every poll wait (5 s) while the table stays
+//     without room: the rows that came after the last seal may fill it on
+//     their own, and only another epoch frees them;
+//  3. the engine's budget watch, when a table's buffered bytes pass its
+//     flush.max_bytes;
+//  4. the engine for a caller that waits on Reply, to every table: the
+//     control service's flush (Engine.CommitNow), the final commit of
+//     Stop, and CatchUp once everything is read;
+//  5. a reader that read up to its limit while the committer isolates a
 //     record every epoch fails on (one step of the search: its commit
 //     proves the records read good).
 //

@@ -5,15 +5,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Fetch is sent by the fetch loop to the reader of a partition with the
-// records of one poll. Done is called once the rows mapped from them are
-// written by the buffers (at once if there are none), so the fetch loop can
-// bound what is in flight.
+// Fetch is sent by the fetch loop to a table's reader of a partition with
+// the records of one poll that the reader has not taken yet. Done is called
+// once the rows mapped from them are written by the buffers (at once if
+// there are none), so the fetch loop can bound what is in flight.
 type Fetch struct {
 	Gen       uint64
+	Topic     string
 	Partition int32
-	Records   []*kgo.Record
-	Done      func()
+	// From is the offset the loop thinks the reader continues from (the
+	// records start there or after it): a reader that stopped elsewhere
+	// (it ran out of room and the loop has not heard yet) drops the
+	// Fetch, and the loop hands it the records again from where it
+	// stopped.
+	From    int64
+	Records []*kgo.Record
+	Done    func()
 	// Skip, if set, is the record batch after Records, which the consumer
 	// refused to decompress (kafka.max_decompress_bytes): the reader
 	// dead-letters it and counts its offsets consumed, so the epoch's txn

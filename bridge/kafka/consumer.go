@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,9 +86,10 @@ func (e *PartitionError) Error() string {
 
 func (e *PartitionError) Unwrap() error { return e.Err }
 
-// Consumer reads one topic for the engine, starting each partition at the
-// offset the Delta log holds for it (see [Handler]); the Kafka group's
-// committed offsets are never used as a start position.
+// Consumer reads the subscribed topics for the engine (by default
+// [Config.Topic]; [Subscribe] names several, or patterns), starting each
+// partition at the offset the Delta log holds for it (see [Handler]); the
+// Kafka group's committed offsets are never used as a start position.
 //
 // Goroutines: Poll, Seek and Close belong to one goroutine, the poll loop.
 // In group mode a rebalance is held from the moment Poll returns until the
@@ -96,6 +99,7 @@ func (e *PartitionError) Unwrap() error { return e.Err }
 // HighWatermarks and Lag are safe from any goroutine.
 type Consumer struct {
 	cfg Config
+	sub subscription
 	h   Handler
 	log *slog.Logger
 	cl  *kgo.Client
@@ -106,8 +110,38 @@ type Consumer struct {
 	closeOnce sync.Once
 
 	mu        sync.Mutex
-	owned     map[int32]*position // partitions we read, by partition
-	assignErr error               // the last failed assignment, for Poll to report
+	owned     map[ledger.TP]*position // partitions we read
+	assignErr error                   // the last failed assignment, for Poll to report
+}
+
+// subscription is what a consumer reads: topics by name, and topics whose
+// name matches a pattern (picked up as they are created, within a metadata
+// refresh: [Config.MetadataMaxAge]).
+type subscription struct {
+	topics  []string
+	regexes []string
+}
+
+// ConsumerOpt sets how a consumer is built.
+type ConsumerOpt func(*subscription)
+
+// Subscribe makes the consumer read topics and every topic matching one of
+// regexes (Go regexp syntax, unanchored as Kafka's own patterns are not:
+// anchor them yourself), instead of [Config.Topic]. Mode group only.
+func Subscribe(topics, regexes []string) ConsumerOpt {
+	return func(s *subscription) { s.topics, s.regexes = topics, regexes }
+}
+
+// consumeTopics is what franz-go subscribes to: the topics, or with a
+// pattern among them, every one as a pattern (franz-go takes either).
+func (s subscription) consumeTopics() (topics []string, regex bool) {
+	if len(s.regexes) == 0 {
+		return s.topics, false
+	}
+	for _, t := range s.topics {
+		topics = append(topics, "^"+regexp.QuoteMeta(t)+"$")
+	}
+	return append(topics, s.regexes...), true
 }
 
 // position tracks where a partition started and where reading has got to.
@@ -121,7 +155,7 @@ type position struct {
 // group at once; Handler.Assigned is called when the group assigns
 // partitions. In mode partitions, Handler.Assigned is called by the first Poll
 // (with Poll's context). A nil logger discards logs.
-func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
+func NewConsumer(cfg Config, h Handler, logger *slog.Logger, opts ...ConsumerOpt) (*Consumer, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -129,12 +163,24 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Consumer{cfg: cfg, h: h, log: logger, owned: make(map[int32]*position), ready: make(chan struct{})}
-	opts, err := cfg.clientOpts(logger)
+	sub := subscription{topics: []string{cfg.Topic}}
+	for _, o := range opts {
+		o(&sub)
+	}
+	if cfg.Mode == ModePartitions && (len(sub.topics) != 1 || len(sub.regexes) > 0) {
+		return nil, fmt.Errorf("kafka: mode partitions reads one topic, not %v %v", sub.topics, sub.regexes)
+	}
+	for _, r := range sub.regexes {
+		if _, err := regexp.Compile(r); err != nil {
+			return nil, fmt.Errorf("kafka: topic pattern %q: %w", r, err)
+		}
+	}
+	c := &Consumer{cfg: cfg, sub: sub, h: h, log: logger, owned: make(map[ledger.TP]*position), ready: make(chan struct{})}
+	kopts, err := cfg.clientOpts(logger)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts,
+	kopts = append(kopts,
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.FetchMaxBytes(cfg.FetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(cfg.FetchMaxPartitionBytes),
@@ -156,12 +202,16 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 	)
 	if w, ok := h.(BrokerWatcher); ok {
-		opts = append(opts, kgo.WithHooks(dialHook{w}))
+		kopts = append(kopts, kgo.WithHooks(dialHook{w}))
 	}
 	if cfg.Mode == ModeGroup {
-		opts = append(opts,
+		topics, regex := sub.consumeTopics()
+		if regex {
+			kopts = append(kopts, kgo.ConsumeRegex())
+		}
+		kopts = append(kopts,
 			kgo.ConsumerGroup(cfg.Group),
-			kgo.ConsumeTopics(cfg.Topic),
+			kgo.ConsumeTopics(topics...),
 			kgo.DisableAutoCommit(),
 			kgo.BlockRebalanceOnPoll(),
 			// Runs after the group's committed offsets are fetched:
@@ -171,13 +221,13 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 			kgo.OnPartitionsLost(c.revoked),
 		)
 		if cfg.InstanceID != "" {
-			opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+			kopts = append(kopts, kgo.InstanceID(cfg.InstanceID))
 		}
 	}
 	// Without a group and without ConsumePartitions, the client is a direct
 	// consumer with nothing assigned: the first Poll adds the partitions
 	// once the handler has said where they start.
-	if c.cl, err = kgo.NewClient(opts...); err != nil {
+	if c.cl, err = kgo.NewClient(kopts...); err != nil {
 		return nil, fmt.Errorf("kafka: new consumer: %w", err)
 	}
 	c.adm = kadm.NewClient(c.cl)
@@ -186,36 +236,39 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) 
 }
 
 // adjustOffsets is franz-go's AdjustFetchOffsetsFn: it replaces the group's
-// committed offsets of newly assigned partitions with the handler's.
+// committed offsets of newly assigned partitions with the handler's, topic
+// by topic.
 func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	ps := slices.Sorted(maps.Keys(offsets[c.cfg.Topic]))
-	if len(ps) == 0 {
-		return offsets, nil
+	for _, topic := range slices.Sorted(maps.Keys(offsets)) {
+		ps := slices.Sorted(maps.Keys(offsets[topic]))
+		if len(ps) == 0 {
+			continue
+		}
+		start, err := c.assign(ctx, topic, ps)
+		if err != nil {
+			c.log.Error("kafka: assignment failed; rejoining the group", "topic", topic, "partitions", ps, "err", err)
+			c.mu.Lock()
+			c.assignErr = err
+			c.mu.Unlock()
+			return nil, err
+		}
+		offsets[topic] = kgoOffsets(start)
 	}
-	start, err := c.assign(ctx, ps)
-	if err != nil {
-		c.log.Error("kafka: assignment failed; rejoining the group", "topic", c.cfg.Topic, "partitions", ps, "err", err)
-		c.mu.Lock()
-		c.assignErr = err
-		c.mu.Unlock()
-		return nil, err
-	}
-	offsets[c.cfg.Topic] = kgoOffsets(start)
 	return offsets, nil
 }
 
-// assign asks the handler where partitions ps start, resolves "the log
-// start" to a concrete offset (so Seek can return there later), holds what
-// the handler holds, and records ps as owned.
-func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, error) {
+// assign asks the handler where partitions ps of topic start, resolves "the
+// log start" to a concrete offset (so Seek can return there later), holds
+// what the handler holds, and records ps as owned.
+func (c *Consumer) assign(ctx context.Context, topic string, ps []int32) (map[int32]int64, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	next, err := c.h.Assigned(ctx, c.cfg.Topic, ps)
+	next, err := c.h.Assigned(ctx, topic, ps)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: assign %s%v: %w", c.cfg.Topic, ps, err)
+		return nil, fmt.Errorf("kafka: assign %s%v: %w", topic, ps, err)
 	}
 	start := make(map[int32]int64, len(ps))
 	var held []int32
@@ -231,9 +284,9 @@ func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, err
 		start[p] = o
 	}
 	if atLogStart {
-		logs, err := c.TopicLogs(ctx)
+		logs, err := c.TopicLogs(ctx, topic)
 		if err != nil {
-			return nil, fmt.Errorf("kafka: assign %s%v: %w", c.cfg.Topic, ps, err)
+			return nil, fmt.Errorf("kafka: assign %s%v: %w", topic, ps, err)
 		}
 		for p, o := range start {
 			if o >= 0 {
@@ -241,33 +294,33 @@ func (c *Consumer) assign(ctx context.Context, ps []int32) (map[int32]int64, err
 			}
 			r, ok := logs.Ranges[p]
 			if !ok {
-				return nil, fmt.Errorf("kafka: assign %s[%d]: the topic has no such partition", c.cfg.Topic, p)
+				return nil, fmt.Errorf("kafka: assign %s[%d]: the topic has no such partition", topic, p)
 			}
 			start[p] = r.Start
 		}
 	}
 	// Pausing before the partitions are consumed keeps a held one from
 	// ever being fetched (revoked resumes it: pauses outlive assignments).
-	c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: held})
+	c.cl.PauseFetchPartitions(map[string][]int32{topic: held})
 	c.mu.Lock()
 	for p, o := range start {
-		c.owned[p] = &position{origin: o, next: o, held: slices.Contains(held, p)}
+		c.owned[ledger.TP{Topic: topic, Partition: p}] = &position{origin: o, next: o, held: slices.Contains(held, p)}
 	}
 	c.mu.Unlock()
-	c.log.Info("kafka: partitions assigned", "topic", c.cfg.Topic, "start", start, "held", held)
+	c.log.Info("kafka: partitions assigned", "topic", topic, "start", start, "held", held)
 	return start, nil
 }
 
-// TopicLogs returns the topic's ID and every partition's log range, asked
-// of the brokers now (never from cached metadata: a recreated topic must
-// show its new ID). Safe from any goroutine.
-func (c *Consumer) TopicLogs(ctx context.Context) (ledger.TopicLogs, error) {
+// TopicLogs returns topic's ID and every partition's log range, asked of
+// the brokers now (never from cached metadata: a recreated topic must show
+// its new ID). Safe from any goroutine.
+func (c *Consumer) TopicLogs(ctx context.Context, topic string) (ledger.TopicLogs, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
 		return ledger.TopicLogs{}, ctx.Err()
 	}
-	return topicLogs(ctx, c.cl, c.adm, c.cfg.Topic)
+	return topicLogs(ctx, c.cl, c.adm, topic)
 }
 
 func topicLogs(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string) (ledger.TopicLogs, error) {
@@ -330,25 +383,28 @@ func kgoOffsets(start map[int32]int64) map[int32]kgo.Offset {
 
 // revoked is franz-go's OnPartitionsRevoked and OnPartitionsLost.
 func (c *Consumer) revoked(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
-	ps := lost[c.cfg.Topic]
-	if len(ps) == 0 {
-		return // franz-go calls this at the end of every group session
-	}
-	slices.Sort(ps)
-	c.log.Info("kafka: partitions revoked", "topic", c.cfg.Topic, "partitions", ps)
-	c.h.Revoked(ctx, c.cfg.Topic, ps)
-	var held []int32
-	c.mu.Lock()
-	for _, p := range ps {
-		if pos := c.owned[p]; pos != nil && pos.held {
-			held = append(held, p)
+	for _, topic := range slices.Sorted(maps.Keys(lost)) {
+		ps := lost[topic]
+		if len(ps) == 0 {
+			continue // franz-go calls this at the end of every group session
 		}
-		delete(c.owned, p)
+		slices.Sort(ps)
+		c.log.Info("kafka: partitions revoked", "topic", topic, "partitions", ps)
+		c.h.Revoked(ctx, topic, ps)
+		var held []int32
+		c.mu.Lock()
+		for _, p := range ps {
+			tp := ledger.TP{Topic: topic, Partition: p}
+			if pos := c.owned[tp]; pos != nil && pos.held {
+				held = append(held, p)
+			}
+			delete(c.owned, tp)
+		}
+		c.mu.Unlock()
+		// A pause outlives the assignment: one reassigned later is held
+		// again only if the handler says so.
+		c.cl.ResumeFetchPartitions(map[string][]int32{topic: held})
 	}
-	c.mu.Unlock()
-	// A pause outlives the assignment: one reassigned later is held again
-	// only if the handler says so.
-	c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: held})
 }
 
 // Poll waits for records and returns them grouped by partition; it returns
@@ -360,7 +416,7 @@ func (c *Consumer) revoked(ctx context.Context, _ *kgo.Client, lost map[string][
 // rebalance held since the previous Poll returned.
 func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 	if c.cfg.Mode == ModePartitions && !c.started {
-		start, err := c.assign(ctx, c.cfg.Partitions)
+		start, err := c.assign(ctx, c.cfg.Topic, c.cfg.Partitions)
 		if err != nil {
 			return nil, err
 		}
@@ -381,15 +437,16 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 		errs = append(errs, &PartitionError{Topic: t, Partition: p, Err: batchTooLarge(err, int64(c.cfg.MaxDecompressBytes))})
 	})
 	var batches []Batch
-	at := make(map[int32]int) // index in batches: a partition can come in several fetches
+	at := make(map[ledger.TP]int) // index in batches: a partition can come in several fetches
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if len(fp.Records) == 0 {
 			return
 		}
-		i, ok := at[fp.Partition]
+		tp := ledger.TP{Topic: fp.Topic, Partition: fp.Partition}
+		i, ok := at[tp]
 		if !ok {
 			i = len(batches)
-			at[fp.Partition] = i
+			at[tp] = i
 			batches = append(batches, Batch{Topic: fp.Topic, Partition: fp.Partition})
 		}
 		b := &batches[i]
@@ -399,7 +456,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 
 	c.mu.Lock()
 	for _, b := range batches {
-		if pos := c.owned[b.Partition]; pos != nil {
+		if pos := c.owned[ledger.TP{Topic: b.Topic, Partition: b.Partition}]; pos != nil {
 			pos.next = b.Records[len(b.Records)-1].Offset + 1
 		}
 	}
@@ -417,21 +474,30 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 
 // Pause stops fetching partitions (backpressure) until Resume; records
 // already buffered for them are held back too. Safe from any goroutine.
-func (c *Consumer) Pause(partitions ...int32) {
-	c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
+func (c *Consumer) Pause(tps ...ledger.TP) {
+	c.cl.PauseFetchPartitions(byTopic(tps))
 }
 
 // Resume undoes Pause, except for held partitions (see [ledger.Held]). The
 // partitions are fetched again once the fetch in flight returns (within
 // fetch_max_wait). Safe from any goroutine.
-func (c *Consumer) Resume(partitions ...int32) {
+func (c *Consumer) Resume(tps ...ledger.TP) {
 	c.mu.Lock()
-	partitions = slices.DeleteFunc(slices.Clone(partitions), func(p int32) bool {
-		pos := c.owned[p]
+	tps = slices.DeleteFunc(slices.Clone(tps), func(tp ledger.TP) bool {
+		pos := c.owned[tp]
 		return pos != nil && pos.held
 	})
 	c.mu.Unlock()
-	c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: partitions})
+	c.cl.ResumeFetchPartitions(byTopic(tps))
+}
+
+// byTopic groups partitions by topic, as franz-go takes them.
+func byTopic(tps []ledger.TP) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, tp := range tps {
+		out[tp.Topic] = append(out[tp.Topic], tp.Partition)
+	}
+	return out
 }
 
 // Seek makes the partitions continue at the given offsets, typically the
@@ -441,44 +507,47 @@ func (c *Consumer) Resume(partitions ...int32) {
 // partition started on assignment; [ledger.Held] holds the partition, and any other
 // offset releases a held one. Partitions not owned are ignored. Call from
 // the poll loop, between two Polls.
-func (c *Consumer) Seek(offsets map[int32]int64) {
-	set := make(map[int32]kgo.EpochOffset, len(offsets))
-	var hold, release []int32
+func (c *Consumer) Seek(offsets map[ledger.TP]int64) {
+	set := map[string]map[int32]kgo.EpochOffset{}
+	var hold, release []ledger.TP
 	c.mu.Lock()
-	for p, o := range offsets {
-		pos := c.owned[p]
+	for tp, o := range offsets {
+		pos := c.owned[tp]
 		if pos == nil {
-			c.log.Warn("kafka: seek on a partition not owned; ignored", "topic", c.cfg.Topic, "partition", p, "offset", o)
+			c.log.Warn("kafka: seek on a partition not owned; ignored", "topic", tp.Topic, "partition", tp.Partition, "offset", o)
 			continue
 		}
 		if o == ledger.Held {
 			if !pos.held {
-				hold = append(hold, p)
+				hold = append(hold, tp)
 			}
 			pos.held = true
 			continue
 		}
 		if pos.held {
-			release = append(release, p)
+			release = append(release, tp)
 		}
 		pos.held = false
 		if o < 0 {
 			o = pos.origin
 		}
 		pos.next = o
-		set[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		if set[tp.Topic] == nil {
+			set[tp.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
 	c.mu.Unlock()
 	if len(hold) > 0 {
-		c.cl.PauseFetchPartitions(map[string][]int32{c.cfg.Topic: hold})
-		c.log.Info("kafka: partitions held (not fetched)", "topic", c.cfg.Topic, "partitions", hold)
+		c.cl.PauseFetchPartitions(byTopic(hold))
+		c.log.Info("kafka: partitions held (not fetched)", "partitions", hold)
 	}
 	if len(set) > 0 {
-		c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: set})
+		c.cl.SetOffsets(set)
 	}
 	if len(release) > 0 {
-		c.cl.ResumeFetchPartitions(map[string][]int32{c.cfg.Topic: release})
-		c.log.Info("kafka: held partitions released", "topic", c.cfg.Topic, "partitions", release)
+		c.cl.ResumeFetchPartitions(byTopic(release))
+		c.log.Info("kafka: held partitions released", "partitions", release)
 	}
 }
 
@@ -486,17 +555,20 @@ func (c *Consumer) Seek(offsets map[int32]int64) {
 // partition (the last ingested offset + 1) to the group. Safe from any
 // goroutine. In group mode a commit racing a rebalance can fail with a group
 // error; that is harmless since these offsets are never read back.
-func (c *Consumer) CommitOffsets(ctx context.Context, next map[int32]int64) error {
+func (c *Consumer) CommitOffsets(ctx context.Context, next map[ledger.TP]int64) error {
 	if len(next) == 0 {
 		return nil
 	}
 	if c.cfg.Mode == ModeGroup {
-		eo := make(map[int32]kgo.EpochOffset, len(next))
-		for p, o := range next {
-			eo[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		eo := map[string]map[int32]kgo.EpochOffset{}
+		for tp, o := range next {
+			if eo[tp.Topic] == nil {
+				eo[tp.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			eo[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
 		}
 		var errs []error
-		c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{c.cfg.Topic: eo},
+		c.cl.CommitOffsetsSync(ctx, eo,
 			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 				if err != nil {
 					errs = append(errs, err)
@@ -505,7 +577,7 @@ func (c *Consumer) CommitOffsets(ctx context.Context, next map[int32]int64) erro
 				for _, t := range resp.Topics {
 					for _, p := range t.Partitions {
 						if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-							errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, err))
+							errs = append(errs, fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err))
 						}
 					}
 				}
@@ -518,8 +590,8 @@ func (c *Consumer) CommitOffsets(ctx context.Context, next map[int32]int64) erro
 	// Mode partitions has no group membership: commit as an admin, which
 	// Kafka accepts for a group without active members.
 	var os kadm.Offsets
-	for p, o := range next {
-		os.Add(kadm.Offset{Topic: c.cfg.Topic, Partition: p, At: o, LeaderEpoch: -1})
+	for tp, o := range next {
+		os.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: o, LeaderEpoch: -1})
 	}
 	resp, err := c.adm.CommitOffsets(ctx, c.cfg.Group, os)
 	if err == nil {
@@ -531,31 +603,44 @@ func (c *Consumer) CommitOffsets(ctx context.Context, next map[int32]int64) erro
 	return nil
 }
 
-// EndOffsets returns, for every partition, the offset reading can reach
-// now: the last stable offset under read_committed (records of a
-// transaction still open wait for its end), the high watermark (the offset
-// of the next record produced) under read_uncommitted. Safe from any
-// goroutine.
-func (c *Consumer) EndOffsets(ctx context.Context) (map[int32]int64, error) {
+// EndOffsets returns, for every partition of the topics subscribed by name
+// and those this consumer owns partitions of, the offset reading can reach
+// now: the last stable
+// offset under read_committed (records of a transaction still open wait
+// for its end), the high watermark (the offset of the next record
+// produced) under read_uncommitted. Safe from any goroutine.
+func (c *Consumer) EndOffsets(ctx context.Context) (map[ledger.TP]int64, error) {
 	list := c.adm.ListEndOffsets
 	if c.cfg.IsolationLevel == ReadCommitted {
 		list = c.adm.ListCommittedOffsets
 	}
-	return endOffsets(ctx, list, c.cfg.Topic)
+	topics := map[string]bool{}
+	for _, t := range c.sub.topics {
+		topics[t] = true
+	}
+	c.mu.Lock()
+	for tp := range c.owned {
+		topics[tp.Topic] = true
+	}
+	c.mu.Unlock()
+	if len(topics) == 0 {
+		return map[ledger.TP]int64{}, nil
+	}
+	return endOffsets(ctx, list, slices.Sorted(maps.Keys(topics))...)
 }
 
-func endOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (map[int32]int64, error) {
-	listed, err := list(ctx, topic)
+func endOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topics ...string) (map[ledger.TP]int64, error) {
+	listed, err := list(ctx, topics...)
 	if err == nil {
 		err = listed.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kafka: list end offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("kafka: list end offsets of %s: %w", strings.Join(topics, ", "), err)
 	}
-	out := make(map[int32]int64)
+	out := make(map[ledger.TP]int64)
 	listed.Each(func(o kadm.ListedOffset) {
-		if o.Topic == topic && o.Partition >= 0 {
-			out[o.Partition] = o.Offset
+		if o.Partition >= 0 && slices.Contains(topics, o.Topic) {
+			out[ledger.TP{Topic: o.Topic, Partition: o.Partition}] = o.Offset
 		}
 	})
 	return out, nil
@@ -564,17 +649,17 @@ func endOffsets(ctx context.Context, list func(context.Context, ...string) (kadm
 // Lag returns, for each partition this consumer owns, how many offsets lie
 // between the next one Poll will return and the end offset (EndOffsets).
 // Safe from any goroutine.
-func (c *Consumer) Lag(ctx context.Context) (map[int32]int64, error) {
+func (c *Consumer) Lag(ctx context.Context) (map[ledger.TP]int64, error) {
 	hw, err := c.EndOffsets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	lag := make(map[int32]int64, len(c.owned))
-	for p, pos := range c.owned {
-		if h, ok := hw[p]; ok {
-			lag[p] = max(h-pos.next, 0)
+	lag := make(map[ledger.TP]int64, len(c.owned))
+	for tp, pos := range c.owned {
+		if h, ok := hw[tp]; ok {
+			lag[tp] = max(h-pos.next, 0)
 		}
 	}
 	return lag, nil
@@ -582,10 +667,10 @@ func (c *Consumer) Lag(ctx context.Context) (map[int32]int64, error) {
 
 // Owned returns the partitions this consumer currently reads, sorted.
 // Safe from any goroutine.
-func (c *Consumer) Owned() []int32 {
+func (c *Consumer) Owned() []ledger.TP {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.owned))
+	return slices.SortedFunc(maps.Keys(c.owned), ledger.CompareTP)
 }
 
 // Close closes the client; in group mode it first leaves the group, which

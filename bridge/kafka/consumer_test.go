@@ -285,7 +285,7 @@ func TestPauseResume(t *testing.T) {
 	cfg := newCluster(t)
 	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
 	c := newConsumer(t, cfg, &handler{})
-	c.Pause(1)
+	c.Pause(ledger.TP{Topic: topic, Partition: 1})
 	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 5 })
 	// A few more polls: partition 1 stays silent while paused.
 	more := pollUntil(t, c, 10*time.Second, func() func(offsets) bool {
@@ -300,7 +300,7 @@ func TestPauseResume(t *testing.T) {
 	if len(got[1]) != 0 {
 		t.Fatalf("paused partition 1 returned %v", got[1])
 	}
-	c.Resume(1)
+	c.Resume(ledger.TP{Topic: topic, Partition: 1})
 	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[1]) == 5 })
 	if !slices.Equal(got[1], seq(0, 5)) {
 		t.Errorf("after Resume polled %v of partition 1, want 0..4", got[1])
@@ -324,7 +324,7 @@ func TestSeekDiscardsBufferedFetches(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.Seek(map[int32]int64{0: 50, 1: 60, 2: 7})
+	c.Seek(ledger.Of(topic, map[int32]int64{0: 50, 1: 60, 2: 7}))
 	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 50+40+93 })
 	want := offsets{0: seq(50, 100), 1: seq(60, 100), 2: seq(7, 100)}
 	if !maps.EqualFunc(got, want, slices.Equal) {
@@ -332,7 +332,7 @@ func TestSeekDiscardsBufferedFetches(t *testing.T) {
 	}
 
 	// -1 returns to where the partition started on assignment.
-	c.Seek(map[int32]int64{2: -1})
+	c.Seek(ledger.Of(topic, map[int32]int64{2: -1}))
 	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 80 })
 	if !slices.Equal(got[2], seq(20, 100)) {
 		t.Errorf("after Seek(-1) polled %v", got)
@@ -353,7 +353,7 @@ func TestFixedPartitions(t *testing.T) {
 	if a, _ := h.calls(); !slices.Equal(a, []int32{0, 2}) {
 		t.Errorf("Assigned(%v), want [0 2]", a)
 	}
-	c.Seek(map[int32]int64{0: 1})
+	c.Seek(ledger.Of(topic, map[int32]int64{0: 1}))
 	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 4 })
 	if !slices.Equal(got[0], seq(1, 5)) {
 		t.Errorf("after Seek polled %v", got)
@@ -368,21 +368,21 @@ func TestHighWatermarksAndLag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[int32]int64{0: 7, 1: 0, 2: 3}; !maps.Equal(hw, want) {
+	if want := ledger.Of(topic, map[int32]int64{0: 7, 1: 0, 2: 3}); !maps.Equal(hw, want) {
 		t.Errorf("EndOffsets = %v, want %v", hw, want)
 	}
 	pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(c.Owned()) == 3 })
 	// MaxPollRecords would stop part-way; read everything then check lag.
 	pollUntil(t, c, 10*time.Second, func(o offsets) bool {
 		lag, err := c.Lag(t.Context())
-		return err == nil && maps.Equal(lag, map[int32]int64{0: 0, 1: 0, 2: 0})
+		return err == nil && maps.Equal(lag, ledger.Of(topic, map[int32]int64{0: 0, 1: 0, 2: 0}))
 	})
 	seed(t, cfg, map[int32]int{1: 4})
 	lag, err := c.Lag(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[int32]int64{0: 0, 1: 4, 2: 0}; !maps.Equal(lag, want) {
+	if want := ledger.Of(topic, map[int32]int64{0: 0, 1: 4, 2: 0}); !maps.Equal(lag, want) {
 		t.Errorf("Lag = %v, want %v", lag, want)
 	}
 }
@@ -398,7 +398,7 @@ func TestCommitOffsetsVisibleToKadm(t *testing.T) {
 			seed(t, cfg, map[int32]int{0: 5, 1: 5})
 			c := newConsumer(t, cfg, &handler{})
 			pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 10 })
-			if err := c.CommitOffsets(t.Context(), map[int32]int64{0: 5, 1: 3}); err != nil {
+			if err := c.CommitOffsets(t.Context(), ledger.Of(topic, map[int32]int64{0: 5, 1: 3})); err != nil {
 				t.Fatal(err)
 			}
 			fetched, err := kadm.NewClient(mustClient(t, cfg)).FetchOffsets(t.Context(), cfg.Group)
@@ -545,14 +545,15 @@ func TestHeldPartition(t *testing.T) {
 	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
 	c := newConsumer(t, cfg, &handler{start: map[int32]int64{1: ledger.Held}})
 	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 5 })
-	c.Pause(0, 1, 2)
-	c.Resume(0, 1, 2)
+	all := []ledger.TP{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}, {Topic: topic, Partition: 2}}
+	c.Pause(all...)
+	c.Resume(all...)
 	seed(t, cfg, map[int32]int{0: 1})
 	more := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 1 })
 	if len(got[1])+len(more[1]) != 0 {
 		t.Fatalf("held partition 1 returned %v %v", got[1], more[1])
 	}
-	c.Seek(map[int32]int64{1: 2})
+	c.Seek(ledger.Of(topic, map[int32]int64{1: 2}))
 	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[1]) == 3 })
 	if !slices.Equal(got[1], seq(2, 5)) {
 		t.Fatalf("released partition 1 returned %v, want offsets 2-4", got[1])
@@ -566,7 +567,7 @@ func TestTopicLogs(t *testing.T) {
 	seed(t, cfg, map[int32]int{0: 60, 2: 3})
 	deleteRecords(t, cfg, 0, 45)
 	c := newConsumer(t, cfg, &handler{})
-	logs, err := c.TopicLogs(t.Context())
+	logs, err := c.TopicLogs(t.Context(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +582,7 @@ func TestTopicLogs(t *testing.T) {
 	if _, err := adm.CreateTopics(t.Context(), 2, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.TopicLogs(t.Context())
+	again, err := c.TopicLogs(t.Context(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

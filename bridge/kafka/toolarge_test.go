@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // TestBatchTooLargeIsReportedUndecompressed: a record batch that
@@ -52,7 +54,7 @@ func TestBatchTooLargeIsReportedUndecompressed(t *testing.T) {
 		t.Fatalf("the partition was fetched past the batch without a seek: %v", bs)
 	}
 	cancel()
-	c.Seek(map[int32]int64{0: tooLarge.Next})
+	c.Seek(map[ledger.TP]int64{{Topic: topic, Partition: 0}: tooLarge.Next})
 	if got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 1 }); !slices.Equal(got[0], []int64{3}) {
 		t.Fatalf("after the seek polled %v, want offset 3", got[0])
 	}

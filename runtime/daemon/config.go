@@ -268,7 +268,7 @@ func (c *Config) EngineConfig(tableConf map[string]string) (actors.Config, error
 	}
 	m := c.Maintenance
 	return actors.Config{
-		App: c.Table.AppID, Topic: c.Kafka.Topic, StartOffset: c.Kafka.StartOffset, OnDataLoss: c.Kafka.OnDataLoss,
+		App: c.Table.AppID, StartOffset: c.Kafka.StartOffset, OnDataLoss: c.Kafka.OnDataLoss,
 		FlushInterval: c.Flush.Interval,
 		FlushMaxBytes: int64(c.Flush.MaxBytes), MemoryBudget: int64(c.Backpressure.MemoryBudget),
 		MaxUnfinishedEpochs: c.Backpressure.MaxUnfinishedEpochs, Writer: writer,

@@ -194,7 +194,7 @@ func TestEngineConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := actors.Config{App: "pi-1", Topic: "sensor-events", StartOffset: "latest", OnDataLoss: "skip",
+	want := actors.Config{App: "pi-1", StartOffset: "latest", OnDataLoss: "skip",
 		FlushInterval: 30 * time.Second, FlushMaxBytes: 64_000_000,
 		MemoryBudget: 96 << 20, MaxUnfinishedEpochs: 3,
 		Writer: delta.WriterOptions{Compression: delta.Zstd, RowGroupRows: 8192, NumIndexedCols: 5},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // controller answers the NATS control service (bridge.Controller):
@@ -38,13 +39,14 @@ type Status struct {
 	Version      string `json:"version"`
 	Table        string `json:"table"`
 	TableVersion int64  `json:"table_version"`
-	// Committed is the next offset to read per partition according to the
-	// table; Positions the next offset the fetch loop reads.
-	Committed     map[int32]int64   `json:"committed"`
-	Positions     map[int32]int64   `json:"positions"`
-	BufferedBytes int64             `json:"buffered_bytes"`
-	Healthy       bool              `json:"healthy"`
-	Degraded      map[string]string `json:"degraded,omitempty"`
+	// Committed is the next offset to read per topic and partition
+	// according to the table; Positions the next offset the fetch loop
+	// reads.
+	Committed     map[string]map[int32]int64 `json:"committed"`
+	Positions     map[string]map[int32]int64 `json:"positions"`
+	BufferedBytes int64                      `json:"buffered_bytes"`
+	Healthy       bool                       `json:"healthy"`
+	Degraded      map[string]string          `json:"degraded,omitempty"`
 	// PausedUntil is when a pause by the control service ends by itself;
 	// absent while reading.
 	PausedUntil *time.Time `json:"paused_until,omitempty"`
@@ -58,7 +60,7 @@ func (c *controller) Status(ctx context.Context) (any, error) {
 	degraded := c.health.Degraded()
 	st := &Status{
 		Version: c.version, Table: c.table, TableVersion: int64(gaugeValue(c.metrics.TableVersion)),
-		Committed: committed, Positions: c.engine.Position(), BufferedBytes: int64(gaugeValue(c.metrics.BufferedBytes)),
+		Committed: ledger.ByTopic(committed), Positions: ledger.ByTopic(c.engine.Position()), BufferedBytes: int64(gaugeValue(c.metrics.BufferedBytes)),
 		Healthy: len(degraded) == 0, Degraded: degraded,
 	}
 	c.mu.Lock()

@@ -46,7 +46,7 @@ func TestFullDLQLosesNothing(t *testing.T) {
 	})
 	_, body := httpGet(t, base+"/metrics")
 	stream := bridge.DefaultDLQStream("sensor_events")
-	for _, want := range []string{"deltaflow_dlq_full 1\n", `deltaflow_dlq_max_bytes{stream="` + stream + `"} 65536` + "\n"} {
+	for _, want := range []string{`deltaflow_dlq_full{table="sensor_events"} 1` + "\n", `deltaflow_dlq_max_bytes{stream="` + stream + `"} 65536` + "\n"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -113,6 +113,6 @@ func TestFullDLQLosesNothing(t *testing.T) {
 	waitUntil(t, "/healthz ok and deltaflow_dlq_full 0", 30*time.Second, func() bool {
 		code, _ := httpGet(t, base+"/healthz")
 		_, body := httpGet(t, base+"/metrics")
-		return code == http.StatusOK && strings.Contains(body, "deltaflow_dlq_full 0\n")
+		return code == http.StatusOK && strings.Contains(body, `deltaflow_dlq_full{table="sensor_events"} 0`+"\n")
 	})
 }

@@ -99,7 +99,8 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	metrics, caughtUp, err := run(ctx, cfg, opts, logger)
 	if caughtUp && err == nil {
 		// After every component has stopped: the run's last line.
-		rows, commits, letters := counterValue(metrics.Rows), counterValue(metrics.Commits), counterValue(metrics.DeadLetters)
+		tm := metrics.Table(cfg.Table.Name)
+		rows, commits, letters := counterValue(tm.Rows), counterValue(tm.Commits), counterValue(tm.DeadLetters)
 		secs := time.Since(started).Seconds()
 		logger.Info(fmt.Sprintf("caught up: %d rows in %d commits, %d dead letters, %.1fs", rows, commits, letters, secs),
 			"rows", rows, "commits", commits, "dead_letters", letters, "seconds", math.Round(secs*10)/10)
@@ -171,8 +172,9 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	if err := snap.ApplyWriterOptions(&engineCfg.Writer); err != nil { // e.g. materialized partition columns
 		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
 	}
-	engine, err := actors.NewEngine(engineCfg, actors.Deps{Table: tbl, Mapper: mapper, TableSchema: tableSchema,
-		PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b), Metrics: metrics, Health: health, Logger: logger})
+	engine, err := actors.NewEngine(engineCfg, actors.Deps{Metrics: metrics, Health: health, Logger: logger},
+		actors.Route{Name: cfg.Table.Name, Topics: []string{cfg.Kafka.Topic}, Table: tbl, Mapper: mapper, TableSchema: tableSchema,
+			PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b)})
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,7 +203,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 		case <-ctx.Done():
 		}
 	}()
-	ctrl := &controller{engine: engine, metrics: metrics, health: health, version: opts.Version, table: cfg.Table.Name,
+	ctrl := &controller{engine: engine, metrics: metrics.Table(cfg.Table.Name), health: health, version: opts.Version, table: cfg.Table.Name,
 		maxPause: cfg.Control.MaxPause, publish: b.Publish, logger: logger.With("component", "control")}
 	defer ctrl.stop()
 	if err := b.StartControl(ctrl); err != nil {

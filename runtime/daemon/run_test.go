@@ -254,14 +254,14 @@ func TestHTTPEndpoints(t *testing.T) {
 			strings.Contains(body, "deltaflow_uncommitted_records{")
 	})
 	_, body := get("/metrics")
-	for _, m := range []string{"deltaflow_rows_committed_total 500", "deltaflow_table_version", "go_goroutines",
-		`deltaflow_build_info{goversion="go`, `deltaflow_maintenance_runs_total{result="noop",task="vacuum"} 0`} {
+	for _, m := range []string{`deltaflow_rows_committed_total{table="sensor_events"} 500`, "deltaflow_table_version", "go_goroutines",
+		`deltaflow_build_info{goversion="go`, `deltaflow_maintenance_runs_total{result="noop",table="sensor_events",task="vacuum"} 0`} {
 		if !strings.Contains(body, m) {
 			t.Errorf("/metrics lacks %q", m)
 		}
 	}
 	for _, m := range []string{"deltaflow_last_commit_timestamp_seconds", "deltaflow_newest_event_timestamp_seconds", "deltaflow_event_freshness_seconds"} {
-		if v := metricValue(t, body, m); v <= 0 {
+		if v := metricValue(t, body, m+`{table="sensor_events"}`); v <= 0 {
 			t.Errorf("%s = %v after a commit, want > 0", m, v)
 		}
 	}

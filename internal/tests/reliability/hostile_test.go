@@ -306,7 +306,7 @@ func TestHostileInput(t *testing.T) {
 		hostileCheckDLQ(t, natsURL, hd.table, topic, want)
 		hostileCheckTable(t, hd.store, want)
 		hostileCheckDeltaRS(t, hd.uri, want)
-		hostileCheckMetrics(t, hd.http, want)
+		hostileCheckMetrics(t, hd.http, hd.table, want)
 	}
 	hostileCheckBucket(t, s3Store, s3, "lake/sensor_events/", hostileOutcomes(byOffset, false))
 	hostileCheckDir(t, localBase, localRoot, hostileOutcomes(byOffset, true))
@@ -514,7 +514,7 @@ func hostileCheckDeltaRS(t *testing.T, uri string, byOffset map[int64]*hostileCa
 }
 
 // hostileCheckMetrics: /metrics counts every DLQ case.
-func hostileCheckMetrics(t *testing.T, addr string, byOffset map[int64]*hostileCase) {
+func hostileCheckMetrics(t *testing.T, addr, table string, byOffset map[int64]*hostileCase) {
 	t.Helper()
 	want := 0
 	for _, c := range byOffset {
@@ -528,7 +528,7 @@ func hostileCheckMetrics(t *testing.T, addr string, byOffset map[int64]*hostileC
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if line := fmt.Sprintf("deltaflow_dlq_records_total %d\n", want); !strings.Contains(string(body), line) {
+	if line := fmt.Sprintf("deltaflow_dlq_records_total{table=%q} %d\n", table, want); !strings.Contains(string(body), line) {
 		t.Errorf("/metrics lacks %q", line)
 	}
 }

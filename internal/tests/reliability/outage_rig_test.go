@@ -321,11 +321,13 @@ func (w *outageWatch) end() {
 }
 
 // degraded reports whether /readyz named component (e.g. "storage")
-// among its reasons.
+// among its reasons, the process's or a table's ("table t: storage: ...").
 func (w *outageWatch) degraded(component string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.ContainsFunc(w.notReady, func(s string) bool { return strings.HasPrefix(s, component+":") })
+	return slices.ContainsFunc(w.notReady, func(s string) bool {
+		return strings.HasPrefix(s, component+":") || strings.HasPrefix(s, "table ") && strings.Contains(s, ": "+component+":")
+	})
 }
 
 func (w *outageWatch) String() string {

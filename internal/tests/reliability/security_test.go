@@ -268,7 +268,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	produce(200) // not paused by the viewer: this batch is committed too
 	caughtUp("second batch, after the viewer's pause")
-	type statusReply struct{ Positions map[string]int64 }
+	type statusReply struct{ Positions map[string]map[string]int64 }
 	status := func() statusReply {
 		t.Helper()
 		m, err := admin.Request(group+"."+bridge.ControlStatus, nil, 30*time.Second)
