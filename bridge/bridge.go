@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,16 +37,20 @@ type optFunc func(*buildCfg)
 func (f optFunc) apply(c *buildCfg) { f(c) }
 
 type buildCfg struct {
-	table      string
+	tables     []string
 	version    string
 	natsOpts   []nats.Option
 	retryBase  time.Duration
 	retryLimit time.Duration
 }
 
-// WithTable names the Delta table this bridge serves; it appears in every
-// subject, KV key and the default DLQ stream name. Required.
-func WithTable(name string) Opt { return optFunc(func(c *buildCfg) { c.table = name }) }
+// WithTable names a Delta table this bridge serves; it appears in every
+// subject, KV key and the default DLQ stream name of the table. At least
+// one is required; give it once per table of the process (Table returns
+// each one's Bridge).
+func WithTable(name string) Opt {
+	return optFunc(func(c *buildCfg) { c.tables = append(c.tables, name) })
+}
 
 // WithVersion sets the semantic version the control service reports,
 // overriding the default "0.0.0".
@@ -70,21 +75,16 @@ type embeddedServer interface {
 	WaitForShutdown()
 }
 
-// Bridge is the process's link to NATS: it owns the connection (and, with no
-// URL configured, the embedded server), the KV offsets mirror, the event
-// publisher, the DLQ publisher and the control service. All methods are safe
+// Bridge is the process's link to NATS as one table sees it: the
+// connection (and, with no URL configured, the embedded server) and the
+// KV offsets bucket are the process's, shared by every table's Bridge
+// (Table); the DLQ stream, the events' and the KV keys' table, the offsets
+// mirror and the control service are the table's. All methods are safe
 // for concurrent use.
 type Bridge struct {
-	cfg    Config
-	build  buildCfg
-	logger *slog.Logger
-
-	ns  embeddedServer // nil when connected to an external server
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	kv  jetstream.KeyValue
-	dlq string // DLQ stream name
-
+	*conn
+	table  string
+	dlq    string // DLQ stream name
 	mirror *OffsetMirror
 
 	// unacked holds the ids of dead letters sent whose acknowledgement
@@ -92,62 +92,101 @@ type Bridge struct {
 	unackedMu sync.Mutex
 	unacked   map[string]struct{}
 
-	mu      sync.Mutex
-	control micro.Service
-	closed  bool
+	control micro.Service // under conn.mu
+}
+
+// conn is what the tables' Bridges share.
+type conn struct {
+	cfg    Config
+	build  buildCfg
+	logger *slog.Logger
+
+	ns embeddedServer // nil when connected to an external server
+	nc *nats.Conn
+	js jetstream.JetStream
+	kv jetstream.KeyValue
+
+	mu     sync.Mutex
+	tables map[string]*Bridge
+	closed bool
 }
 
 // New connects to NATS (starting the embedded server when cfg.URL is empty),
-// then creates or updates the KV bucket and DLQ stream. Zero fields of cfg
-// take their defaults. ctx bounds the setup only.
+// then creates or updates the KV bucket and each table's DLQ stream. Zero
+// fields of cfg take their defaults; a cfg.DLQStream names the stream of
+// a single table. ctx bounds the setup only. The Bridge returned is the
+// first table's.
 func New(ctx context.Context, cfg Config, logger *slog.Logger, opts ...Opt) (*Bridge, error) {
 	build := buildCfg{version: "0.0.0", retryBase: 100 * time.Millisecond, retryLimit: 5 * time.Second}
 	for _, o := range opts {
 		o.apply(&build)
 	}
-	if build.table == "" {
+	if len(build.tables) == 0 {
 		return nil, fmt.Errorf("%w: WithTable is required", ErrInvalidOption)
+	}
+	if cfg.DLQStream != "" && len(build.tables) > 1 {
+		return nil, fmt.Errorf("%w: nats.dlq_stream names one table's stream; %d tables each have their own", ErrInvalidOption, len(build.tables))
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if cfg.DLQStream == "" {
-		cfg.DLQStream = DefaultDLQStream(build.table)
-	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Bridge{cfg: cfg, build: build, logger: logger.With("component", "bridge"), dlq: cfg.DLQStream,
-		unacked: map[string]struct{}{}}
-
+	c := &conn{cfg: cfg, build: build, logger: logger.With("component", "bridge"), tables: map[string]*Bridge{}}
 	if cfg.embedded() {
-		ns, err := startEmbedded(cfg)
+		ns, err := startEmbedded(cfg, len(build.tables))
 		if err != nil {
 			return nil, err
 		}
-		b.ns = ns
-		b.logger.Info("embedded nats-server started", "listen", ns.ClientURL(), "store_dir", cfg.StoreDir)
+		c.ns = ns
+		c.logger.Info("embedded nats-server started", "listen", ns.ClientURL(), "store_dir", cfg.StoreDir)
 	}
-	if err := b.connect(); err != nil {
-		b.shutdownServer()
+	if err := c.connect(); err != nil {
+		c.shutdownServer()
 		return nil, err
 	}
-	if err := b.setup(ctx); err != nil {
-		b.nc.Close()
-		b.shutdownServer()
+	if err := c.setup(ctx); err != nil {
+		c.nc.Close()
+		c.shutdownServer()
 		return nil, err
 	}
-	b.mirror = newOffsetMirror(b.PutOffset, b.logger, build.retryBase, build.retryLimit)
-	return b, nil
+	var first *Bridge
+	for _, table := range build.tables {
+		dlq := cfg.DLQStream
+		if dlq == "" {
+			dlq = DefaultDLQStream(table)
+		}
+		b := &Bridge{conn: c, table: table, dlq: dlq, unacked: map[string]struct{}{}}
+		if err := b.ensureDLQ(ctx); err != nil {
+			c.nc.Close()
+			c.shutdownServer()
+			return nil, err
+		}
+		b.mirror = newOffsetMirror(b.PutOffset, c.logger.With("table", table), build.retryBase, build.retryLimit)
+		c.tables[table] = b
+		if first == nil {
+			first = b
+		}
+	}
+	return first, nil
+}
+
+// Table returns the Bridge of table name, one New was given (nil for
+// another).
+func (b *Bridge) Table(name string) *Bridge {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tables[name]
 }
 
 // connect dials NATS with the reconnect policy and authentication of b.cfg.
-func (b *Bridge) connect() error {
+func (b *conn) connect() error {
 	cfg := b.cfg
 	log := b.logger
 	opts := []nats.Option{
-		nats.Name("deltaflow " + b.build.table),
+		nats.Name("deltaflow " + strings.Join(b.build.tables, ",")),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(reconnectWait),
 		nats.ReconnectJitter(reconnectJitter, reconnectJitter),
@@ -212,7 +251,7 @@ func authOptions(cfg Config) []nats.Option {
 
 // setup creates or updates the JetStream assets; running it again (another
 // instance, a restart) changes nothing.
-func (b *Bridge) setup(ctx context.Context) error {
+func (b *conn) setup(ctx context.Context) error {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	js, err := jetstream.New(b.nc,
@@ -225,15 +264,12 @@ func (b *Bridge) setup(ctx context.Context) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	b.js = js
-	if err := b.ensureKV(ctx); err != nil {
-		return err
-	}
-	return b.ensureDLQ(ctx)
+	return b.ensureKV(ctx)
 }
 
 // ensureKV creates or updates the offsets bucket. One revision per key is
 // enough: the mirror is latest-wins and the Delta log keeps the history.
-func (b *Bridge) ensureKV(ctx context.Context) error {
+func (b *conn) ensureKV(ctx context.Context) error {
 	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      b.cfg.KVBucket,
 		Description: "deltaflow recovery offsets mirror (a hint; the Delta log is the authority)",
@@ -254,8 +290,10 @@ func (b *Bridge) ensureKV(ctx context.Context) error {
 // letters, which must be stored once.
 const dlqDuplicateWindow = 24 * time.Hour
 
-// ensureDLQ creates or updates the DLQ stream.
+// ensureDLQ creates or updates the table's DLQ stream.
 func (b *Bridge) ensureDLQ(ctx context.Context) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
 	maxAge := b.cfg.DLQMaxAge
 	if maxAge < 0 {
 		maxAge = 0 // JetStream: 0 keeps messages forever
@@ -266,8 +304,8 @@ func (b *Bridge) ensureDLQ(ctx context.Context) error {
 	}
 	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        b.dlq,
-		Description: "deltaflow dead letters of table " + b.build.table,
-		Subjects:    []string{DLQStreamSubject(b.build.table)},
+		Description: "deltaflow dead letters of table " + b.table,
+		Subjects:    []string{DLQStreamSubject(b.table)},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      maxAge,
@@ -311,17 +349,17 @@ func (b *Bridge) DLQUsage(ctx context.Context) (DLQUsage, error) {
 
 // bound returns ctx limited by PublishTimeout unless it has an earlier
 // deadline, so no NATS call waits forever.
-func (b *Bridge) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (b *conn) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, b.cfg.PublishTimeout)
 }
 
-// Table returns the table this bridge serves.
-func (b *Bridge) Table() string { return b.build.table }
+// TableName returns the table this Bridge serves.
+func (b *Bridge) TableName() string { return b.table }
 
 // ClientURL returns the URL clients such as the nats CLI use to reach the
 // server this bridge is connected to (the embedded one, if any), without
 // credentials.
-func (b *Bridge) ClientURL() string {
+func (b *conn) ClientURL() string {
 	if b.ns != nil {
 		return b.ns.ClientURL()
 	}
@@ -330,57 +368,67 @@ func (b *Bridge) ClientURL() string {
 
 // Healthy reports whether the NATS connection is up, for /readyz. While it
 // is down, events are buffered and KV/DLQ calls fail with transient errors.
-func (b *Bridge) Healthy() bool { return b.nc.IsConnected() }
+func (b *conn) Healthy() bool { return b.nc.IsConnected() }
 
-// Mirror returns the bridge's offsets mirror.
+// Mirror returns the table's offsets mirror.
 func (b *Bridge) Mirror() *OffsetMirror { return b.mirror }
 
 // closeFlushTimeout bounds how long Close waits for pending mirror writes.
 const closeFlushTimeout = 2 * time.Second
 
-// Close stops the control service and the offsets mirror (pending mirror
-// writes get closeFlushTimeout to land, so a clean stop leaves the KV equal
-// to the log; past it they are dropped: the Delta log is the authority and
-// the next start corrects the mirror), flushes buffered events, closes the
-// connection and shuts the embedded server down. Safe to call more than
-// once.
+// Close stops every table's control service and offsets mirror (pending
+// mirror writes get closeFlushTimeout to land, so a clean stop leaves the
+// KV equal to the log; past it they are dropped: the Delta log is the
+// authority and the next start corrects the mirror), flushes buffered
+// events, closes the connection and shuts the embedded server down: the
+// whole process's bridge, whichever table's Bridge it is called on. Safe
+// to call more than once.
 func (b *Bridge) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	c := b.conn
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
-	b.closed = true
-	svc := b.control
-	b.mu.Unlock()
+	c.closed = true
+	tables := make([]*Bridge, 0, len(c.tables))
+	for _, name := range c.build.tables {
+		tables = append(tables, c.tables[name])
+	}
+	c.mu.Unlock()
 
 	var errs []error
-	if svc != nil {
-		if err := svc.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stop control service: %w", err))
+	for _, t := range tables {
+		if svc := t.control; svc != nil {
+			if err := svc.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stop control service of %s: %w", t.table, err))
+			}
 		}
 	}
-	if b.nc.IsConnected() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
-		if err := b.mirror.Flush(ctx); err != nil {
-			b.logger.Warn("offsets mirror not flushed on close; the next start corrects it", "pending", b.mirror.Pending(), "err", err)
+	for _, t := range tables {
+		if c.nc.IsConnected() {
+			ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+			if err := t.mirror.Flush(ctx); err != nil {
+				c.logger.Warn("offsets mirror not flushed on close; the next start corrects it", "table", t.table,
+					"pending", t.mirror.Pending(), "err", err)
+			}
+			cancel()
 		}
-		cancel()
+		t.mirror.close()
 	}
-	b.mirror.close()
-	if b.nc.IsConnected() {
+	if c.nc.IsConnected() {
 		// Best effort: events are observations, and a server going away
 		// at the same moment is no reason to fail Close.
-		if err := b.nc.FlushTimeout(time.Second); err != nil {
-			b.logger.Warn("events not flushed on close", "err", err)
+		if err := c.nc.FlushTimeout(time.Second); err != nil {
+			c.logger.Warn("events not flushed on close", "err", err)
 		}
 	}
-	b.nc.Close()
-	b.shutdownServer()
+	c.nc.Close()
+	c.shutdownServer()
 	return errors.Join(errs...)
 }
 
-func (b *Bridge) shutdownServer() {
+func (b *conn) shutdownServer() {
 	if b.ns != nil {
 		b.ns.Shutdown()
 		b.ns.WaitForShutdown() // until it has released its port and store

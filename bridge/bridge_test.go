@@ -198,3 +198,59 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeServesManyTables: one connection (here one embedded server)
+// serves every table of the process: each table's Bridge has its own DLQ
+// stream, events subjects and KV keys, and the embedded store is bounded
+// to every table's DLQ bound.
+func TestBridgeServesManyTables(t *testing.T) {
+	dir := t.TempDir()
+	first := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: dir, DLQMaxBytes: 40 << 20}, WithTable("weather"))
+	weather := first.Table("weather")
+	if weather == nil || first.TableName() != testTable || weather.TableName() != "weather" {
+		t.Fatalf("tables %q and %v", first.TableName(), weather)
+	}
+	if first.Table("unknown") != nil {
+		t.Error("a Bridge for a table New was not given")
+	}
+	nc := connect(t, first.ClientURL())
+	events, err := nc.SubscribeSync(EventSubject("weather", "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.PublishDLQ(t.Context(), testLetters(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := weather.PublishDLQ(t.Context(), testLetters(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*Bridge{first, weather} {
+		if err := b.PutOffset(t.Context(), "sensor.events", 0, OffsetRecord{Offset: int64(len(b.TableName())), Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := weather.Publish(&CheckpointEvent{Version: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for b, want := range map[*Bridge]uint64{first: 2, weather: 1} {
+		u, err := b.DLQUsage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Stream != DefaultDLQStream(b.TableName()) || u.Letters != want {
+			t.Errorf("table %s: DLQ %+v, want %d letters in %s", b.TableName(), u, want, DefaultDLQStream(b.TableName()))
+		}
+		offs, err := b.Offsets(t.Context(), "sensor.events")
+		if err != nil || offs[0].Offset != int64(len(b.TableName())) {
+			t.Errorf("table %s: KV offsets %v, %v", b.TableName(), offs, err)
+		}
+	}
+	if m, err := events.NextMsg(5 * time.Second); err != nil || !strings.Contains(string(m.Data), `"table":"weather"`) {
+		t.Errorf("weather's checkpoint event: %v", err)
+	}
+	// 2 × 40 MiB reserved by the DLQ streams: the headroom is left.
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other"}, MaxBytes: 60 << 20}); err != nil {
+		t.Errorf("the embedded store is not bounded to both tables' DLQ streams plus its headroom: %v", err)
+	}
+}

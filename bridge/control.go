@@ -59,8 +59,8 @@ func (b *Bridge) StartControl(ctrl Controller) error {
 	svc, err := micro.AddService(b.nc, micro.Config{
 		Name:               ServiceName,
 		Version:            b.build.version,
-		Description:        "deltaflow control for table " + b.build.table,
-		Metadata:           map[string]string{"table": b.build.table},
+		Description:        "deltaflow control for table " + b.table,
+		Metadata:           map[string]string{"table": b.table},
 		QueueGroupDisabled: true,
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			b.logger.Warn("control service error", "subject", e.Subject, "err", e.Description)
@@ -69,7 +69,7 @@ func (b *Bridge) StartControl(ctrl Controller) error {
 	if err != nil {
 		return fmt.Errorf("start control service: %w", err)
 	}
-	grp := svc.AddGroup(ControlGroup(b.build.table), micro.WithGroupQueueGroupDisabled())
+	grp := svc.AddGroup(ControlGroup(b.table), micro.WithGroupQueueGroupDisabled())
 	endpoints := []struct {
 		name string
 		call func(context.Context) (any, error)
@@ -91,7 +91,7 @@ func (b *Bridge) StartControl(ctrl Controller) error {
 		b.logger.Warn("control service subscriptions not confirmed by the server", "err", err)
 	}
 	b.control = svc
-	b.logger.Info("control service started", "group", ControlGroup(b.build.table))
+	b.logger.Info("control service started", "group", ControlGroup(b.table))
 	return nil
 }
 

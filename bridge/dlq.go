@@ -214,7 +214,7 @@ const (
 // say so), and the body is truncated to what is left (the value's size
 // and SHA-256 say so).
 func (b *Bridge) dlqMsg(d letter.DeadLetter) *nats.Msg {
-	msg := nats.NewMsg(DLQLetterSubject(b.build.table, d.Topic, d.Partition))
+	msg := nats.NewMsg(DLQLetterSubject(b.table, d.Topic, d.Partition))
 	msg.Header.Set(HeaderError, cut(oneLine(d.Reason), maxReasonHeader))
 	msg.Header.Set(HeaderTopic, d.Topic)
 	if d.TopicID != "" {

@@ -266,12 +266,12 @@ func (b *Bridge) Publish(ev Event) error {
 	if h.Time.IsZero() {
 		h.Time = time.Now().UTC()
 	}
-	h.Table = b.build.table
+	h.Table = b.table
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("publish %s event: %w", ev.Kind(), err)
 	}
-	subj := EventSubject(b.build.table, ev.Kind())
+	subj := EventSubject(b.table, ev.Kind())
 	if err := b.nc.Publish(subj, body); err != nil {
 		return fmt.Errorf("publish %s: %w", subj, err)
 	}

@@ -36,7 +36,7 @@ func (b *Bridge) kvHandle() jetstream.KeyValue {
 // latest-wins (a plain Put, no revision check): the mirror only has to end up
 // equal to the last commit, and the committer is its only writer per table.
 func (b *Bridge) PutOffset(ctx context.Context, topic string, partition int32, rec OffsetRecord) error {
-	key := OffsetKey(b.build.table, topic, partition)
+	key := OffsetKey(b.table, topic, partition)
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("put offset %s: %w", key, err)
@@ -64,7 +64,7 @@ func (b *Bridge) PutOffset(ctx context.Context, topic string, partition int32, r
 func (b *Bridge) Offsets(ctx context.Context, topic string) (map[int32]OffsetRecord, error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	out, err := readOffsets(ctx, b.kvHandle(), b.build.table, topic)
+	out, err := readOffsets(ctx, b.kvHandle(), b.table, topic)
 	if isMissing(err) {
 		return map[int32]OffsetRecord{}, nil
 	}
@@ -128,7 +128,7 @@ func readOffsets(ctx context.Context, kv jetstream.KeyValue, table, topic string
 // DeleteOffset removes the mirrored offset of topic/partition (partition
 // revoked for good, topic removed). Deleting a missing key is not an error.
 func (b *Bridge) DeleteOffset(ctx context.Context, topic string, partition int32) error {
-	key := OffsetKey(b.build.table, topic, partition)
+	key := OffsetKey(b.table, topic, partition)
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	if err := b.kvHandle().Delete(ctx, key); err != nil && !isMissing(err) {

@@ -24,12 +24,13 @@ const embeddedMaxPayload = 16 << 20
 const serverReadyTimeout = 10 * time.Second
 
 // embeddedStoreHeadroom is the embedded JetStream store beyond the DLQ
-// stream's bound: the KV bucket holds one small value per partition.
+// streams' bounds: the KV bucket holds one small value per partition.
 const embeddedStoreHeadroom = 64 << 20
 
 // startEmbedded starts an in-process nats-server with JetStream for cfg (see
-// Config.Listen and Config.StoreDir) and waits until it accepts clients.
-func startEmbedded(cfg Config) (embeddedServer, error) {
+// Config.Listen and Config.StoreDir), its store bounded to the DLQ streams
+// of tables tables, and waits until it accepts clients.
+func startEmbedded(cfg Config, tables int) (embeddedServer, error) {
 	host, portStr, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: listen %q: %w", cfg.Listen, err)
@@ -55,7 +56,7 @@ func startEmbedded(cfg Config) (embeddedServer, error) {
 		StoreDir:   storeDir,
 		// nats-server would take up to 75% of the free disk, which the SD
 		// card shares with the table's store and Kafka.
-		JetStreamMaxStore: int64(cfg.DLQMaxBytes) + embeddedStoreHeadroom,
+		JetStreamMaxStore: int64(tables)*int64(cfg.DLQMaxBytes) + embeddedStoreHeadroom,
 		MaxPayload:        embeddedMaxPayload,
 		// The process owns signal handling and logging.
 		NoSigs: true,

@@ -9,6 +9,6 @@ const embeddedAvailable = false
 // startEmbedded fails in builds without the nats-server module (the
 // container image, where NATS runs as its own service): about a sixth of
 // the binary is the server.
-func startEmbedded(Config) (embeddedServer, error) {
+func startEmbedded(Config, int) (embeddedServer, error) {
 	return nil, ErrNoEmbeddedServer
 }

@@ -19,7 +19,7 @@ type WatchdogRecord struct {
 // WatchdogExits returns the recorded exits; a missing bucket or key is an
 // empty record.
 func (b *Bridge) WatchdogExits(ctx context.Context) (WatchdogRecord, error) {
-	key := WatchdogKey(b.build.table)
+	key := WatchdogKey(b.table)
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	var rec WatchdogRecord
@@ -49,12 +49,12 @@ func (b *Bridge) RecordWatchdogExit(ctx context.Context, at time.Time, keep int)
 	}
 	val, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("put %s: %w", WatchdogKey(b.build.table), err)
+		return fmt.Errorf("put %s: %w", WatchdogKey(b.table), err)
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	if _, err := b.kvHandle().Put(ctx, WatchdogKey(b.build.table), val); err != nil {
-		return fmt.Errorf("put %s: %w", WatchdogKey(b.build.table), err)
+	if _, err := b.kvHandle().Put(ctx, WatchdogKey(b.table), val); err != nil {
+		return fmt.Errorf("put %s: %w", WatchdogKey(b.table), err)
 	}
 	return nil
 }
