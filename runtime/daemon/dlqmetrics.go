@@ -20,9 +20,9 @@ var (
 		"The DLQ stream's bound (nats.dlq_max_bytes); full, it refuses new dead letters.", []string{"stream"}, nil)
 )
 
-// dlqCollector reports how full the DLQ stream is, so that an alert fires
-// before it refuses letters (deltaflow_dlq_full).
-type dlqCollector struct{ b *bridge.Bridge }
+// dlqCollector reports how full each table's DLQ stream is, so that an
+// alert fires before it refuses letters (deltaflow_dlq_full).
+type dlqCollector []*bridge.Bridge
 
 func (dlqCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- dlqStoredDesc
@@ -32,10 +32,12 @@ func (dlqCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c dlqCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), dlqScrapeTimeout)
 	defer cancel()
-	u, err := c.b.DLQUsage(ctx)
-	if err != nil {
-		return // NATS down: /readyz says so
+	for _, b := range c {
+		u, err := b.DLQUsage(ctx)
+		if err != nil {
+			return // NATS down: /readyz says so
+		}
+		ch <- prometheus.MustNewConstMetric(dlqStoredDesc, prometheus.GaugeValue, float64(u.Bytes), u.Stream)
+		ch <- prometheus.MustNewConstMetric(dlqMaxDesc, prometheus.GaugeValue, float64(u.MaxBytes), u.Stream)
 	}
-	ch <- prometheus.MustNewConstMetric(dlqStoredDesc, prometheus.GaugeValue, float64(u.Bytes), u.Stream)
-	ch <- prometheus.MustNewConstMetric(dlqMaxDesc, prometheus.GaugeValue, float64(u.MaxBytes), u.Stream)
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,8 +100,11 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	metrics, caughtUp, err := run(ctx, cfg, opts, logger)
 	if caughtUp && err == nil {
 		// After every component has stopped: the run's last line.
-		tm := metrics.Table(cfg.Table.Name)
-		rows, commits, letters := counterValue(tm.Rows), counterValue(tm.Commits), counterValue(tm.DeadLetters)
+		var rows, commits, letters int64
+		for _, r := range cfg.Routes() {
+			tm := metrics.Table(r.Table.Name)
+			rows, commits, letters = rows+counterValue(tm.Rows), commits+counterValue(tm.Commits), letters+counterValue(tm.DeadLetters)
+		}
 		secs := time.Since(started).Seconds()
 		logger.Info(fmt.Sprintf("caught up: %d rows in %d commits, %d dead letters, %.1fs", rows, commits, letters, secs),
 			"rows", rows, "commits", commits, "dead_letters", letters, "seconds", math.Round(secs*10)/10)
@@ -137,48 +141,54 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	if err := pingKafka(ctx, cfg, opts.ConnectTimeout, logger); err != nil {
 		return nil, false, err
 	}
-	tbl, snap, mapper, err := openTable(ctx, cfg, opts.ConnectTimeout, logger)
-	if err != nil {
-		return nil, false, err
-	}
-	store := tbl.Store()
-	if err := applyStartPositions(ctx, cfg, tbl, snap, logger); err != nil {
-		return nil, false, err
-	}
-	if err := ledger.CheckRetention(snap, cfg.Flush.Interval); err != nil {
-		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
+	routes := cfg.Routes()
+	opened := make([]*openedRoute, len(routes))
+	for i, r := range routes {
+		if opened[i], err = openRoute(ctx, cfg, r, opts.ConnectTimeout, logger); err != nil {
+			return nil, false, err
+		}
 	}
 	ready.tableLoaded.Store(true)
 
+	bopts := []bridge.Opt{bridge.WithVersion(opts.Version)}
+	for _, r := range routes {
+		bopts = append(bopts, bridge.WithTable(r.Table.Name))
+	}
 	bctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
-	b, err := bridge.New(bctx, cfg.NATS, logger, bridge.WithTable(cfg.Table.Name), bridge.WithVersion(opts.Version))
+	b, err := bridge.New(bctx, cfg.NATS, logger, bopts...)
 	cancel()
 	if err != nil {
 		return nil, false, fmt.Errorf("start nats bridge: %w", withinTimeout(bctx, err, opts.ConnectTimeout))
 	}
 	defer b.Close()
 	ready.bridge.Store(b)
-	reg.MustRegister(dlqCollector{b})
-	reconcileOffsets(ctx, b, snap, cfg.Table.AppID, cfg.Kafka.Topic, logger)
-
-	tableSchema, err := snap.Schema()
-	if err != nil {
-		return nil, false, fmt.Errorf("table schema: %w", err)
-	}
-	engineCfg, err := cfg.EngineConfig(snap.Metadata().Configuration)
+	engineCfg, err := cfg.EngineConfig(nil)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := snap.ApplyWriterOptions(&engineCfg.Writer); err != nil { // e.g. materialized partition columns
-		return nil, false, fmt.Errorf("table %s: %w", store.URI(), err)
+	var engineRoutes []actors.Route
+	var collector dlqCollector
+	var topics, regexes []string
+	for _, o := range opened {
+		tb := b.Table(o.view.Table.Name)
+		collector = append(collector, tb)
+		for _, topic := range o.route.Topics {
+			reconcileOffsets(ctx, tb, o.snap, o.view.Table.AppID, topic, logger)
+		}
+		topics = append(topics, o.route.Topics...)
+		if o.engine.TopicRegex != nil {
+			regexes = append(regexes, o.engine.TopicRegex.String())
+		}
+		o.engine.Outbox = actors.NewOutbox(tb)
+		engineRoutes = append(engineRoutes, o.engine)
 	}
-	engine, err := actors.NewEngine(engineCfg, actors.Deps{Metrics: metrics, Health: health, Logger: logger},
-		actors.Route{Name: cfg.Table.Name, Topics: []string{cfg.Kafka.Topic}, Table: tbl, Mapper: mapper, TableSchema: tableSchema,
-			PartitionColumns: snap.PartitionColumns(), Outbox: actors.NewOutbox(b)})
+	reg.MustRegister(collector)
+	engine, err := actors.NewEngine(engineCfg, actors.Deps{Metrics: metrics, Health: health, Logger: logger}, engineRoutes...)
 	if err != nil {
 		return nil, false, err
 	}
-	cons, err := kafka.NewConsumer(cfg.Kafka, engine, logger)
+	slices.Sort(topics)
+	cons, err := kafka.NewConsumer(cfg.Kafka, engine, logger, kafka.Subscribe(slices.Compact(topics), regexes))
 	if err != nil {
 		return nil, false, err
 	}
@@ -203,13 +213,20 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 		case <-ctx.Done():
 		}
 	}()
-	ctrl := &controller{engine: engine, metrics: metrics.Table(cfg.Table.Name), health: health, version: opts.Version, table: cfg.Table.Name,
-		maxPause: cfg.Control.MaxPause, publish: b.Publish, logger: logger.With("component", "control")}
-	defer ctrl.stop()
-	if err := b.StartControl(ctrl); err != nil {
-		logger.Warn("control service not started", "err", err)
+	for _, r := range routes {
+		name := r.Table.Name
+		tb := b.Table(name)
+		ctrl := &controller{engine: engine, metrics: metrics.Table(name), health: health, version: opts.Version, table: name,
+			maxPause: cfg.Control.MaxPause, publish: tb.Publish, logger: logger.With("component", "control", "table", name)}
+		defer ctrl.stop()
+		if err := tb.StartControl(ctrl); err != nil {
+			logger.Warn("control service not started", "table", name, "err", err)
+		}
 	}
-	logger.Info("deltaflow running", "table", store.URI(), "topic", cfg.Kafka.Topic, "nats", b.ClientURL(), "http", srv.addr())
+	for _, o := range opened {
+		logger.Info("deltaflow running", "table", o.view.Table.Name, "uri", o.tbl.Store().URI(), "topics", o.route.Topics,
+			"topic_regex", o.route.TopicRegex, "nats", b.ClientURL(), "http", srv.addr())
+	}
 
 	// With UntilLatest a caught-up engine stops as a cancelled one does;
 	// one that cannot catch up (a partition held for data loss) fails.
@@ -230,6 +247,55 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	}
 	ready.stopping.Store(true)
 	return metrics, caughtUp, errors.Join(runErr, stopEngine(engine, logger))
+}
+
+// openedRoute is one route's table, opened for the engine.
+type openedRoute struct {
+	route  Route
+	view   *Config // the route as the single form
+	tbl    *delta.Table
+	snap   *delta.Snapshot
+	engine actors.Route // but for its Outbox
+}
+
+// openRoute opens route r's table as run streams into it (openTable), writes
+// its configured start positions, checks its txn retention and settles the
+// engine's settings of it: its flush, maintenance and data file options
+// with the table's own (delta.* properties, materialized partition
+// columns).
+func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Duration, logger *slog.Logger) (*openedRoute, error) {
+	view := cfg.TableView(r)
+	tbl, snap, mapper, err := openTable(ctx, view, connectTimeout, logger)
+	if err != nil {
+		return nil, err
+	}
+	uri := tbl.Store().URI()
+	if err := applyStartPositions(ctx, view, tbl, snap, logger); err != nil {
+		return nil, err
+	}
+	if err := ledger.CheckRetention(snap, view.Flush.Interval); err != nil {
+		return nil, fmt.Errorf("table %s: %w", uri, err)
+	}
+	tableSchema, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("table %s: schema: %w", uri, err)
+	}
+	ec, err := view.EngineConfig(snap.Metadata().Configuration)
+	if err != nil {
+		return nil, err
+	}
+	if err := snap.ApplyWriterOptions(&ec.Writer); err != nil { // e.g. materialized partition columns
+		return nil, fmt.Errorf("table %s: %w", uri, err)
+	}
+	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, App: ec.App, FlushInterval: ec.FlushInterval,
+		FlushMaxBytes: ec.FlushMaxBytes, Writer: &ec.Writer, Maintenance: &ec.Maintenance,
+		Table: tbl, Mapper: mapper, TableSchema: tableSchema, PartitionColumns: snap.PartitionColumns()}
+	if r.TopicRegex != "" {
+		if route.TopicRegex, err = regexp.Compile(r.TopicRegex); err != nil {
+			return nil, fmt.Errorf("table %s: topic_regex: %w", r.Table.Name, err)
+		}
+	}
+	return &openedRoute{route: r, view: view, tbl: tbl, snap: snap, engine: route}, nil
 }
 
 // pingKafka fails when no broker answers within timeout; a topic the
