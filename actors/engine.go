@@ -73,9 +73,19 @@ type Config struct {
 	// deltaflow_event_freshness_seconds follows; default "event_time". A
 	// table without it reports no freshness.
 	EventTimeColumn string
+	// Unrouted is what happens to a record no route's Where takes:
+	// UnroutedSkip (default: counted in deltaflow_unrouted_records_total)
+	// or UnroutedDLQ (a dead letter of the first table reading its topic).
+	Unrouted string
 
 	beforeRows func(key string) // test hook, see bufferConfig
 }
+
+// What Config.Unrouted may say.
+const (
+	UnroutedSkip = "skip"
+	UnroutedDLQ  = "dlq"
+)
 
 // Route is one table the engine writes and the topics that feed it: a
 // table's own settings (zero: Config's) and its connections.
@@ -87,6 +97,9 @@ type Route struct {
 	// every topic whose name matches it.
 	Topics     []string
 	TopicRegex *regexp.Regexp
+	// Where, if set, is the filter a row must pass to go to the table (the
+	// language of `cat --where`, over the table's columns).
+	Where string
 	// App, FlushInterval, FlushMaxBytes, EventTimeColumn: as Config's.
 	App             string
 	FlushInterval   time.Duration
@@ -140,6 +153,7 @@ func DefaultConfig() Config {
 		Backoff:             Backoff{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
 		MaxRetry:            10 * time.Minute,
 		EventTimeColumn:     "event_time",
+		Unrouted:            UnroutedSkip,
 	}
 }
 
@@ -177,6 +191,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRetry <= 0 {
 		c.MaxRetry = d.MaxRetry
+	}
+	if c.Unrouted == "" {
+		c.Unrouted = d.Unrouted
 	}
 	if c.EventTimeColumn == "" {
 		c.EventTimeColumn = d.EventTimeColumn
@@ -237,6 +254,7 @@ type table struct {
 	health      *Health
 	logger      *slog.Logger
 	progress    *progress // set by Start
+	where       *mapping.Where
 }
 
 // ErrTopicRecreated is sent on [Engine.Fatal] when the topic was deleted
@@ -269,6 +287,9 @@ func NewEngine(cfg Config, deps Deps, routes ...Route) (*Engine, error) {
 	}
 	if cfg.OnDataLoss != ledger.OnDataLossFail && cfg.OnDataLoss != ledger.OnDataLossSkip {
 		return nil, fmt.Errorf("engine: on data loss %q (want %q or %q)", cfg.OnDataLoss, ledger.OnDataLossFail, ledger.OnDataLossSkip)
+	}
+	if cfg.Unrouted != UnroutedSkip && cfg.Unrouted != UnroutedDLQ {
+		return nil, fmt.Errorf("engine: unrouted %q (want %q or %q)", cfg.Unrouted, UnroutedSkip, UnroutedDLQ)
 	}
 	if len(routes) == 0 {
 		return nil, errors.New("engine: no route")
@@ -305,6 +326,12 @@ func NewEngine(cfg Config, deps Deps, routes ...Route) (*Engine, error) {
 		t := &table{route: r, committer: actor.NewPID(system.Address(), committerName(r.Name)), reg: newRegistry(),
 			budget: NewBudget(shares[i], cfg.MaxUnfinishedEpochs), metrics: deps.Metrics.Table(r.Name),
 			health: deps.Health.Table(r.Name), logger: deps.Logger.With("table", r.Name)}
+		if r.Where != "" {
+			var err error
+			if t.where, err = r.Mapper.Where(r.Where); err != nil {
+				return nil, fmt.Errorf("engine: route %s: %w", r.Name, err)
+			}
+		}
 		if r.Maintenance.enabled() {
 			t.maintenance = actor.NewPID(system.Address(), maintenanceName(r.Name))
 			t.maintainer = &maintainer{cfg: *r.Maintenance, table: r.Table, writer: *r.Writer, outbox: r.Outbox,
@@ -363,6 +390,27 @@ func memoryShares(budget int64, routes []Route) ([]int64, error) {
 		}
 	}
 	return shares, nil
+}
+
+// unroutedFor says whether table i's readers of topic decide which of
+// its records no route takes: when the table is the first reading the
+// topic and every table reading it filters (a table without a filter takes
+// every record). nil otherwise.
+func (e *Engine) unroutedFor(i int, topic string) *unrouted {
+	tables := e.readers(topic)
+	if len(tables) == 0 || tables[0] != e.tables[i] {
+		return nil
+	}
+	u := &unrouted{dlq: e.cfg.Unrouted == UnroutedDLQ, metric: e.deps.Metrics.Unrouted.WithLabelValues(topic)}
+	for _, t := range tables {
+		if t.where == nil {
+			return nil
+		}
+		if t != e.tables[i] {
+			u.others = append(u.others, otherRoute{name: t.route.Name, mapper: t.route.Mapper, where: t.where})
+		}
+	}
+	return u
 }
 
 // readers returns the tables that read topic.
@@ -529,8 +577,8 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 		retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,
 	}
 	fetch := e.fetch
-	pcfg := &pipelineConfig{mapper: pathLimited(r.Mapper, bcfg), buffer: bcfg, committer: t.committer, reg: t.reg,
-		metrics: t.metrics, logger: t.logger,
+	pcfg := &pipelineConfig{tableName: r.Name, mapper: pathLimited(r.Mapper, bcfg), where: t.where, buffer: bcfg, committer: t.committer, reg: t.reg,
+		metrics: t.metrics, logger: t.logger, unrouted: func(topic string) *unrouted { return e.unroutedFor(i, topic) },
 		behind: func(gen uint64, p tp, from, need int64) { fetch.behind(i, gen, p, from, need) }}
 	return &committerConfig{
 		name: r.Name, sink: i, app: r.App, table: r.Table, flushInterval: r.FlushInterval,

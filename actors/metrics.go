@@ -60,6 +60,9 @@ type Metrics struct {
 	DataLoss        *prometheus.CounterVec
 	DataLossRecords *prometheus.CounterVec
 	Held            *prometheus.GaugeVec
+	// Filtered counts the records the table's route filter (where) left
+	// out.
+	Filtered prometheus.Counter
 
 	// The process's series, shared by every view.
 	FetchPaused prometheus.Gauge     // 1 while reading Kafka is paused for some table (its memory budget, or the control service)
@@ -72,6 +75,8 @@ type Metrics struct {
 	// Stalled is 1 while the stall watchdog sees records waiting and no
 	// commit (see Watchdog).
 	Stalled prometheus.Gauge
+	// Unrouted counts, by topic, the records no route's filter took.
+	Unrouted *prometheus.CounterVec
 
 	vecs *metricVecs
 	// newestEvent backs EventFreshness: Unix nanoseconds, 0 while unknown.
@@ -88,6 +93,7 @@ type metricVecs struct {
 	records, restarts, maintenanceRuns, dataLoss   *prometheus.CounterVec
 	deadLetters, rows, files, bytes, commits       *prometheus.CounterVec
 	conflicts, futureEvents, dataLossRecords       *prometheus.CounterVec
+	filtered                                       *prometheus.CounterVec
 	commitLatency, epochDuration, maintenanceTimes *prometheus.HistogramVec
 	buffered, dlqWaiting, dlqFull, tableVersion    *prometheus.GaugeVec
 	lastCommit, newestEvent, pending, held         *prometheus.GaugeVec
@@ -147,6 +153,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dataLossRecords: counter("deltaflow_data_loss_records_total",
 			"Records skipped under kafka.on_data_loss skip because Kafka deleted them before they were read, by topic and partition (a recreated topic's loss cannot be counted).",
 			"topic", "partition"),
+		filtered: counter("deltaflow_filtered_records_total", "Records the table's route filter (where) left out."),
 		held: gauge("deltaflow_partition_held",
 			"1 while a partition is held unread: the Kafka log no longer holds its table offset (kafka.on_data_loss fail), or where it starts is in doubt (another app's offsets, expired ones).",
 			"topic", "partition"),
@@ -162,6 +169,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed operations against a server, by component (storage, nats, kafka)."}, []string{"component"}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_retries_total",
 			Help: "Operations retried after a backoff, by component (storage, nats, kafka)."}, []string{"component"}),
+		Unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_unrouted_records_total",
+			Help: "Records of a topic that no route's filter (where) took, by topic: skipped, or dead-lettered with unrouted: dlq."}, []string{"topic"}),
 		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
 			Help: "1 while records wait in Kafka and no epoch has committed for watchdog.stall_intervals flush intervals (or the pipeline keeps failing); deltaflow exits after watchdog.grace."}),
 	}
@@ -174,8 +183,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(v.records, v.deadLetters, v.rows, v.files, v.bytes, v.commits, v.conflicts, v.commitLatency,
 			v.epochDuration, v.buffered, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
-			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.dataLoss, v.dataLossRecords, v.held,
-			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled)
+			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.dataLoss, v.dataLossRecords, v.held, v.filtered,
+			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled, m.Unrouted)
 	}
 	return m
 }
@@ -214,7 +223,9 @@ func (m *Metrics) Table(name string) *Metrics {
 		DataLoss:            v.dataLoss.MustCurryWith(l),
 		DataLossRecords:     v.dataLossRecords.MustCurryWith(l),
 		Held:                v.held.MustCurryWith(l),
+		Filtered:            v.filtered.WithLabelValues(name),
 		FetchPaused:         m.FetchPaused, Paused: m.Paused, Lag: m.Lag, Errors: m.Errors, Retries: m.Retries, Stalled: m.Stalled,
+		Unrouted: m.Unrouted,
 	}
 	for _, a := range []string{"committer", "pipeline", "maintenance"} {
 		t.Restarts.WithLabelValues(a)

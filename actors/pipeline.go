@@ -13,7 +13,12 @@ import (
 // pipelineConfig is what the pipeline of every generation of one table
 // shares.
 type pipelineConfig struct {
+	tableName string
 	mapper    *mapping.Mapper // cloned for each reader
+	where     *mapping.Where  // the table's filter; nil: every row
+	// unrouted says, per topic, whether the readers of this table decide
+	// which records no route takes (Engine.unroutedFor).
+	unrouted  func(topic string) *unrouted
 	buffer    *bufferConfig
 	committer *actor.PID
 	reg       *registry

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,9 @@ type reader struct {
 	// budget when sent.
 	unsent int64
 	limit  *readLimit // nil but while the committer isolates a record
+	// unrouted, when this table decides which records of the topic no
+	// route takes (the topic's first table, every table filtering).
+	unrouted *unroutedCheck
 }
 
 // readLimit bounds what a reader consumes while the committer isolates the
@@ -117,8 +121,12 @@ type readLimit struct {
 
 func newReader(cfg *pipelineConfig, gen uint64, p tp, from int64, epoch uint64, pipeline *actor.PID, limit *readLimit) actor.Producer {
 	return func() actor.Actor {
-		return &reader{cfg: cfg, gen: gen, tp: p, expect: from, epoch: epoch, pipeline: pipeline,
+		r := &reader{cfg: cfg, gen: gen, tp: p, expect: from, epoch: epoch, pipeline: pipeline,
 			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}, limit: limit}
+		if u := cfg.unrouted(p.Topic); u != nil {
+			r.unrouted = u.checker()
+		}
+		return r
 	}
 }
 
@@ -180,7 +188,14 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 			Timestamp: kr.Timestamp, Key: kr.Key, Value: kr.Value}
 		// Map writes the row's values straight into the slab.
 		r.row.Values = mem.values[used : used+ncols : used+ncols]
-		if err := r.mapper.Map(&r.rec, &r.row); err != nil {
+		err := r.mapper.Map(&r.rec, &r.row)
+		if err == nil && r.cfg.where != nil && !r.cfg.where.Match(&r.row) {
+			if err = r.leftOut(); err == nil {
+				r.consumed(kr.Offset)
+				continue
+			}
+		}
+		if err != nil {
 			reason := err.Error()
 			size := letterMemory(kr.Key, kr.Value, reason)
 			if need = r.hold(size); need > 0 {
@@ -242,8 +257,24 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	return need
 }
 
-// consumed records a record as consumed in the epoch: a row or a dead
-// letter.
+// leftOut handles the record just mapped that the table's filter left
+// out: counted, and when no route takes it (see unrouted), counted as
+// unrouted, or an error that makes it a dead letter (unrouted: dlq).
+func (r *reader) leftOut() error {
+	r.cfg.metrics.Filtered.Inc()
+	u := r.unrouted
+	if u == nil || u.takenElsewhere(&r.rec) {
+		return nil
+	}
+	u.metric.Inc()
+	if u.dlq {
+		return errors.New(u.reason("table " + r.cfg.tableName + ": " + r.cfg.where.String()))
+	}
+	return nil
+}
+
+// consumed records a record as consumed in the epoch: a row, a dead
+// letter or one the table's filter left out.
 func (r *reader) consumed(offset int64) {
 	r.lastOffset, r.expect = offset, offset+1
 	r.records++

@@ -5,10 +5,12 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,9 +32,11 @@ type routesRig struct {
 	bridge  *bridge.Bridge
 	mapper  *mapping.Mapper
 	tables  map[string]*routeTable
-	// produced is every record produced, by topic: its offsets.
+	// produced is every record produced, by topic: its offsets; events
+	// what each was, by topic and coordinates.
 	mu       sync.Mutex
 	produced map[string][]int64
+	events   map[string]map[int64]sim.Event
 }
 
 // routeTable is one table of the rig and what reads into it.
@@ -50,6 +54,7 @@ var coordinates = []mapping.Column{
 	{Name: "kafka_topic", Type: "string", Source: "kafka.topic", Required: true},
 	{Name: "kafka_partition", Type: "integer", Source: "kafka.partition", Required: true},
 	{Name: "kafka_offset", Type: "long", Source: "kafka.offset", Required: true},
+	{Name: "battery", Type: "integer", Source: "payload.battery"},
 }
 
 func newRoutesRig(t *testing.T, topics map[string]int32) *routesRig {
@@ -76,7 +81,7 @@ func newRoutesRig(t *testing.T, topics map[string]int32) *routesRig {
 	kcfg.Brokers = cluster.ListenAddrs()
 	kcfg.Group = "deltaflow-routes"
 	return &routesRig{t: t, cluster: cluster, kcfg: kcfg, bridge: b, mapper: m, tables: map[string]*routeTable{},
-		produced: map[string][]int64{}}
+		produced: map[string][]int64{}, events: map[string]map[int64]sim.Event{}}
 }
 
 // table adds a table reading topics (and those matching regex, if set).
@@ -115,10 +120,12 @@ func (g *routesRig) produce(topic string, partitions int32, n int, seed int64) {
 	defer cl.Close()
 	s := sim.New(sim.Config{Seed: seed, Events: n * int(partitions)})
 	var recs []*kgo.Record
+	var evs []sim.Event
 	for p := range partitions {
 		for range n {
-			key, value, _ := s.Next(nil)
+			key, value, ev := s.Next(nil)
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value})
+			evs = append(evs, ev)
 		}
 	}
 	res := cl.ProduceSync(g.t.Context(), recs...)
@@ -127,8 +134,13 @@ func (g *routesRig) produce(topic string, partitions int32, n int, seed int64) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, r := range res {
-		g.produced[topic] = append(g.produced[topic], int64(r.Record.Partition)<<40|r.Record.Offset)
+	if g.events[topic] == nil {
+		g.events[topic] = map[int64]sim.Event{}
+	}
+	for i, r := range res {
+		c := int64(r.Record.Partition)<<40 | r.Record.Offset
+		g.produced[topic] = append(g.produced[topic], c)
+		g.events[topic][c] = evs[i]
 	}
 }
 
@@ -225,6 +237,13 @@ func (g *routesRig) committed(name string, topics ...string) bool {
 // topics once, and nothing else.
 func (g *routesRig) checkExactlyOnce(name string, topics ...string) {
 	g.t.Helper()
+	g.checkTaken(name, func(sim.Event) bool { return true }, topics...)
+}
+
+// checkTaken asserts table name holds, once, every record produced to
+// topics that take accepts, and nothing else.
+func (g *routesRig) checkTaken(name string, take func(sim.Event) bool, topics ...string) {
+	g.t.Helper()
 	got := g.rows(name)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -234,7 +253,13 @@ func (g *routesRig) checkExactlyOnce(name string, topics ...string) {
 		}
 	}
 	for _, topic := range topics {
-		want := slices.Sorted(slices.Values(g.produced[topic]))
+		var want []int64
+		for _, c := range g.produced[topic] {
+			if take(g.events[topic][c]) {
+				want = append(want, c)
+			}
+		}
+		slices.Sort(want)
 		if !slices.Equal(got[topic], want) {
 			g.t.Errorf("table %s holds %d rows of %s (%d distinct); want the %d produced once",
 				name, len(got[topic]), topic, len(slices.Compact(slices.Clone(got[topic]))), len(want))
@@ -331,5 +356,58 @@ func TestRoutesKillLoop(t *testing.T) {
 	for _, name := range []string{"plugs", "all", "doors"} {
 		topics := map[string][]string{"plugs": {"plugs"}, "all": {"plugs", "doors"}, "doors": {"doors"}}[name]
 		g.checkExactlyOnce(name, topics...)
+	}
+}
+
+// TestRoutesWhereAndUnrouted: one topic feeds two tables through their
+// filters: plugs (device_type = 'smart_plug') and healthy doors (door
+// sensors with battery > 50). Each table holds exactly the records its
+// filter takes; a door sensor with a low battery is taken by neither: it
+// is counted in deltaflow_unrouted_records_total, and with unrouted: dlq
+// dead-lettered once (by the topic's first table), naming both filters.
+func TestRoutesWhereAndUnrouted(t *testing.T) {
+	for _, mode := range []string{UnroutedSkip, UnroutedDLQ} {
+		t.Run(mode, func(t *testing.T) {
+			g := newRoutesRig(t, map[string]int32{"sensors": 2})
+			g.table("doors", []string{"sensors"}, "", false).route.Where = "device_type = 'door_window' AND battery > 50"
+			g.table("plugs", []string{"sensors"}, "", false).route.Where = "device_type = 'smart_plug'"
+			g.produce("sensors", 2, 500, 1)
+			r := g.start(Config{Unrouted: mode})
+			defer r.stop(t)
+			waitFor(t, func() bool { return g.committed("doors", "sensors") && g.committed("plugs", "sensors") })
+			plug := func(ev sim.Event) bool { return ev.DeviceType == sim.SmartPlug }
+			healthyDoor := func(ev sim.Event) bool { return ev.DeviceType == sim.DoorWindow && ev.Battery > 50 }
+			g.checkTaken("plugs", plug, "sensors")
+			g.checkTaken("doors", healthyDoor, "sensors")
+			lost := 0
+			for _, ev := range g.events["sensors"] {
+				if !plug(ev) && !healthyDoor(ev) {
+					lost++
+				}
+			}
+			if lost == 0 {
+				t.Fatal("no record is left out by both filters; the case needs some")
+			}
+			if n := testutil.ToFloat64(r.engine.deps.Metrics.Unrouted.WithLabelValues("sensors")); int(n) != lost {
+				t.Errorf("deltaflow_unrouted_records_total = %v, want %d", n, lost)
+			}
+			letters := 0
+			dlq, err := g.bridge.DLQ(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dlq.Letters(t.Context(), 1, func(l bridge.StoredLetter) error {
+				if !strings.Contains(l.Reason, "unrouted") || !strings.Contains(l.Reason, "battery > 50") || !strings.Contains(l.Reason, "smart_plug") {
+					t.Errorf("letter reason %q; want it unrouted, naming both filters", l.Reason)
+				}
+				letters++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{UnroutedSkip: 0, UnroutedDLQ: lost}[mode]; letters != want {
+				t.Errorf("%d dead letters, want %d", letters, want)
+			}
+		})
 	}
 }

@@ -347,3 +347,23 @@ func convert(t delta.DataType, lit Literal) (any, error) {
 	}
 	return nil, fmt.Errorf("type %s cannot be filtered", p)
 }
+
+// BoundCond is one comparison of a Bound: its column (and whether it is a
+// partition column), its type, and the literal in the column's Go type
+// (nil for null), for evaluators of other row layouts.
+type BoundCond struct {
+	Column    string
+	Op        Op
+	Type      delta.DataType
+	Value     any
+	Partition bool
+}
+
+// Conds returns b's comparisons.
+func (b *Bound) Conds() []BoundCond {
+	out := make([]BoundCond, len(b.conds))
+	for i, c := range b.conds {
+		out[i] = BoundCond{Column: c.Column, Op: c.Op, Type: c.typ, Value: c.lit, Partition: c.partition}
+	}
+	return out
+}
