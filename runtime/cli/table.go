@@ -39,7 +39,7 @@ type tableFlags struct {
 
 func (f *tableFlags) register(fs *pflag.FlagSet) {
 	f.version = -1 // latest, also for commands without --version
-	fs.StringVar(&f.uri, "table", "", "table `URI`: s3://bucket/prefix, file:///path or a path; required unless --config gives table.uri")
+	fs.StringVar(&f.uri, "table", "", "table `URI`: s3://bucket/prefix, file:///path or a path; required unless --config gives table.uri. With a --config of several tables (tables:), the table's NAME")
 	bindEnv(fs, "table", tableEnv)
 	configFlag(fs, &f.config, "deltaflow configuration `FILE` (as for run) for the table URI and storage settings; flags override it")
 	registerS3(fs, &f.s3)
@@ -77,7 +77,8 @@ func (f *tableFlags) registerWriter(fs *pflag.FlagSet) {
 // load returns the configuration of --config (defaults and environment
 // overrides without it) with the table flags applied over it. A table must
 // come from --table, $DELTAFLOW_TABLE_URI or --config, never from the
-// default.
+// default. A configuration of several tables is seen as the single form
+// of the one --table names.
 func (f *tableFlags) load() (*daemon.Config, error) {
 	if f.uri == "" && f.config == "" {
 		return nil, usagef("--table is required (or $%s, or --config with table.uri)", tableEnv)
@@ -86,7 +87,17 @@ func (f *tableFlags) load() (*daemon.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.uri != "" {
+	if routes := cfg.Routes(); len(routes) > 1 {
+		if f.uri == "" {
+			_, err := cfg.Route("")
+			return nil, usagef("--table NAME is required: %s holds several tables: %v", f.config, err)
+		}
+		r, err := cfg.Route(f.uri)
+		if err != nil {
+			return nil, usagef("--table: %v", err)
+		}
+		cfg = cfg.TableView(r)
+	} else if f.uri != "" {
 		cfg.Table.URI = f.uri
 	}
 	opts := cfg.StorageOptions()
