@@ -31,6 +31,17 @@ type Config struct {
 	MaxRecordBytes int `yaml:"max_record_bytes"`
 	// Columns are the table's columns in declared order.
 	Columns []Column `yaml:"columns"`
+	// Key is the configuration section errors name its keys under
+	// ("tables[2]"); default "table".
+	Key string `yaml:"-"`
+}
+
+// key is the section errors name.
+func (c Config) key() string {
+	if c.Key == "" {
+		return "table"
+	}
+	return c.Key
 }
 
 // Column maps one value of a record to one table column.
@@ -152,23 +163,23 @@ func (c Config) compileColumns() ([]compiledColumn, error) {
 	switch c.Mode {
 	case "", Strict, Permissive:
 	default:
-		return nil, fmt.Errorf("table.mode: unknown mode %q (want strict or permissive)", c.Mode)
+		return nil, fmt.Errorf("%s.mode: unknown mode %q (want strict or permissive)", c.key(), c.Mode)
 	}
 	if c.MaxRecordBytes < 0 {
-		return nil, fmt.Errorf("table.max_record_bytes: must not be negative, got %d", c.MaxRecordBytes)
+		return nil, fmt.Errorf("%s.max_record_bytes: must not be negative, got %d", c.key(), c.MaxRecordBytes)
 	}
 	if len(c.Columns) == 0 {
-		return nil, fmt.Errorf("table.columns: no columns")
+		return nil, fmt.Errorf("%s.columns: no columns", c.key())
 	}
 	cols := make([]compiledColumn, len(c.Columns))
 	index := make(map[string]int, len(c.Columns))
 	for i, col := range c.Columns {
-		key := fmt.Sprintf("table.columns[%d]", i)
+		key := fmt.Sprintf("%s.columns[%d]", c.key(), i)
 		if col.Name == "" {
 			return nil, fmt.Errorf("%s.name: empty column name", key)
 		}
 		if j, dup := index[col.Name]; dup {
-			return nil, fmt.Errorf("%s.name: duplicate column %q (also table.columns[%d])", key, col.Name, j)
+			return nil, fmt.Errorf("%s.name: duplicate column %q (also %s.columns[%d])", key, col.Name, c.key(), j)
 		}
 		typ, ok := columnTypes[col.Type]
 		if !ok {
@@ -250,10 +261,10 @@ func parseSource(s, name string, earlier map[string]int, cols []compiledColumn) 
 // partition value strings are unambiguous and cheap to build.
 var partitionable = []delta.PrimitiveType{delta.String, delta.Date, delta.Integer, delta.Long, delta.Boolean}
 
-func validatePartitions(cols []compiledColumn, partitionColumns []string) ([]int, error) {
+func validatePartitions(section string, cols []compiledColumn, partitionColumns []string) ([]int, error) {
 	idx := make([]int, len(partitionColumns))
 	for i, p := range partitionColumns {
-		key := fmt.Sprintf("table.partition_columns[%d]", i)
+		key := fmt.Sprintf("%s.partition_columns[%d]", section, i)
 		idx[i] = -1
 		for j := range cols {
 			if cols[j].Name == p {
@@ -273,7 +284,7 @@ func validatePartitions(cols []compiledColumn, partitionColumns []string) ([]int
 		}
 	}
 	if len(partitionColumns) == len(cols) {
-		return nil, fmt.Errorf("table.partition_columns: every column is a partition column; data files need at least one")
+		return nil, fmt.Errorf("%s.partition_columns: every column is a partition column; data files need at least one", section)
 	}
 	return idx, nil
 }

@@ -129,7 +129,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	partIdx, err := validatePartitions(cols, partitionColumns)
+	partIdx, err := validatePartitions(cfg.key(), cols, partitionColumns)
 	if err != nil {
 		return nil, err
 	}

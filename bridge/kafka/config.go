@@ -128,6 +128,10 @@ type Config struct {
 	// fetched once the fetch in flight returns. Default 500ms, as Kafka's
 	// own consumer (fetch.max.wait.ms).
 	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
+	// MetadataMaxAge bounds how old the client's view of the cluster may
+	// grow: a topic created later that a table's topic_regex matches is
+	// read within it. Default 1m (franz-go's own is 5m).
+	MetadataMaxAge time.Duration `yaml:"metadata_max_age"`
 	// FetchMaxBytes bounds one fetch response, so it bounds memory (several
 	// times this once decompressed; a partition's first batch comes whole
 	// even when larger). Default 256 KiB.
@@ -211,6 +215,9 @@ func (c Config) withDefaults() Config {
 	if c.ClientID == "" {
 		c.ClientID = "deltaflow"
 	}
+	if c.MetadataMaxAge == 0 {
+		c.MetadataMaxAge = time.Minute
+	}
 	if c.FetchMaxWait == 0 {
 		c.FetchMaxWait = 500 * time.Millisecond
 	}
@@ -287,6 +294,9 @@ func (c Config) Validate() error {
 		if _, err := c.StartTime(); err != nil {
 			bad("start_timestamp", "%v", err)
 		}
+	}
+	if c.MetadataMaxAge < 0 {
+		bad("metadata_max_age", "must be > 0, got %s", c.MetadataMaxAge)
 	}
 	if c.FetchMaxWait < 0 {
 		bad("fetch_max_wait", "must be > 0, got %s", c.FetchMaxWait)
@@ -377,6 +387,7 @@ func (c Config) clientOpts(logger *slog.Logger) ([]kgo.Opt, error) {
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ClientID(c.ClientID),
 		kgo.WithLogger(kgoLogger{logger}),
+		kgo.MetadataMaxAge(c.MetadataMaxAge),
 		// KIP-714 telemetry compresses its pushes with lz4, whose pooled
 		// 4 MiB blocks cost ~8 MiB of heap for metrics that /metrics
 		// already exposes: too much on a Pi.

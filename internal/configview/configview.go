@@ -43,8 +43,12 @@ func Line(name string, v any) string {
 	return NodeLine(name, n)
 }
 
-// NodeLine is an encoded node on one line (see [Line]).
+// NodeLine is an encoded node on one line (see [Line]); a scalar is
+// name=value.
 func NodeLine(name string, n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return name + "=" + n.Value
+	}
 	return name + "{" + strings.Join(flattened(n), " ") + "}"
 }
 

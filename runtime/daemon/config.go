@@ -32,6 +32,8 @@ import (
 // own, so nothing drifts from the spec.
 type Config struct {
 	Table        TableConfig        `yaml:"table"`
+	Tables       []RouteConfig      `yaml:"tables"`
+	Unrouted     string             `yaml:"unrouted"`
 	Storage      StorageConfig      `yaml:"storage"`
 	Kafka        kafka.Config       `yaml:"kafka"`
 	NATS         bridge.Config      `yaml:"nats"`
@@ -152,6 +154,7 @@ func DefaultConfig() Config {
 			VacuumRetain:           720 * time.Hour, LogCleanup: true},
 		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
 		Control:  ControlConfig{MaxPause: time.Hour},
+		Unrouted: engine.Unrouted,
 	}
 }
 
@@ -170,12 +173,13 @@ func DefaultConfig() Config {
 func Load(path string, getenv func(string) string) (*Config, error) {
 	cfg := DefaultConfig()
 	var lines keyLines
+	var tables *yaml.Node
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
-		if lines, err = decode(data, &cfg); err != nil {
+		if lines, tables, err = decode(data, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
@@ -186,6 +190,12 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		if _, err := decodeNode(envDoc, &cfg, fromEnv); err != nil {
 			return nil, err
 		}
+	}
+	if err := cfg.resolveTables(tables); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := cfg.singleOrList(lines, fromEnv); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.deriveDefaults()
 	if err := cfg.expandInstanceID(); err != nil {
@@ -212,15 +222,35 @@ func joinKey(prefix, name string) string {
 	return prefix + "." + name
 }
 
-// yamlFields maps the YAML key of each field of struct t to the field.
+// yamlFields maps the YAML key of each field of struct t to the field; the
+// fields of an inlined struct (`yaml:",inline"`) are t's, their Index the
+// path to them.
 func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
-	for f := range t.Fields() {
+	for _, f := range yamlFieldList(t) {
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		out[name] = f
+	}
+	return out
+}
+
+// yamlFieldList is t's YAML fields in declaration order, inlined structs'
+// in their place.
+func yamlFieldList(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for f := range t.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			for _, in := range yamlFieldList(f.Type) {
+				in.Index = append(slices.Clone(f.Index), in.Index...)
+				out = append(out, in)
+			}
+			continue
+		}
 		if name == "" || name == "-" || !f.IsExported() {
 			continue
 		}
-		out[name] = f
+		out = append(out, f)
 	}
 	return out
 }
@@ -255,9 +285,7 @@ func localPath(uri string) (string, bool) {
 }
 
 // MappingConfig is the table section as the mapper takes it.
-func (c *Config) MappingConfig() mapping.Config {
-	return mapping.Config{Mode: c.Table.Mode, MaxRecordBytes: int(c.Table.MaxRecordBytes), Columns: c.Table.Columns}
-}
+func (c *Config) MappingConfig() mapping.Config { return c.Table.mappingConfig("table") }
 
 // EngineConfig is the engine's configuration: this one's, with the data
 // file settings of tableConf (the table's delta.* properties) applied.
@@ -268,7 +296,7 @@ func (c *Config) EngineConfig(tableConf map[string]string) (actors.Config, error
 	}
 	m := c.Maintenance
 	return actors.Config{
-		App: c.Table.AppID, StartOffset: c.Kafka.StartOffset, OnDataLoss: c.Kafka.OnDataLoss,
+		App: c.Table.AppID, StartOffset: c.Kafka.StartOffset, OnDataLoss: c.Kafka.OnDataLoss, Unrouted: c.Unrouted,
 		FlushInterval: c.Flush.Interval,
 		FlushMaxBytes: int64(c.Flush.MaxBytes), MemoryBudget: int64(c.Backpressure.MemoryBudget),
 		MaxUnfinishedEpochs: c.Backpressure.MaxUnfinishedEpochs, Writer: writer,
@@ -312,35 +340,19 @@ func (c *Config) Validate() error {
 	if len(c.Kafka.Brokers) == 0 {
 		bad("kafka.brokers must list at least one host:port")
 	}
-	if c.Kafka.Topic == "" {
+	if c.Kafka.Topic == "" && len(c.Tables) == 0 {
 		bad("kafka.topic must be set")
 	}
 	if c.Kafka.Group == "" && c.Kafka.Mode != kafka.ModePartitions {
 		bad("kafka.group must be set (mode group)")
 	}
-	t := c.Table
-	if t.URI == "" {
-		bad("table.uri must be set")
-	} else if err := checkTableURI(t.URI); err != nil {
-		bad("table.uri: %v", err)
+	if len(c.Tables) == 0 {
+		errs = append(errs, c.Table.validate("table")...)
+	} else {
+		errs = append(errs, c.validateRoutes()...)
 	}
-	if t.Name == "" {
-		bad("table.name must be set")
-	}
-	if t.AppID == "" {
-		bad("table.app_id must be set")
-	}
-	if t.MaxRecordBytes > 1<<30 {
-		bad("table.max_record_bytes must be <= 1GiB, got %s", t.MaxRecordBytes)
-	}
-	if _, err := mapping.New(c.MappingConfig(), t.PartitionColumns); err != nil {
-		errs = append(errs, err) // names table.columns[i]... or table.partition_columns[i]
-	}
-	if t.CheckpointInterval <= 0 {
-		bad("table.checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
-	}
-	if t.Compression != "snappy" && t.Compression != "zstd" {
-		bad("table.compression: unknown %q (want snappy or zstd)", t.Compression)
+	if c.Unrouted != UnroutedSkip && c.Unrouted != UnroutedDLQ {
+		bad("unrouted: unknown %q (want %s or %s)", c.Unrouted, UnroutedSkip, UnroutedDLQ)
 	}
 	if ep := c.Storage.Endpoint; ep != "" && strings.Contains(ep, "://") {
 		if u, err := url.Parse(ep); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -358,15 +370,7 @@ func (c *Config) Validate() error {
 	if err := c.NATS.Validate(); err != nil {
 		errs = append(errs, err) // names nats.<key>
 	}
-	if c.Flush.Interval <= 0 {
-		bad("flush.interval must be > 0, got %s", c.Flush.Interval)
-	}
-	if c.Flush.MaxBytes <= 0 {
-		bad("flush.max_bytes must be > 0, got %s", c.Flush.MaxBytes)
-	}
-	if c.Flush.RowGroupRows < 0 {
-		bad("flush.row_group_rows must be >= 0, got %d", c.Flush.RowGroupRows)
-	}
+	errs = append(errs, c.Flush.validate("flush")...)
 	if c.Backpressure.MemoryBudget <= 0 {
 		bad("backpressure.memory_budget must be > 0, got %s", c.Backpressure.MemoryBudget)
 	}
@@ -384,25 +388,7 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format: unknown %q (want text or json)", c.Log.Format)
 	}
-	m := c.Maintenance
-	if m.OptimizeEvery < 0 {
-		bad("maintenance.optimize_every must be >= 0 (0 disables), got %s", m.OptimizeEvery)
-	}
-	if m.OptimizeTargetSize <= 0 {
-		bad("maintenance.optimize_target_size must be > 0, got %s", m.OptimizeTargetSize)
-	}
-	if m.OptimizeOpenTargetSize <= 0 {
-		bad("maintenance.optimize_open_target_size must be > 0, got %s", m.OptimizeOpenTargetSize)
-	}
-	if m.OptimizeMinFiles < 2 {
-		bad("maintenance.optimize_min_files must be >= 2, got %d", m.OptimizeMinFiles)
-	}
-	if m.VacuumEvery < 0 {
-		bad("maintenance.vacuum_every must be >= 0 (0 disables), got %s", m.VacuumEvery)
-	}
-	if m.VacuumRetain <= 0 {
-		bad("maintenance.vacuum_retain must be > 0, got %s", m.VacuumRetain)
-	}
+	errs = append(errs, c.Maintenance.validate("maintenance")...)
 	w := c.Watchdog
 	if w.StallIntervals < 0 {
 		bad("watchdog.stall_intervals must be >= 0 (0 disables), got %d", w.StallIntervals)
@@ -420,6 +406,84 @@ func (c *Config) Validate() error {
 		bad("control.max_pause must be > 0, got %s", c.Control.MaxPause)
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks a table section whose keys are under section ("table",
+// "tables[2]").
+func (t TableConfig) validate(section string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(section+"."+format, args...)) }
+	if t.URI == "" {
+		bad("uri must be set")
+	} else if err := checkTableURI(t.URI); err != nil {
+		bad("uri: %v", err)
+	}
+	if t.Name == "" {
+		bad("name must be set")
+	}
+	if t.AppID == "" {
+		bad("app_id must be set")
+	}
+	if t.MaxRecordBytes > 1<<30 {
+		bad("max_record_bytes must be <= 1GiB, got %s", t.MaxRecordBytes)
+	}
+	if _, err := mapping.New(t.mappingConfig(section), t.PartitionColumns); err != nil {
+		errs = append(errs, err) // names <section>.columns[i]... or <section>.partition_columns[i]
+	}
+	if t.CheckpointInterval <= 0 {
+		bad("checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
+	}
+	if t.Compression != "snappy" && t.Compression != "zstd" {
+		bad("compression: unknown %q (want snappy or zstd)", t.Compression)
+	}
+	return errs
+}
+
+// mappingConfig is the table section as the mapper takes it; errors name
+// its keys under section.
+func (t TableConfig) mappingConfig(section string) mapping.Config {
+	return mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Key: section}
+}
+
+// validate checks a flush section (the process's, or a table's own).
+func (f FlushConfig) validate(section string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(section+"."+format, args...)) }
+	if f.Interval <= 0 {
+		bad("interval must be > 0, got %s", f.Interval)
+	}
+	if f.MaxBytes <= 0 {
+		bad("max_bytes must be > 0, got %s", f.MaxBytes)
+	}
+	if f.RowGroupRows < 0 {
+		bad("row_group_rows must be >= 0, got %d", f.RowGroupRows)
+	}
+	return errs
+}
+
+// validate checks a maintenance section (the process's, or a table's own).
+func (m MaintenanceConfig) validate(section string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(section+"."+format, args...)) }
+	if m.OptimizeEvery < 0 {
+		bad("optimize_every must be >= 0 (0 disables), got %s", m.OptimizeEvery)
+	}
+	if m.OptimizeTargetSize <= 0 {
+		bad("optimize_target_size must be > 0, got %s", m.OptimizeTargetSize)
+	}
+	if m.OptimizeOpenTargetSize <= 0 {
+		bad("optimize_open_target_size must be > 0, got %s", m.OptimizeOpenTargetSize)
+	}
+	if m.OptimizeMinFiles < 2 {
+		bad("optimize_min_files must be >= 2, got %d", m.OptimizeMinFiles)
+	}
+	if m.VacuumEvery < 0 {
+		bad("vacuum_every must be >= 0 (0 disables), got %s", m.VacuumEvery)
+	}
+	if m.VacuumRetain <= 0 {
+		bad("vacuum_retain must be > 0, got %s", m.VacuumRetain)
+	}
+	return errs
 }
 
 // checkTableURI accepts what storage.Open accepts, without opening it.

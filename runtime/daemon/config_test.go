@@ -71,6 +71,20 @@ func TestBadConfigs(t *testing.T) {
 		// Empty values that cannot work are refused where they are written,
 		// not met later (brokers: [] dialled 127.0.0.1:9092; topic: ""
 		// failed once NATS and HTTP were up).
+		// Routes: mixing the forms, uniqueness, what feeds a table, and
+		// every key of an entry named with its path and line.
+		{"routes_both.bad.yaml", "table (line 1) and tables (line 3) together"},
+		{"routes_topic.bad.yaml", "kafka.topic (line 2) with tables (line 3): each entry names its topics"},
+		{"routes_unique.bad.yaml", `tables[1].name (line 5): "weather" is also tables[0]'s name`},
+		{"routes_unique.bad.yaml", `tables[1].uri (line 6): "./data/weather" is also tables[0]'s uri`},
+		{"routes_feed.bad.yaml", "tables[0].topics: none, and no topic_regex"},
+		{"routes_feed.bad.yaml", "tables[1].topic_regex (line 6): error parsing regexp"},
+		{"routes_where.bad.yaml", `tables[0].where (line 5): filter: at position 1, watts > 100: no column "watts"`},
+		{"routes_keys.bad.yaml", "tables[1].wher (line 8): unknown key"},
+		{"routes_values.bad.yaml", `tables[1].columns[0].type (line 9): unknown type "varchar"`},
+		{"routes_values.bad.yaml", "tables[1].topics[1] (line 7): empty topic name"},
+		{"routes_values.bad.yaml", "tables[1].flush.interval (line 11) must be > 0, got 0s"},
+		{"unrouted.bad.yaml", `unrouted (line 1): unknown "drop" (want skip or dlq)`},
 		{"brokers_empty.bad.yaml", "kafka.brokers (line 2): empty; leave the key out for the default ([127.0.0.1:9092])"},
 		{"topic_empty.bad.yaml", "kafka.topic (line 2): empty; leave the key out for the default (sensor-events)"},
 		{"level_null.bad.yaml", "log.level (line 2): empty; leave the key out for the default (info)"},
@@ -194,7 +208,7 @@ func TestEngineConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := actors.Config{App: "pi-1", StartOffset: "latest", OnDataLoss: "skip",
+	want := actors.Config{App: "pi-1", StartOffset: "latest", OnDataLoss: "skip", Unrouted: "skip",
 		FlushInterval: 30 * time.Second, FlushMaxBytes: 64_000_000,
 		MemoryBudget: 96 << 20, MaxUnfinishedEpochs: 3,
 		Writer: delta.WriterOptions{Compression: delta.Zstd, RowGroupRows: 8192, NumIndexedCols: 5},
@@ -308,13 +322,19 @@ func TestStartupLogHasEveryKey(t *testing.T) {
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("deltaflow starting", "config", cfg)
 	log, str := logs.String(), cfg.String()
 	for _, k := range configKeys() {
-		if strings.Contains(k.key, "[]") || k.key == "kafka.start_offsets" {
-			continue // inside a list; a map (its entries are keys)
+		if strings.Contains(k.key, "[]") || k.key == "kafka.start_offsets" || k.key == "tables" {
+			continue // inside a list; a map (its entries are keys); the form the file does not use
 		}
 		if !strings.Contains(log, " config."+k.key+"=") {
 			t.Errorf("start-up log lacks %s:\n%s", k.key, log)
 		}
-		top, rest, _ := strings.Cut(k.key, ".")
+		top, rest, section := strings.Cut(k.key, ".")
+		if !section {
+			if !strings.Contains(str, top+"=") {
+				t.Errorf("String lacks %s: %s", k.key, str)
+			}
+			continue
+		}
 		line := str[strings.Index(str, top+"{"):]
 		line, _, _ = strings.Cut(line, "\n")
 		if !strings.Contains(line, " "+rest+"=") && !strings.Contains(line, "{"+rest+"=") {
@@ -413,7 +433,7 @@ func TestConfigDocCoversEveryKey(t *testing.T) {
 	keys := map[string]bool{}
 	for _, k := range configKeys() {
 		keys[k.key] = true
-		if d, ok := keySpecs[k.key]; !ok || d.doc == "" {
+		if d, ok := spec(k.key); !ok || d.doc == "" {
 			t.Errorf("key %s is not documented in keySpecs", k.key)
 		}
 	}
@@ -455,5 +475,60 @@ func TestStartPositions(t *testing.T) {
 	}
 	if at, err := cfg.Kafka.StartTime(); err != nil || !at.Equal(time.Date(2026, 6, 22, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("start_timestamp %v (%v), want 2026-06-22 00:00 UTC", at, err)
+	}
+}
+
+// TestRoutes: the single form is one route, as the engine read it before
+// there were routes; a tables list resolves each entry over the table
+// section's defaults and the process-wide flush and maintenance (file or
+// environment), which an entry's own keys override.
+func TestRoutes(t *testing.T) {
+	cfg, err := Load("testdata/full.good.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := cfg.Routes()
+	if len(single) != 1 || !reflect.DeepEqual(single[0], Route{Table: cfg.Table, Topics: []string{cfg.Kafka.Topic},
+		Flush: cfg.Flush, Maintenance: cfg.Maintenance}) {
+		t.Errorf("the single form's routes %+v", single)
+	}
+	if v := cfg.TableView(single[0]); !reflect.DeepEqual(v, cfg) {
+		t.Errorf("the single form's own view differs from it")
+	}
+
+	cfg, err = Load("testdata/routes.good.yaml", envMap(map[string]string{"FLUSH_INTERVAL": "7s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := cfg.Routes()
+	if len(routes) != 3 {
+		t.Fatalf("%d routes, want 3", len(routes))
+	}
+	plugs, doors, weather := routes[0], routes[1], routes[2]
+	def := DefaultConfig()
+	if plugs.Table.Name != "plugs" || plugs.Table.URI != "s3://lake/plugs" || plugs.Table.AppID != def.Table.AppID ||
+		!reflect.DeepEqual(plugs.Table.Columns, def.Table.Columns) || plugs.Where != "device_type = 'smart_plug'" ||
+		!slices.Equal(plugs.Topics, []string{"sensor-events"}) {
+		t.Errorf("plugs %+v", plugs)
+	}
+	if plugs.Flush.Interval != 7*time.Second || doors.Flush.Interval != 5*time.Minute || doors.Flush.MaxBytes != def.Flush.MaxBytes {
+		t.Errorf("flush intervals %s, %s (want the environment's 7s, and doors' own 5m)", plugs.Flush.Interval, doors.Flush.Interval)
+	}
+	if weather.TopicRegex != `^weather\.` || len(weather.Table.PartitionColumns) != 0 || len(weather.Table.Columns) != 3 ||
+		weather.Maintenance.OptimizeEvery != 24*time.Hour || plugs.Maintenance.OptimizeEvery != 0 ||
+		weather.Maintenance.VacuumRetain != def.Maintenance.VacuumRetain {
+		t.Errorf("weather %+v", weather)
+	}
+	if cfg.Unrouted != UnroutedDLQ {
+		t.Errorf("unrouted %q", cfg.Unrouted)
+	}
+	if r, err := cfg.Route("doors"); err != nil || r.Table.URI != "s3://lake/doors" {
+		t.Errorf("Route(doors) = %+v, %v", r, err)
+	}
+	if _, err := cfg.Route("door"); err == nil || !strings.Contains(err.Error(), "tables: doors, plugs, weather") {
+		t.Errorf("Route(door): %v; want the names listed", err)
+	}
+	if v := cfg.TableView(doors); v.Table.Name != "doors" || v.Kafka.Topic != "sensor-events" || v.Flush.Interval != 5*time.Minute || len(v.Tables) != 0 {
+		t.Errorf("the doors view %+v", v)
 	}
 }

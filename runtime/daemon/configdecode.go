@@ -33,6 +33,35 @@ func (e *keyError) Error() string {
 // error found after decoding (Validate's) can name the line too.
 type keyLines map[string]int
 
+// tablesNode returns the `tables` list of a parsed document, or nil.
+func tablesNode(doc *yaml.Node) *yaml.Node {
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "tables" {
+			return doc.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// resolveTables decodes each entry of the `tables` list (node) over its
+// template (routeTemplate): what an entry leaves out takes the table
+// section's default or, for flush and maintenance, the process-wide value,
+// which the environment may have changed since the file was decoded. The
+// walk checked every value.
+func (c *Config) resolveTables(node *yaml.Node) error {
+	if node == nil || node.Kind != yaml.SequenceNode {
+		return nil
+	}
+	c.Tables = make([]RouteConfig, len(node.Content))
+	for i, item := range node.Content {
+		c.Tables[i] = c.routeTemplate()
+		if err := item.Decode(&c.Tables[i]); err != nil {
+			return fmt.Errorf("tables[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // decode decodes YAML over cfg. The node tree is first walked against
 // Config's yaml tags, so every error names the key path and line of the
 // value at fault, a scalar given for a list of scalars becomes a
@@ -40,15 +69,18 @@ type keyLines map[string]int
 // empty value ("", [], null) for a key whose default is not empty is
 // refused, since it cannot work (`kafka.brokers: []`). It returns the line
 // of every key set.
-func decode(data []byte, cfg *Config) (keyLines, error) {
+// It also returns the `tables` list, for resolveTables once the
+// environment is applied.
+func decode(data []byte, cfg *Config) (keyLines, *yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(root.Content) == 0 {
-		return nil, nil // empty file
+		return nil, nil, nil // empty file
 	}
-	return decodeNode(root.Content[0], cfg, nil)
+	lines, err := decodeNode(root.Content[0], cfg, nil)
+	return lines, tablesNode(root.Content[0]), err
 }
 
 // decodeNode is decode of a parsed document; fromEnv names the variable
@@ -97,7 +129,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 	if key != "" && !section && empty(n) {
 		// yaml would make it zero (a list) or leave the default (a
 		// string): either hides a mistake.
-		if def.IsValid() && !def.IsZero() && !keySpecs[docKey].emptyOK {
+		if s, _ := spec(docKey); def.IsValid() && !def.IsZero() && !s.emptyOK {
 			w.fail(key, n, "empty; leave the key out for the default (%s)", defaultText(docKey, def))
 		}
 		return
@@ -126,6 +158,9 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 				fdef = def.FieldByIndex(f.Index)
 			}
 			w.walk(v, f.Type, fdef, joinKey(key, k.Value), joinKey(docKey, k.Value))
+			if v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode {
+				w.lines[joinKey(key, k.Value)] = k.Line // a section or list is where its key is
+			}
 		}
 	case t.Kind() == reflect.Slice:
 		if n.Kind == yaml.ScalarNode && isScalarType(t.Elem()) && !aliased {
@@ -138,8 +173,14 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 			w.fail(key, n, "%s is not a list", describe(n))
 			return
 		}
+		var itemDef reflect.Value
+		if t.Elem() == reflect.TypeFor[RouteConfig]() {
+			// A route starts from the table section's defaults.
+			d := DefaultConfig()
+			itemDef = reflect.ValueOf(d.routeTemplate())
+		}
 		for i, item := range n.Content {
-			w.walk(item, t.Elem(), reflect.Value{}, fmt.Sprintf("%s[%d]", key, i), docKey+"[]")
+			w.walk(item, t.Elem(), itemDef, fmt.Sprintf("%s[%d]", key, i), docKey+"[]")
 		}
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -190,7 +231,8 @@ var linePrefix = regexp.MustCompile(`^(yaml: unmarshal errors:\s*)?line \d+: `)
 
 // defaultText is a key's default as the reference gives it.
 func defaultText(docKey string, def reflect.Value) string {
-	if d := keySpecs[docKey].def; d != "" {
+	if s, _ := spec(docKey); s.def != "" {
+		d := s.def
 		return strings.Trim(d, "`")
 	}
 	return formatDefault(def)
@@ -306,12 +348,12 @@ func envDocument(getenv func(string) string) (*yaml.Node, map[string]string) {
 	doc := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	fromEnv := map[string]string{}
 	for _, k := range configKeys() {
-		spec := keySpecs[k.key]
-		v := getenv(spec.env)
-		if spec.env == "" || v == "" {
+		s, _ := spec(k.key)
+		v := getenv(s.env)
+		if s.env == "" || v == "" {
 			continue
 		}
-		fromEnv[k.key] = spec.env
+		fromEnv[k.key] = s.env
 		// A string key takes the value as is; any other (a bool, a
 		// duration) as YAML would read it unquoted.
 		leaf := &yaml.Node{Kind: yaml.ScalarNode, Value: v}

@@ -31,6 +31,11 @@ type keySpec struct {
 // fails when a key is missing here or listed here but gone, so the
 // reference cannot drift from the parser.
 var keySpecs = map[string]keySpec{
+	"tables":                                {doc: "Several tables in one process, instead of `table` and `kafka.topic` (which mean a list of one): a list of routes, each with every `table` key, the topics that feed it, an optional row filter, and its own `flush` and `maintenance` keys (those it leaves out take the process-wide sections' values). Names and URIs are unique; topics may overlap (a topic feeding several tables is read once). One consumer group, one NATS connection, one HTTP server serve them all; each table has its own committer, DLQ stream (`DELTAFLOW_DLQ_<NAME>`), offsets and an equal share of `backpressure.memory_budget`. The table commands take `--table NAME`.", def: "— (the single form)"},
+	"tables[].topics":                       {doc: "Topics whose records go to the table.", def: "—"},
+	"tables[].topic_regex":                  {doc: "Also every topic whose name matches this pattern (Go regexp, unanchored: write `^sensors\\.`); a topic created later is picked up at the consumer's next metadata refresh (within `kafka.metadata_max_age`), and started at `kafka.start_offset`. `topics` or `topic_regex` is required.", def: "—"},
+	"tables[].where":                        {doc: "Only rows this filter takes go to the table: comparisons joined by AND over the table's columns, as `deltaflow cat --where` takes them (`device_type = 'smart_plug' AND power > 100`), evaluated on the mapped row (deltaflow_filtered_records_total counts those left out).", def: "— (every row)"},
+	"unrouted":                              {doc: "What happens to a record of a topic whose every table filters (`tables[].where`) when no filter takes it: `skip` counts it in `deltaflow_unrouted_records_total`; `dlq` also dead-letters it, once, in the DLQ of the first table reading the topic, naming every filter."},
 	"table.uri":                             {env: "DELTAFLOW_TABLE_URI", doc: "Table root: `s3://bucket/prefix` (also `s3a://`), `file:///abs/path` or a path."},
 	"table.name":                            {doc: "Table name in NATS subjects, KV keys and the DLQ stream name."},
 	"table.app_id":                          {doc: "Prefix of the Delta txn appIds (`<app_id>-<topic>-<partition>`) that hold the table's Kafka offsets. Changed on a table that holds another app's offsets of the topic, every such partition is held (starting it at `start_offset` would read its records again) until `deltaflow seek --from-app OLD` adopts them or a `seek` says where to start."},
@@ -65,6 +70,7 @@ var keySpecs = map[string]keySpec{
 	"kafka.client_id":                       {doc: "Client id sent to the brokers."},
 	"kafka.instance_id":                     {doc: "Static group membership id, unique per process: restarted after a crash, the process takes its partitions back at once instead of after the dead member's 45 s session timeout. `{hostname}` in it is replaced by the host's name (`deltaflow-{hostname}`), so one file serves every replica of `docker compose up --scale deltaflow=N`: each container has its own hostname, kept across restarts (a recreated container gets a new one, and so a new id). Letters, digits, `.`, `_` and `-` only. Mode group only.", def: "— (dynamic)"},
 	"kafka.fetch_max_wait":                  {doc: "How long a broker holds an empty fetch: how often an idle deltaflow asks Kafka for news (Kafka's consumer default)."},
+	"kafka.metadata_max_age":                {doc: "How old the client's view of the cluster may grow: a topic created later that a table's `topic_regex` matches is read within it (one metadata request per interval)."},
 	"kafka.fetch_max_bytes":                 {doc: "Bound on one fetch response, in bytes."},
 	"kafka.fetch_max_partition_bytes":       {doc: "Bound on one partition's share of a fetch (compressed bytes); keeps fetch memory small."},
 	"kafka.max_poll_records":                {doc: "Bound on the records one poll returns."},
@@ -117,6 +123,30 @@ var keySpecs = map[string]keySpec{
 	"maintenance.log_cleanup":               {doc: "After a checkpoint, delete log files older than the table's `delta.logRetentionDuration` (default 30 days), at most once a day, as Spark does with `delta.enableExpiredLogCleanup`; a table setting that property to false is left alone."},
 }
 
+// spec returns key's spec: keySpecs', or for a key of a `tables` entry
+// that repeats a section's key, that key's own (tables[].uri is table.uri;
+// tables[].flush.interval defaults to the process-wide flush.interval).
+func spec(key string) (keySpec, bool) {
+	if s, ok := keySpecs[key]; ok {
+		return s, true
+	}
+	rest, ok := strings.CutPrefix(key, "tables[].")
+	if !ok {
+		return keySpec{}, false
+	}
+	if section, _, _ := strings.Cut(rest, "."); section == "flush" || section == "maintenance" {
+		_, ok := keySpecs[rest]
+		return keySpec{doc: "The table's own `" + rest + "`.", def: "`" + rest + "`"}, ok
+	}
+	s, ok := keySpecs["table."+rest]
+	s.doc, s.env = "As `table."+rest+"`.", ""
+	if rest == "uri" || rest == "name" {
+		s.doc += " Required, unique."
+		s.def = "—"
+	}
+	return s, ok
+}
+
 // configKey is one key of Config with its default value.
 type configKey struct {
 	key string
@@ -129,11 +159,8 @@ func configKeys() []configKey {
 	var out []configKey
 	var walk func(t reflect.Type, v reflect.Value, prefix string)
 	walk = func(t reflect.Type, v reflect.Value, prefix string) {
-		for f := range t.Fields() {
+		for _, f := range yamlFieldList(t) {
 			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "" || name == "-" || !f.IsExported() {
-				continue
-			}
 			key := joinKey(prefix, name)
 			var fv reflect.Value
 			if v.IsValid() {
@@ -157,7 +184,8 @@ func configKeys() []configKey {
 
 // envFor returns the environment variable overriding key, if any.
 func envFor(key string) string {
-	if env := keySpecs[key].env; env != "" {
+	if s, _ := spec(key); s.env != "" {
+		env := s.env
 		return "`" + env + "`"
 	}
 	return ""
@@ -206,12 +234,15 @@ func ConfigDoc() string {
 			section = top
 			fmt.Fprintf(&b, "\n## %s\n\n| Key | Default | Environment | Description |\n|---|---|---|---|\n", section)
 		}
-		d := keySpecs[k.key]
+		d, _ := spec(k.key)
 		def := formatDefault(k.def)
-		if def == "" {
-			def = d.def
-		} else {
+		switch rest, entry := strings.CutPrefix(k.key, "tables[]."); {
+		case def != "":
 			def = "`" + def + "`"
+		case d.def != "":
+			def = d.def
+		case entry:
+			def = "as `table." + rest + "`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.key, def, envFor(k.key), d.doc)
 	}

@@ -21,10 +21,36 @@ func (c Config) Effective() Config {
 
 // EffectiveNode is the effective configuration as a YAML mapping node, keys in
 // the file's order, every secret redacted (secrets and nats.url marshal
-// themselves so). `config check`, the start-up log and
-// String all render it, so none can leave a key out.
+// themselves so), the form the configuration does not use left out (the
+// empty tables list, or the table section and kafka.topic of a tables
+// list). `config check`, the start-up log and String all render it, so
+// none can leave a key out.
 func (c Config) EffectiveNode() (*yaml.Node, error) {
-	return configview.Node(c.Effective())
+	n, err := configview.Node(c.Effective())
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Tables) == 0 {
+		dropKey(n, "tables")
+	} else {
+		dropKey(n, "table")
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "kafka" {
+				dropKey(n.Content[i+1], "topic")
+			}
+		}
+	}
+	return n, nil
+}
+
+// dropKey removes key from the mapping node m.
+func dropKey(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
 }
 
 // NodeJSON renders a YAML node tree as JSON, keeping the keys' order and

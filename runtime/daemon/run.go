@@ -270,8 +270,12 @@ func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Du
 		return nil, err
 	}
 	uri := tbl.Store().URI()
-	if err := applyStartPositions(ctx, view, tbl, snap, logger); err != nil {
-		return nil, err
+	for _, topic := range r.Topics {
+		tv := *view
+		tv.Kafka.Topic = topic
+		if err := applyStartPositions(ctx, &tv, tbl, snap, logger); err != nil {
+			return nil, err
+		}
 	}
 	if err := ledger.CheckRetention(snap, view.Flush.Interval); err != nil {
 		return nil, fmt.Errorf("table %s: %w", uri, err)
