@@ -34,6 +34,10 @@ const (
 	ModePartitions = "partitions"
 )
 
+// minMetadataAge is franz-go's MetadataMinAge default, below which
+// MetadataMaxAge cannot go.
+const minMetadataAge = 5 * time.Second
+
 // Isolation levels of [Config.IsolationLevel].
 const (
 	// ReadCommitted reads only records of committed transactions (and
@@ -130,7 +134,7 @@ type Config struct {
 	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
 	// MetadataMaxAge bounds how old the client's view of the cluster may
 	// grow: a topic created later that a table's topic_regex matches is
-	// read within it. Default 1m (franz-go's own is 5m).
+	// read within it. Default 1m (franz-go's own is 5m); at least 5s.
 	MetadataMaxAge time.Duration `yaml:"metadata_max_age"`
 	// FetchMaxBytes bounds one fetch response, so it bounds memory (several
 	// times this once decompressed; a partition's first batch comes whole
@@ -295,8 +299,8 @@ func (c Config) Validate() error {
 			bad("start_timestamp", "%v", err)
 		}
 	}
-	if c.MetadataMaxAge < 0 {
-		bad("metadata_max_age", "must be > 0, got %s", c.MetadataMaxAge)
+	if c.MetadataMaxAge < minMetadataAge {
+		bad("metadata_max_age", "must be >= %s (the client's least metadata refresh interval), got %s", minMetadataAge, c.MetadataMaxAge)
 	}
 	if c.FetchMaxWait < 0 {
 		bad("fetch_max_wait", "must be > 0, got %s", c.FetchMaxWait)

@@ -70,7 +70,7 @@ var keySpecs = map[string]keySpec{
 	"kafka.client_id":                       {doc: "Client id sent to the brokers."},
 	"kafka.instance_id":                     {doc: "Static group membership id, unique per process: restarted after a crash, the process takes its partitions back at once instead of after the dead member's 45 s session timeout. `{hostname}` in it is replaced by the host's name (`deltaflow-{hostname}`), so one file serves every replica of `docker compose up --scale deltaflow=N`: each container has its own hostname, kept across restarts (a recreated container gets a new one, and so a new id). Letters, digits, `.`, `_` and `-` only. Mode group only.", def: "— (dynamic)"},
 	"kafka.fetch_max_wait":                  {doc: "How long a broker holds an empty fetch: how often an idle deltaflow asks Kafka for news (Kafka's consumer default)."},
-	"kafka.metadata_max_age":                {doc: "How old the client's view of the cluster may grow: a topic created later that a table's `topic_regex` matches is read within it (one metadata request per interval)."},
+	"kafka.metadata_max_age":                {doc: "How old the client's view of the cluster may grow: a topic created later that a table's `topic_regex` matches is read within it (one metadata request per interval). At least 5s."},
 	"kafka.fetch_max_bytes":                 {doc: "Bound on one fetch response, in bytes."},
 	"kafka.fetch_max_partition_bytes":       {doc: "Bound on one partition's share of a fetch (compressed bytes); keeps fetch memory small."},
 	"kafka.max_poll_records":                {doc: "Bound on the records one poll returns."},

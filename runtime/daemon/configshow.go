@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/internal/configview"
 )
 
@@ -15,7 +16,11 @@ import (
 // section's zero fields, the DLQ stream named after the table).
 func (c Config) Effective() Config {
 	c.Kafka = c.Kafka.Effective()
-	c.NATS = c.NATS.Effective(c.Table.Name)
+	if len(c.Tables) == 0 {
+		c.NATS = c.NATS.Effective(c.Table.Name)
+	} else if c.NATS = c.NATS.Effective(c.Tables[0].Name); c.NATS.DLQStream == bridge.DefaultDLQStream(c.Tables[0].Name) {
+		c.NATS.DLQStream = bridge.DefaultDLQStream("<NAME>") // each table's own
+	}
 	return c
 }
 

@@ -251,3 +251,45 @@ func DeltaRS(t testing.TB, env []string, uri string) DeltaRSTable {
 	}
 	return res
 }
+
+// ReleaseBinary builds cmd/deltaflow as it was at commit (the repository's
+// history must hold it), once per test process: for the tests that an
+// older release's tables keep working under this one.
+func ReleaseBinary(t testing.TB, commit string) string {
+	t.Helper()
+	buildsMu.Lock()
+	b := builds["@"+commit]
+	if b == nil {
+		b = &build{}
+		builds["@"+commit] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "deltaflow-release-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		src := filepath.Join(dir, "src")
+		if err := os.Mkdir(src, 0o755); err != nil {
+			b.err = err
+			return
+		}
+		archive := exec.Command("sh", "-c", `git archive --format=tar "$0" | tar -x -C "$1"`, commit, src)
+		archive.Dir = RepoRoot(t)
+		if out, err := archive.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("git archive %s (the repository's history must hold it): %v\n%s", commit, err, out)
+			return
+		}
+		b.bin = filepath.Join(dir, "deltaflow")
+		cmd := exec.Command("go", "build", "-o", b.bin, "./cmd/deltaflow")
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build of %s: %v\n%s", commit, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("scenario: %v", b.err)
+	}
+	return b.bin
+}
