@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,41 @@ func TestInspectErrors(t *testing.T) {
 	code, _, errs = run(t, "inspect", "snapshot", "--table", "s3://b/t", "--s3-endpoint", "127.0.0.1:1", "--s3-access-key", "k", "--s3-secret-key-file", keyFile)
 	if code != 1 || strings.Contains(errs, "supersecret") {
 		t.Errorf("unreachable s3: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestTableByName: with a configuration of several tables, --table NAME
+// picks one for every table command; without it, or with a name the
+// configuration lacks, the command says which names exist.
+func TestTableByName(t *testing.T) {
+	a, b := newCLITable(t), newCLITable(t)
+	// beta one version ahead, so the two tell apart.
+	store, err := storage.NewLocal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := delta.NewTable(store)
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Commit(t.Context(), s, []delta.Action{{Txn: &delta.Txn{AppID: "app-x-0", Version: 5}}}, delta.Operation{Name: "SEEK"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "deltaflow.yaml")
+	doc := fmt.Sprintf("tables:\n  - {name: alpha, uri: %q, topics: [a]}\n  - {name: beta, uri: %q, topics: [b]}\n", a, b)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "inspect", "snapshot", "--config", cfg, "--table", "beta", "--json")
+	var snap struct{ Version int64 }
+	if err := json.Unmarshal([]byte(out), &snap); code != 0 || err != nil || snap.Version != 3 {
+		t.Errorf("inspect --table beta: exit %d, %v: %s%s", code, err, out, errs)
+	}
+	for _, args := range [][]string{{"--table", "gamma"}, {}} {
+		code, _, errs := run(t, append([]string{"inspect", "history", "--config", cfg}, args...)...)
+		if code != 2 || !strings.Contains(errs, "tables: alpha, beta") {
+			t.Errorf("inspect history %v: exit %d, %s; want a usage error naming the tables", args, code, errs)
+		}
 	}
 }

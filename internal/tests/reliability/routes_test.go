@@ -330,3 +330,46 @@ func TestRoutesUpgrade(t *testing.T) {
 	until(r.bin, r.config())
 	checkTable(t, "sensor_events", uri, r.records("a"), func(record) bool { return true })
 }
+
+// TestRoutesScaleOut: two processes with the same configuration of three
+// tables share every topic's partitions through the group; one is
+// SIGKILLed and started again while producers stream. Each table holds
+// every record of its topics exactly once.
+func TestRoutesScaleOut(t *testing.T) {
+	r := newRoutesRig(t, map[string]int32{"a": 4, "b": 2})
+	ta := r.table("ta", []string{"a"}, nil)
+	tb := r.table("tb", []string{"b"}, nil)
+	all := r.table("all", []string{"a", "b"}, nil)
+	cfg := r.config()
+	pa, pb := r.produce("a", 6000, 1200, 1), r.produce("b", 3000, 600, 2)
+	first, second := r.run(cfg), r.run(cfg)
+	time.Sleep(3 * time.Second)
+	second.Kill()
+	time.Sleep(2 * time.Second)
+	second = r.run(cfg)
+	for _, p := range []*scenario.Daemon{pa, pb} {
+		if err := scenario.WaitFor(2*time.Minute, func() bool { _, done := p.Exited(); return done }); err != nil {
+			t.Fatal("producers did not finish")
+		}
+	}
+	recsA, recsB := r.records("a"), r.records("b")
+	want := map[string]int{ta: len(recsA), tb: len(recsB), all: len(recsA) + len(recsB)}
+	if err := scenario.WaitFor(2*time.Minute, func() bool {
+		for uri, n := range want {
+			if committedRows(t, uri) < n {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("the tables did not catch up\n%s\n%s", first.Tail(3000), second.Tail(3000))
+	}
+	for _, d := range []*scenario.Daemon{first, second} {
+		if err := d.Stop(30 * time.Second); err != nil {
+			t.Errorf("stop: %v\n%s", err, d.Tail(3000))
+		}
+	}
+	checkTable(t, "ta", ta, recsA, func(record) bool { return true })
+	checkTable(t, "tb", tb, recsB, func(record) bool { return true })
+	checkTable(t, "all", all, append(slices.Clone(recsA), recsB...), func(record) bool { return true })
+}
