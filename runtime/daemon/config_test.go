@@ -532,3 +532,33 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("the doors view %+v", v)
 	}
 }
+
+// TestREADMERoutesExample: the README's tables example is a valid
+// configuration of the three tables it shows.
+func TestREADMERoutesExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Several topics, several tables")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("the README has no yaml block under \"Several topics, several tables\"")
+	}
+	path := filepath.Join(t.TempDir(), "deltaflow.yaml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, noEnv)
+	if err != nil {
+		t.Fatalf("the README's example: %v", err)
+	}
+	var names []string
+	for _, r := range cfg.Routes() {
+		names = append(names, r.Table.Name)
+	}
+	if !slices.Equal(names, []string{"plugs", "doors", "weather"}) || cfg.Unrouted != UnroutedDLQ {
+		t.Errorf("the README's example has tables %v, unrouted %q", names, cfg.Unrouted)
+	}
+}
