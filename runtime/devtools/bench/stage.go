@@ -456,8 +456,8 @@ func (l *logWatch) scrape(url string) func() {
 			switch {
 			case strings.HasPrefix(line, "deltaflow_records_total{"):
 				rec += metricValue(line)
-			case strings.HasPrefix(line, "deltaflow_rows_committed_total "):
-				rows = metricValue(line)
+			case strings.HasPrefix(line, "deltaflow_rows_committed_total{"):
+				rows += metricValue(line) // every table's
 			}
 		}
 		l.records.Store(uint64(rec))
