@@ -29,7 +29,7 @@ type Metrics struct {
 	FetchPaused   prometheus.Gauge     // 1 while reading Kafka is paused
 	Paused        prometheus.Gauge     // 1 while the control service has paused reading
 	DLQWaiting    prometheus.Gauge     // dead letters an epoch waits to see acknowledged
-	DLQFull       prometheus.Gauge     // 1 while the DLQ stream refuses letters for want of room
+	DLQFull       prometheus.Gauge     // 1 while the DLQ stream refuses letters for want of room (its disk's too)
 	Lag           *prometheus.GaugeVec // records behind the high watermark, by partition
 	Restarts      *prometheus.CounterVec
 	TableVersion  prometheus.Gauge
@@ -108,7 +108,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DLQWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_waiting_letters",
 			Help: "Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."}),
 		DLQFull: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_dlq_full",
-			Help: "1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, or the JetStream store full): the epoch holding them waits uncommitted until room is made."}),
+			Help: "1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, the JetStream store full, or its disk full): the epoch holding them waits uncommitted until room is made."}),
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_lag_records",
 			Help: "Records between the last one read and the partition's high watermark."}, []string{"partition"}),
 		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_actor_restarts_total",

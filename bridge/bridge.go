@@ -68,6 +68,8 @@ type embeddedServer interface {
 	ClientURL() string
 	Shutdown()
 	WaitForShutdown()
+	JetStreamEnabled() bool
+	reopenStore() error
 }
 
 // Bridge is the process's link to NATS: it owns the connection (and, with no
