@@ -655,9 +655,13 @@ const healthDLQFull = "dlq"
 func (c *committer) dlqFull(epoch uint64, err error) {
 	c.cfg.metrics.DLQFull.Set(1)
 	first, _, _ := strings.Cut(err.Error(), "\n") // one line per letter follows
+	todo := "read the letters and purge them (nats stream purge), or raise nats.dlq_max_bytes or the server's JetStream store"
+	if errors.Is(err, bridge.ErrStoreFailed) {
+		// A purge fails too: the store refuses every write.
+		todo = "make room on the disk of the JetStream store named below"
+	}
 	c.cfg.health.Refuse(healthDLQFull, fmt.Sprintf("the DLQ stream is full: epoch %d waits uncommitted with its dead letters "+
-		"(nothing is lost; its records stay in Kafka); read the letters and purge them (nats stream purge), "+
-		"or raise nats.dlq_max_bytes or the server's JetStream store, and it commits by itself: %s", epoch, first))
+		"(nothing is lost; its records stay in Kafka); %s, and it commits by itself: %s", epoch, todo, first))
 }
 
 // checkpointed reports the checkpoint of version, written with err (see

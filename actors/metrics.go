@@ -133,7 +133,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dlqWaiting: gauge("deltaflow_dlq_waiting_letters",
 			"Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."),
 		dlqFull: gauge("deltaflow_dlq_full",
-			"1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, or the JetStream store full): the epoch holding them waits uncommitted until room is made."),
+			"1 while the DLQ stream refuses dead letters for want of room (nats.dlq_max_bytes, the JetStream store full, or its disk full): the epoch holding them waits uncommitted until room is made."),
 		restarts:     counter("deltaflow_actor_restarts_total", "Actor and pipeline restarts after failures.", "actor"),
 		tableVersion: gauge("deltaflow_table_version", "Latest Delta version this process committed or read."),
 		lastCommit:   gauge("deltaflow_last_commit_timestamp_seconds", "When this process last committed an epoch (Unix time); 0 before its first commit."),

@@ -73,6 +73,8 @@ type embeddedServer interface {
 	ClientURL() string
 	Shutdown()
 	WaitForShutdown()
+	JetStreamEnabled() bool
+	reopenStore() error
 }
 
 // Bridge is the process's link to NATS as one table sees it: the

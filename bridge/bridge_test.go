@@ -53,6 +53,36 @@ func TestEmbeddedServerRequiresConfiguredCredentials(t *testing.T) {
 	connect(t, b.ClientURL(), nats.UserInfo("alice", "pw"))
 }
 
+// An embedded server with a blank credential (a user without password, a
+// blank token) would admit whoever sends it, on every interface it listens
+// on (issue 29, item 7): such a configuration never starts.
+func TestEmbeddedServerRefusesBlankCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		cfg Config
+		key string
+	}{
+		{Config{User: "admin"}, "nats.password"},
+		{Config{User: "admin", Password: "  "}, "nats.password"},
+		{Config{Token: " "}, "nats.token"},
+	} {
+		tc.cfg.Listen, tc.cfg.StoreDir = "127.0.0.1:-1", t.TempDir()
+		b, err := New(t.Context(), tc.cfg, nil, WithTable(testTable))
+		if err == nil {
+			// The door: a raw client sending the blank credential.
+			nc, cerr := nats.Connect(b.ClientURL(), authOptions(tc.cfg)...)
+			if cerr == nil {
+				nc.Close()
+			}
+			b.Close()
+			t.Errorf("%v started (a client sending the blank credential: err %v), want it refused naming %s", tc.cfg, cerr, tc.key)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.key+":") {
+			t.Errorf("%v: %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.key)
+		}
+	}
+}
+
 func TestSetupIsIdempotent(t *testing.T) {
 	ns := runServer(t, testServerOpts(t))
 	cfg := Config{URL: ns.ClientURL()}

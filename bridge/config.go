@@ -28,11 +28,12 @@ type Config struct {
 	// URL lists the NATS servers to connect to, comma-separated
 	// ("nats://a:4222,nats://b:4222"). Default "": run an embedded server.
 	URL string `yaml:"url"`
-	// User and Password authenticate with a username and password.
-	// Default: none. Cannot be combined with Token or CredsFile.
+	// User and Password authenticate with a username and password, both
+	// required and not blank. Default: none. Cannot be combined with Token
+	// or CredsFile.
 	User     string        `yaml:"user"`
 	Password secret.Secret `yaml:"password"`
-	// Token authenticates with a token. Default: none.
+	// Token authenticates with a token, not blank. Default: none.
 	Token secret.Secret `yaml:"token"`
 	// CredsFile is a NATS credentials file (JWT + nkey seed) for operator-mode
 	// servers. Default: none. Requires URL.
@@ -190,6 +191,18 @@ func (c Config) Validate() error {
 			return bad("creds_file", "%v", err)
 		}
 	}
+	// A blank credential is none: the embedded server would admit anyone
+	// sending it, while the configuration reads as if access were closed.
+	// (A client of an external server may get its password later, from
+	// NATS_PASSWORD; that server is the door.)
+	for _, kv := range [][2]string{{"user", c.User}, {"password", string(c.Password)}, {"token", string(c.Token)}} {
+		if kv[1] != "" && blank(kv[1]) {
+			return bad(kv[0], "is blank")
+		}
+	}
+	if c.embedded() && c.User != "" && c.Password == "" {
+		return bad("password", "empty: the embedded server would admit anyone sending nats.user %q; set a password", c.User)
+	}
 	if c.TLS.enabled() {
 		if c.embedded() {
 			return bad("tls", "requires nats.url (the embedded server listens without TLS)")
@@ -242,6 +255,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// blank reports whether s has nothing but white space.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // loopback reports whether host (of a listen address) is a loopback
 // address; "" and 0.0.0.0 are every interface.

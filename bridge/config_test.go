@@ -51,6 +51,15 @@ func TestConfigValidate(t *testing.T) {
 		{Config{KVBucket: "a.b"}, "nats.kv_bucket"},
 		{Config{DLQStream: "DLQ.X"}, "nats.dlq_stream"},
 		{Config{PublishTimeout: -time.Second}, "nats.publish_timeout"},
+		// A credential is never empty or blank (issue 29, item 7): the
+		// embedded server would admit anyone sending it.
+		{Config{User: "admin"}, "nats.password"},
+		{Config{Listen: "0.0.0.0:4222", User: "admin"}, "nats.password"},
+		{Config{Listen: "0.0.0.0:4222", User: "admin", Password: " \t"}, "nats.password"},
+		{Config{URL: "nats://h:4222", User: "admin", Password: "  "}, "nats.password"},
+		{Config{User: "  ", Password: "s3cret-pw"}, "nats.user"},
+		{Config{Listen: "0.0.0.0:4222", Token: "   "}, "nats.token"},
+		{Config{URL: "nats://h:4222", Token: "\n"}, "nats.token"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil {

@@ -102,25 +102,39 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []letter.DeadLetter) er
 			break
 		}
 	}
-	missing := 0
-	for _, a := range acks {
+	missing, first := 0, 0 // first: the first letter missing
+	for i, a := range acks {
 		if a == nil {
+			if missing == 0 {
+				first = i
+			}
 			missing++
 		}
 	}
 	if missing > 0 {
-		if all := errors.Join(errs...); errors.Is(all, nats.ErrNoResponders) || errors.Is(all, jetstream.ErrNoStreamResponse) {
-			// No stream listens: someone deleted it. Recreate it so the
-			// caller's retry succeeds.
-			if err := b.ensureDLQ(context.WithoutCancel(ctx)); err != nil {
-				errs = append(errs, err)
-			}
-		}
 		if len(errs) == 0 {
 			errs = append(errs, ctx.Err())
 		}
+		all := errors.Join(errs...)
+		switch {
+		case errors.Is(all, nats.ErrNoResponders) || errors.Is(all, jetstream.ErrNoStreamResponse):
+			// No stream listens: someone deleted it. Recreate it so the
+			// caller's retry succeeds.
+			if err := b.ensureDLQ(context.WithoutCancel(ctx)); err != nil {
+				all = errors.Join(all, err)
+				if b.ns != nil && !b.ns.JetStreamEnabled() {
+					// nats-server turns JetStream off after some store
+					// failures (a store it may not write).
+					all = b.reopenStore("JetStream was off")
+				}
+			}
+		case ctx.Err() != context.Canceled && (errors.Is(all, jetstream.ErrAsyncPublishTimeout) || errors.Is(all, context.DeadlineExceeded)):
+			if err := b.storeFailure(ctx, letters[first]); err != nil {
+				all = err // not the timeouts: a failed store is no transient failure
+			}
+		}
 		return fmt.Errorf("%w: %d of %d letters not acknowledged by stream %s: %w",
-			ErrDLQIncomplete, missing, len(letters), b.dlq, errors.Join(errs...))
+			ErrDLQIncomplete, missing, len(letters), b.dlq, all)
 	}
 	for i, d := range letters {
 		if b.acked(d.MsgID()) && acks[i].Duplicate {
@@ -168,6 +182,69 @@ func (b *Bridge) publishWindow(ctx context.Context, letters []letter.DeadLetter,
 		}
 	}
 	return errs
+}
+
+// storeFailure tells a DLQ stream whose store failed from a slow server,
+// once letters went unacknowledged for want of time: it sends d again with
+// a probe behind it, which the stream refuses before storing anything (it
+// expects another stream). The stream answers in order, so the probe
+// refused while d has no answer means the stream dropped d: nats-server
+// does so, without a word, once a write of the stream's store failed (a
+// full disk), until the store is opened again. The embedded server's store
+// is reopened here; an external server's needs the server restarted. The
+// error wraps ErrStoreFailed, saying where and what to do; nil means the
+// stream stored d, or did not answer in time (slow or away: transient).
+func (b *Bridge) storeFailure(ctx context.Context, d letter.DeadLetter) error {
+	if !b.nc.IsConnected() {
+		return nil
+	}
+	ctx, cancel := b.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	sent, err := b.js.PublishMsgAsync(b.dlqMsg(d), jetstream.WithMsgID(d.MsgID()), jetstream.WithExpectStream(b.dlq))
+	if err != nil {
+		return nil
+	}
+	b.unack(d.MsgID()) // its ack, if any, is not read here
+	probe := nats.NewMsg(DLQLetterSubject(b.table, d.Topic, d.Partition))
+	refused, err := b.js.PublishMsgAsync(probe, jetstream.WithExpectStream(b.dlq+"-PROBE"))
+	if err != nil {
+		return nil
+	}
+	select {
+	case err := <-refused.Err():
+		if apiErr := (*jetstream.APIError)(nil); !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrStreamNotMatch {
+			return nil
+		}
+	case <-refused.Ok(): // never: the stream checks the header first
+		return nil
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case <-sent.Ok():
+		return nil
+	case <-sent.Err():
+		return nil
+	default: // answered before the probe, if at all
+	}
+	if b.ns == nil {
+		return fmt.Errorf("%w: stream %s on %s answers but stores nothing (its disk was full?), and nats-server keeps it so "+
+			"until it restarts: make room on the server's store, then restart nats-server; deltaflow retries meanwhile",
+			ErrStoreFailed, b.dlq, b.nc.ConnectedUrlRedacted())
+	}
+	return b.reopenStore("stream " + b.dlq + " stored nothing")
+}
+
+// reopenStore reopens the embedded server's JetStream store, which failed
+// as why says, and returns the error wrapping ErrStoreFailed that says so.
+func (b *Bridge) reopenStore(why string) error {
+	if err := b.ns.reopenStore(); err != nil {
+		return fmt.Errorf("%w: %s (its disk, under nats.store_dir %s, full?), and reopening the store failed: %w",
+			ErrStoreFailed, why, b.cfg.StoreDir, err)
+	}
+	b.logger.Warn("the embedded JetStream store failed (a full disk?); reopened it", "why", why, "store_dir", b.cfg.StoreDir)
+	return fmt.Errorf("%w: %s (its disk, under nats.store_dir %s, full?): the store is reopened "+
+		"and stores again once the disk has room", ErrStoreFailed, why, b.cfg.StoreDir)
 }
 
 // maxUnacked bounds the ids remembered by unack: letters an epoch never

@@ -16,6 +16,13 @@ import (
 // container image is).
 var ErrNoEmbeddedServer = errors.New("bridge: this build has no embedded NATS server (built with -tags nonatsserver); set nats.url (NATS_URL) to an external server")
 
+// ErrStoreFailed is wrapped by PublishDLQ when the DLQ stream answers but
+// stores nothing: a write of its JetStream store failed (its disk was
+// full), and nats-server then drops every write to the stream without an
+// answer, even once the disk has room, until the store is opened again (a
+// restart of JetStream or of the server). IsFull holds for it.
+var ErrStoreFailed = errors.New("bridge: the DLQ stream's JetStream store failed a write")
+
 // transientErrs are the failures that go away by themselves: the server is
 // restarting, unreachable for a while, or slow. Those in permanentErrs (bad
 // config, permissions, a message too large, a closed bridge) need a human
@@ -77,6 +84,9 @@ const (
 	// jsErrStreamStoreFailed: a message not stored; a stream at its limits
 	// with discard new says which limit (storeLimits).
 	jsErrStreamStoreFailed jetstream.ErrorCode = 10077
+	// jsErrStreamNotMatch: a message expected another stream (the
+	// Nats-Expected-Stream header), refused before it is stored.
+	jsErrStreamNotMatch jetstream.ErrorCode = 10060
 )
 
 // storeLimits are the descriptions of jsErrStreamStoreFailed for a stream
@@ -96,14 +106,15 @@ func storeFull(e *jetstream.APIError) bool {
 }
 
 // IsFull reports whether err says a JetStream store has no room: the DLQ
-// stream at nats.dlq_max_bytes, or the account's or server's store full.
-// It is neither transient (room is not made by waiting a few seconds, but
-// by letters expiring, a purge or a larger bound) nor permanent (that
-// cures it without a restart): the engine keeps retrying and reports
-// itself unhealthy meanwhile.
+// stream at nats.dlq_max_bytes, the account's or server's store full, or
+// the stream's store failed a write on a full disk (ErrStoreFailed). It is
+// neither transient (room is not made by waiting a few seconds, but by
+// letters expiring, a purge, a larger bound or a larger disk) nor
+// permanent (making room cures it without a restart of deltaflow): the
+// engine keeps retrying and reports itself unhealthy meanwhile.
 func IsFull(err error) bool {
 	apiErr := (*jetstream.APIError)(nil)
-	return errors.As(err, &apiErr) && storeFull(apiErr)
+	return errors.Is(err, ErrStoreFailed) || errors.As(err, &apiErr) && storeFull(apiErr)
 }
 
 // permanentErrs are the failures a retry cannot cure: the credentials or

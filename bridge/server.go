@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -80,5 +81,47 @@ func startEmbedded(cfg Config, tables int) (embeddedServer, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("embedded nats: not ready for connections on %s after %s", cfg.Listen, serverReadyTimeout)
 	}
-	return ns, nil
+	return &embedded{Server: ns, opts: opts}, nil
+}
+
+// embedded is the in-process server, which the bridge may reopen the
+// JetStream store of.
+type embedded struct {
+	*server.Server
+	opts *server.Options
+
+	mu     sync.Mutex // reopenStore against Shutdown
+	closed bool
+}
+
+// reopenStore restarts JetStream (not the server: clients stay connected),
+// which opens every stream's store again. A stream whose store failed a
+// write (a full disk) refuses every write until then (see ErrStoreFailed);
+// a JetStream nats-server disabled is enabled again.
+func (e *embedded) reopenStore() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	if err := e.ShutdownJetStream(); err != nil {
+		return fmt.Errorf("embedded nats: stop JetStream: %w", err)
+	}
+	// As Server.Start enables it; EnableJetStream changes the config it
+	// is given, so a new one each time.
+	o := e.opts
+	err := e.EnableJetStream(&server.JetStreamConfig{StoreDir: o.StoreDir, MaxStore: o.JetStreamMaxStore, MaxMemory: o.JetStreamMaxMemory,
+		SyncInterval: o.SyncInterval, SyncAlways: o.SyncAlways, Strict: !o.NoJetStreamStrict, CompressOK: true})
+	if err != nil {
+		return fmt.Errorf("embedded nats: start JetStream in %s: %w", o.StoreDir, err)
+	}
+	return nil
+}
+
+// Shutdown stops the server; reopenStore does nothing after it.
+func (e *embedded) Shutdown() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	e.Server.Shutdown()
 }

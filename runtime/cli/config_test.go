@@ -120,6 +120,18 @@ func TestConfigCheckInvalid(t *testing.T) {
 	}
 }
 
+// The embedded NATS server with a user and no password would admit anyone
+// sending that user (issue 29, item 7): config check exits 2 naming the
+// key.
+func TestConfigCheckRefusesEmptyNATSPassword(t *testing.T) {
+	clearConfigEnv(t)
+	f := writeConfigFile(t, "nats:\n  user: admin\n  listen: 0.0.0.0:4222\n")
+	code, _, errs := run(t, "config", "check", "--config", f)
+	if code != 2 || !strings.Contains(errs, "nats.password: empty") {
+		t.Errorf("exit %d, stderr %s; want 2 naming nats.password", code, errs)
+	}
+}
+
 // --probe asks Kafka, the store and NATS: all answering, exit 0; a broker
 // that refuses connections fails its probe within the timeout, exit 1,
 // naming the reason, while the others still answer.

@@ -120,6 +120,11 @@ type WatchdogConfig struct {
 	RestartBackoffMax time.Duration `yaml:"restart_backoff_max"`
 }
 
+// MaxPauseLimit bounds control.max_pause: whoever may call the control
+// service (a leaked credential, say) stops ingestion at most this long at
+// a time, and a pause past a day is a job for stopping the daemon.
+const MaxPauseLimit = 24 * time.Hour
+
 // ControlConfig is the `control` section: the NATS control service.
 type ControlConfig struct {
 	MaxPause time.Duration `yaml:"max_pause"`
@@ -402,8 +407,8 @@ func (c *Config) Validate() error {
 	if w.RestartBackoffMax < w.RestartBackoff {
 		bad("watchdog.restart_backoff_max must be >= watchdog.restart_backoff (%s), got %s", w.RestartBackoff, w.RestartBackoffMax)
 	}
-	if c.Control.MaxPause <= 0 {
-		bad("control.max_pause must be > 0, got %s", c.Control.MaxPause)
+	if c.Control.MaxPause <= 0 || c.Control.MaxPause > MaxPauseLimit {
+		bad("control.max_pause must be > 0 and at most %s, got %s", MaxPauseLimit, c.Control.MaxPause)
 	}
 	return errors.Join(errs...)
 }

@@ -85,9 +85,9 @@ var keySpecs = map[string]keySpec{
 	"kafka.tls.key_file":                    {doc: "PEM client key; with cert_file.", def: "—"},
 	"kafka.tls.insecure_skip_verify":        {doc: "Skip server certificate verification (tests only).", def: "false"},
 	"nats.url":                              {env: "NATS_URL", doc: "NATS servers, comma-separated; empty runs an embedded nats-server with JetStream.", def: "\"\" (embedded)"},
-	"nats.user":                             {doc: "NATS user (also required by the embedded server when set).", def: "—"},
-	"nats.password":                         {env: "NATS_PASSWORD", doc: "NATS password; never printed or logged.", def: "—"},
-	"nats.token":                            {doc: "NATS token; never printed or logged.", def: "—"},
+	"nats.user":                             {doc: "NATS user (also required by the embedded server when set, with `nats.password`).", def: "—"},
+	"nats.password":                         {env: "NATS_PASSWORD", doc: "NATS password; never printed or logged. The embedded server refuses to start with `nats.user` and no password (it would admit anyone sending the user); a blank one is refused everywhere.", def: "—"},
+	"nats.token":                            {doc: "NATS token; never printed or logged. A blank one is refused.", def: "—"},
 	"nats.creds_file":                       {doc: "NATS credentials file (JWT + nkey); needs nats.url.", def: "—"},
 	"nats.tls.ca_file":                      {doc: "PEM CA bundle for the server certificate.", def: "—"},
 	"nats.tls.cert_file":                    {doc: "PEM client certificate; with key_file.", def: "—"},
@@ -119,7 +119,7 @@ var keySpecs = map[string]keySpec{
 	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
 	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
 	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},
-	"control.max_pause":                     {doc: "A pause by the control service (`nats req deltaflow.<table>.control.pause`) ends by itself after this long, with a `pause` event (`by: max_pause`), so a forgotten or hostile pause cannot stop ingestion for good; pausing again while paused does not extend it. `deltaflow_paused` is 1 meanwhile."},
+	"control.max_pause":                     {doc: "A pause by the control service (`nats req deltaflow.<table>.control.pause`) ends by itself after this long, with a `pause` event (`by: max_pause`), so a forgotten or hostile pause cannot stop ingestion for good; pausing again while paused does not extend it. `deltaflow_paused` is 1 meanwhile. At most 24h."},
 	"maintenance.log_cleanup":               {doc: "After a checkpoint, delete log files older than the table's `delta.logRetentionDuration` (default 30 days), at most once a day, as Spark does with `delta.enableExpiredLogCleanup`; a table setting that property to false is left alone."},
 }
 

@@ -12,6 +12,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/internal/sim"
+	"github.com/deltaflow/deltaflow/internal/tests/scenario"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/ledger"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // produceBad sends n records that are not JSON, of size bytes each: dead
@@ -115,4 +120,81 @@ func TestFullDLQLosesNothing(t *testing.T) {
 		_, body := httpGet(t, base+"/metrics")
 		return code == http.StatusOK && strings.Contains(body, `deltaflow_dlq_full{table="sensor_events"} 0`+"\n")
 	})
+}
+
+// The disk under the DLQ fills (issue 29, item 4: a 3 MiB tmpfs, 30% bad
+// records): a write of the stream's store fails, after which nats-server
+// stores nothing for the stream, even once the disk has room, until the
+// store is opened again. deltaflow says so (/healthz 503 naming the store,
+// deltaflow_dlq_full 1), and once room is made recovers without a
+// restart: the embedded server's store it reopens itself; an external
+// server needs its own restart, which deltaflow rides out. Every record
+// ends in the table or the DLQ, none twice.
+func TestFullDiskDLQRecovers(t *testing.T) {
+	for _, external := range []bool{false, true} {
+		t.Run(map[bool]string{false: "embedded", true: "external"}[external], func(t *testing.T) {
+			const good, bad = 700, 300
+			disk := testenv.NewTmpfs(t, 3<<20)
+			cluster := newCluster(t)
+			brokers := cluster.ListenAddrs()
+			s := sim.New(sim.Config{Seed: 1, Events: good})
+			// 300 letters of 16 KiB: 4.7 MiB for a 3 MiB disk.
+			produceWith(t, brokers, good+bad, func(i int) (key, value []byte) {
+				if i%10 < 3 {
+					return nil, append(fmt.Appendf(nil, "not json %d ", i), bytes.Repeat([]byte("x"), 16<<10)...)
+				}
+				key, value, _ = s.Next(nil)
+				return key, value
+			})
+			cfg := testConfig(t, brokers)
+			cfg.Table.Columns = scenario.Columns() // partition and offset: exact accounting
+			cfg.Flush.Interval = 300 * time.Millisecond
+			cfg.NATS.PublishTimeout = time.Second
+			var srv *testenv.NATSServer
+			natsURL, where := "", "nats.store_dir"
+			if external {
+				// Its store bound beyond its disk, as when others share
+				// the disk.
+				srv = testenv.NewNATSServer(t, disk.Dir, 1<<30)
+				cfg.NATS.URL, natsURL, where = srv.URL, srv.URL, srv.URL
+			} else {
+				cfg.NATS.StoreDir = disk.Dir
+				cfg.NATS.Listen = freeAddr(t)
+				natsURL = "nats://" + cfg.NATS.Listen
+			}
+			base := startRun(t, cfg)
+
+			waitUntil(t, "/healthz to report the failed store", time.Minute, func() bool {
+				code, body := httpGet(t, base+"/healthz")
+				return code == http.StatusServiceUnavailable && strings.Contains(body, where) && strings.Contains(body, "make room")
+			})
+			if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body, `deltaflow_dlq_full{table="sensor_events"} 1`+"\n") {
+				t.Error("/metrics lacks deltaflow_dlq_full 1 while the store refuses letters")
+			}
+			disk.Resize(64 << 20)
+			if external {
+				srv.Restart()
+			}
+			hw := testenv.HighWatermarks(t, brokers, testTopic)
+			waitUntil(t, "every record committed, /healthz ok and deltaflow_dlq_full 0", 2*time.Minute, func() bool {
+				_, txns := tableRecords(t, cfg.Table.URI)
+				for p, end := range hw {
+					if txns[ledger.AppID(cfg.Table.AppID, testTopic, p)] != end-1 {
+						return false
+					}
+				}
+				code, _ := httpGet(t, base+"/healthz")
+				_, body := httpGet(t, base+"/metrics")
+				return code == http.StatusOK && strings.Contains(body, `deltaflow_dlq_full{table="sensor_events"} 0`+"\n")
+			})
+			store, err := storage.Open(t.Context(), cfg.Table.URI, storage.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := scenario.Check(t, scenario.Source{Brokers: brokers, Topic: testTopic, Store: store, NATSURL: natsURL, Table: cfg.Table.Name})
+			if rep.Rows != good || rep.DLQ != bad {
+				t.Errorf("%d rows and %d letters, want %d and %d", rep.Rows, rep.DLQ, good, bad)
+			}
+		})
+	}
 }

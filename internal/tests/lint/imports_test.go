@@ -44,6 +44,7 @@ var forbidden = map[string][]string{
 	"internal/failpoint":  {module + "/"},
 	"internal/bytesize":   {module + "/"},
 	"internal/configview": {module + "/"},
+	"internal/procstat":   {module + "/"},
 	// The daemon never links the developer tools.
 	"runtime/daemon": {module + "/runtime/devtools", module + "/runtime/cli"},
 	"runtime/sparkcheckpoint": {module + "/actors", module + "/bridge", module + "/delta", module + "/runtime/cli",

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/internal/procstat"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
-	"github.com/deltaflow/deltaflow/runtime/devtools/bench"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -123,7 +123,7 @@ func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
 // started (VmRSS and VmHWM of /proc/<pid>/status), in bytes; zero once it
 // has exited.
 func (d *Daemon) Memory() (rss, peak int64) {
-	rss, peak, _ = bench.ProcRSS(d.Pid())
+	rss, peak, _ = procstat.RSS(d.Pid())
 	return rss, peak
 }
 

@@ -1,10 +1,13 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
@@ -109,5 +112,19 @@ func TestHelpersRead(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if got := Tool(t, "fake-tool"); got != tool {
 		t.Errorf("Tool = %q, want %q", got, tool)
+	}
+}
+
+// A tmpfs of the test's own fills up, takes more once resized, and is
+// reachable by path.
+func TestTmpfs(t *testing.T) {
+	f := NewTmpfs(t, 64<<10)
+	path := filepath.Join(f.Dir, "fill")
+	if err := os.WriteFile(path, make([]byte, 128<<10), 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("128 KiB into a 64 KiB tmpfs: %v, want ENOSPC", err)
+	}
+	f.Resize(256 << 10)
+	if err := os.WriteFile(path, make([]byte, 128<<10), 0o600); err != nil {
+		t.Fatalf("128 KiB into the tmpfs grown to 256 KiB: %v", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/deltaflow/deltaflow/internal/procstat"
 )
 
 // Sample is one point of a stage's time series.
@@ -113,7 +115,7 @@ func (c *child) sampleRSS() {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if rss, hwm, ok := ProcRSS(c.cmd.Process.Pid); ok {
+		if rss, hwm, ok := procstat.RSS(c.cmd.Process.Pid); ok {
 			c.mu.Lock()
 			c.rss = append(c.rss, rssPoint{time.Now(), rss, hwm})
 			c.mu.Unlock()
@@ -124,31 +126,6 @@ func (c *child) sampleRSS() {
 		case <-t.C:
 		}
 	}
-}
-
-// ProcRSS reads VmRSS and VmHWM (the peak) of process pid from
-// /proc/<pid>/status, in bytes; ok is false once the process is gone.
-func ProcRSS(pid int) (rss, hwm int64, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0, false
-	}
-	kb := func(rest string) int64 {
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return 0
-		}
-		v, _ := strconv.ParseInt(f[0], 10, 64)
-		return v << 10
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, found := strings.CutPrefix(line, "VmRSS:"); found {
-			rss, ok = kb(rest), true
-		} else if rest, found := strings.CutPrefix(line, "VmHWM:"); found {
-			hwm = kb(rest)
-		}
-	}
-	return rss, hwm, ok
 }
 
 // stageRun is what the parent learns of a finished child.
