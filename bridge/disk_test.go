@@ -171,7 +171,7 @@ func afterFill(n int) []letter.DeadLetter {
 // once.
 func TestEmbeddedStoreFailureHeals(t *testing.T) {
 	disk := testenv.NewTmpfs(t, 3<<20)
-	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: disk.Dir, PublishTimeout: time.Second})
+	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: disk.Dir, PublishTimeout: time.Second}, fastReconnect)
 	stored, err := fillDLQ(t, b, 2000)
 	checkStoreFailed(t, err, "nats.store_dir", disk.Dir)
 	// Still no room: refused the same way (the reopened store failed
@@ -234,8 +234,8 @@ func TestExternalStoreFailureHealsAfterServerRestart(t *testing.T) {
 // may not write): the embedded server's is turned on again, and the
 // letters stored, without a restart.
 func TestEmbeddedJetStreamOffIsRestarted(t *testing.T) {
-	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), PublishTimeout: time.Second})
-	if err := b.ns.(interface{ ShutdownJetStream() error }).ShutdownJetStream(); err != nil {
+	b := newTestBridge(t, Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), PublishTimeout: time.Second}, fastReconnect)
+	if err := b.ns.(*embedded).server().ShutdownJetStream(); err != nil {
 		t.Fatal(err)
 	}
 	letters := testLetters(3)

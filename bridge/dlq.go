@@ -125,7 +125,7 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []letter.DeadLetter) er
 				if b.ns != nil && !b.ns.JetStreamEnabled() {
 					// nats-server turns JetStream off after some store
 					// failures (a store it may not write).
-					all = b.reopenStore("JetStream was off")
+					all = b.reopenStore(ctx, "JetStream was off")
 				}
 			}
 		case ctx.Err() != context.Canceled && (errors.Is(all, jetstream.ErrAsyncPublishTimeout) || errors.Is(all, context.DeadlineExceeded)):
@@ -232,15 +232,24 @@ func (b *Bridge) storeFailure(ctx context.Context, d letter.DeadLetter) error {
 			"until it restarts: make room on the server's store, then restart nats-server; deltaflow retries meanwhile",
 			ErrStoreFailed, b.dlq, b.nc.ConnectedUrlRedacted())
 	}
-	return b.reopenStore("stream " + b.dlq + " stored nothing")
+	return b.reopenStore(ctx, "stream "+b.dlq+" stored nothing")
 }
 
 // reopenStore reopens the embedded server's JetStream store, which failed
-// as why says, and returns the error wrapping ErrStoreFailed that says so.
-func (b *Bridge) reopenStore(why string) error {
+// as why says, waits (within ctx) until the bridge is connected again, and
+// returns the error wrapping ErrStoreFailed that says so.
+func (b *Bridge) reopenStore(ctx context.Context, why string) error {
+	ctx, cancel := b.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	back := b.nc.StatusChanged(nats.CONNECTED)
+	defer b.nc.RemoveStatusListener(back)
 	if err := b.ns.reopenStore(); err != nil {
 		return fmt.Errorf("%w: %s (its disk, under nats.store_dir %s, full?), and reopening the store failed: %w",
 			ErrStoreFailed, why, b.cfg.StoreDir, err)
+	}
+	select {
+	case <-back: // the retry finds the bridge connected
+	case <-ctx.Done():
 	}
 	b.logger.Warn("the embedded JetStream store failed (a full disk?); reopened it", "why", why, "store_dir", b.cfg.StoreDir)
 	return fmt.Errorf("%w: %s (its disk, under nats.store_dir %s, full?): the store is reopened "+

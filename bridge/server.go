@@ -71,6 +71,18 @@ func startEmbedded(cfg Config, tables int) (embeddedServer, error) {
 	case cfg.User != "":
 		opts.Username, opts.Password = cfg.User, string(cfg.Password)
 	}
+	ns, err := startServer(opts.Clone()) // NewServer keeps and changes the options it gets
+	if err != nil {
+		return nil, err
+	}
+	// A restart (reopenStore) binds the port this one got.
+	opts.Port = ns.Addr().(*net.TCPAddr).Port
+	return &embedded{ns: ns, opts: opts}, nil
+}
+
+// startServer starts a nats-server with opts and waits until it accepts
+// clients.
+func startServer(opts *server.Options) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -79,49 +91,73 @@ func startEmbedded(cfg Config, tables int) (embeddedServer, error) {
 	if !ns.ReadyForConnections(serverReadyTimeout) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		return nil, fmt.Errorf("embedded nats: not ready for connections on %s after %s", cfg.Listen, serverReadyTimeout)
+		return nil, fmt.Errorf("embedded nats: not ready for connections on %s:%d after %s", opts.Host, opts.Port, serverReadyTimeout)
 	}
-	return &embedded{Server: ns, opts: opts}, nil
+	return ns, nil
 }
 
-// embedded is the in-process server, which the bridge may reopen the
-// JetStream store of.
+// embedded is the in-process server, which reopenStore replaces by a new
+// one on the same port and store. (nats-server can also turn JetStream off
+// and on again in place, but that races with the API requests of clients
+// meanwhile.)
 type embedded struct {
-	*server.Server
-	opts *server.Options
-
-	mu     sync.Mutex // reopenStore against Shutdown
-	closed bool
+	mu     sync.Mutex
+	ns     *server.Server
+	opts   *server.Options // for a restart: the first server's, its port resolved
+	closed bool            // by Shutdown: no restart after it
 }
 
-// reopenStore restarts JetStream (not the server: clients stay connected),
-// which opens every stream's store again. A stream whose store failed a
-// write (a full disk) refuses every write until then (see ErrStoreFailed);
-// a JetStream nats-server disabled is enabled again.
+func (e *embedded) server() *server.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ns
+}
+
+func (e *embedded) ClientURL() string      { return e.server().ClientURL() }
+func (e *embedded) JetStreamEnabled() bool { return e.server().JetStreamEnabled() }
+func (e *embedded) WaitForShutdown()       { e.server().WaitForShutdown() }
+
+// InProcessConn connects a client (the bridge, at each reconnect) to the
+// server; one that a reopenStore could not start again is started now.
+func (e *embedded) InProcessConn() (net.Conn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ns.Running() && !e.closed {
+		if err := e.restartLocked(); err != nil {
+			return nil, err
+		}
+	}
+	return e.ns.InProcessConn()
+}
+
+// reopenStore restarts the server in process, which opens every stream's
+// store again: a stream whose store failed a write (a full disk) refuses
+// every write until then (see ErrStoreFailed), and JetStream nats-server
+// turned off is on again. Clients reconnect (the bridge by itself).
 func (e *embedded) reopenStore() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil
 	}
-	if err := e.ShutdownJetStream(); err != nil {
-		return fmt.Errorf("embedded nats: stop JetStream: %w", err)
-	}
-	// As Server.Start enables it; EnableJetStream changes the config it
-	// is given, so a new one each time.
-	o := e.opts
-	err := e.EnableJetStream(&server.JetStreamConfig{StoreDir: o.StoreDir, MaxStore: o.JetStreamMaxStore, MaxMemory: o.JetStreamMaxMemory,
-		SyncInterval: o.SyncInterval, SyncAlways: o.SyncAlways, Strict: !o.NoJetStreamStrict, CompressOK: true})
+	return e.restartLocked()
+}
+
+func (e *embedded) restartLocked() error {
+	e.ns.Shutdown()
+	e.ns.WaitForShutdown() // until it has released its port and store
+	ns, err := startServer(e.opts.Clone())
 	if err != nil {
-		return fmt.Errorf("embedded nats: start JetStream in %s: %w", o.StoreDir, err)
+		return err
 	}
+	e.ns = ns
 	return nil
 }
 
-// Shutdown stops the server; reopenStore does nothing after it.
+// Shutdown stops the server for good.
 func (e *embedded) Shutdown() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true
-	e.Server.Shutdown()
+	e.ns.Shutdown()
 }
