@@ -13,7 +13,7 @@ type Progress struct {
 	// Table is the table it is of (the engine's most stalled).
 	Table string
 	// LastCommit is the table's last commit; the engine's start until the
-	// first.
+	// first. It carries its monotonic clock reading: measure with it.
 	LastCommit time.Time
 	// Committing is true while a commit, or the checkpoint and mirror
 	// updates that follow it, is in flight: never the moment to exit.
@@ -34,7 +34,7 @@ type Progress struct {
 // progress is the committer's side of Progress, written by the committer
 // and read from any goroutine.
 type progress struct {
-	lastCommit   atomic.Int64 // Unix nanoseconds
+	lastCommit   atomic.Pointer[time.Time] // with its monotonic reading: stalls are measured with it
 	committing   atomic.Bool
 	failingSince atomic.Int64                 // Unix nanoseconds; 0 when not failing at the cap
 	committed    atomic.Pointer[map[tp]int64] // next offset per owned partition, -1: none yet
@@ -45,7 +45,7 @@ type progress struct {
 
 func newProgress(now time.Time) *progress {
 	p := &progress{}
-	p.lastCommit.Store(now.UnixNano())
+	p.lastCommit.Store(&now)
 	empty := map[tp]int64{}
 	p.committed.Store(&empty)
 	p.held.Store(&map[tp]bool{})
@@ -74,13 +74,17 @@ func (p *progress) failing(atCap bool, now time.Time) {
 	p.failingSince.CompareAndSwap(0, now.UnixNano())
 }
 
+// lastCommitAt is when the last commit landed; the engine's start
+// before the first.
+func (p *progress) lastCommitAt() time.Time { return *p.lastCommit.Load() }
+
 // epochDone records an epoch that ended without a failure: the
 // pipeline works, whether or not it had rows to commit.
 func (p *progress) epochDone() { p.failingSince.Store(0) }
 
 // committedNow records a commit that landed.
 func (p *progress) committedNow(now time.Time) {
-	p.lastCommit.Store(now.UnixNano())
+	p.lastCommit.Store(&now)
 	p.failingSince.Store(0)
 }
 
@@ -112,7 +116,7 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 // offsets (unknown when endsErr).
 func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error) Progress {
 	p := t.progress
-	out := Progress{Table: t.route.Name, LastCommit: time.Unix(0, p.lastCommit.Load()), Committing: p.committing.Load(),
+	out := Progress{Table: t.route.Name, LastCommit: p.lastCommitAt(), Committing: p.committing.Load(),
 		Uncommitted: -1, Paused: e.fetch.userPaused.Load()}
 	if f := p.failingSince.Load(); f != 0 {
 		out.FailingSince = time.Unix(0, f)

@@ -115,7 +115,7 @@ var keySpecs = map[string]keySpec{
 	"maintenance.optimize_open_target_size": {doc: "Size the files of a partition still being written are compacted to; larger files are left alone, so a run never rewrites the whole growing partition (the closed partition is compacted to `optimize_target_size` later)."},
 	"maintenance.vacuum_every":              {doc: "Run VACUUM (then log cleanup) this often; 0 never.", def: "0 (never)"},
 	"maintenance.vacuum_retain":             {doc: "VACUUM keeps removed files younger than this."},
-	"watchdog.stall_intervals":              {doc: "A stall is records waiting in Kafka and no epoch committed for this many `flush.interval` (or the pipeline failing at its backoff cap that long): `/healthz` and `/readyz` answer 503 and a `stalled` event goes out. 0 disables the watchdog."},
+	"watchdog.stall_intervals":              {doc: "A stall is records waiting in Kafka (since they arrived, or the last commit if later) with no epoch committed for this many `flush.interval` (or the pipeline failing at its backoff cap that long): `/healthz` and `/readyz` answer 503 and a `stalled` event goes out. 0 disables the watchdog."},
 	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
 	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
 	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},

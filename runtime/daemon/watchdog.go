@@ -29,8 +29,10 @@ const (
 )
 
 // stallWatch is the stall watchdog's logic, a plain type driven by
-// observations: records waiting (or the pipeline failing at its backoff
-// cap) without a commit for stallAfter is a stall; a stall lasting grace
+// observations: records waiting for stallAfter with no commit meanwhile
+// (measured from the later of the last commit and when they were first
+// seen waiting, on the monotonic clock), or the pipeline failing at its
+// backoff cap that long, is a stall; a stall lasting grace
 // exits, but never while a commit is in flight, and never sooner after the
 // previous exit (of any process of the table, as recorded in the KV bucket)
 // than the restart backoff: backoff.Initial doubling per recent exit up to
@@ -42,14 +44,24 @@ type stallWatch struct {
 
 	since  time.Time // when the current stall was first seen; zero: none
 	reason string
+	// waitingSince is when records were first seen waiting (unpaused)
+	// since nothing last waited: after an idle or paused spell, the
+	// wait is measured from there, not from a commit long before.
+	waitingSince time.Time
 }
 
 // observe judges p at now. exits are the recorded exits, oldest first (only
 // consulted once a stall outlasts the grace period); notBefore is when an
 // exit will be allowed, for a deferred one.
 func (w *stallWatch) observe(now time.Time, p actors.Progress, exits func() []time.Time) (v verdict, notBefore time.Time) {
+	switch {
+	case p.Paused || p.Uncommitted == 0:
+		w.waitingSince = time.Time{}
+	case p.Uncommitted > 0 && w.waitingSince.IsZero():
+		w.waitingSince = now
+	}
 	reason := ""
-	switch idle := now.Sub(p.LastCommit); {
+	switch idle := now.Sub(latest(p.LastCommit, w.waitingSince)); {
 	case p.Paused:
 		// Paused by the control service: records wait on purpose.
 	case p.Uncommitted > 0 && idle >= w.stallAfter:
@@ -75,6 +87,14 @@ func (w *stallWatch) observe(now time.Time, p actors.Progress, exits func() []ti
 	return exitNow, notBefore
 }
 
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // exitNotBefore is the earliest exit the restart backoff allows after the
 // recorded exits: those within the last 4 × backoff.Max count as one loop.
 func (w *stallWatch) exitNotBefore(now time.Time, exits []time.Time) time.Time {
@@ -92,9 +112,14 @@ func (w *stallWatch) exitNotBefore(now time.Time, exits []time.Time) time.Time {
 	return last.Add(w.backoff.Delay(recent - 1))
 }
 
+// progressSource is what the watchdog watches: the engine.
+type progressSource interface {
+	Progress(ctx context.Context) actors.Progress
+}
+
 // watchdogDeps are what the watchdog loop watches and reports to.
 type watchdogDeps struct {
-	engine  *actors.Engine
+	engine  progressSource
 	bridge  *bridge.Bridge
 	metrics *actors.Metrics
 	ready   *readiness
@@ -126,6 +151,11 @@ func runWatchdog(ctx context.Context, w *stallWatch, check time.Duration, d watc
 			return rec.Exits
 		}
 		v, notBefore := w.observe(time.Now(), p, exits)
+		if v != healthy {
+			// Each check, so that /healthz and /readyz tell how long.
+			reason := w.reason
+			d.ready.stalled.Store(&reason)
+		}
 		ev := &bridge.StalledEvent{Reason: w.reason, Since: w.since, LastCommit: p.LastCommit, Uncommitted: p.Uncommitted,
 			ExitNotBefore: notBefore}
 		switch {
@@ -139,8 +169,6 @@ func runWatchdog(ctx context.Context, w *stallWatch, check time.Duration, d watc
 		case v == stalled && !wasStalled:
 			d.logger.Error("watchdog: stalled", "reason", w.reason, "exit_after", w.grace)
 			d.metrics.Stalled.Set(1)
-			reason := w.reason
-			d.ready.stalled.Store(&reason)
 			_ = d.bridge.Publish(ev)
 		case v == stalled && !notBefore.IsZero() && !notBefore.Equal(deferredUntil):
 			deferredUntil = notBefore

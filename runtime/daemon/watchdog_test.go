@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/bridge"
 )
 
 // The stall watchdog's decisions on a fake clock: a stall needs records
@@ -19,6 +22,12 @@ func TestStallWatch(t *testing.T) {
 	}
 	noExits := func() []time.Time { return nil }
 	waiting := actors.Progress{LastCommit: t0, Uncommitted: 500}
+	// watching has seen the records waiting since t0.
+	watching := func() *stallWatch {
+		w := newWatch()
+		w.observe(t0, waiting, noExits)
+		return w
+	}
 
 	t.Run("idle topic is no stall", func(t *testing.T) {
 		w := newWatch()
@@ -33,7 +42,7 @@ func TestStallWatch(t *testing.T) {
 		}
 	})
 	t.Run("stall, grace, exit", func(t *testing.T) {
-		w := newWatch()
+		w := watching()
 		if v, _ := w.observe(t0.Add(9*time.Minute), waiting, noExits); v != healthy {
 			t.Fatalf("stalled after 9 of 10 minutes")
 		}
@@ -48,7 +57,7 @@ func TestStallWatch(t *testing.T) {
 		}
 	})
 	t.Run("never during a commit", func(t *testing.T) {
-		w := newWatch()
+		w := watching()
 		w.observe(t0.Add(10*time.Minute), waiting, noExits)
 		busy := waiting
 		busy.Committing = true
@@ -60,7 +69,7 @@ func TestStallWatch(t *testing.T) {
 		}
 	})
 	t.Run("a commit ends the stall", func(t *testing.T) {
-		w := newWatch()
+		w := watching()
 		w.observe(t0.Add(10*time.Minute), waiting, noExits)
 		moved := waiting
 		moved.LastCommit = t0.Add(10*time.Minute + 30*time.Second)
@@ -70,6 +79,33 @@ func TestStallWatch(t *testing.T) {
 		// A new stall gets a new grace period.
 		if v, _ := w.observe(t0.Add(21*time.Minute), moved, noExits); v != stalled {
 			t.Fatalf("verdict %d at the new stall's start; want stalled", v)
+		}
+	})
+	t.Run("a burst after a long idle is no stall", func(t *testing.T) {
+		// Issue 29, item 6: the first records after a day without any
+		// wait since they arrived, not since the last commit.
+		w := newWatch()
+		if v, _ := w.observe(t0.Add(24*time.Hour), actors.Progress{LastCommit: t0}, noExits); v != healthy {
+			t.Fatalf("verdict %d idle", v)
+		}
+		burst := t0.Add(24*time.Hour + 30*time.Second)
+		if v, _ := w.observe(burst, waiting, noExits); v != healthy {
+			t.Fatalf("verdict %d, reason %q as records arrive after a day idle; want healthy", v, w.reason)
+		}
+		if v, _ := w.observe(burst.Add(9*time.Minute), waiting, noExits); v != healthy {
+			t.Fatalf("verdict %d, reason %q 9 minutes after the burst; want healthy", v, w.reason)
+		}
+		if v, _ := w.observe(burst.Add(10*time.Minute), waiting, noExits); v != stalled || !strings.Contains(w.reason, "for 10m0s") {
+			t.Fatalf("verdict %d, reason %q 10 minutes after the burst; want stalled for 10m0s", v, w.reason)
+		}
+	})
+	t.Run("resumed after a long pause is no stall", func(t *testing.T) {
+		w := newWatch()
+		paused := waiting
+		paused.Paused = true
+		w.observe(t0.Add(time.Hour), paused, noExits)
+		if v, _ := w.observe(t0.Add(time.Hour+time.Second), waiting, noExits); v != healthy {
+			t.Fatalf("verdict %d, reason %q as reading resumes after an hour's pause; want healthy", v, w.reason)
 		}
 	})
 	t.Run("pipeline failing at its cap", func(t *testing.T) {
@@ -95,7 +131,7 @@ func TestStallWatch(t *testing.T) {
 				now.Add(-70 * time.Minute), now.Add(-60 * time.Minute), now.Add(-50 * time.Minute), now.Add(-40 * time.Minute),
 				now.Add(-5 * time.Minute)}, now.Add(25 * time.Minute)},
 		} {
-			w := newWatch()
+			w := watching()
 			w.observe(t0.Add(10*time.Minute), waiting, noExits)
 			v, notBefore := w.observe(now, waiting, func() []time.Time { return c.exits })
 			want := exitNow
@@ -107,4 +143,45 @@ func TestStallWatch(t *testing.T) {
 			}
 		}
 	})
+}
+
+// staticProgress is an engine whose progress stands still.
+type staticProgress actors.Progress
+
+func (p staticProgress) Progress(context.Context) actors.Progress { return actors.Progress(p) }
+
+// /readyz and /healthz tell how long a stall has lasted at each check, not
+// how long it had when first seen (issue 29: "for 11s" after 60 s).
+func TestWatchdogReportsTheStallsAge(t *testing.T) {
+	b, err := bridge.New(t.Context(), bridge.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()}, testLogger(), bridge.WithTable("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ready := &readiness{health: actors.NewHealth()}
+	w := &stallWatch{stallAfter: 10 * time.Millisecond, grace: time.Hour, backoff: actors.Backoff{Initial: time.Minute, Max: time.Hour}}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	engine := staticProgress{LastCommit: time.Now().Add(-time.Hour), Uncommitted: 500}
+	go runWatchdog(ctx, w, 20*time.Millisecond, watchdogDeps{engine: engine, bridge: b, metrics: actors.NewMetrics(nil),
+		ready: ready, logger: testLogger(), stop: cancel})
+
+	stall := func() string {
+		if s := ready.stalled.Load(); s != nil {
+			return *s
+		}
+		return ""
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for stall() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := stall()
+	if !strings.Contains(first, "500 records wait") {
+		t.Fatalf("stall %q; want the 500 records waiting", first)
+	}
+	time.Sleep(1500 * time.Millisecond) // the age is in whole seconds
+	if later := stall(); later == first {
+		t.Fatalf("stall still reads %q 1.5 s later; want its age now", later)
+	}
 }
