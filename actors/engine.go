@@ -463,7 +463,7 @@ func (e *Engine) Assigned(ctx context.Context, topic string, partitions []int32)
 			}
 		}
 	}
-	e.fetch.assigned(ledger.Of(topic, start), starts)
+	e.fetch.assigned(topicPartitions(topic, partitions), starts)
 	e.deps.Logger.Info("partitions assigned", "topic", topic, "partitions", partitions, "offsets", start)
 	return start, nil
 }
@@ -487,12 +487,17 @@ func (e *Engine) Revoked(ctx context.Context, topic string, partitions []int32) 
 		case <-ctx.Done():
 		}
 	}
+	e.fetch.revoked(topicPartitions(topic, partitions))
+	e.deps.Logger.Info("partitions revoked", "topic", topic, "partitions", partitions)
+}
+
+// topicPartitions names partitions of topic.
+func topicPartitions(topic string, partitions []int32) []tp {
 	tps := make([]tp, len(partitions))
 	for i, p := range partitions {
 		tps[i] = tp{Topic: topic, Partition: p}
 	}
-	e.fetch.revoked(tps)
-	e.deps.Logger.Info("partitions revoked", "topic", topic, "partitions", partitions)
+	return tps
 }
 
 // BrokerDialed implements kafka.BrokerWatcher: a failed connection to a

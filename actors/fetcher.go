@@ -69,6 +69,10 @@ type sink struct {
 	detached bool
 	need     int64
 	asked    time.Time // when the committer was last asked for an epoch to make room
+	// missed are the partitions whose records went by while the table had
+	// no reader of them (its pipeline spawning them): once it has, Kafka
+	// is sought back to where it continues.
+	missed map[tp]bool
 
 	posMu   sync.Mutex
 	posCopy map[tp]int64 // want, as position() reads it
@@ -91,11 +95,11 @@ type resetRequest struct {
 	offsets map[tp]int64
 }
 
-// assignRequest adds newly assigned partitions: where the consumer starts
-// each (starts), and where each table's readers continue.
+// assignRequest adds newly assigned partitions and where each table's
+// readers continue.
 type assignRequest struct {
-	starts map[tp]int64
-	tables []tableStarts
+	partitions []tp
+	tables     []tableStarts
 }
 
 type tableStarts struct {
@@ -161,9 +165,11 @@ func newFetcher(d fetcherDeps) *fetcher {
 	f := &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), rebuilt: make(chan struct{}, 1), pos: map[tp]int64{},
 		active: map[tp]bool{}, first: make(chan struct{})}
 	for _, s := range d.sinks {
-		s.want = map[tp]int64{}
-		// A detached table's budget freeing room is news for the loop.
+		s.want, s.missed = map[tp]int64{}, map[tp]bool{}
+		// A detached table's budget freeing room is news for the loop, and
+		// so is a reader spawned.
 		s.budget.OnRoom(f.interruptPoll)
+		s.reg.onReader(f.interruptPoll)
 	}
 	return f
 }
@@ -194,10 +200,10 @@ func (f *fetcher) reset(i int, gen uint64, offsets map[tp]int64) {
 	f.request(fetchRequest{sinkIdx: i, reset: &resetRequest{gen: gen, offsets: offsets}})
 }
 
-// assigned adds partitions Kafka assigned: starts are where the consumer
-// positioned each, tables where each table's readers continue.
-func (f *fetcher) assigned(starts map[tp]int64, tables []tableStarts) {
-	f.request(fetchRequest{assign: &assignRequest{starts: starts, tables: tables}})
+// assigned adds partitions Kafka assigned; tables are where each table's
+// readers continue.
+func (f *fetcher) assigned(partitions []tp, tables []tableStarts) {
+	f.request(fetchRequest{assign: &assignRequest{partitions: partitions, tables: tables}})
 }
 
 // revoked forgets partitions Kafka took away.
@@ -258,7 +264,7 @@ func (f *fetcher) applyRequests() bool {
 			for p := range s.want {
 				dirty[p] = true
 			}
-			s.gen, s.want, s.detached, s.need = r.reset.gen, map[tp]int64{}, false, 0
+			s.gen, s.want, s.missed, s.detached, s.need = r.reset.gen, map[tp]int64{}, map[tp]bool{}, false, 0
 			for p, off := range r.reset.offsets {
 				if off != ledger.Held {
 					s.want[p] = off
@@ -266,12 +272,13 @@ func (f *fetcher) applyRequests() bool {
 				dirty[p] = true
 			}
 		case r.assign != nil:
-			for p, off := range r.assign.starts {
-				if off >= 0 {
-					f.pos[p] = off
-				} else {
-					delete(f.pos, p)
-				}
+			// The consumer may have fetched the partitions, and the loop
+			// polled their records and handed them to no table, before
+			// this request came: where Kafka is is unknown, and the seek
+			// reposition makes puts it where the tables continue.
+			for _, p := range r.assign.partitions {
+				delete(f.pos, p)
+				dirty[p] = true
 			}
 			for _, t := range r.assign.tables {
 				s := f.sinks[t.sink]
@@ -289,6 +296,7 @@ func (f *fetcher) applyRequests() bool {
 			for _, p := range r.revoke {
 				for _, s := range f.sinks {
 					delete(s.want, p)
+					delete(s.missed, p)
 				}
 				delete(f.pos, p)
 				delete(f.active, p)
@@ -476,11 +484,9 @@ func (f *fetcher) run(ctx context.Context) error {
 		case <-f.rebuilt: // applied below
 		default:
 		}
-		if f.applyRequests() {
+		if f.between() {
 			inFlight = nil // a reset table's old readers may never answer
 		}
-		f.checkBudgets()
-		f.updateActive()
 		// A request, room in a table's budget, Pause or Resume interrupts
 		// the poll; with everything paused, polling still keeps the group
 		// membership alive.
@@ -507,6 +513,32 @@ func (f *fetcher) run(ctx context.Context) error {
 		f.firstOnce.Do(func() { close(f.first) })
 	}
 	return ctx.Err()
+}
+
+// between readies the next poll: it applies the requests, moves Kafka for
+// the tables that need it and pauses or resumes the partitions. It reports
+// whether a table was reset (its old readers may never answer).
+func (f *fetcher) between() bool {
+	reset := f.applyRequests()
+	f.rewindMissed()
+	f.checkBudgets()
+	f.updateActive()
+	return reset
+}
+
+// rewindMissed seeks back the partitions whose records went by a table
+// without a reader of them, once it has one.
+func (f *fetcher) rewindMissed() {
+	dirty := map[tp]bool{}
+	for _, s := range f.sinks {
+		for p := range s.missed {
+			if s.reg.reader(s.gen, p) != nil {
+				dirty[p] = true
+				delete(s.missed, p)
+			}
+		}
+	}
+	f.reposition(dirty)
 }
 
 // holdLost holds the partitions whose fetch says their offset left the log
@@ -632,14 +664,8 @@ func (f *fetcher) send(p *polled, key tp, records []*kgo.Record, skip *kafka.Bat
 	}
 	for _, s := range f.sinks {
 		from, ok := s.want[key]
-		if !ok || s.detached {
-			continue
-		}
-		pid := s.reg.reader(s.gen, key)
-		if pid == nil {
-			// The table's pipeline is being rebuilt: its reset seeks
-			// back to its committed offsets.
-			continue
+		if !ok || s.detached || s.missed[key] {
+			continue // a missed partition waits for its rewind
 		}
 		i, _ := slices.BinarySearchFunc(records, from, func(r *kgo.Record, off int64) int { return cmpOffset(r.Offset, off) })
 		recs := records[i:]
@@ -649,6 +675,14 @@ func (f *fetcher) send(p *polled, key tp, records []*kgo.Record, skip *kafka.Bat
 		}
 		if len(recs) == 0 && sb == nil {
 			continue // the table holds these already
+		}
+		pid := s.reg.reader(s.gen, key)
+		if pid == nil {
+			// Its pipeline is spawning the reader (or being rebuilt: a
+			// reset will say where it continues): these records go by it,
+			// and Kafka is sought back for it once the reader is there.
+			s.missed[key] = true
+			continue
 		}
 		switch {
 		case sb != nil:

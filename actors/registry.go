@@ -15,6 +15,7 @@ type registry struct {
 	gen     uint64
 	readers map[tp]*actor.PID
 	buffers map[string]*actor.PID // by partition directory (routing key)
+	spawned func()                // called after a reader is set
 }
 
 func newRegistry() *registry {
@@ -32,10 +33,21 @@ func (r *registry) reset(gen uint64) {
 
 func (r *registry) setReader(gen uint64, p tp, pid *actor.PID) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if gen == r.gen {
 		r.readers[p] = pid
 	}
+	spawned := r.spawned
+	r.mu.Unlock()
+	if spawned != nil {
+		spawned()
+	}
+}
+
+// onReader makes setReader call fn (the fetch loop waits for readers).
+func (r *registry) onReader(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spawned = fn
 }
 
 // reader returns the PID of the partition's reader in generation gen.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -120,12 +121,13 @@ func (g *routesRig) produce(topic string, partitions int32, n int, seed int64) {
 	defer cl.Close()
 	s := sim.New(sim.Config{Seed: seed, Events: n * int(partitions)})
 	var recs []*kgo.Record
-	var evs []sim.Event
+	evs := map[*kgo.Record]sim.Event{} // ProduceSync's results come in no set order
 	for p := range partitions {
 		for range n {
 			key, value, ev := s.Next(nil)
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value})
-			evs = append(evs, ev)
+			r := &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value}
+			recs = append(recs, r)
+			evs[r] = ev
 		}
 	}
 	res := cl.ProduceSync(g.t.Context(), recs...)
@@ -137,10 +139,10 @@ func (g *routesRig) produce(topic string, partitions int32, n int, seed int64) {
 	if g.events[topic] == nil {
 		g.events[topic] = map[int64]sim.Event{}
 	}
-	for i, r := range res {
+	for _, r := range res {
 		c := int64(r.Record.Partition)<<40 | r.Record.Offset
 		g.produced[topic] = append(g.produced[topic], c)
-		g.events[topic][c] = evs[i]
+		g.events[topic][c] = evs[r.Record]
 	}
 }
 
@@ -261,8 +263,18 @@ func (g *routesRig) checkTaken(name string, take func(sim.Event) bool, topics ..
 		}
 		slices.Sort(want)
 		if !slices.Equal(got[topic], want) {
-			g.t.Errorf("table %s holds %d rows of %s (%d distinct); want the %d produced once",
-				name, len(got[topic]), topic, len(slices.Compact(slices.Clone(got[topic]))), len(want))
+			have := map[int64]int{}
+			for _, c := range got[topic] {
+				have[c]++
+			}
+			var wrong []string // the first few records not held once
+			for _, c := range want {
+				if have[c] != 1 && len(wrong) < 10 {
+					wrong = append(wrong, fmt.Sprintf("%d@%d×%d", c>>40, c&(1<<40-1), have[c]))
+				}
+			}
+			g.t.Errorf("table %s holds %d rows of %s (%d distinct); want the %d produced once (partition@offset×rows: %v)",
+				name, len(got[topic]), topic, len(slices.Compact(slices.Clone(got[topic]))), len(want), wrong)
 		}
 	}
 }
