@@ -23,13 +23,13 @@ type scriptedConsumer struct {
 }
 
 func (c *scriptedConsumer) CommitOffsets(context.Context, map[tp]int64) error { return nil }
-func (c *scriptedConsumer) Poll(context.Context) ([]kafka.Batch, error)      { return nil, nil }
-func (c *scriptedConsumer) Pause(...tp)                                      {}
-func (c *scriptedConsumer) Resume(...tp)                                     {}
-func (c *scriptedConsumer) Owned() []tp                                      { return c.owned }
-func (c *scriptedConsumer) Close()                                           {}
-func (c *scriptedConsumer) EndOffsets(context.Context) (map[tp]int64, error) { return nil, nil }
-func (c *scriptedConsumer) Lag(context.Context) (map[tp]int64, error)        { return nil, nil }
+func (c *scriptedConsumer) Poll(context.Context) ([]kafka.Batch, error)       { return nil, nil }
+func (c *scriptedConsumer) Pause(...tp)                                       {}
+func (c *scriptedConsumer) Resume(...tp)                                      {}
+func (c *scriptedConsumer) Owned() []tp                                       { return c.owned }
+func (c *scriptedConsumer) Close()                                            {}
+func (c *scriptedConsumer) EndOffsets(context.Context) (map[tp]int64, error)  { return nil, nil }
+func (c *scriptedConsumer) Lag(context.Context) (map[tp]int64, error)         { return nil, nil }
 func (c *scriptedConsumer) TopicLogs(context.Context, string) (ledger.TopicLogs, error) {
 	return ledger.TopicLogs{}, nil
 }
