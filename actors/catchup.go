@@ -5,17 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/deltaflow/deltaflow/messages"
 )
 
-// ErrPartitionHeld is returned by CatchUp when an owned partition is held
-// for data loss (kafka.on_data_loss fail): it would never catch up, and a
-// cron run must say why it did not.
-var ErrPartitionHeld = errors.New("partitions held for data loss")
+// ErrCannotCatchUp is returned by CatchUp when the engine refuses part of
+// its work until a human steps in (Health's refusals: a partition held, a
+// full DLQ stream): it would never catch up, and a cron run must say why it
+// did not, in the refusals' own words.
+var ErrCannotCatchUp = errors.New("cannot catch up")
 
 // catchUpPoll is how often CatchUp compares positions and commits with its
 // targets.
@@ -26,8 +26,9 @@ const catchUpPoll = 50 * time.Millisecond
 // end offsets read then (the last stable offsets under read_committed). It commits as soon as everything is read
 // rather than at the next flush interval, so a cron run (`run
 // --until-latest`) ends promptly. It returns ctx's error if ctx ends first,
-// and ErrPartitionHeld (with the reasons) once a partition is held. The
-// engine keeps running: Stop it after.
+// and ErrCannotCatchUp (with the refusals) once the engine refuses part of
+// its work, also while its flush waits. The engine keeps running: Stop it
+// after.
 func (e *Engine) CatchUp(ctx context.Context) error {
 	tick := time.NewTicker(catchUpPoll)
 	defer tick.Stop()
@@ -62,7 +63,12 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 	// Commit as soon as everything is read, and again while each such
 	// commit moves the offsets but leaves some uncommitted: a reader that
 	// stopped for room in the memory budget maps the rest of its poll only
-	// once an epoch's flush frees it.
+	// once an epoch's flush frees it. The flush runs beside the checks: an
+	// epoch that waits (for room in a full DLQ) must not hide the refusal
+	// that says why.
+	flushCtx, cancelFlush := context.WithCancel(ctx)
+	defer cancelFlush()
+	var flushing chan error // the flush in flight, if any
 	flushed := false
 	var flushedAt map[tp]int64 // the committed offsets at the last flush
 	emptySeen := map[tp]int{}  // consecutive checks a partition looked empty
@@ -70,8 +76,16 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 		if err := wait(); err != nil {
 			return err
 		}
-		if err := e.heldError(); err != nil {
-			return err
+		if refused := e.deps.Health.Refusals(); len(refused) > 0 {
+			return fmt.Errorf("%w: %s", ErrCannotCatchUp, strings.Join(refused, "; "))
+		}
+		select {
+		case err := <-flushing:
+			flushing = nil
+			if err != nil && ctx.Err() == nil {
+				e.deps.Logger.Warn("catch-up: flush failed; the timer will retry", "err", err)
+			}
+		default:
 		}
 		committed, err := e.Committed(ctx)
 		if err != nil {
@@ -83,11 +97,10 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 			e.deps.Logger.Info("catch-up: caught up", "committed", committed)
 			return nil
 		}
-		if read && (!flushed || !maps.Equal(committed, flushedAt)) {
+		if read && flushing == nil && (!flushed || !maps.Equal(committed, flushedAt)) {
 			flushed, flushedAt = true, committed
-			if err := e.commitNow(ctx, messages.ReasonCatchUp); err != nil && ctx.Err() == nil {
-				e.deps.Logger.Warn("catch-up: flush failed; the timer will retry", "err", err)
-			}
+			flushing = make(chan error, 1)
+			go func() { flushing <- e.commitNow(flushCtx, messages.ReasonCatchUp) }()
 		}
 	}
 }
@@ -131,17 +144,4 @@ func (e *Engine) caughtUp(ctx context.Context, targets, committed map[tp]int64, 
 		}
 	}
 	return done, read
-}
-
-// heldError is ErrPartitionHeld with every held partition's reason, or nil.
-func (e *Engine) heldError() error {
-	held := e.deps.Health.Unhealthy()
-	if len(held) == 0 {
-		return nil
-	}
-	var reasons []string
-	for _, k := range slices.Sorted(maps.Keys(held)) {
-		reasons = append(reasons, held[k])
-	}
-	return fmt.Errorf("%w: %s", ErrPartitionHeld, strings.Join(reasons, "; "))
 }

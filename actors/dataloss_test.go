@@ -164,6 +164,11 @@ func TestRetentionLossHeld(t *testing.T) {
 	if p := r.engine.Progress(t.Context()); p.Uncommitted != 0 {
 		t.Errorf("uncommitted %d for the watchdog; a held partition's records wait on purpose", p.Uncommitted)
 	}
+	// `run --until-latest` fails in the hold's own words.
+	err := r.engine.CatchUp(t.Context())
+	if !errors.Is(err, ErrCannotCatchUp) || !strings.Contains(err.Error(), partKey(0)+": "+health[partKey(0)]) {
+		t.Errorf("CatchUp = %v; want %v naming partition 0's hold", err, ErrCannotCatchUp)
+	}
 }
 
 // TestRetentionLossSkipped: the same loss with on_data_loss skip resumes

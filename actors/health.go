@@ -2,6 +2,7 @@ package actors
 
 import (
 	"maps"
+	"slices"
 	"sync"
 )
 
@@ -55,6 +56,19 @@ func (h *Health) Unhealthy() map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return maps.Clone(h.unhealthy)
+}
+
+// Refusals says every refusal in force, "key: reason", sorted: what
+// /healthz answers and what `run --until-latest` fails with.
+func (h *Health) Refusals() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.unhealthy))
+	for key, why := range h.unhealthy {
+		out = append(out, key+": "+why)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Degrade records that component is degraded, and why.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -196,5 +197,27 @@ func TestFullDiskDLQRecovers(t *testing.T) {
 				t.Errorf("%d rows and %d letters, want %d and %d", rep.Rows, rep.DLQ, good, bad)
 			}
 		})
+	}
+}
+
+// TestUntilLatestNamesTheFullDLQ: `run --until-latest` that cannot catch up
+// for a full DLQ stream says so, with what to do, rather than blaming data
+// loss.
+func TestUntilLatestNamesTheFullDLQ(t *testing.T) {
+	cluster := newCluster(t)
+	brokers := cluster.ListenAddrs()
+	produce(t, brokers, 300, 3)
+	produceBad(t, brokers, 30, 4<<10) // ~125 KiB of letters for a 64 KiB stream
+	cfg := testConfig(t, brokers)
+	cfg.NATS.DLQMaxBytes = 64 << 10
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	err := Run(ctx, cfg, RunOptions{UntilLatest: true, LogOutput: logOutput()})
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Run = %v (test deadline passed: %v); want it to fail naming the full DLQ", err, ctx.Err())
+	}
+	if !strings.Contains(err.Error(), "the DLQ stream is full") || !strings.Contains(err.Error(), "nats.dlq_max_bytes") ||
+		strings.Contains(err.Error(), "data loss") {
+		t.Errorf("Run = %v; want the full DLQ named, not data loss", err)
 	}
 }

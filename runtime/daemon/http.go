@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,18 +51,7 @@ func (r *readiness) reasons() []string {
 	for comp, why := range r.health.Degraded() {
 		out = append(out, comp+": "+why)
 	}
-	return append(out, r.unhealthy()...)
-}
-
-// unhealthy lists what the engine refuses to go on with until a human
-// steps in (a partition held for data loss); /healthz reports it too.
-func (r *readiness) unhealthy() []string {
-	var out []string
-	for key, why := range r.health.Unhealthy() {
-		out = append(out, key+": "+why)
-	}
-	slices.Sort(out)
-	return out
+	return append(out, r.health.Refusals()...)
 }
 
 // httpServer serves /healthz, /readyz and /metrics; a nil one (listen "")
@@ -95,7 +83,7 @@ func startHTTP(listen string, reg *prometheus.Registry, ready *readiness, logger
 		if s := ready.stalled.Load(); s != nil {
 			bad = append(bad, "stalled: "+*s)
 		}
-		if bad = append(bad, ready.unhealthy()...); len(bad) > 0 {
+		if bad = append(bad, ready.health.Refusals()...); len(bad) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, strings.Join(bad, "\n"))
 			return

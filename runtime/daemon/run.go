@@ -229,12 +229,12 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	}
 
 	// With UntilLatest a caught-up engine stops as a cancelled one does;
-	// one that cannot catch up (a partition held for data loss) fails.
+	// one that cannot catch up (a partition held, a full DLQ) fails.
 	var runErr error
 	if opts.UntilLatest {
 		err := engine.CatchUp(ctx)
 		caughtUp = err == nil
-		if errors.Is(err, actors.ErrPartitionHeld) {
+		if errors.Is(err, actors.ErrCannotCatchUp) {
 			runErr = err
 		}
 	}
