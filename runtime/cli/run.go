@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"time"
 
@@ -8,6 +9,11 @@ import (
 
 	"github.com/deltaflow/deltaflow/runtime/daemon"
 )
+
+// exitStopTimeout is run's exit code when it stopped without its final
+// commit (daemon.ErrStopTimeout): nothing failed and nothing is lost, but
+// what was read is read again at the next start.
+const exitStopTimeout = 3
 
 func runCommand(out IO) *cobra.Command {
 	var path string
@@ -21,15 +27,22 @@ func runCommand(out IO) *cobra.Command {
 			"summary line (rows, commits, dead letters, seconds), as a cron job wants.\n\n" +
 			"A start fails fast: Kafka, the table's store and NATS each have --connect-timeout to answer,\n" +
 			"or run exits 1 with one line naming the one that did not. `deltaflow config check --probe`\n" +
-			"asks the same questions without starting.",
+			"asks the same questions without starting.\n\n" +
+			"A stop (SIGINT, SIGTERM) commits what was read within the stop timeout (" + daemon.StopTimeout.String() + ") and exits 0;\n" +
+			"a commit that does not land by then (a slow store, a full DLQ) is given up and run exits 3:\n" +
+			"nothing is lost, its records are read again at the next start.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := daemon.Load(path, os.Getenv)
 			if err != nil {
 				return err
 			}
-			return daemon.Run(cmd.Context(), cfg, daemon.RunOptions{UntilLatest: untilLatest, LogOutput: out.Stderr, MemoryLimit: true,
+			err = daemon.Run(cmd.Context(), cfg, daemon.RunOptions{UntilLatest: untilLatest, LogOutput: out.Stderr, MemoryLimit: true,
 				ConnectTimeout: connectTimeout})
+			if errors.Is(err, daemon.ErrStopTimeout) {
+				return exitError{code: exitStopTimeout, err: err}
+			}
+			return err
 		},
 	}
 	configFlag(cmd.Flags(), &path, "configuration `FILE` (YAML; see docs/configuration.md); empty: defaults and environment only")

@@ -9,8 +9,9 @@
 // registry are created per Run and passed down.
 //
 // Shutdown rule: when ctx ends, Run stops fetching, commits what was read
-// (bounded by [StopTimeout]) and closes everything, so a SIGTERM exits 0
-// within 10 s; anything not committed is re-read on the next start.
+// (bounded by [StopTimeout]) and closes everything, so a SIGTERM exits
+// within 10 s: 0, or 3 with [ErrStopTimeout] when the final commit did not
+// land in time; anything not committed is re-read on the next start.
 package daemon
 
 //go:generate go run ./internal/configdoc ../../docs/configuration.md

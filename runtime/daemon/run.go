@@ -32,8 +32,15 @@ import (
 // StopTimeout bounds the final commit on shutdown. With one more second for
 // closing the consumer and the actors, a SIGTERM ends the process within
 // 10 s (docker stop's default grace period); whatever is not committed by
-// then is re-read from Kafka on the next start.
+// then is re-read from Kafka on the next start, and Run says so with
+// ErrStopTimeout.
 const StopTimeout = 8 * time.Second
+
+// ErrStopTimeout is returned by Run when the final commit on shutdown did
+// not land within StopTimeout (a slow or unreachable store, a full DLQ): it
+// was given up, losing nothing, since its records are read again at the
+// next start. `run` exits 3 for it.
+var ErrStopTimeout = fmt.Errorf("final commit not committed within the stop timeout (%s); its records are read again at the next start", StopTimeout)
 
 // RunOptions tune one Run.
 type RunOptions struct {
@@ -246,7 +253,13 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 		}
 	}
 	ready.stopping.Store(true)
-	return metrics, caughtUp, errors.Join(runErr, stopEngine(engine, logger))
+	stopErr := stopEngine(engine, logger)
+	if runErr != nil && stopErr != nil {
+		// The run's failure is why it ended (exit 1, for restart
+		// policies); the stop's, even a timeout (exit 3), only adds to it.
+		return metrics, caughtUp, fmt.Errorf("%w; at stop: %v", runErr, stopErr)
+	}
+	return metrics, caughtUp, errors.Join(runErr, stopErr)
 }
 
 // openedRoute is one route's table, opened for the engine.
@@ -336,13 +349,17 @@ func stopEngine(e *actors.Engine, logger *slog.Logger) error {
 	go func() { done <- e.Stop(ctx) }()
 	select {
 	case err := <-done:
-		if err != nil {
+		switch {
+		case err == nil:
+			logger.Info("stopped cleanly", "took", time.Since(start).Round(time.Millisecond))
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w: %w", ErrStopTimeout, err)
+		default:
 			return fmt.Errorf("final commit: %w (uncommitted records are re-read on the next start)", err)
 		}
-		logger.Info("stopped cleanly", "took", time.Since(start).Round(time.Millisecond))
-		return nil
 	case <-time.After(StopTimeout + time.Second):
-		return fmt.Errorf("engine did not stop within %s (uncommitted records are re-read on the next start)", StopTimeout)
+		return fmt.Errorf("%w: the engine did not stop", ErrStopTimeout)
 	}
 }
 

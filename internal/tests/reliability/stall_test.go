@@ -2,8 +2,10 @@ package reliability
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,6 +129,46 @@ func TestStallWatchdogRestarts(t *testing.T) {
 	}
 	if strings.Contains(restarted.Log.String(), "watchdog: stalled") {
 		t.Errorf("the restarted process saw a stall too\n%s", restarted.Tail(6000))
+	}
+	r.account()
+}
+
+// TestSIGTERMWithWedgedUpload: a SIGTERM while an upload never finishes (the
+// upload failpoint in hang mode, a store that stopped answering) gives the
+// final commit the stop timeout and then gives it up: `run` exits 3, not 0
+// (records were read and not committed) and not 1 (nothing failed: nothing
+// is lost), within docker stop's 10 s, saying so; the next process commits
+// every record exactly once.
+func TestSIGTERMWithWedgedUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers; skipped with -short")
+	}
+	r := newCrashRig(t, "sigterm", 3, map[string]any{"flush": map[string]any{"interval": "1s"}}, "failpoints")
+	producer := r.produce(3000, 1000)
+	wedged := r.run("wedged", failpoint.Env+"="+failpoint.Upload+"=1:hang")
+	if err := scenario.WaitFor(2*time.Minute, func() bool {
+		return strings.Contains(wedged.Log.String(), "failpoint upload hit 1: hanging") || !wedged.Running()
+	}); err != nil || !wedged.Running() {
+		t.Fatalf("the upload never hung: the scenario proves nothing\n%s", wedged.Tail(6000))
+	}
+	start := time.Now()
+	err := wedged.Stop(30 * time.Second)
+	t.Logf("SIGTERM → exit in %s: %v", time.Since(start).Round(time.Millisecond), err)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("exit %v after SIGTERM with an upload wedged; want status 3\n%s", err, wedged.Tail(6000))
+	}
+	if !strings.Contains(wedged.Log.String(), "not committed within the stop timeout (8s)") {
+		t.Errorf("the log does not say the final commit was given up at the stop timeout\n%s", wedged.Tail(6000))
+	}
+
+	if err := scenario.WaitFor(time.Minute, func() bool { return !producer.Running() }); err != nil {
+		t.Fatalf("the producer did not finish\n%s", producer.Tail(4000))
+	}
+	next := r.run("next")
+	r.waitCaughtUp(2*time.Minute, next)
+	if err := next.Stop(30 * time.Second); err != nil {
+		t.Fatalf("a SIGTERM with nothing left to commit: %v; want exit 0\n%s", err, next.Tail(6000))
 	}
 	r.account()
 }
