@@ -63,6 +63,9 @@ type Metrics struct {
 	// Filtered counts the records the table's route filter (where) left
 	// out.
 	Filtered prometheus.Counter
+	// CorruptCheckpoints counts the checkpoint files found corrupt and read
+	// around (from an older checkpoint or the JSON commits), once each.
+	CorruptCheckpoints prometheus.Counter
 
 	// The process's series, shared by every view.
 	FetchPaused prometheus.Gauge     // 1 while reading Kafka is paused for some table (its memory budget, or the control service)
@@ -93,7 +96,7 @@ type metricVecs struct {
 	records, restarts, maintenanceRuns, dataLoss   *prometheus.CounterVec
 	deadLetters, rows, files, bytes, commits       *prometheus.CounterVec
 	conflicts, futureEvents, dataLossRecords       *prometheus.CounterVec
-	filtered                                       *prometheus.CounterVec
+	filtered, corruptCheckpoints                   *prometheus.CounterVec
 	commitLatency, epochDuration, maintenanceTimes *prometheus.HistogramVec
 	buffered, dlqWaiting, dlqFull, tableVersion    *prometheus.GaugeVec
 	lastCommit, newestEvent, pending, held         *prometheus.GaugeVec
@@ -154,6 +157,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Records skipped under kafka.on_data_loss skip because Kafka deleted them before they were read, by topic and partition (a recreated topic's loss cannot be counted).",
 			"topic", "partition"),
 		filtered: counter("deltaflow_filtered_records_total", "Records the table's route filter (where) left out."),
+		corruptCheckpoints: counter("deltaflow_corrupt_checkpoints_total",
+			"Checkpoint files found corrupt, each counted once: the table is read from an older checkpoint or the JSON commits before it, as Spark does, until a newer checkpoint is written."),
 		held: gauge("deltaflow_partition_held",
 			"1 while a partition is held unread: the Kafka log no longer holds its table offset (kafka.on_data_loss fail), or where it starts is in doubt (another app's offsets, expired ones).",
 			"topic", "partition"),
@@ -183,7 +188,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(v.records, v.deadLetters, v.rows, v.files, v.bytes, v.commits, v.conflicts, v.commitLatency,
 			v.epochDuration, v.buffered, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
-			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.dataLoss, v.dataLossRecords, v.held, v.filtered,
+			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.dataLoss, v.dataLossRecords, v.held, v.filtered, v.corruptCheckpoints,
 			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled, m.Unrouted)
 	}
 	return m
@@ -224,6 +229,7 @@ func (m *Metrics) Table(name string) *Metrics {
 		DataLossRecords:     v.dataLossRecords.MustCurryWith(l),
 		Held:                v.held.MustCurryWith(l),
 		Filtered:            v.filtered.WithLabelValues(name),
+		CorruptCheckpoints:  v.corruptCheckpoints.WithLabelValues(name),
 		FetchPaused:         m.FetchPaused, Paused: m.Paused, Lag: m.Lag, Errors: m.Errors, Retries: m.Retries, Stalled: m.Stalled,
 		Unrouted: m.Unrouted,
 	}

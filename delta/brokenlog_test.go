@@ -150,6 +150,45 @@ func TestTruncatedCheckpoint(t *testing.T) {
 	}
 }
 
+// TestCorruptCheckpointReported: a table read around a corrupt checkpoint
+// reports the file once (OnCorruptCheckpoint), however often it is read;
+// a read that cannot get around it reports nothing (its error names the
+// file).
+func TestCorruptCheckpointReported(t *testing.T) {
+	const cpName = "00000000000000000010.checkpoint.parquet"
+	dir := checkpointedTables["ours"](t)
+	if err := os.Truncate(logPath(dir, cpName), 100); err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	tbl := NewTable(localStore(t, dir), OnCorruptCheckpoint(func(file string, err error) {
+		if !isCorrupt(err) {
+			t.Errorf("reported %v, not a *CorruptLogError", err)
+		}
+		reports = append(reports, file)
+	}))
+	for range 2 {
+		if _, err := tbl.Snapshot(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tbl.SnapshotAt(t.Context(), 11); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{LogDir + cpName}; !slices.Equal(reports, want) {
+		t.Fatalf("reports %q; want %q once", reports, want)
+	}
+
+	reports = nil
+	if err := os.Remove(logPath(dir, "00000000000000000003.json")); err != nil {
+		t.Fatal(err)
+	}
+	silent := NewTable(localStore(t, dir), OnCorruptCheckpoint(func(file string, _ error) { reports = append(reports, file) }))
+	if _, err := silent.Snapshot(t.Context()); !isCorrupt(err) || len(reports) != 0 {
+		t.Fatalf("with no way around the checkpoint: %v, reports %q; want its error and no report", err, reports)
+	}
+}
+
 // TestBadLastCheckpoint: _last_checkpoint is only a hint; a wrong or corrupt
 // one falls back to listing the log.
 func TestBadLastCheckpoint(t *testing.T) {

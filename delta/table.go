@@ -15,16 +15,59 @@ import (
 )
 
 // Table is a Delta table: its log and data files in one storage.Store rooted
-// at the table directory. It holds no state of its own; snapshots do.
+// at the table directory. It holds no state of its own (snapshots do) but
+// which corrupt checkpoints it has reported.
 type Table struct {
-	store storage.Store
-	root  tableRoot // the store's URI, which paths in the log resolve against
-	now   func() time.Time
+	store   storage.Store
+	root    tableRoot // the store's URI, which paths in the log resolve against
+	now     func() time.Time
+	corrupt *corruptReports // nil: fallbacks unreported
+}
+
+// TableOption configures a Table built by NewTable.
+type TableOption func(*Table)
+
+// OnCorruptCheckpoint makes the table call report the first time it finds a
+// checkpoint file corrupt and reads the table from an older checkpoint or
+// the JSON commits instead (as Spark does): once per file, with the file's
+// key and what is wrong with it. Without it the fallback is silent.
+func OnCorruptCheckpoint(report func(file string, err error)) TableOption {
+	return func(t *Table) { t.corrupt = &corruptReports{report: report, seen: map[string]bool{}} }
 }
 
 // NewTable returns the table rooted at store.
-func NewTable(store storage.Store) *Table {
-	return &Table{store: store, root: newTableRoot(store.URI()), now: time.Now}
+func NewTable(store storage.Store, opts ...TableOption) *Table {
+	t := &Table{store: store, root: newTableRoot(store.URI()), now: time.Now}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// corruptReports reports each corrupt checkpoint file once.
+type corruptReports struct {
+	report func(file string, err error)
+	mu     sync.Mutex
+	seen   map[string]bool // one entry per corrupt file met: a handful
+}
+
+// fellBack reports err, the *CorruptLogError of a checkpoint the table was
+// read without, unless its file was reported before.
+func (c *corruptReports) fellBack(err error) {
+	if c == nil {
+		return
+	}
+	var ce *CorruptLogError
+	if !errors.As(err, &ce) {
+		return
+	}
+	c.mu.Lock()
+	first := !c.seen[ce.File]
+	c.seen[ce.File] = true
+	c.mu.Unlock()
+	if first {
+		c.report(ce.File, err)
+	}
 }
 
 // Store is the table's object store.
@@ -132,20 +175,21 @@ func (t *Table) snapshot(ctx context.Context, target int64) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: version %d is past the latest version %d", ErrVersionNotFound, target, l.maxVersion)
 	}
 	// Like Spark, a corrupt checkpoint falls back to an older one (or to the
-	// JSON commits) when the log still allows it.
+	// JSON commits) when the log still allows it; once the table is read,
+	// each checkpoint skipped is reported (OnCorruptCheckpoint).
 	skip := map[int64]bool{}
-	var corrupt error
+	var corrupt []error // the checkpoints skipped, oldest last
 	for {
 		cp, cpKeys, err := l.plan(target, skip)
 		if err != nil {
-			if corrupt != nil {
-				return nil, corrupt
+			if len(corrupt) > 0 {
+				return nil, corrupt[len(corrupt)-1]
 			}
 			return nil, err
 		}
 		s, err := t.load(ctx, l, target, cp, cpKeys)
 		if isCorrupt(err) && cp >= 0 && errors.Is(err, errCheckpoint) {
-			skip[cp], corrupt = true, err
+			skip[cp], corrupt = true, append(corrupt, err)
 			// A listing that started at the hinted checkpoint holds no
 			// older checkpoints or commits to fall back to: list it all.
 			if startAfter != "" {
@@ -155,6 +199,11 @@ func (t *Table) snapshot(ctx context.Context, target int64) (*Snapshot, error) {
 				}
 			}
 			continue
+		}
+		if err == nil {
+			for _, c := range corrupt {
+				t.corrupt.fellBack(c)
+			}
 		}
 		return s, err
 	}

@@ -151,7 +151,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	routes := cfg.Routes()
 	opened := make([]*openedRoute, len(routes))
 	for i, r := range routes {
-		if opened[i], err = openRoute(ctx, cfg, r, opts.ConnectTimeout, logger); err != nil {
+		if opened[i], err = openRoute(ctx, cfg, r, opts.ConnectTimeout, logger, metrics.Table(r.Table.Name)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -276,9 +276,10 @@ type openedRoute struct {
 // engine's settings of it: its flush, maintenance and data file options
 // with the table's own (delta.* properties, materialized partition
 // columns).
-func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Duration, logger *slog.Logger) (*openedRoute, error) {
+func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Duration, logger *slog.Logger,
+	metrics *actors.Metrics) (*openedRoute, error) {
 	view := cfg.TableView(r)
-	tbl, snap, mapper, err := openTable(ctx, view, connectTimeout, logger)
+	tbl, snap, mapper, err := openTable(ctx, view, connectTimeout, logger, metrics.CorruptCheckpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -372,12 +373,15 @@ func OpenTable(ctx context.Context, cfg *Config, logger *slog.Logger) (*delta.Ta
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return openTable(ctx, cfg, DefaultConnectTimeout, logger)
+	return openTable(ctx, cfg, DefaultConnectTimeout, logger, nil)
 }
 
 // openTable gives the store connectTimeout to answer the put-if-absent
-// probe; reading the table's log afterwards is not bounded.
-func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, logger *slog.Logger) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
+// probe; reading the table's log afterwards is not bounded. A corrupt
+// checkpoint the table is read around is logged once and counted in
+// corrupt (nil: not counted).
+func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, logger *slog.Logger,
+	corrupt prometheus.Counter) (*delta.Table, *delta.Snapshot, *mapping.Mapper, error) {
 	mapper, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
 	if err != nil {
 		return nil, nil, nil, err
@@ -392,7 +396,13 @@ func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, l
 	if err != nil {
 		return nil, nil, nil, withinTimeout(pctx, err, connectTimeout)
 	}
-	tbl := delta.NewTable(store)
+	tbl := delta.NewTable(store, delta.OnCorruptCheckpoint(func(file string, err error) {
+		logger.Warn("corrupt checkpoint: the table is read from an older checkpoint or the JSON commits before it, "+
+			"as Spark does, until a newer checkpoint is written", "table", cfg.Table.Name, "file", file, "err", err)
+		if corrupt != nil {
+			corrupt.Inc()
+		}
+	}))
 	snap, err := ensureTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
 	if err != nil {
 		return nil, nil, nil, err
