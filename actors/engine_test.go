@@ -63,6 +63,8 @@ type harness struct {
 	events  []sim.Event // what was produced, in order
 	records int
 	outbox  Outbox // the engines' outbox; nil: the bridge's
+	// wrap, if set, wraps each engine's consumer (to count its calls).
+	wrap func(Consumer) Consumer
 }
 
 func newHarness(t *testing.T, store storage.Store) *harness {
@@ -160,7 +162,9 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = 300 * time.Millisecond
 	}
-	cfg.Backoff = Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	if cfg.Backoff == (Backoff{}) {
+		cfg.Backoff = Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	}
 	if cfg.MaxRetry == 0 {
 		cfg.MaxRetry = 5 * time.Second
 	}
@@ -177,7 +181,11 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := e.Start(cons); err != nil {
+	var c Consumer = cons
+	if h.wrap != nil {
+		c = h.wrap(cons)
+	}
+	if err := e.Start(c); err != nil {
 		h.t.Fatal(err)
 	}
 	return &running{engine: e, cons: cons}

@@ -3,15 +3,20 @@ package actors
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // scriptedConsumer is a Consumer whose polls the test hands out, and which
@@ -178,4 +183,56 @@ func TestFetcherSeeksAnAssignmentPolledBefore(t *testing.T) {
 	if got := g.readers[0].offsets(); len(got) != 10 || got[0] != 0 {
 		t.Fatalf("the reader got offsets %v; want 0 to 9", got)
 	}
+}
+
+// seekCounter counts the seeks the fetch loop asks of the consumer (franz-go
+// logs each at INFO).
+type seekCounter struct {
+	Consumer
+	seeks atomic.Int64
+}
+
+func (c *seekCounter) Seek(offsets map[tp]int64) {
+	c.seeks.Add(1)
+	c.Consumer.Seek(offsets)
+}
+
+// TestFetchWaitsForThePipeline: while a dropped epoch's pipeline waits out
+// its rebuild backoff, the fetch loop waits for it instead of polling,
+// finding no reader and rewinding over and over (issue 29, item 5: 880
+// seeks, and as many log lines, a second). Each rebuild costs the loop a
+// handful of seeks (its reset's, and a rewind per partition while the
+// readers come up), however long the backoff.
+func TestFetchWaitsForThePipeline(t *testing.T) {
+	h := newHarness(t, nil)
+	counter := &seekCounter{}
+	h.wrap = func(c Consumer) Consumer {
+		counter.Consumer = c
+		return counter
+	}
+	faulty := storage.NewFaulty(h.store)
+	h.produce(3_000, 0, 5)
+	// The epochs' commits (version 1 records the start offsets) fail past
+	// the retry budget: epochs are dropped, and each rebuild waits a
+	// second, records waiting in Kafka meanwhile.
+	faulty.Fail(storage.Rule{Op: storage.OpPutIfAbsent, Prefix: delta.LogDir, Times: 12,
+		Match: func(key string) bool { return !strings.HasSuffix(key, "00000000000000000001.json") }})
+	r := h.start(Config{MaxRetry: 100 * time.Millisecond, RetryBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond},
+		Backoff: Backoff{Initial: time.Second, Max: time.Second}}, faulty)
+	// Records arrive while the pipeline is down.
+	restarts := r.engine.deps.Metrics.Table(testTable).Restarts.WithLabelValues("pipeline")
+	waitFor(t, func() bool { return value(t, restarts) > 0 })
+	h.produce(3_000, 0, 6)
+	h.waitCommitted(r, 60*time.Second)
+	rebuilds := value(t, restarts)
+	r.stop(t)
+	h.checkExactlyOnce()
+	// Per generation: the reset's seek and, at most, a rewind of each of
+	// the 3 partitions before and after its readers come up.
+	perGeneration := 1 + 2*3
+	if seeks := counter.seeks.Load(); seeks > int64(perGeneration)*int64(rebuilds+1) {
+		t.Fatalf("%d seeks over %v pipeline rebuilds (each after 1s of backoff); want at most %d per generation: "+
+			"the fetch loop spins while the pipeline is down", seeks, rebuilds, perGeneration)
+	}
+	t.Logf("%d seeks over %v pipeline rebuilds", counter.seeks.Load(), rebuilds)
 }
