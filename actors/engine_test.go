@@ -63,6 +63,8 @@ type harness struct {
 	events  []sim.Event // what was produced, in order
 	records int
 	outbox  Outbox // the engines' outbox; nil: the bridge's
+	// consumer wraps what the engines poll; nil: the Kafka consumer.
+	consumer func(*kafka.Consumer) Consumer
 }
 
 func newHarness(t *testing.T, store storage.Store) *harness {
@@ -160,7 +162,11 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := e.Start(cons); err != nil {
+	var c Consumer = cons
+	if h.consumer != nil {
+		c = h.consumer(cons)
+	}
+	if err := e.Start(c); err != nil {
 		h.t.Fatal(err)
 	}
 	return &running{engine: e, cons: cons}
