@@ -16,8 +16,9 @@ import (
 // exceed it by memFixed at most: the binary and Go runtime (~30 MiB), the
 // Kafka client's fetch buffers and two polls in flight, the Delta log and
 // checkpoints, and the garbage the soft memory limit (budget + 20 MiB) lets
-// accumulate. Generous: before issue 17, items 7-9, the cases below peaked
-// at 282, 96 and 285 MiB; since, at 59, 48 and 32 MiB.
+// accumulate. Generous: before issue 17, items 7-9, the first three cases
+// below peaked at 282, 96 and 285 MiB; since, at 59, 48 and 32 MiB. The
+// fourth peaked at 1,235 MiB before issue 29, item 3; since, at 63 MiB.
 const (
 	memBudget = 4 << 20
 	memFixed  = 80 << 20
