@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/sim"
 	"github.com/deltaflow/deltaflow/ledger"
@@ -68,6 +72,131 @@ func TestCompressionBombIsDeadLettered(t *testing.T) {
 		t.Fatalf("letter: partition %s offset %s, %d bytes, reason %q; want partition 0, offset 2, no body, a reason naming them and the limit",
 			msg.Header.Get(bridge.HeaderPartition), msg.Header.Get(bridge.HeaderOffset), len(msg.Data), reason)
 	}
+}
+
+// TestCommittedRecordsAreFreed: once their epoch is committed, the
+// pipeline keeps no record: each reader kept the last record it had mapped
+// until its next Fetch, and with it the batch that record was decompressed
+// in (up to kafka.max_decompress_bytes a partition, beyond the memory
+// budget).
+func TestCommittedRecordsAreFreed(t *testing.T) {
+	h := newHarness(t, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(2<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p := range int32(3) {
+		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, 1<<20)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.records = 3
+	watch := &recordWatch{}
+	h.wrap = func(c Consumer) Consumer { watch.Consumer = c; return watch }
+	r := h.start(Config{}, nil)
+	defer r.stop(t)
+	h.waitCommitted(r, 30*time.Second)
+	runtime.GC()
+	runtime.GC()
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	if len(watch.values) != 3 {
+		t.Fatalf("polled %d records, want 3", len(watch.values))
+	}
+	for i, v := range watch.values {
+		if v.Value() != nil {
+			t.Errorf("record %d is still reachable after its epoch was committed", i)
+		}
+	}
+}
+
+// TestSmallCompressedBatchesAreFetchedInParts: record batches each under
+// kafka.max_decompress_bytes but together far over it (24 zstd batches of
+// 1 MiB of zeros, some hundred bytes each on the wire, between 24 good
+// records) were all decompressed by one fetch, beside the memory budget.
+// Now a fetch stops decompressing at the bound and the rest is fetched
+// later: no poll brings more than the bound, and every record is still in
+// the table or the DLQ once.
+func TestSmallCompressedBatchesAreFetchedInParts(t *testing.T) {
+	h := newHarness(t, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(2<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s := sim.New(sim.Config{Seed: 5, Events: 24})
+	const bad, size = 24, 1 << 20
+	for i := range 2 * bad {
+		// One at a time: a batch each.
+		rec := &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: make([]byte, size)}
+		if i%2 == 0 {
+			key, value, ev := s.Next(nil)
+			h.events = append(h.events, ev)
+			rec.Key, rec.Value = key, value
+		}
+		if err := cl.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.records = 2 * bad
+	watch := &recordWatch{}
+	h.wrap = func(c Consumer) Consumer { watch.Consumer = c; return watch }
+	r := h.start(Config{}, nil)
+	h.waitCommitted(r, 60*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+	letters := map[string]bool{}
+	for _, m := range h.dlq() {
+		at := m.Header.Get(bridge.HeaderPartition) + "/" + m.Header.Get(bridge.HeaderOffset)
+		if letters[at] {
+			t.Fatalf("record %s is in the DLQ twice", at)
+		}
+		letters[at] = true
+	}
+	wantBad := bad
+	for _, ev := range h.events {
+		if ev.Bad {
+			wantBad++
+		}
+	}
+	if len(letters) != wantBad {
+		t.Fatalf("the DLQ holds %d letters, %d bad records were produced", len(letters), wantBad)
+	}
+	limit := int(h.kcfg.MaxDecompressBytes)
+	if watch.most > limit {
+		t.Fatalf("one poll brought %d MiB of values; kafka.max_decompress_bytes is %d MiB", watch.most>>20, limit>>20)
+	}
+	t.Logf("at most %d MiB of values a poll", watch.most>>20)
+}
+
+// recordWatch is what the engine polls: it keeps a weak pointer to the
+// value of every record Poll returns, and the most value bytes one Poll
+// returned.
+type recordWatch struct {
+	Consumer
+	mu     sync.Mutex
+	values []weak.Pointer[byte]
+	most   int
+}
+
+func (w *recordWatch) Poll(ctx context.Context) ([]kafka.Batch, error) {
+	bs, err := w.Consumer.Poll(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	polled := 0
+	for _, b := range bs {
+		for _, r := range b.Records {
+			if len(r.Value) > 0 {
+				w.values = append(w.values, weak.Make(&r.Value[0]))
+			}
+			polled += len(r.Value)
+		}
+	}
+	w.most = max(w.most, polled)
+	return bs, err
 }
 
 // produceRaw writes values to partition 0, one record each, zstd-compressed

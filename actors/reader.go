@@ -238,6 +238,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 		data++
 	}
 	r.row.Arena, r.row.Values = nil, nil
+	r.rec = mapping.Record{} // its key and value hold the batch they were decompressed in
 	if need == 0 {
 		switch {
 		case m.Skip == nil || cut:

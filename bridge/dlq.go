@@ -152,10 +152,11 @@ func (b *Bridge) PublishDLQ(ctx context.Context, letters []letter.DeadLetter) er
 // filling acks[i] for each one stored. It returns the errors met.
 func (b *Bridge) publishWindow(ctx context.Context, letters []letter.DeadLetter, acks []*jetstream.PubAck) []error {
 	futures := make([]jetstream.PubAckFuture, len(letters))
+	msgs := make([]*nats.Msg, len(letters))
 	var errs []error
 	for i, d := range letters {
-		msg := b.dlqMsg(d)
-		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(d.MsgID()), jetstream.WithExpectStream(b.dlq))
+		msgs[i] = b.dlqMsg(d)
+		f, err := b.js.PublishMsgAsync(msgs[i], jetstream.WithMsgID(d.MsgID()), jetstream.WithExpectStream(b.dlq))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("publish dlq %s: %w", d.MsgID(), err))
 			continue
@@ -169,6 +170,10 @@ func (b *Bridge) publishWindow(ctx context.Context, letters []letter.DeadLetter,
 		select {
 		case a := <-f.Ok():
 			acks[i] = a
+			// Stored. nats.go keeps the message until the ack's
+			// timeout timer, stopped, leaves the runtime's heap (up
+			// to nats.publish_timeout): not the letter's value with it.
+			msgs[i].Data = nil
 		case err := <-f.Err():
 			errs = append(errs, fmt.Errorf("ack dlq %s: %w", letters[i].MsgID(), err))
 			b.unack(letters[i].MsgID()) // sent, maybe stored: the ack is unknown

@@ -150,8 +150,10 @@ type Config struct {
 	// MaxDecompressBytes bounds what one record batch may decompress to
 	// (franz-go's MaxDecompressBatchBytes): a few KiB of zstd can hold
 	// hundreds of MiB. Poll reports a batch over it as a [BatchTooLargeError]
-	// without decompressing it. Default 4 MiB, four times the largest batch
-	// Kafka's producers build by default (1 MB).
+	// without decompressing it. It also bounds what the fetches hold
+	// decompressed until they are polled: a fetch of many small batches
+	// stops there, and the rest is fetched later. Default 4 MiB, four times
+	// the largest batch Kafka's producers build by default (1 MB).
 	MaxDecompressBytes bytesize.Size `yaml:"max_decompress_bytes"`
 	// SASL authenticates to the brokers; off when Mechanism is empty.
 	SASL SASL `yaml:"sasl"`

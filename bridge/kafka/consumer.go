@@ -180,6 +180,10 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger, opts ...ConsumerOpt
 	if err != nil {
 		return nil, err
 	}
+	budget, err := newFetchBudget(int(cfg.MaxDecompressBytes))
+	if err != nil {
+		return nil, err
+	}
 	kopts = append(kopts,
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.FetchMaxBytes(cfg.FetchMaxBytes),
@@ -192,8 +196,11 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger, opts ...ConsumerOpt
 		// itself, so a partition whose last offset is a marker is caught
 		// up. The reader makes no row of it.
 		kgo.KeepControlRecords(),
-		// Poll reports a batch over it (batchTooLarge), undecompressed.
-		kgo.MaxDecompressBatchBytes(int(cfg.MaxDecompressBytes)),
+		// Poll reports a batch over kafka.max_decompress_bytes
+		// (batchTooLarge), undecompressed; a fetch stops decompressing
+		// at it.
+		kgo.WithDecompressor(budget),
+		kgo.WithHooks(budget),
 		// Start positions are always explicit (see assign), and an offset
 		// that has fallen out of the log is never silently reset: Poll
 		// reports OFFSET_OUT_OF_RANGE for the partition, which franz-go
@@ -431,8 +438,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 
 	var errs []error
 	fs.EachError(func(t string, p int32, err error) {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(err, errFetchFull) {
+			return // errFetchFull: fetched again later
 		}
 		errs = append(errs, &PartitionError{Topic: t, Partition: p, Err: batchTooLarge(err, int64(c.cfg.MaxDecompressBytes))})
 	})

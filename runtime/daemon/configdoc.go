@@ -74,7 +74,7 @@ var keySpecs = map[string]keySpec{
 	"kafka.fetch_max_bytes":                 {doc: "Bound on one fetch response, in bytes."},
 	"kafka.fetch_max_partition_bytes":       {doc: "Bound on one partition's share of a fetch (compressed bytes); keeps fetch memory small."},
 	"kafka.max_poll_records":                {doc: "Bound on the records one poll returns."},
-	"kafka.max_decompress_bytes":            {doc: "Bound on what one record batch may decompress to (a few KiB of zstd can hold hundreds of MiB). A batch over it is never decompressed: it becomes one dead letter naming its partition and offsets (no body; `Deltaflow-Last-Offset` when it holds several records) and the table's offset moves past it in the same commit. Raise it when producers send larger batches (Kafka's producers build at most 1 MB by default)."},
+	"kafka.max_decompress_bytes":            {doc: "Bound on what one record batch may decompress to (a few KiB of zstd can hold hundreds of MiB). A batch over it is never decompressed: it becomes one dead letter naming its partition and offsets (no body; `Deltaflow-Last-Offset` when it holds several records) and the table's offset moves past it in the same commit. It also bounds what the fetches hold decompressed until polled: a fetch of many small batches that compress well stops decompressing there, and the rest is fetched later. Raise it when producers send larger batches (Kafka's producers build at most 1 MB by default)."},
 	"kafka.sasl.mechanism":                  {doc: "`PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`; empty disables SASL.", def: "—"},
 	"kafka.sasl.user":                       {doc: "SASL user.", def: "—"},
 	"kafka.sasl.password":                   {doc: "SASL password; never printed or logged.", def: "—"},

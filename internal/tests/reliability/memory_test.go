@@ -16,8 +16,9 @@ import (
 // exceed it by memFixed at most: the binary and Go runtime (~30 MiB), the
 // Kafka client's fetch buffers and two polls in flight, the Delta log and
 // checkpoints, and the garbage the soft memory limit (budget + 20 MiB) lets
-// accumulate. Generous: before issue 17, items 7-9, the cases below peaked
-// at 282, 96 and 285 MiB; since, at 59, 48 and 32 MiB.
+// accumulate. Generous: before issue 17, items 7-9, the first three cases
+// below peaked at 282, 96 and 285 MiB; since, at 59, 48 and 32 MiB. The
+// fourth peaked at 1,235 MiB before issue 29, item 3; since, at 63 MiB.
 const (
 	memBudget = 4 << 20
 	memFixed  = 80 << 20
@@ -31,12 +32,17 @@ type memCase struct {
 	produce func(t *testing.T, cl *kgo.Client, topic string)
 	batch   int32
 	codec   kgo.CompressionCodec
+	// dlq is nats.dlq_max_bytes when the letters need more than the
+	// scenarios' 64 MiB.
+	dlq string
 }
 
 // TestMemoryBounded runs the real binary with a 4 MiB memory budget on
 // input the budget once missed: rows of 1,600 partition values (a Parquet
 // writer each), 60 dead letters of 900 KiB held until their epoch
-// commits, and one record batch that decompresses to 128 MiB. The records
+// commits, one record batch that decompresses to 128 MiB, and 300 record
+// batches of 3.9 MiB of zeros each, under kafka.max_decompress_bytes one by
+// one but all in one 256 KiB fetch (1.2 GiB decompressed). The records
 // are in Kafka before the daemon starts, so it meets them as a backlog. Each
 // record must end exactly once in the table or the DLQ, and the process's
 // peak RSS (VmHWM, read from /proc before it stops) stay within the budget
@@ -72,14 +78,26 @@ func TestMemoryBounded(t *testing.T) {
 			memProduce(t, cl, huge)
 			memProduce(t, cl, good)
 		}},
+		{name: "small-compressed-batches", codec: kgo.ZstdCompression(), batch: 4 << 20, dlq: "320MiB", produce: func(t *testing.T, cl *kgo.Client, topic string) {
+			// Not JSON and over table.max_record_bytes: 300 dead letters
+			// of 1 MiB in the DLQ stream (truncated to max_payload).
+			zeros := make([]byte, 39<<20/10)
+			for i := range 300 {
+				memProduce(t, cl, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: zeros}) // one at a time: a batch each
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newCrashRig(t, "memory-"+tc.name, 3, map[string]any{
+			sections := map[string]any{
 				"backpressure": map[string]any{"memory_budget": memBudget},
 				// Long enough that only the budget starts epochs while the
 				// backlog is read.
 				"flush": map[string]any{"interval": "10s"},
-			})
+			}
+			if tc.dlq != "" {
+				sections["nats"] = map[string]any{"dlq_max_bytes": tc.dlq}
+			}
+			r := newCrashRig(t, "memory-"+tc.name, 3, sections)
 			opts := []kgo.Opt{kgo.SeedBrokers(r.servers.Brokers...), kgo.ProducerBatchCompression(tc.codec),
 				kgo.RecordPartitioner(kgo.ManualPartitioner())}
 			if tc.batch > 0 {
