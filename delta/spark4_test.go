@@ -19,16 +19,18 @@ import (
 // generate.py) and what deltaflow may do on each: the feature that refuses
 // each operation, "" where it is done.
 var spark4Refusals = map[string]map[Op]string{
-	"default":          {},
-	"cdf":              {},
-	"colmap-readd":     {},
-	"typewidening":     {},
-	"rowtracking":      {},
-	"materialize":      {},
-	"clustered":        {},
-	"v2checkpoint":     {},
-	"variant":          {},
-	"variant-shredded": {},
+	"default":                {},
+	"cdf":                    {},
+	"colmap-readd":           {},
+	"typewidening":           {},
+	"rowtracking":            {},
+	"materialize":            {},
+	"clustered":              {},
+	"v2checkpoint":           {},
+	"variant":                {},
+	"variant-shredded":       {},
+	"variant-types":          {},
+	"variant-types-shredded": {},
 }
 
 // spark4Read is one table (at one version, or the latest) for Spark 4 to

@@ -42,13 +42,21 @@ func decodeVariant(t *testing.T, v delta.VariantValue) variant.Value {
 }
 
 // TestVariantAsSparkParsesJSON: a variant column holds, for each JSON text
-// of delta-spark 4's variant fixture, the same variant (types included:
-// int8..int64, decimals of their own precision, doubles, short and long
-// strings, objects, arrays, nulls) as Spark's parse_json wrote into the
-// fixture's files; the row writes into a data file of the mapper's data
-// schema and reads back, with the column after the variant in place.
+// of delta-spark 4's variant fixtures, the same variant (types included:
+// int8..int64, decimals of their own precision and scale, trailing zeros
+// kept, doubles, short and long strings, objects, arrays, nulls) as Spark's
+// parse_json wrote into the fixture's files; the row writes into a data
+// file of the mapper's data schema and reads back, with the column after
+// the variant in place.
 func TestVariantAsSparkParsesJSON(t *testing.T) {
-	dir := filepath.Join("..", "delta", "testdata", "spark4-features", "variant")
+	for _, name := range []string{"variant", "variant-types"} {
+		t.Run(name, func(t *testing.T) { checkParsesAsSpark(t, name) })
+	}
+}
+
+// checkParsesAsSpark is TestVariantAsSparkParsesJSON on one fixture.
+func checkParsesAsSpark(t *testing.T, fixture string) {
+	dir := filepath.Join("..", "delta", "testdata", "spark4-features", fixture)
 	data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 	if err != nil {
 		t.Fatal(err)

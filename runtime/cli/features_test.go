@@ -270,11 +270,12 @@ func TestStatsMisleadNoQuery(t *testing.T) {
 }
 
 // TestVariantCLI: on delta-spark 4's variant tables (unshredded and
-// shredded), cat prints each variant as the JSON Spark's to_json renders,
+// shredded, variant-types with every scalar type Spark SQL makes), cat
+// prints each variant as the JSON Spark's to_json renders,
 // filters it by null, verify --deep reads every file and inspect names
 // the type.
 func TestVariantCLI(t *testing.T) {
-	for _, name := range []string{"variant", "variant-shredded"} {
+	for _, name := range []string{"variant", "variant-shredded", "variant-types", "variant-types-shredded"} {
 		t.Run(name, func(t *testing.T) {
 			dir, exp := fixture(t, "spark4-features", name)
 			want := map[string]string{}

@@ -23,9 +23,10 @@ type VariantValue struct {
 }
 
 // AppendJSON appends the variant as JSON text, rendered as Spark's to_json
-// renders it: objects with their fields in key order, decimals in plain
-// notation at their scale, doubles and floats as Java prints them ("1.0E300"),
-// dates, timestamps, binaries (base64) and UUIDs as strings.
+// renders it (spark.sql.session.timeZone UTC): objects with their fields in
+// key order, decimals in plain notation without trailing zeros (4.00 is 4),
+// doubles and floats as Java prints them ("1.0E300"), dates, timestamps,
+// binaries (base64) and UUIDs as strings.
 func (v VariantValue) AppendJSON(dst []byte) ([]byte, error) {
 	m, err := variant.DecodeMetadata(v.Metadata)
 	if err != nil {
@@ -88,28 +89,52 @@ func appendVariantJSON(dst []byte, v variant.Value) ([]byte, error) {
 	case variant.PrimitiveFloat:
 		return appendJavaFloat(dst, v.FloatValue(), 32), nil
 	case variant.PrimitiveDecimal4, variant.PrimitiveDecimal8:
-		return append(dst, formatDecimal(big.NewInt(v.Int()), int(v.Scale()), int(v.Scale()))...), nil
+		return appendVariantDecimal(dst, big.NewInt(v.Int()), int(v.Scale())), nil
 	case variant.PrimitiveDecimal16:
 		le := v.Decimal16Value()
 		var be [16]byte
 		for i := range le {
 			be[i] = le[15-i]
 		}
-		return append(dst, formatDecimal(bigFromTwosComplement(be[:]), int(v.Scale()), int(v.Scale()))...), nil
+		return appendVariantDecimal(dst, bigFromTwosComplement(be[:]), int(v.Scale())), nil
 	case variant.PrimitiveString:
 		return appendJSONString(dst, v.Str()), nil
 	case variant.PrimitiveBinary:
 		return appendJSONString(dst, base64.StdEncoding.EncodeToString(v.Bytes())), nil
 	case variant.PrimitiveDate:
-		return appendJSONString(dst, time.Unix(v.Int()*86400, 0).UTC().Format(time.DateOnly)), nil
+		return appendJavaTime(dst, time.Unix(v.Int()*86400, 0), time.DateOnly), nil
 	case variant.PrimitiveTimestamp:
-		return appendJSONString(dst, time.UnixMicro(v.Int()).UTC().Format("2006-01-02 15:04:05.999999Z07:00")), nil
+		return appendJavaTime(dst, time.UnixMicro(v.Int()), "2006-01-02 15:04:05.999999-07:00"), nil
 	case variant.PrimitiveTimestampNTZ:
-		return appendJSONString(dst, time.UnixMicro(v.Int()).UTC().Format("2006-01-02 15:04:05.999999")), nil
+		return appendJavaTime(dst, time.UnixMicro(v.Int()), "2006-01-02 15:04:05.999999"), nil
 	case variant.PrimitiveUUID:
 		return appendJSONString(dst, v.UUIDValue().String()), nil
 	}
 	return dst, fmt.Errorf("variant: cannot render type %d as JSON", v.Type())
+}
+
+// appendVariantDecimal writes unscaled×10^-scale as Spark's to_json does
+// (Java's BigDecimal stripTrailingZeros, then toPlainString): plain
+// notation, no trailing fraction zeros, no point when no fraction is left.
+func appendVariantDecimal(dst []byte, unscaled *big.Int, scale int) []byte {
+	s := formatDecimal(unscaled, scale, scale)
+	if scale > 0 {
+		s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	}
+	return append(dst, s...)
+}
+
+// appendJavaTime quotes t, in UTC, formatted with layout, as Java's
+// ISO_LOCAL_DATE (and ISO_LOCAL_TIME) formats it for Spark's to_json: a
+// year past 9999 is signed ("+10000-01-01"); layout drops trailing zeros
+// of the fraction of a second.
+func appendJavaTime(dst []byte, t time.Time, layout string) []byte {
+	t = t.UTC()
+	dst = append(dst, '"')
+	if t.Year() > 9999 {
+		dst = append(dst, '+')
+	}
+	return append(t.AppendFormat(dst, layout), '"')
 }
 
 // appendJSONString quotes s as Jackson does for Spark: '"', '\\' and
@@ -144,8 +169,11 @@ func appendJSONString(dst []byte, s string) []byte {
 // appendJavaFloat writes f as Java's Double.toString (bits 64) or
 // Float.toString (32) does: the shortest digits that read back as f, in
 // plain notation with at least one fraction digit between 10^-3 and 10^7,
-// else as d.dddE±n; NaN and Infinity as Java spells them (quoted: JSON
-// has no such numbers).
+// else as d.dddE±n with at least two digits, the two nearest f when one
+// would do (Double.MIN_VALUE is 4.9E-324, not 5.0E-324); NaN and Infinity
+// as Java spells them (quoted: JSON has no such numbers). Java before 19
+// prints some values with more digits than needed (1e23 as
+// 9.999999999999999E22): this is what Java 19 and later print.
 func appendJavaFloat(dst []byte, f float64, bits int) []byte {
 	switch {
 	case math.IsNaN(f):
@@ -163,10 +191,11 @@ func appendJavaFloat(dst []byte, f float64, bits int) []byte {
 		return append(dst, s...)
 	}
 	s := strconv.FormatFloat(f, 'e', -1, bits) // d.ddde±nn
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
+	// One digit would do: Java takes the two nearest f.
+	if !strings.Contains(s, ".") {
+		s = strconv.FormatFloat(f, 'e', 1, bits)
 	}
+	mant, exp, _ := strings.Cut(s, "e")
 	n, _ := strconv.Atoi(exp)
 	return strconv.AppendInt(append(append(dst, mant...), 'E'), int64(n), 10)
 }

@@ -47,7 +47,18 @@ Fixtures:
                   long and non-ASCII strings, JSON null and SQL NULL.
   variant-shredded  the same rows written shredded (variantShredding-preview,
                   typed_value columns for a, b and c).
+  variant-types   a VARIANT of every scalar type Spark SQL makes (decimals
+                  with trailing zeros at scales 0 to 37, floats and doubles
+                  with exponents, NaN and infinities, dates and timestamps
+                  of years 0 to 10000, timestamp_ntz, binaries, strings
+                  needing escapes, booleans, nulls), each alone, as a field
+                  of objects and in arrays: Spark's to_json of each is how
+                  deltaflow must render it (issue 29, item 8).
+  variant-types-shredded  the same rows written shredded: the objects'
+                  fields in typed_value columns (a decimal(18,4) holds 4.0
+                  as 4.0000).
 """
+import json
 import os
 import shutil
 import sys
@@ -213,6 +224,104 @@ def make_variant(spark, t, shredded=False):
 
 VARIANT_INPUTS = {"json": {str(i): j for i, j in enumerate(VARIANT_JSON)}}
 
+
+def _cast(typ, *texts):
+    return [f"CAST(CAST('{t}' AS {typ}) AS VARIANT)" for t in texts]
+
+
+# Variant scalars by kind (the object field each kind fills): JSON text
+# (parse_json, the rest as in VARIANT_JSON) or a SQL expression of a
+# VARIANT. Values whose Java rendering depends on the JVM are left out:
+# Double.toString and Float.toString print the shortest digits only from
+# Java 19 (Java 17 prints 1e23 as 9.999999999999999E22, Float.MIN_NORMAL as
+# 1.17549435E-38).
+VARIANT_SCALARS = {
+    "d": ["4.0", "4.00", "100.0", "0.0", "-0.0", "-1.50", "0.000", "10.01", "0.10", "0.0000001000",
+          "1000000000.000000000", "12345678901234567890.10", "-99999999999999999999999999999999999.90",
+          "1." + "0" * 37, "123456789", "-123456789.000"]
+         + [f"CAST(CAST('{v}' AS DECIMAL({p},{s})) AS VARIANT)" for v, p, s in [
+             ("4", 10, 2), ("-0.5", 38, 20), ("1200", 6, 0), ("0", 3, 2), ("0.0000001", 18, 10),
+             ("1" + "0" * 37, 38, 0), ("0.1", 9, 9), ("-1", 38, 37), ("12345678901234567", 19, 2),
+             ("9.9", 18, 17)]],
+    "f": _cast("FLOAT", "1.5", "NaN", "Infinity", "-Infinity", "1e-5", "1e7", "0.1", "-0.0", "3.4028235e38",
+               "1.4e-45", "100", "9999999", "0.001", "16777216", "2e-8"),
+    "g": ["1e300", "1e-300", "4.9e-324", "1.7976931348623157e308", "1e2", "2.5E-3", "1E-7", "1.5e3", "-2.5e-10"]
+         + _cast("DOUBLE", "NaN", "Infinity", "-Infinity", "-0.0", "1e7", "9999999", "0.001", "9.999e-4", "2",
+                 "123456789012.5", "0.1", "1e-5", "1e21"),
+    "dt": _cast("DATE", "2024-02-29", "0001-01-01", "9999-12-31", "1500-03-01", "1582-10-10", "1969-12-31",
+                "1970-01-01")
+          + ["CAST(date_add(DATE'9999-12-31', 1) AS VARIANT)", "CAST(date_add(DATE'0001-01-01', -1) AS VARIANT)",
+             "CAST(date_add(DATE'0001-01-01', -400) AS VARIANT)"],
+    "ts": _cast("TIMESTAMP", "2024-01-01 00:00:00", "2024-01-01 12:34:56.5", "2024-01-01 12:34:56.123456",
+                "2024-01-01 00:00:00.000001", "1969-12-31 23:59:59.999999", "0001-01-01 00:00:00",
+                "1500-03-01 01:02:03.010", "9999-12-31 23:59:59.999999", "2024-06-01 12:00:00+02:00")
+          + ["CAST(timestamp_seconds(253402300800) AS VARIANT)", "CAST(timestamp_seconds(-62135596801) AS VARIANT)"],
+    "ntz": _cast("TIMESTAMP_NTZ", "2024-01-01 00:00:00", "2024-01-01 12:34:56.000100", "1969-12-31 23:59:59.9",
+                 "0001-01-01 00:00:00", "9999-12-31 23:59:59.999999", "2024-01-01 12:34:56.123456"),
+    "bin": ["CAST(X'' AS VARIANT)", "CAST(X'00FF' AS VARIANT)", "CAST(X'DEADBEEFCA' AS VARIANT)",
+            "CAST(X'FBFF' AS VARIANT)", "CAST(unhex(repeat('AB', 100)) AS VARIANT)"],
+    "s": ['""', '"plain"', '"q\\"b\\\\n\\n\\t\\r\\b\\f"', '"\\u0001\\u001f\\u007f\\u2028 </a>"',
+          '"\\u00e9\\u2713 \\ud83d\\ude00"', '"' + "long string " * 8 + '"'],
+    "b": ["true", "false"],
+    "i": ["127", "-128", "32767", "-32768", "2147483647", "-2147483648", "9223372036854775807",
+          "-9223372036854775808", "0"]
+         + [f"CAST(CAST({v} AS {t}) AS VARIANT)" for v, t in [(-5, "TINYINT"), (300, "SMALLINT"), (70000, "INT")]],
+    "n": ["null"],
+}
+
+# The objects' shredding schema (variant-types-shredded): one typed column
+# per kind.
+VARIANT_SCALARS_SHREDDED = ("b boolean, bin binary, d decimal(18,4), dt date, f float, g double, i bigint, "
+                            "ntz timestamp_ntz, s string, ts timestamp")
+
+
+def _variant(v):
+    """A VARIANT_SCALARS value as SQL."""
+    return v if v.startswith("CAST(") else f"parse_json({json.dumps(v)})"
+
+
+def variant_types_rows():
+    """(id, kind, SQL of the VARIANT) of every row, and the JSON texts of
+    the parse_json ones by id."""
+    rows, texts = [], {}
+
+    def add(kind, expr, text=None):
+        if text is not None:
+            texts[str(len(rows))] = text
+        rows.append((len(rows), kind, expr))
+
+    for kind, values in VARIANT_SCALARS.items():  # each alone
+        for v in values:
+            add(kind, _variant(v), None if v.startswith("CAST(") else v)
+    for k in range(max(len(vs) for vs in VARIANT_SCALARS.values())):  # objects of the k-th value of each kind
+        add("object", "to_variant_object(named_struct(" +
+            ", ".join(f"'{kind}', {_variant(vs[k % len(vs)])}" for kind, vs in VARIANT_SCALARS.items()) + "))")
+    for values in VARIANT_SCALARS.values():  # an array of each kind
+        add("array", f"to_variant_object(array({', '.join(_variant(v) for v in values)}))")
+    add("object", "to_variant_object(named_struct('a', array(named_struct('b', CAST(1.50 AS DECIMAL(4,2)), "
+        "'c', array(DATE'2024-01-01'))), 'e', named_struct(), 'm', map('k \\\"q\\\"', CAST(2.0 AS FLOAT))))")
+    nested = '{"x": [], "y": {}, "z": [[1.0, {"w": 0.50}], -0.0]}'
+    add("nested", _variant(nested), nested)
+    add("null", "NULL")
+    return rows, texts
+
+
+def make_variant_types(spark, t, shredded=False):
+    props = "TBLPROPERTIES ('delta.enableVariantShredding' = 'true')" if shredded else ""
+    sql(spark, f"CREATE TABLE {t} (id BIGINT, kind STRING, v VARIANT) USING delta {props}")
+    if shredded:
+        spark.conf.set("spark.sql.variant.writeShredding.enabled", "true")
+        spark.conf.set("spark.sql.variant.forceShreddingSchemaForTest", VARIANT_SCALARS_SHREDDED)
+    rows, _ = variant_types_rows()
+    try:
+        sql(spark, f"INSERT INTO {t} VALUES " + ", ".join(f"({i}, '{k}', {e})" for i, k, e in rows))
+    finally:
+        spark.conf.unset("spark.sql.variant.writeShredding.enabled")
+        spark.conf.unset("spark.sql.variant.forceShreddingSchemaForTest")
+
+
+VARIANT_TYPES_INPUTS = {"json": variant_types_rows()[1]}
+
 FIXTURES = [
     ("default", make_default, (), False, None),
     ("cdf", make_cdf, (), False, None),
@@ -224,6 +333,9 @@ FIXTURES = [
     ("v2checkpoint", make_v2checkpoint, (), False, None),
     ("variant", make_variant, (), False, VARIANT_INPUTS),
     ("variant-shredded", lambda spark, t: make_variant(spark, t, shredded=True), (), False, VARIANT_INPUTS),
+    ("variant-types", make_variant_types, (), False, VARIANT_TYPES_INPUTS),
+    ("variant-types-shredded", lambda spark, t: make_variant_types(spark, t, shredded=True), (), False,
+     VARIANT_TYPES_INPUTS),
 ]
 
 
