@@ -68,6 +68,8 @@ func benchCommand(out IO) *cobra.Command {
 	fs.DurationVar(&o.SteadyIdle, "steady-idle", time.Minute, "steady mode: how long to watch the idle daemon afterwards")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "latency and steady mode: the daemon uses this NATS `URL`; empty: its embedded server")
 	noCredentials(fs, "nats-url", "$NATS_URL")
+	fs.IntVar(&o.Tables, "tables", 1, "also drain the events split over this many topics into as many tables with one daemon, and measure each extra table's idle cost")
+	fs.DurationVar(&o.TablesIdle, "tables-idle", 30*time.Second, "--tables: how long to watch the idle daemon with one table and with all")
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	jsonFlag(fs, &f.asJSON)

@@ -83,6 +83,12 @@ type Options struct {
 	// (default 10,000), built once and cached under the temp directory.
 	Startup        bool
 	StartupCommits int
+	// Tables, above 1, also drains the throughput run's events split over
+	// that many topics into as many tables with one daemon, and measures
+	// what each table beyond the first costs the idle daemon, watched for
+	// TablesIdle (default 30s).
+	Tables     int
+	TablesIdle time.Duration
 	// CPUProfile writes each stage child's CPU profile to CPUProfile.<stage>.
 	CPUProfile string
 	// MemProfile writes each stage child's heap profile at its peak to
@@ -123,6 +129,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.StartupCommits <= 0 {
 		o.StartupCommits = 10_000
+	}
+	if o.TablesIdle <= 0 {
+		o.TablesIdle = 30 * time.Second
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -191,6 +200,7 @@ type Report struct {
 	RowsCommitted      int64   `json:"rows_committed,omitempty"`
 
 	Stages  []StageReport  `json:"stages,omitempty"`
+	Tables  *TablesReport  `json:"tables,omitempty"`
 	Latency *LatencyReport `json:"latency,omitempty"`
 	Startup *StartupReport `json:"startup,omitempty"`
 	Steady  []SteadyReport `json:"steady,omitempty"`
@@ -222,6 +232,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Throughput {
 		if err := throughput(ctx, o, k, rep); err != nil {
 			return rep, err
+		}
+	}
+	if o.Tables > 1 {
+		if err := tablesRun(ctx, o, k, rep); err != nil {
+			return rep, fmt.Errorf("tables: %w", err)
 		}
 	}
 	if o.Latency {
@@ -475,6 +490,13 @@ func PrintReport(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "e2e / consume %.2f, e2e / decode %.2f; %d commits, %d files, %d rows committed, first commit after %.3f s (flush interval %gs)\n",
 			r.E2EVsConsume, r.E2EVsDecode, r.Commits, r.Files, r.RowsCommitted, r.FirstCommitSeconds, r.FlushIntervalSeconds)
 		fmt.Fprintf(w, "table %s\n", r.Table)
+	}
+	if t := r.Tables; t != nil {
+		fmt.Fprintf(w, "\n%d tables (one topic each, %d events in all): %.0f events/s (%.2f of one table's e2e), %.3f s, %d commits, CPU %.2f s, peak RSS %.1f MiB\n",
+			t.Tables, t.Events, t.EPS, t.VsOneTable, t.Seconds, t.Commits, t.CPUSeconds, float64(t.PeakRSSBytes)/(1<<20))
+		fmt.Fprintf(w, "idle for %.0f s, one table vs %d: RSS %.1f vs %.1f MiB, %.1f vs %.1f wake-ups/s, %.3f%% vs %.3f%% CPU; each table beyond the first: %.2f MiB, %.1f wake-ups/s\n",
+			t.IdleSeconds, t.Tables, float64(t.IdleRSSBytes[0])/(1<<20), float64(t.IdleRSSBytes[1])/(1<<20), t.IdleWakeups[0], t.IdleWakeups[1],
+			t.IdleCPUPercent[0], t.IdleCPUPercent[1], float64(t.ExtraTableRSSBytes)/(1<<20), t.ExtraTableWakeupsPerSec)
 	}
 	if l := r.Latency; l != nil {
 		fmt.Fprintf(w, "\nlatency: %d events at %.0f/s for %s, flush interval %gs: record timestamp → commit p50 %.3f s, p99 %.3f s, max %.3f s (%d commits); peak RSS %.1f MiB\n",

@@ -21,14 +21,15 @@ func TestMain(m *testing.M) {
 }
 
 // TestBenchShort runs the three throughput stages on 100,000 events, each
-// in a child process (this test binary re-executed), and checks the JSON.
-// It checks that the bench works and its numbers are sane, not the targets.
+// in a child process (this test binary re-executed), then the same events
+// over three tables (--tables 3), and checks the JSON. It checks that the
+// bench works and its numbers are sane, not the targets.
 func TestBenchShort(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, pngPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.png")
 	var out strings.Builder
 	_, err := Run(t.Context(), Options{
-		Events: 100_000, Throughput: true, Dir: dir, Output: jsonPath, PNG: pngPath,
+		Events: 100_000, Throughput: true, Tables: 3, TablesIdle: 2 * time.Second, Dir: dir, Output: jsonPath, PNG: pngPath,
 		Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
 	})
 	if err != nil {
@@ -79,8 +80,12 @@ func TestBenchShort(t *testing.T) {
 	if st, err := os.Stat(pngPath); err != nil || st.Size() < 1000 {
 		t.Errorf("PNG: %v", err)
 	}
+	if tr := r.Tables; tr == nil || tr.Tables != 3 || tr.Events != 99_999 || tr.EPS <= 0 || tr.VsOneTable <= 0 || tr.Commits < 3 ||
+		len(tr.IdleRSSBytes) != 2 || tr.IdleRSSBytes[0] < 1<<20 || tr.IdleRSSBytes[1] < 1<<20 || tr.IdleWakeups[1] <= 0 {
+		t.Errorf("tables report %+v; want 99,999 rows over 3 tables and both idle daemons measured", tr)
+	}
 	lines, err := CheckFiles([]string{jsonPath})
-	if err != nil || len(lines) != 5 {
+	if err != nil || len(lines) != 7 {
 		t.Errorf("check: %v, %q", err, lines)
 	}
 }

@@ -19,6 +19,12 @@ const (
 	TargetPiCPUPercent      = 1.0
 	TargetPiPeakRSSBytes    = 48 << 20
 	TargetIdleWakeupsPerSec = 50 // no busy polling when the topic is idle
+
+	// Several tables in one process (bench --tables): the aggregate e2e
+	// keeps 90% of one table's, and each table beyond the first costs the
+	// idle daemon at most 2 MiB and no wake-ups beyond its flush timer.
+	TargetTablesVsOneTable = 0.9
+	TargetExtraTableRSS    = 2 << 20
 )
 
 // Check returns one PASS/FAIL (or SKIP) line per target. It is
@@ -45,6 +51,13 @@ func Check(r *Report) []string {
 		line(r.E2EPeakRSSBytes <= TargetPeakRSSBytes, "peak RSS <= 64 MiB", "%.1f MiB (only %d events: the target is for 1,000,000)", float64(r.E2EPeakRSSBytes)/(1<<20), r.Events)
 	default:
 		line(r.E2EPeakRSSBytes <= TargetPeakRSSBytes, "peak RSS <= 64 MiB", "%.1f MiB draining %d events", float64(r.E2EPeakRSSBytes)/(1<<20), r.Events)
+	}
+	if t := r.Tables; t != nil {
+		line(t.VsOneTable >= TargetTablesVsOneTable, "tables e2e >= 0.9", "%d tables %.0f/s vs one table %.0f/s = %.2f", t.Tables, t.EPS, r.E2EEPS, t.VsOneTable)
+		line(t.ExtraTableRSSBytes <= TargetExtraTableRSS, "extra table <= 2 MiB", "%.2f MiB and %.1f wake-ups/s idle per table beyond the first",
+			float64(t.ExtraTableRSSBytes)/(1<<20), t.ExtraTableWakeupsPerSec)
+	} else {
+		skip("tables e2e >= 0.9", "no --tables run")
 	}
 	if s := r.Startup; s != nil {
 		line(s.FirstFetchSeconds <= TargetStartupSeconds, "restart <= 1 s", "first fetch after %.3f s on %d commits", s.FirstFetchSeconds, s.Commits)

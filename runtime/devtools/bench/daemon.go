@@ -33,9 +33,6 @@ func startDaemon(ctx context.Context, o Options, k *kafkaEnv, mode string, set f
 	if strings.HasPrefix(o.Table, "s3://") || strings.HasPrefix(o.Table, "s3a://") {
 		d.table = strings.TrimSuffix(o.Table, "/") + "/bench-" + mode + "-" + nonce
 	}
-	if err := k.createTopic(ctx, d.topic, o.Partitions); err != nil {
-		return nil, err
-	}
 	base, err := daemon.Load(o.Config, os.Getenv)
 	if err != nil {
 		return nil, err
@@ -49,6 +46,11 @@ func startDaemon(ctx context.Context, o Options, k *kafkaEnv, mode string, set f
 		s3: s3FlagsOf(o.S3), config: o.Config}
 	if set != nil {
 		set(&a)
+	}
+	for _, t := range tableTopics(d.topic, a.tables) {
+		if err := k.createTopic(ctx, t, o.Partitions); err != nil {
+			return nil, err
+		}
 	}
 	assigned := make(chan struct{})
 	d.c, err = startChild(append(slices.Clone(o.Self), a.args()...), append(slices.Clone(o.ChildEnv), a.env()...), filepath.Join(o.Dir, mode+"-"+nonce+".log"),

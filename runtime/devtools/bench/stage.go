@@ -43,6 +43,7 @@ type stageArgs struct {
 	group       string
 	events      int64 // consume/decode: stop after this many records
 	table       string
+	tables      int // e2e: above 1, that many routes (see benchRoutes)
 	natsDir     string
 	natsURL     string // external NATS; empty: embedded in natsDir
 	untilLatest bool
@@ -65,6 +66,7 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.group, "stage-group", "", "internal")
 	fs.Int64Var(&a.events, "stage-events", 0, "internal")
 	fs.StringVar(&a.table, "stage-table", "", "internal")
+	fs.IntVar(&a.tables, "stage-tables", 0, "internal")
 	fs.StringVar(&a.natsDir, "stage-nats-dir", "", "internal")
 	fs.StringVar(&a.natsURL, "stage-nats-url", "", "internal")
 	fs.BoolVar(&a.untilLatest, "stage-until-latest", false, "internal")
@@ -89,6 +91,9 @@ func (a *stageArgs) args() []string {
 		"--stage-events", strconv.FormatInt(a.events, 10)}
 	if a.table != "" {
 		out = append(out, "--stage-table", a.table, "--stage-nats-dir", a.natsDir)
+	}
+	if a.tables > 1 {
+		out = append(out, "--stage-tables", strconv.Itoa(a.tables))
 	}
 	if a.natsURL != "" {
 		out = append(out, "--stage-nats-url", a.natsURL)
@@ -345,10 +350,9 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 	if err != nil {
 		return res, err
 	}
-	cfg.Table.URI = a.table
 	cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.Region = a.s3.endpoint, a.s3.accessKey, a.s3.region
 	cfg.Kafka.Brokers = strings.Split(a.brokers, ",")
-	cfg.Kafka.Topic, cfg.Kafka.Group = a.topic, a.group
+	cfg.Kafka.Group = a.group
 	if a.natsURL != "" {
 		cfg.NATS.URL = a.natsURL
 	} else {
@@ -359,6 +363,11 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 	cfg.Log.Level = "info"
 	if a.flush > 0 {
 		cfg.Flush.Interval = a.flush
+	}
+	if a.tables > 1 {
+		benchRoutes(cfg, a.topic, a.table, a.tables)
+	} else {
+		cfg.Table.URI, cfg.Kafka.Topic = a.table, a.topic
 	}
 	if err := cfg.Validate(); err != nil {
 		return res, err
