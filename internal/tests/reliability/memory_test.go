@@ -3,12 +3,15 @@ package reliability
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // Memory bounds of TestMemoryBounded: the daemons run with a small budget,
@@ -51,7 +54,41 @@ func TestMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers; skipped with -short")
 	}
-	for _, tc := range []memCase{
+	for _, tc := range memCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			sections := map[string]any{
+				"backpressure": map[string]any{"memory_budget": memBudget},
+				// Long enough that only the budget starts epochs while the
+				// backlog is read.
+				"flush": map[string]any{"interval": "10s"},
+			}
+			if tc.dlq != "" {
+				sections["nats"] = map[string]any{"dlq_max_bytes": tc.dlq}
+			}
+			r := newCrashRig(t, "memory-"+tc.name, 3, sections)
+			tc.write(t, r.servers.Brokers, r.topic)
+
+			d := r.run("deltaflow")
+			took := r.waitCaughtUp(3*time.Minute, d)
+			_, peak := d.Memory()
+			if err := d.Stop(30 * time.Second); err != nil {
+				t.Errorf("SIGTERM: %v\n%s", err, d.Tail(6000))
+			}
+			rep := scenario.Check(t, scenario.Source{Brokers: r.servers.Brokers, Topic: r.topic, Store: r.store,
+				NATSURL: r.servers.NATSURL, Table: r.table})
+			t.Logf("%s: peak RSS %.1f MiB with a %d MiB budget (bound %d MiB), caught up in %s; %s",
+				tc.name, float64(peak)/(1<<20), memBudget>>20, (memBudget+memFixed)>>20, took.Round(time.Second), rep)
+			if peak > memBudget+memFixed {
+				t.Errorf("peak RSS %.1f MiB is over the %d MiB budget + %d MiB fixed overhead",
+					float64(peak)/(1<<20), memBudget>>20, memFixed>>20)
+			}
+		})
+	}
+}
+
+// memCases are the inputs of TestMemoryBounded.
+func memCases() []memCase {
+	return []memCase{
 		{name: "partition-values", codec: kgo.SnappyCompression(), produce: func(t *testing.T, cl *kgo.Client, topic string) {
 			recs := make([]*kgo.Record, 1600)
 			for i := range recs {
@@ -86,46 +123,82 @@ func TestMemoryBounded(t *testing.T) {
 				memProduce(t, cl, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: zeros}) // one at a time: a batch each
 			}
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sections := map[string]any{
-				"backpressure": map[string]any{"memory_budget": memBudget},
-				// Long enough that only the budget starts epochs while the
-				// backlog is read.
-				"flush": map[string]any{"interval": "10s"},
-			}
-			if tc.dlq != "" {
-				sections["nats"] = map[string]any{"dlq_max_bytes": tc.dlq}
-			}
-			r := newCrashRig(t, "memory-"+tc.name, 3, sections)
-			opts := []kgo.Opt{kgo.SeedBrokers(r.servers.Brokers...), kgo.ProducerBatchCompression(tc.codec),
-				kgo.RecordPartitioner(kgo.ManualPartitioner())}
-			if tc.batch > 0 {
-				opts = append(opts, kgo.ProducerBatchMaxBytes(tc.batch), kgo.MaxBufferedBytes(int(tc.batch)),
-					kgo.BrokerMaxWriteBytes(max(100<<20, tc.batch)))
-			}
-			cl, err := kgo.NewClient(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.produce(t, cl, r.topic)
-			cl.Close()
+	}
+}
 
-			d := r.run("deltaflow")
-			took := r.waitCaughtUp(3*time.Minute, d)
-			_, peak := d.Memory()
-			if err := d.Stop(30 * time.Second); err != nil {
-				t.Errorf("SIGTERM: %v\n%s", err, d.Tail(6000))
-			}
-			rep := scenario.Check(t, scenario.Source{Brokers: r.servers.Brokers, Topic: r.topic, Store: r.store,
-				NATSURL: r.servers.NATSURL, Table: r.table})
-			t.Logf("%s: peak RSS %.1f MiB with a %d MiB budget (bound %d MiB), caught up in %s; %s",
-				tc.name, float64(peak)/(1<<20), memBudget>>20, (memBudget+memFixed)>>20, took.Round(time.Second), rep)
-			if peak > memBudget+memFixed {
-				t.Errorf("peak RSS %.1f MiB is over the %d MiB budget + %d MiB fixed overhead",
-					float64(peak)/(1<<20), memBudget>>20, memFixed>>20)
-			}
-		})
+// write produces the case's records to topic, with its batch limit and
+// compression.
+func (tc memCase) write(t *testing.T, brokers []string, topic string) {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ProducerBatchCompression(tc.codec),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	if tc.batch > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(tc.batch), kgo.MaxBufferedBytes(int(tc.batch)),
+			kgo.BrokerMaxWriteBytes(max(100<<20, tc.batch)))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tc.produce(t, cl, topic)
+}
+
+// memPerTable is what TestMemoryBoundedTables allows each table beyond the
+// first besides the one process's budget and fixed overhead: its
+// committer, pipeline and readers, its snapshot and its share of the
+// Kafka client's buffers (issue 26's target for an idle table: 2 MiB).
+const memPerTable = 2 << 20
+
+// TestMemoryBoundedTables: one process writes three tables, each fed by a
+// topic of its own holding one of TestMemoryBounded's hostile inputs
+// (1,600 partition values, 60 dead letters of 900 KiB, a 128 MiB
+// compression bomb), with one 4 MiB budget for the process. Its peak RSS
+// stays within the budget, the fixed overhead and memPerTable for each
+// table beyond the first; every record ends once in its table or the DLQ.
+func TestMemoryBoundedTables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers; skipped with -short")
+	}
+	cases := memCases()[:3]
+	topics := map[string]int32{}
+	for _, tc := range cases {
+		topics[tc.name] = 3
+	}
+	r := newRoutesRig(t, topics)
+	uris := make([]string, len(cases))
+	for i, tc := range cases {
+		uris[i] = r.table(strings.ReplaceAll(tc.name, "-", "_"), []string{tc.name}, nil)
+		tc.write(t, testenv.Kafka(t), r.topic(tc.name))
+	}
+	r.extra["backpressure"] = map[string]any{"memory_budget": memBudget}
+	r.extra["flush"] = map[string]any{"interval": "10s"}
+	r.extra["nats"] = map[string]any{"dlq_max_bytes": "64MiB"}
+	d := r.run(r.config(), "--until-latest")
+	var peak int64
+	if err := scenario.WaitFor(3*time.Minute, func() bool {
+		_, p := d.Memory() // VmHWM: the peak so far, read until it exits
+		peak = max(peak, p)
+		return !d.Running()
+	}); err != nil {
+		t.Fatalf("run --until-latest did not end\n%s", d.Tail(4000))
+	}
+	if err, _ := d.Exited(); err != nil {
+		t.Fatalf("run --until-latest: %v\n%s", err, d.Tail(4000))
+	}
+	for i, tc := range cases {
+		store, err := storage.NewLocal(uris[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := scenario.Check(t, scenario.Source{Brokers: testenv.Kafka(t), Topic: r.topic(tc.name), Store: store,
+			NATSURL: testenv.NATS(t), Table: strings.ReplaceAll(tc.name, "-", "_")})
+		t.Logf("table %s: %s", tc.name, rep)
+	}
+	bound := int64(memBudget + memFixed + (len(cases)-1)*memPerTable)
+	t.Logf("peak RSS %.1f MiB with %d tables and a %d MiB budget (bound %d MiB)", float64(peak)/(1<<20), len(cases), memBudget>>20, bound>>20)
+	if peak > bound {
+		t.Errorf("peak RSS %.1f MiB is over the bound %d MiB", float64(peak)/(1<<20), bound>>20)
 	}
 }
 
