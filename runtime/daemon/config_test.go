@@ -17,6 +17,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 )
 
@@ -92,6 +94,10 @@ func TestBadConfigs(t *testing.T) {
 		{"brokers_empty.bad.yaml", "kafka.brokers (line 2): empty; leave the key out for the default ([127.0.0.1:9092])"},
 		{"topic_empty.bad.yaml", "kafka.topic (line 2): empty; leave the key out for the default (sensor-events)"},
 		{"level_null.bad.yaml", "log.level (line 2): empty; leave the key out for the default (info)"},
+		// The nats section's defaults are the bridge's (they were no default
+		// to the walker, so an empty value passed).
+		{"nats_empty.bad.yaml", "nats.kv_bucket (line 2): empty; leave the key out for the default (deltaflow_offsets)"},
+		{"nats_empty.bad.yaml", "nats.store_dir (line 3): empty; leave the key out for the default (nats next to a local table (./data/nats), else $TMPDIR/deltaflow-nats)"},
 		// Decode errors name the key and line in the user's terms, not yaml's.
 		{"brokers_mapping.bad.yaml", "kafka.brokers (line 3): a mapping is not a list"},
 		{"duration_number.bad.yaml", `flush.interval (line 2): "60" is not a duration (such as 90s, 5m, 1h30m)`},
@@ -564,5 +570,43 @@ func TestREADMERoutesExample(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"plugs", "doors", "weather"}) || cfg.Unrouted != UnroutedDLQ {
 		t.Errorf("the README's example has tables %v, unrouted %q", names, cfg.Unrouted)
+	}
+}
+
+// TestSectionDefaultsAreThePackages: the reference's default of every kafka
+// and nats key is the one its package fills in (kafka.DefaultConfig, the
+// bridge's Effective), not a hand-written copy that could drift from it; a
+// hand-written default stands only where the package has none (an optional
+// key: —) or where it derives from the table (nats.store_dir: next to a
+// local table, nats.dlq_stream: named after it).
+func TestSectionDefaultsAreThePackages(t *testing.T) {
+	pkg := reflect.ValueOf(Config{Kafka: kafka.DefaultConfig(), NATS: bridge.Config{}.Effective("")})
+	derived := map[string]bool{"nats.store_dir": true, "nats.dlq_stream": true}
+	for _, k := range configKeys() {
+		top, _, _ := strings.Cut(k.key, ".")
+		if (top != "kafka" && top != "nats") || derived[k.key] {
+			continue
+		}
+		v := pkg
+		for _, name := range strings.Split(k.key, ".") {
+			v = v.FieldByIndex(yamlFields(v.Type())[name].Index)
+		}
+		got, s := docDefault(k), keySpecs[k.key]
+		switch want := formatDefault(v); {
+		case want != "" && s.def != "":
+			t.Errorf("%s: a hand-written default (%q) stands for the package's (%s)", k.key, s.def, want)
+		case want != "" && got != "`"+want+"`":
+			t.Errorf("%s: the reference says %s, the package's default is %s", k.key, got, want)
+		case want == "" && s.def == "" && got != "":
+			t.Errorf("%s: the reference says %s, the package has no default", k.key, got)
+		}
+	}
+	// The derived ones are what Load and the bridge make of the default table.
+	cfg, err := Load("", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.Effective().NATS; n.StoreDir != filepath.Join("data", "nats") || n.DLQStream != bridge.DefaultDLQStream("sensor_events") {
+		t.Errorf("derived nats defaults: store_dir %q, dlq_stream %q", n.StoreDir, n.DLQStream)
 	}
 }

@@ -87,7 +87,7 @@ func decode(data []byte, cfg *Config) (keyLines, *yaml.Node, error) {
 // behind each key an environment document sets (see envDocument).
 func decodeNode(doc *yaml.Node, cfg *Config, fromEnv map[string]string) (keyLines, error) {
 	w := walker{lines: keyLines{}, env: fromEnv}
-	w.walk(doc, reflect.TypeFor[Config](), reflect.ValueOf(DefaultConfig()), "", "")
+	w.walk(doc, reflect.TypeFor[Config](), reflect.ValueOf(keyDefaults()), "", "")
 	if len(w.errs) > 0 {
 		return nil, errors.Join(w.errs...)
 	}
@@ -232,8 +232,7 @@ var linePrefix = regexp.MustCompile(`^(yaml: unmarshal errors:\s*)?line \d+: `)
 // defaultText is a key's default as the reference gives it.
 func defaultText(docKey string, def reflect.Value) string {
 	if s, _ := spec(docKey); s.def != "" {
-		d := s.def
-		return strings.Trim(d, "`")
+		return strings.ReplaceAll(s.def, "`", "")
 	}
 	return formatDefault(def)
 }

@@ -8,16 +8,18 @@ import (
 )
 
 // keySpec is what one configuration key is beyond its name and type (the
-// struct field's yaml tag and Go type) and its default (DefaultConfig, or
-// the section's own package): its documentation, the environment variable
+// struct field's yaml tag and Go type) and its default (keyDefaults:
+// DefaultConfig, or the section's own package): its documentation, the environment variable
 // that overrides it, and what an empty value means. The reference
 // (docs/configuration.md), Load's environment overrides and its refusal of
 // empty values all read it, so a key is its field and this one entry.
 type keySpec struct {
 	doc string
-	// def is the default as documented for keys whose default is not a
-	// plain value in DefaultConfig (zero there: derived, or set by the
-	// section's own package).
+	// def is the default in words for a key whose default no value says:
+	// derived from another key, none (an optional key: —), or inherited (a
+	// tables entry's flush.*); it wins over keyDefaults' value. A key whose
+	// package has a default never repeats it here (a test checks the kafka
+	// and nats sections).
 	def string
 	// env is the variable that overrides the key (comma-separated for a
 	// list); "" for none.
@@ -93,14 +95,14 @@ var keySpecs = map[string]keySpec{
 	"nats.tls.cert_file":                    {doc: "PEM client certificate; with key_file.", def: "—"},
 	"nats.tls.key_file":                     {doc: "PEM client key; with cert_file.", def: "—"},
 	"nats.tls.insecure_skip_verify":         {doc: "Skip server certificate verification (tests only).", def: "false"},
-	"nats.listen":                           {doc: "Where the embedded server listens (so the `nats` CLI works); port -1 picks a free one. Beyond a loopback address only with `nats.user`/`nats.password` or `nats.token`, which it then requires: whoever reaches it may pause deltaflow and read or delete its streams.", def: "127.0.0.1:4222"},
+	"nats.listen":                           {doc: "Where the embedded server listens (so the `nats` CLI works); port -1 picks a free one. Beyond a loopback address only with `nats.user`/`nats.password` or `nats.token`, which it then requires: whoever reaches it may pause deltaflow and read or delete its streams."},
 	"nats.store_dir":                        {doc: "JetStream store of the embedded server.", def: "`nats` next to a local table (./data/nats), else $TMPDIR/deltaflow-nats"},
-	"nats.kv_bucket":                        {doc: "KV bucket of the recovery offsets mirror.", def: "deltaflow_offsets"},
-	"nats.kv_replicas":                      {doc: "Replicas of the KV bucket and DLQ stream (1 with the embedded server).", def: "1"},
+	"nats.kv_bucket":                        {doc: "KV bucket of the recovery offsets mirror."},
+	"nats.kv_replicas":                      {doc: "Replicas of the KV bucket and DLQ stream (1 with the embedded server)."},
 	"nats.dlq_stream":                       {doc: "Dead-letter stream name.", def: "DELTAFLOW_DLQ_<TABLE>"},
-	"nats.dlq_max_age":                      {doc: "How long dead letters are kept; negative keeps them forever.", def: "168h"},
-	"nats.dlq_max_bytes":                    {doc: "Bound on the DLQ stream. Full, it refuses new letters rather than drop stored ones (JetStream discard new): the epoch holding them waits uncommitted (its records stay in Kafka, nothing is lost), `/healthz` fails naming this key and `deltaflow_dlq_full` is 1, until room is made (letters expire, `nats stream purge`, a larger bound); `deltaflow_dlq_stored_bytes` warns before. The embedded server's JetStream store is capped at this + 64MiB (nats-server would take 75% of the free disk); an external server must be able to reserve it (its `max_file_store`).", def: "256MiB"},
-	"nats.publish_timeout":                  {doc: "Bound on every JetStream call (KV put, DLQ acks).", def: "5s"},
+	"nats.dlq_max_age":                      {doc: "How long dead letters are kept; negative keeps them forever."},
+	"nats.dlq_max_bytes":                    {doc: "Bound on the DLQ stream. Full, it refuses new letters rather than drop stored ones (JetStream discard new): the epoch holding them waits uncommitted (its records stay in Kafka, nothing is lost), `/healthz` fails naming this key and `deltaflow_dlq_full` is 1, until room is made (letters expire, `nats stream purge`, a larger bound); `deltaflow_dlq_stored_bytes` warns before. The embedded server's JetStream store is capped at this + 64MiB (nats-server would take 75% of the free disk); an external server must be able to reserve it (its `max_file_store`)."},
+	"nats.publish_timeout":                  {doc: "Bound on every JetStream call (KV put, DLQ acks)."},
 	"flush.interval":                        {env: "FLUSH_INTERVAL", doc: "Commit an epoch this often (the Spark job's trigger)."},
 	"flush.max_bytes":                       {doc: "Commit early once the epoch's buffered data (rows being written, encoded files) reaches this size."},
 	"flush.row_group_rows":                  {doc: "Rows per Parquet row group; bounds each buffer's encoder memory."},
@@ -178,9 +180,14 @@ func configKeys() []configKey {
 			}
 		}
 	}
-	walk(reflect.TypeFor[Config](), reflect.ValueOf(DefaultConfig()), "")
+	walk(reflect.TypeFor[Config](), reflect.ValueOf(keyDefaults()), "")
 	return out
 }
+
+// keyDefaults holds every key's default: DefaultConfig's, with those the
+// kafka and nats sections fill in themselves (their packages' defaults, so
+// neither the reference nor an empty value's message copies them).
+func keyDefaults() Config { return DefaultConfig().Effective() }
 
 // envFor returns the environment variable overriding key, if any.
 func envFor(key string) string {
@@ -205,6 +212,22 @@ func formatDefault(v reflect.Value) string {
 		return "[" + strings.Join(x, ", ") + "]"
 	}
 	return fmt.Sprint(v.Interface())
+}
+
+// docDefault is k's default as the reference gives it: its spec's words
+// where the value cannot say it (derived, optional), else the value, else,
+// for a tables entry's key, that of the table section.
+func docDefault(k configKey) string {
+	if s, _ := spec(k.key); s.def != "" {
+		return s.def
+	}
+	if def := formatDefault(k.def); def != "" {
+		return "`" + def + "`"
+	}
+	if rest, entry := strings.CutPrefix(k.key, "tables[]."); entry {
+		return "as `table." + rest + "`"
+	}
+	return ""
 }
 
 // ConfigDoc renders the configuration reference in Markdown; `go generate
@@ -235,16 +258,7 @@ func ConfigDoc() string {
 			fmt.Fprintf(&b, "\n## %s\n\n| Key | Default | Environment | Description |\n|---|---|---|---|\n", section)
 		}
 		d, _ := spec(k.key)
-		def := formatDefault(k.def)
-		switch rest, entry := strings.CutPrefix(k.key, "tables[]."); {
-		case def != "":
-			def = "`" + def + "`"
-		case d.def != "":
-			def = d.def
-		case entry:
-			def = "as `table." + rest + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.key, def, envFor(k.key), d.doc)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.key, docDefault(k), envFor(k.key), d.doc)
 	}
 	return b.String()
 }
