@@ -82,7 +82,11 @@ func TestBadConfigs(t *testing.T) {
 		{"routes_both.bad.yaml", "table (line 1) and tables (line 3) together"},
 		{"routes_topic.bad.yaml", "kafka.topic (line 2) with tables (line 3): each entry names its topics"},
 		{"routes_unique.bad.yaml", `tables[1].name (line 5): "weather" is also tables[0]'s name`},
-		{"routes_unique.bad.yaml", `tables[1].uri (line 6): "./data/weather" is also tables[0]'s uri`},
+		{"routes_unique.bad.yaml", `tables[1].uri (line 6): "./data/weather" is tables[0]'s table ("./data/weather")`},
+		// One table spelled two ways, two names one DLQ stream.
+		{"routes_same.bad.yaml", `tables[1].uri (line 6): "data/weather/" is tables[0]'s table ("./data/weather")`},
+		{"routes_same.bad.yaml", `tables[3].uri (line 12): "s3a://lake/alerts/" is tables[2]'s table ("s3://lake/alerts")`},
+		{"routes_same.bad.yaml", `tables[1].name (line 5): "Weather" and tables[0]'s "weather" share the DLQ stream DELTAFLOW_DLQ_WEATHER`},
 		{"routes_feed.bad.yaml", "tables[0].topics: none, and no topic_regex"},
 		{"routes_feed.bad.yaml", "tables[1].topic_regex (line 6): error parsing regexp"},
 		{"routes_where.bad.yaml", `tables[0].where (line 5): filter: at position 1, watts > 100: no column "watts"`},

@@ -3,10 +3,14 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/mapping"
 )
@@ -137,7 +141,7 @@ func (c *Config) singleOrList(lines keyLines, fromEnv map[string]string) error {
 // and URIs are unique.
 func (c *Config) validateRoutes() []error {
 	var errs []error
-	names, uris := map[string]int{}, map[string]int{}
+	names, uris, streams := map[string]int{}, map[string]int{}, map[string]int{}
 	if c.Kafka.Mode == kafka.ModePartitions {
 		errs = append(errs, fmt.Errorf("kafka.mode: partitions reads one topic; tables need mode group"))
 	}
@@ -150,10 +154,17 @@ func (c *Config) validateRoutes() []error {
 			bad("name: %q is also tables[%d]'s name", t.Name, j)
 		}
 		names[t.Name] = i
-		if j, dup := uris[t.URI]; dup && t.URI != "" {
-			bad("uri: %q is also tables[%d]'s uri", t.URI, j)
+		// Two names JetStream's stream names cannot tell apart (Weather,
+		// weather) would write one DLQ stream.
+		stream := bridge.DefaultDLQStream(t.Name)
+		if j, dup := streams[stream]; dup && t.Name != "" && t.Name != c.Tables[j].Name {
+			bad("name: %q and tables[%d]'s %q share the DLQ stream %s", t.Name, j, c.Tables[j].Name, stream)
 		}
-		uris[t.URI] = i
+		streams[stream] = i
+		if j, dup := uris[tableIdentity(t.URI)]; dup && t.URI != "" {
+			bad("uri: %q is tables[%d]'s table (%q)", t.URI, j, c.Tables[j].URI)
+		}
+		uris[tableIdentity(t.URI)] = i
 		if len(t.Topics) == 0 && t.TopicRegex == "" {
 			bad("topics: none, and no topic_regex: give the topics that feed the table")
 		}
@@ -180,4 +191,19 @@ func (c *Config) validateRoutes() []error {
 		errs = append(errs, t.Maintenance.validate(section+".maintenance")...)
 	}
 	return errs
+}
+
+// tableIdentity is what two spellings of one table's URI share: ./data/t
+// and data/t/; s3://b/t and s3a://b/t/.
+func tableIdentity(uri string) string {
+	if p, ok := localPath(uri); ok {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+		return filepath.Clean(p)
+	}
+	if u, err := url.Parse(uri); err == nil && (u.Scheme == "s3" || u.Scheme == "s3a") {
+		return "s3://" + u.Host + path.Clean("/"+u.Path)
+	}
+	return uri
 }
