@@ -292,21 +292,25 @@ func (c *committer) start(ctx actor.Context) {
 	if c.assigned == nil {
 		c.assigned, c.base, c.held, c.recheck = map[tp]bool{}, map[tp]int64{}, map[tp]bool{}, map[tp]bool{}
 	}
-	var snap *delta.Snapshot
-	err := retry(c.ctx, c.cfg.retry, func() (err error) {
-		snap, err = c.cfg.table.Snapshot(c.ctx)
-		return err
-	}, c.storageRetrying("load table"))
-	if err != nil {
-		panic(fmt.Errorf("committer: load table: %w", err)) // restarted with backoff
-	}
-	c.cfg.health.Recover("storage")
-	c.snap = snap
-	c.cfg.metrics.TableVersion.Set(float64(snap.Version()))
-	c.gen++
-	c.cfg.pipeline.reg.reset(c.gen)
-	c.cfg.budget.NewGeneration(c.gen)
-	c.spawnPipeline(ctx)
+	// The table is loaded off the actor (retried for minutes while the
+	// store is down): a stop or restart meanwhile is not held up by it.
+	c.offActor(ctx, func() func(actor.Context) {
+		var snap *delta.Snapshot
+		err := retry(c.ctx, c.cfg.retry, func() (err error) {
+			snap, err = c.cfg.table.Snapshot(c.ctx)
+			return err
+		}, c.storageRetrying("load table"))
+		return func(ctx actor.Context) {
+			if err != nil {
+				panic(fmt.Errorf("committer: load table: %w", err)) // restarted with backoff
+			}
+			c.cfg.health.Recover("storage")
+			c.snap = snap
+			c.cfg.metrics.TableVersion.Set(float64(snap.Version()))
+			c.newGeneration()
+			c.spawnPipeline(ctx)
+		}
+	})
 	c.ticker = time.NewTicker(c.cfg.flushInterval)
 	system, self, ticks, done := ctx.ActorSystem(), ctx.Self(), c.ticker.C, c.ctx.Done()
 	go func() {
@@ -792,18 +796,6 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	}
 	c.dropEpoch()
 	c.retiring, c.idle = nil, map[string]int{}
-	if err := c.cfg.table.Update(c.ctx, c.snap); err != nil {
-		// Without the log's state no generation can be built, so a storage
-		// blip here restarts the committer rather than being retried in
-		// place: its guardian (restartStrategy) restarts it after the
-		// capped, growing backoff, and start re-reads the table (with
-		// retries) before building the next pipeline. The waiters stay
-		// queued across the restart.
-		panic(fmt.Errorf("committer: re-read table after abort: %w", err))
-	}
-	c.gen++
-	c.cfg.pipeline.reg.reset(c.gen)
-	c.cfg.budget.NewGeneration(c.gen)
 	delay := time.Duration(0)
 	if failure {
 		now := time.Now()
@@ -812,6 +804,31 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, now)
 		reportRestart(c.cfg.metrics, c.cfg.outbox, "pipeline", "committer/pipeline", reason, n)
 	}
-	gen, self, system := c.gen, ctx.Self(), ctx.ActorSystem()
-	time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })
+	c.newGeneration() // the dropped one's readers take nothing more
+	// The log is re-read off the actor; what comes meanwhile from the
+	// dropped generation waits, and is then ignored.
+	ctx2, snap, gen := c.ctx, c.snap, c.gen
+	c.offActor(ctx, func() func(actor.Context) {
+		err := c.cfg.table.Update(ctx2, snap)
+		return func(ctx actor.Context) {
+			if err != nil {
+				// Without the log's state no generation can be built, so a
+				// storage blip here restarts the committer rather than being
+				// retried in place: its guardian (restartStrategy) restarts
+				// it after the capped, growing backoff, and start re-reads
+				// the table (with retries) before building the next
+				// pipeline. The waiters stay queued across the restart.
+				panic(fmt.Errorf("committer: re-read table after abort: %w", err))
+			}
+			self, system := ctx.Self(), ctx.ActorSystem()
+			time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })
+		}
+	})
+}
+
+// newGeneration starts a generation: its registry and budget begin empty.
+func (c *committer) newGeneration() {
+	c.gen++
+	c.cfg.pipeline.reg.reset(c.gen)
+	c.cfg.budget.NewGeneration(c.gen)
 }

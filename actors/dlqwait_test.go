@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // unreachableDLQ is an outbox whose DLQ acknowledges nothing until a
@@ -106,6 +108,51 @@ func TestStopDuringDLQWait(t *testing.T) {
 		t.Fatalf("committed data while the DLQ was unreachable: %v, %v", s, err)
 	}
 	h.outbox = nil
+	r = h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+}
+
+// TestStopWhileTheTableLoads: the table's store is down as the engine
+// starts, and the committer retries loading it under the default ten-minute
+// retry limit; Stop still ends the engine within its context, since the
+// load runs off the committer's actor (issue 26: it sat in Receive, and a
+// stop or restart waited the retries out). Once the store answers, the
+// next run commits every record once.
+func TestStopWhileTheTableLoads(t *testing.T) {
+	h := newHarness(t, nil)
+	h.produce(500, 0, 8)
+	faulty := storage.NewFaulty(h.store)
+	var lists atomic.Int32
+	faulty.Before(func(op storage.Op, _ string) error {
+		if op == storage.OpList {
+			lists.Add(1)
+		}
+		return nil
+	})
+	faulty.Fail(storage.Rule{Op: storage.OpList})
+	r := h.start(Config{MaxRetry: 10 * time.Minute}, faulty)
+	for deadline := time.Now().Add(30 * time.Second); lists.Load() < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the table load never met the failing store within 30s")
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		stopped <- r.engine.Stop(ctx)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop still waits after 30s: the committer is stuck loading the table")
+	}
+	if _, alive := r.engine.system.ProcessRegistry.GetLocal(committerName(testTable)); alive {
+		t.Fatal("the committer still runs after Stop: stuck loading the table")
+	}
+	r.engine.system.Shutdown()
 	r = h.start(Config{}, nil)
 	h.waitCommitted(r, 30*time.Second)
 	r.stop(t)
