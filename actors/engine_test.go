@@ -661,10 +661,16 @@ func ctx(t *testing.T) context.Context { return t.Context() }
 // waitFor polls cond for up to 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, cond)
+}
+
+// waitWithin polls cond for up to d.
+func waitWithin(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
+			t.Fatalf("condition not met within %s", d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -132,8 +132,9 @@ type fetcher struct {
 
 	mu       sync.Mutex
 	requests []fetchRequest
-	// wake is signalled by every request; resets also by rebuilt: a
-	// table's old readers may never answer a poll the loop waits for.
+	// wake is signalled by every request; rebuilt by a reset and by a
+	// table's generation dropped: its old readers may never answer a poll
+	// the loop waits for.
 	wake, rebuilt chan struct{}
 	cancelPoll    context.CancelFunc // ends the Poll in progress, if any (under mu)
 
@@ -167,9 +168,15 @@ func newFetcher(d fetcherDeps) *fetcher {
 	for _, s := range d.sinks {
 		s.want, s.missed = map[tp]int64{}, map[tp]bool{}
 		// A detached table's budget freeing room is news for the loop, and
-		// so is a reader spawned.
+		// so is a reader spawned; a generation dropped ends the wait for
+		// its readers, which will never answer.
 		s.budget.OnRoom(f.interruptPoll)
-		s.reg.onReader(f.interruptPoll)
+		s.reg.onChange(func(reset bool) {
+			if reset {
+				signal(f.rebuilt)
+			}
+			f.interruptPoll()
+		})
 	}
 	return f
 }
@@ -481,11 +488,12 @@ func (f *fetcher) run(ctx context.Context) error {
 	var inFlight *polled // dispatched, not yet written
 	for ctx.Err() == nil {
 		select {
-		case <-f.rebuilt: // applied below
+		case <-f.rebuilt:
+			inFlight = nil // a dropped generation's readers may never answer
 		default:
 		}
 		if f.between() {
-			inFlight = nil // a reset table's old readers may never answer
+			inFlight = nil // nor a reset table's old ones
 		}
 		// A request, room in a table's budget, Pause or Resume interrupts
 		// the poll; with everything paused, polling still keeps the group
@@ -706,8 +714,8 @@ func cmpOffset(a, b int64) int {
 	return 0
 }
 
-// wait waits until p's rows are written, a table's pipeline is rebuilt
-// (its old readers may never answer), or ctx ends.
+// wait waits until p's rows are written, a table's generation is dropped
+// or reset (its old readers may never answer), or ctx ends.
 func (f *fetcher) wait(ctx context.Context, p *polled) {
 	for ; p.pending > 0; p.pending-- {
 		select {

@@ -236,3 +236,37 @@ func TestFetchWaitsForThePipeline(t *testing.T) {
 	}
 	t.Logf("%d seeks over %v pipeline rebuilds", counter.seeks.Load(), rebuilds)
 }
+
+// deafReader is a reader whose generation was dropped: stopped with the
+// Fetch in its mailbox, it never answers.
+type deafReader struct{}
+
+func (deafReader) Receive(actor.Context) {}
+
+// A table's generation is dropped (its pipeline stopped: an abort) while
+// its readers hold records the loop handed them, which they will never
+// answer. The loop must not wait for them until the table's pipeline is
+// rebuilt, a backoff later: the other tables reading the partition would
+// wait as long.
+func TestFetcherDoesNotWaitForADroppedGeneration(t *testing.T) {
+	g := newFetchRig(t, "healthy", "broken")
+	g.assign()
+	g.spawn(0)
+	deaf := g.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return deafReader{} }))
+	g.sinks[1].reg.setReader(1, g.p, deaf)
+	g.f.between()
+	b := kafka.Batch{Topic: g.p.Topic, Partition: g.p.Partition, HighWatermark: 100,
+		Records: []*kgo.Record{{Topic: g.p.Topic, Partition: g.p.Partition, Offset: 0}}}
+	in := g.f.dispatch([]kafka.Batch{b}, nil)
+	waited := make(chan struct{})
+	go func() {
+		g.f.wait(t.Context(), in)
+		close(waited)
+	}()
+	g.sinks[1].reg.reset(2) // broken's committer drops the generation
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop still waits for the dropped generation's reader after 10s")
+	}
+}

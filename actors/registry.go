@@ -15,7 +15,9 @@ type registry struct {
 	gen     uint64
 	readers map[tp]*actor.PID
 	buffers map[string]*actor.PID // by partition directory (routing key)
-	spawned func()                // called after a reader is set
+	// changed is called after a reader is set (reset false) and after the
+	// registry is emptied for a new generation (reset true).
+	changed func(reset bool)
 }
 
 func newRegistry() *registry {
@@ -25,10 +27,14 @@ func newRegistry() *registry {
 // reset empties the registry for a new generation.
 func (r *registry) reset(gen uint64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.gen = gen
 	r.readers = map[tp]*actor.PID{}
 	r.buffers = map[string]*actor.PID{}
+	changed := r.changed
+	r.mu.Unlock()
+	if changed != nil {
+		changed(true)
+	}
 }
 
 func (r *registry) setReader(gen uint64, p tp, pid *actor.PID) {
@@ -36,18 +42,19 @@ func (r *registry) setReader(gen uint64, p tp, pid *actor.PID) {
 	if gen == r.gen {
 		r.readers[p] = pid
 	}
-	spawned := r.spawned
+	changed := r.changed
 	r.mu.Unlock()
-	if spawned != nil {
-		spawned()
+	if changed != nil {
+		changed(false)
 	}
 }
 
-// onReader makes setReader call fn (the fetch loop waits for readers).
-func (r *registry) onReader(fn func()) {
+// onChange makes reset and setReader call fn: the fetch loop waits for a
+// new generation's readers, and never for a dropped one's.
+func (r *registry) onChange(fn func(reset bool)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.spawned = fn
+	r.changed = fn
 }
 
 // reader returns the PID of the partition's reader in generation gen.

@@ -152,7 +152,9 @@ func (g *routesRig) start(cfg Config) *running {
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = 200 * time.Millisecond
 	}
-	cfg.Backoff = Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	if cfg.Backoff == (Backoff{}) {
+		cfg.Backoff = Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	}
 	if cfg.MaxRetry == 0 {
 		cfg.MaxRetry = 5 * time.Second
 	}
@@ -330,6 +332,36 @@ func TestRoutesOneTableFailing(t *testing.T) {
 	}
 	broken.faulty.Reset()
 	waitFor(t, func() bool { return g.committed("broken", "plugs") })
+	g.checkExactlyOnce("healthy", "plugs")
+	g.checkExactlyOnce("broken", "plugs")
+}
+
+// TestRoutesOneTableRebuilding: the log of table "broken" refuses every
+// commit, so its epochs are dropped and its pipeline rebuilt after a long
+// backoff (15 s), again and again. "healthy", reading the same topic, goes
+// on committing meanwhile: the fetch loop does not wait for the dropped
+// generation's readers, which will never answer what it handed them.
+// Once broken's log takes commits, it catches up: both hold every record
+// once.
+func TestRoutesOneTableRebuilding(t *testing.T) {
+	g := newRoutesRig(t, map[string]int32{"plugs": 2})
+	g.table("healthy", []string{"plugs"}, "", false)
+	broken := g.table("broken", []string{"plugs"}, "", true)
+	g.produce("plugs", 2, 500, 1)
+	r := g.start(Config{MaxRetry: 100 * time.Millisecond, RetryBackoff: Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond},
+		Backoff: Backoff{Initial: 15 * time.Second, Max: 15 * time.Second}})
+	defer r.stop(t)
+	waitFor(t, func() bool { return g.committed("healthy", "plugs") && g.committed("broken", "plugs") })
+	broken.faulty.Fail(storage.Rule{Op: storage.OpPutIfAbsent, Prefix: delta.LogDir})
+	restarts := r.engine.deps.Metrics.Table("broken").Restarts.WithLabelValues("pipeline")
+	g.produce("plugs", 2, 500, 10)
+	waitFor(t, func() bool { return value(t, restarts) > 0 }) // broken waits out its backoff from now
+	for i := range 3 {
+		g.produce("plugs", 2, 500, int64(11+i))
+		waitFor(t, func() bool { return g.committed("healthy", "plugs") })
+	}
+	broken.faulty.Reset()
+	waitWithin(t, time.Minute, func() bool { return g.committed("broken", "plugs") }) // after the 15 s backoff
 	g.checkExactlyOnce("healthy", "plugs")
 	g.checkExactlyOnce("broken", "plugs")
 }
