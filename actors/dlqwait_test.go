@@ -86,24 +86,9 @@ func TestStopDuringDLQWait(t *testing.T) {
 			t.Fatal("no epoch waited for the DLQ within 30s")
 		}
 	}
-	stopped := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		stopped <- r.engine.Stop(ctx)
-	}()
-	select {
-	case err := <-stopped:
-		if err == nil {
-			t.Error("Stop reported its final commit done while the DLQ was down")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Stop still waits after 30s: the committer is stuck in the DLQ retries")
+	if err := stopPromptly(t, r, "in the DLQ retries"); err == nil {
+		t.Error("Stop reported its final commit done while the DLQ was down")
 	}
-	if _, alive := r.engine.system.ProcessRegistry.GetLocal(committerName(testTable)); alive {
-		t.Fatal("the committer still runs after Stop: stuck in the DLQ retries")
-	}
-	r.engine.system.Shutdown()
 	if s, err := h.table.Snapshot(t.Context()); err != nil || s.NumFiles() != 0 {
 		t.Fatalf("committed data while the DLQ was unreachable: %v, %v", s, err)
 	}
@@ -138,23 +123,34 @@ func TestStopWhileTheTableLoads(t *testing.T) {
 			t.Fatal("the table load never met the failing store within 30s")
 		}
 	}
+	stopPromptly(t, r, "loading the table")
+	r = h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+}
+
+// stopPromptly stops r's engine with 2 s for its final commit and fails the
+// test unless it has stopped, committer included, within 30 s (where
+// names what the committer would be stuck in); it returns Stop's error and
+// shuts the actor system down.
+func stopPromptly(t *testing.T, r *running, where string) error {
+	t.Helper()
 	stopped := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		stopped <- r.engine.Stop(ctx)
 	}()
+	var err error
 	select {
-	case <-stopped:
+	case err = <-stopped:
 	case <-time.After(30 * time.Second):
-		t.Fatal("Stop still waits after 30s: the committer is stuck loading the table")
+		t.Fatalf("Stop still waits after 30s: the committer is stuck %s", where)
 	}
 	if _, alive := r.engine.system.ProcessRegistry.GetLocal(committerName(testTable)); alive {
-		t.Fatal("the committer still runs after Stop: stuck loading the table")
+		t.Fatalf("the committer still runs after Stop: stuck %s", where)
 	}
 	r.engine.system.Shutdown()
-	r = h.start(Config{}, nil)
-	h.waitCommitted(r, 30*time.Second)
-	r.stop(t)
-	h.checkExactlyOnce()
+	return err
 }

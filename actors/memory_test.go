@@ -30,12 +30,7 @@ import (
 // reads it again nor dead-letters it twice.
 func TestCompressionBombIsDeadLettered(t *testing.T) {
 	h := newHarness(t, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := h.zstdProducer(32 << 20)
 	s := sim.New(sim.Config{Seed: 3, Events: 4})
 	good := func() *kgo.Record {
 		key, value, ev := s.Next(nil)
@@ -81,12 +76,7 @@ func TestCompressionBombIsDeadLettered(t *testing.T) {
 // budget).
 func TestCommittedRecordsAreFreed(t *testing.T) {
 	h := newHarness(t, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(2<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := h.zstdProducer(2 << 20)
 	for p := range int32(3) {
 		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: p, Value: make([]byte, 1<<20)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -121,12 +111,7 @@ func TestCommittedRecordsAreFreed(t *testing.T) {
 // the table or the DLQ once.
 func TestSmallCompressedBatchesAreFetchedInParts(t *testing.T) {
 	h := newHarness(t, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(2<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := h.zstdProducer(2 << 20)
 	s := sim.New(sim.Config{Seed: 5, Events: 24})
 	const bad, size = 24, 1 << 20
 	for i := range 2 * bad {
@@ -371,4 +356,17 @@ func TestCatchUpAfterEarlySeals(t *testing.T) {
 	if rows := len(h.tableRows()); rows != len(recs) {
 		t.Fatalf("%d rows in the table, %d records produced", rows, len(recs))
 	}
+}
+
+// zstdProducer is a client producing zstd batches of up to maxBatch bytes,
+// each record to its own partition; closed with the test.
+func (h *harness) zstdProducer(maxBatch int32) *kgo.Client {
+	h.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(maxBatch))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(cl.Close)
+	return cl
 }

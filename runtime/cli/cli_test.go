@@ -175,13 +175,21 @@ func TestJSONOutput(t *testing.T) {
 	}
 }
 
-// TestSeekJSON: seek --json prints the plan and the version it wrote.
-func TestSeekJSON(t *testing.T) {
+// seekCluster is a kfake cluster with topic t1 of two partitions, closed
+// with the test.
+func seekCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(cluster.Close)
+	return cluster
+}
+
+// TestSeekJSON: seek --json prints the plan and the version it wrote.
+func TestSeekJSON(t *testing.T) {
+	cluster := seekCluster(t)
 	table := filepath.Join(t.TempDir(), "table")
 	code, out, errs := run(t, "seek", "--table", table, "--brokers", cluster.ListenAddrs()[0], "--topic", "t1", "--offsets", "0:0,1:0", "--json")
 	var js startJSON
@@ -201,11 +209,7 @@ func TestSeekJSON(t *testing.T) {
 // of the old topic is refused (under the new ID it would look valid), and
 // one that sets every partition records the new ID.
 func TestSeekRecordsTopicID(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := seekCluster(t)
 	broker := cluster.ListenAddrs()[0]
 	table := filepath.Join(t.TempDir(), "table")
 	topicID := func() string {
@@ -256,11 +260,7 @@ func TestSeekRecordsTopicID(t *testing.T) {
 // the old one stopped instead of reading the topic again); an app with no
 // offsets is refused, naming those that have some.
 func TestSeekFromApp(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := seekCluster(t)
 	broker := cluster.ListenAddrs()[0]
 	table := filepath.Join(t.TempDir(), "table")
 	seek := func(args ...string) (int, string) {
@@ -329,11 +329,7 @@ func TestTableNotFound(t *testing.T) {
 // TestSeekDryRunPredictsRefusals: seek --dry-run refuses what seek would
 // refuse (exit 1), writes nothing, and creates no table.
 func TestSeekDryRunPredictsRefusals(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := seekCluster(t)
 	seek := func(table string, extra ...string) (int, string, string) {
 		return run(t, append([]string{"seek", "--table", table, "--brokers", cluster.ListenAddrs()[0], "--topic", "t1",
 			"--offsets", "0:0,1:0"}, extra...)...)
