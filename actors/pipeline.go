@@ -45,11 +45,20 @@ type (
 	sealReaders struct{ seal *messages.Seal }
 	// stopBuffers stops retired buffers (by PID).
 	stopBuffers struct{ pids []*actor.PID }
-	// getBuffer returns the buffer of a partition directory, spawning it
-	// (answered with ctx.Respond).
-	getBuffer struct {
+	// routeRows hands batch to the buffer of a partition directory,
+	// spawning it, and tells the reader that sent it the buffer
+	// (bufferFound): a reader never waits for a buffer, and its rows reach
+	// the buffer in the order it sent them (those it sends itself go after
+	// the answer).
+	routeRows struct {
 		key    string
 		values map[string]*string
+		batch  *messages.RowBatch
+	}
+	// bufferFound answers routeRows.
+	bufferFound struct {
+		key string
+		pid *actor.PID
 	}
 )
 
@@ -84,10 +93,7 @@ func (p *pipeline) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor
 
 func (p *pipeline) Receive(c actor.Context) {
 	if p.dead {
-		if _, ok := c.Message().(*getBuffer); ok {
-			c.Respond(nil) // the asking reader is about to be stopped too
-		}
-		return
+		return // the readers are about to be stopped too
 	}
 	switch m := c.Message().(type) {
 	case *actor.Stopping:
@@ -106,7 +112,7 @@ func (p *pipeline) Receive(c actor.Context) {
 		for _, pid := range p.readers {
 			c.Send(pid, m.seal)
 		}
-	case *getBuffer:
+	case *routeRows:
 		pid := p.cfg.reg.buffer(m.key)
 		if pid == nil {
 			p.nextID++
@@ -120,7 +126,8 @@ func (p *pipeline) Receive(c actor.Context) {
 			// Given back by the buffer when it stops.
 			p.cfg.buffer.budget.Add(p.gen, bufferMemory(m.key))
 		}
-		c.Respond(pid)
+		c.Send(pid, m.batch)
+		c.Send(c.Sender(), &bufferFound{key: m.key, pid: pid})
 	case *stopBuffers:
 		for _, pid := range m.pids {
 			c.Stop(pid)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/parquet-go/parquet-go"
@@ -52,11 +51,15 @@ func (f *fetchMem) free() {
 // route is where a reader sends the rows of one partition value, and what
 // the Fetch being mapped has for it.
 type route struct {
-	key   string
-	pid   *actor.PID
-	idx   int32 // index in reader.touched while the current Fetch has rows for it
-	rows  int   // rows of the current Fetch
-	bytes int64 // their size, for the budget
+	key string
+	// pid is the buffer, once the pipeline said which (bufferFound); until
+	// then rows go through the pipeline with values, which the buffer is
+	// made of.
+	pid    *actor.PID
+	values map[string]*string
+	idx    int32 // index in reader.touched while the current Fetch has rows for it
+	rows   int   // rows of the current Fetch
+	bytes  int64 // their size, for the budget
 	// reserved is the writer memory reserved for the buffer's file of
 	// the epoch with these rows (RowBatch.Reserved), and opened the epoch
 	// (+1) it was reserved for.
@@ -106,6 +109,12 @@ type reader struct {
 	// unrouted, when this table decides which records of the topic no
 	// route takes (the topic's first table, every table filtering).
 	unrouted *unroutedCheck
+	// awaiting counts the rows sent through the pipeline whose buffer it
+	// has not named yet (bufferFound); a Seal waits in sealing until it has:
+	// the epoch's rows must be in their buffers before the committer flushes
+	// them, which it does once every reader has sealed.
+	awaiting int
+	sealing  []*messages.Seal
 }
 
 // readLimit bounds what a reader consumes while the committer isolates the
@@ -143,7 +152,22 @@ func (r *reader) Receive(c actor.Context) {
 			r.cfg.behind(r.gen, r.tp, r.expect, need)
 		}
 	case *messages.Seal:
+		if r.awaiting > 0 {
+			r.sealing = append(r.sealing, m)
+			return
+		}
 		r.handleSeal(c, m)
+	case *bufferFound:
+		if rt := r.routes[m.key]; rt != nil && rt.pid == nil {
+			rt.pid, rt.values = m.pid, nil
+		}
+		if r.awaiting--; r.awaiting == 0 {
+			sealing := r.sealing
+			r.sealing = nil
+			for _, seal := range sealing {
+				r.handleSeal(c, seal)
+			}
+		}
 	}
 }
 
@@ -220,7 +244,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 				break
 			}
 			if rt == nil {
-				rt = r.newRoute(c)
+				rt = r.newRoute()
 			}
 			rt.opened, rt.reserved = r.epoch+1, r.cfg.buffer.fileMemory
 			r.unsent += rt.reserved
@@ -328,7 +352,13 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 		// fetch loop hears Done): the loop sees this poll's budget before
 		// it polls again.
 		r.cfg.buffer.budget.Add(r.gen, rt.bytes+rt.reserved)
-		c.Send(rt.pid, &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Reserved: rt.reserved, Release: mem.release})
+		batch := &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Reserved: rt.reserved, Release: mem.release}
+		if rt.pid != nil {
+			c.Send(rt.pid, batch)
+		} else {
+			c.Request(r.pipeline, &routeRows{key: rt.key, values: rt.values, batch: batch})
+			r.awaiting++
+		}
 		rt.rows, rt.bytes, rt.reserved = 0, 0, 0
 	}
 	r.touched = r.touched[:0]
@@ -369,17 +399,12 @@ func (r *reader) reachLimit(c actor.Context) {
 	}
 }
 
-// newRoute asks the pipeline for the buffer of the current row's partition.
-func (r *reader) newRoute(c actor.Context) *route {
+// newRoute is the route of the current row's partition value, new to the
+// reader: its first rows go through the pipeline, which finds or spawns
+// the buffer and names it.
+func (r *reader) newRoute() *route {
 	key := string(r.row.Key)
-	// Short: the pipeline answers at once unless it is being stopped, and a
-	// reader stuck here would hold up its generation's shutdown.
-	res, err := c.RequestFuture(r.pipeline, &getBuffer{key: key, values: r.mapper.PartitionMap(&r.row)}, 5*time.Second).Result()
-	pid, _ := res.(*actor.PID)
-	if err != nil || pid == nil {
-		panic(fmt.Errorf("reader %s: no buffer for %s (pipeline stopping): %v", r.tp, key, err))
-	}
-	rt := &route{key: key, pid: pid}
+	rt := &route{key: key, values: r.mapper.PartitionMap(&r.row)}
 	r.routes[key] = rt
 	return rt
 }
