@@ -64,7 +64,7 @@ func TestReaderNeverWaitsForTheBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &pipelineConfig{tableName: "t", mapper: m, unrouted: func(string) *unrouted { return nil },
-		buffer: &bufferConfig{dataSchema: m.DataSchema(), budget: NewBudget(1<<30, 4), fileMemory: 1 << 10},
+		buffer:    &bufferConfig{dataSchema: m.DataSchema(), budget: NewBudget(1<<30, 4), fileMemory: 1 << 10},
 		committer: committerPID, reg: newRegistry(), metrics: NewMetrics(nil).Table("t"), logger: testLogger(t),
 		behind: func(uint64, tp, int64, int64) {}}
 	p := tp{Topic: "plugs", Partition: 0}
