@@ -244,8 +244,11 @@ func (f *fetcher) poll(ctx context.Context, wait time.Duration) ([]kafka.Batch, 
 	f.mu.Lock()
 	f.cancelPoll = nil
 	f.mu.Unlock()
-	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
-		err = nil // interrupted on purpose
+	if err != nil && ctx.Err() == nil {
+		// Interrupted on purpose: only the interruption is no error (a
+		// batch too large comes once).
+		errs := slices.DeleteFunc(slices.Clone(joined(err)), func(e error) bool { return errors.Is(e, context.Canceled) })
+		err = errors.Join(errs...)
 	}
 	return batches, err
 }

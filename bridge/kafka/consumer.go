@@ -473,7 +473,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 	}
 	c.mu.Unlock()
 
-	if len(batches) == 0 && ctx.Err() != nil {
+	// An ended context with errors still returns them: franz-go reports a
+	// batch too large once and stops its partition until a seek past it.
+	if len(batches) == 0 && len(errs) == 0 && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	return batches, errors.Join(errs...)

@@ -59,3 +59,35 @@ func TestBatchTooLargeIsReportedUndecompressed(t *testing.T) {
 		t.Fatalf("after the seek polled %v, want offset 3", got[0])
 	}
 }
+
+// TestBatchTooLargeReachesAnInterruptedPoll: franz-go reports a batch over
+// kafka.max_decompress_bytes once and stops its partition, so a Poll whose
+// context ends as the report comes in (the fetch loop interrupts polls for
+// every request and room in a budget) must still return it; it was dropped,
+// and the partition stayed stopped with the batch unread (a run
+// --until-latest of several tables that never ended).
+func TestBatchTooLargeReachesAnInterruptedPoll(t *testing.T) {
+	cfg := newCluster(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c := newConsumer(t, cfg, &handler{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err = c.Poll(endsAsPolled{ctx})
+	if _, ok := errors.AsType[*BatchTooLargeError](err); !ok {
+		t.Fatalf("the poll interrupted as the batch too large came returned %v, not the batch", err)
+	}
+}
+
+// endsAsPolled is a context that has ended by the time PollRecords returns
+// (its Err) but not while PollRecords waits (its Done, until the parent's).
+type endsAsPolled struct{ context.Context }
+
+func (endsAsPolled) Err() error { return context.Canceled }

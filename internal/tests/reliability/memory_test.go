@@ -166,9 +166,12 @@ func TestMemoryBoundedTables(t *testing.T) {
 		topics[tc.name] = 3
 	}
 	r := newRoutesRig(t, topics)
-	uris := make([]string, len(cases))
+	uris, names := make([]string, len(cases)), make([]string, len(cases))
 	for i, tc := range cases {
-		uris[i] = r.table(strings.ReplaceAll(tc.name, "-", "_"), []string{tc.name}, nil)
+		// Named after the run's topics: the external NATS server keeps
+		// each table's DLQ stream (DELTAFLOW_DLQ_<NAME>) from run to run.
+		names[i] = strings.ReplaceAll(r.topic(tc.name), "-", "_")
+		uris[i] = r.table(names[i], []string{tc.name}, nil)
 		tc.write(t, testenv.Kafka(t), r.topic(tc.name))
 	}
 	r.extra["backpressure"] = map[string]any{"memory_budget": memBudget}
@@ -192,7 +195,7 @@ func TestMemoryBoundedTables(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep := scenario.Check(t, scenario.Source{Brokers: testenv.Kafka(t), Topic: r.topic(tc.name), Store: store,
-			NATSURL: testenv.NATS(t), Table: strings.ReplaceAll(tc.name, "-", "_")})
+			NATSURL: testenv.NATS(t), Table: names[i]})
 		t.Logf("table %s: %s", tc.name, rep)
 	}
 	bound := int64(memBudget + memFixed + (len(cases)-1)*memPerTable)
