@@ -489,14 +489,29 @@ func (c *Consumer) Pause(tps ...ledger.TP) {
 
 // Resume undoes Pause, except for held partitions (see [ledger.Held]). The
 // partitions are fetched again once the fetch in flight returns (within
-// fetch_max_wait). Safe from any goroutine.
+// fetch_max_wait), each from the next offset Poll returns: franz-go drops
+// a paused partition's buffered fetch at the next poll, and when that fetch
+// was a batch too large (reported once), the partition stays stopped until
+// a seek. Safe from any goroutine.
 func (c *Consumer) Resume(tps ...ledger.TP) {
+	set := map[string]map[int32]kgo.EpochOffset{}
 	c.mu.Lock()
 	tps = slices.DeleteFunc(slices.Clone(tps), func(tp ledger.TP) bool {
 		pos := c.owned[tp]
-		return pos != nil && pos.held
+		if pos == nil || pos.held {
+			return pos != nil
+		}
+		if pos.next < 0 {
+			return false // not started yet: nothing fetched to lose
+		}
+		if set[tp.Topic] == nil {
+			set[tp.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pos.next}
+		return false
 	})
 	c.mu.Unlock()
+	c.cl.SetOffsets(set)
 	c.cl.ResumeFetchPartitions(byTopic(tps))
 }
 

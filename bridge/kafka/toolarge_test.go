@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/deltaflow/deltaflow/ledger"
 )
@@ -91,3 +93,67 @@ func TestBatchTooLargeReachesAnInterruptedPoll(t *testing.T) {
 type endsAsPolled struct{ context.Context }
 
 func (endsAsPolled) Err() error { return context.Canceled }
+
+// TestBatchTooLargeAfterAPause: franz-go drops the buffered fetch of a
+// paused partition at the next poll, and with it a batch-too-large report,
+// after which the partition stays stopped until a seek: Resume seeks each
+// partition to where it continues, so the report comes again. (The fetch
+// loop pauses a partition whenever no table takes it for a moment; a
+// partition stopped so never moved again, and run --until-latest never
+// ended.)
+func TestBatchTooLargeAfterAPause(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cfg := Config{Brokers: cluster.ListenAddrs(), Group: "g-" + t.Name()}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Told when a fetch asks for the batch; its answer is buffered soon after.
+	asked := make(chan struct{}, 1)
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		for _, rt := range req.(*kmsg.FetchRequest).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.Partition == 0 && rp.FetchOffset == 0 {
+					select {
+					case asked <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	c := newConsumer(t, cfg, &handler{})
+	p0 := ledger.TP{Topic: topic, Partition: 0}
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fetch asked for the batch")
+	}
+	time.Sleep(300 * time.Millisecond) // its answer buffered
+	c.Pause(p0)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	_, _ = c.Poll(ctx) // drops the paused partition's fetch
+	cancel()
+	c.Resume(p0)
+	var tooLarge *BatchTooLargeError
+	for deadline := time.Now().Add(5 * time.Second); tooLarge == nil && time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		_, err := c.Poll(ctx)
+		cancel()
+		tooLarge, _ = errors.AsType[*BatchTooLargeError](err)
+	}
+	if tooLarge == nil {
+		t.Fatal("after a pause and a resume, the batch too large was never reported (the partition stayed stopped)")
+	}
+}

@@ -184,7 +184,7 @@ func TestMemoryBoundedTables(t *testing.T) {
 		peak = max(peak, p)
 		return !d.Running()
 	}); err != nil {
-		t.Fatalf("run --until-latest did not end\n%s", d.Tail(4000))
+		t.Fatalf("run --until-latest did not end\n%s\n%s", d.Tail(4000), d.Hung())
 	}
 	if err, _ := d.Exited(); err != nil {
 		t.Fatalf("run --until-latest: %v\n%s", err, d.Tail(4000))

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,4 +294,63 @@ func ReleaseBinary(t testing.TB, commit string) string {
 		t.Fatalf("scenario: %v", b.err)
 	}
 	return b.bin
+}
+
+// Hung is what a process that stopped making progress was doing, for a
+// failure message: its last warnings and errors, then SIGQUIT's dump of
+// the goroutines running deltaflow's code (the process exits).
+func (d *Daemon) Hung() string {
+	var b strings.Builder
+	var notable []string
+	for line := range strings.Lines(d.Log.String()) {
+		if strings.Contains(line, "WARN") || strings.Contains(line, "ERROR") || strings.Contains(line, "catch-up") {
+			notable = append(notable, line)
+		}
+	}
+	fmt.Fprintf(&b, "--- %s (pid %d): last warnings, errors and catch-up lines ---\n", d.name, d.Pid())
+	b.WriteString(strings.Join(notable[max(0, len(notable)-30):], ""))
+	for _, kv := range d.cmd.Env {
+		if addr, ok := strings.CutPrefix(kv, "DELTAFLOW_HTTP_LISTEN="); ok {
+			fmt.Fprintf(&b, "--- %s: metrics of the pipeline ---\n%s", d.name, pipelineMetrics(addr))
+		}
+	}
+	start := len(d.Log.String())
+	_ = d.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		d.Kill()
+	}
+	fmt.Fprintf(&b, "--- %s: goroutines in deltaflow's code at SIGQUIT ---\n", d.name)
+	for g := range strings.SplitSeq(d.Log.String()[start:], "\n\n") {
+		if strings.Contains(g, "deltaflow/deltaflow/") {
+			b.WriteString(g + "\n\n")
+		}
+	}
+	return b.String()
+}
+
+// pipelineMetrics is what /metrics at addr says of the fetch loop, the
+// budgets and the records read, or why it said nothing.
+func pipelineMetrics(addr string) string {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	var b strings.Builder
+	for line := range strings.Lines(string(body)) {
+		for _, name := range []string{"deltaflow_buffered_bytes", "deltaflow_fetch_paused", "deltaflow_records_total",
+			"deltaflow_lag_records", "deltaflow_dlq_", "deltaflow_commits_total", "deltaflow_actor_restarts_total"} {
+			if strings.HasPrefix(line, name) {
+				b.WriteString(line)
+			}
+		}
+	}
+	return b.String()
 }
