@@ -2,7 +2,10 @@ package mapping
 
 import (
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/twmb/avro"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -18,6 +21,17 @@ const (
 	Permissive Mode = "permissive"
 )
 
+// Format is how record values are encoded.
+type Format string
+
+const (
+	// JSON records are JSON objects (the default).
+	JSON Format = "json"
+	// Avro records are Avro binary bodies of one record schema
+	// (Config.SchemaFile), without a header.
+	Avro Format = "avro"
+)
+
 // DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
 // the DLQ without being parsed.
 const DefaultMaxRecordBytes = 1 << 20
@@ -29,8 +43,14 @@ type Config struct {
 	// MaxRecordBytes bounds a record value's size; 0 means
 	// DefaultMaxRecordBytes (1 MiB).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
-	// Columns are the table's columns in declared order.
+	// Columns are the table's columns in declared order. With the avro
+	// format, none means one for each field of the schema (AvroColumns).
 	Columns []Column `yaml:"columns"`
+	// Format is how record values are encoded: JSON (the default) or Avro.
+	Format Format `yaml:"format"`
+	// SchemaFile is the Avro schema (.avsc) the records are written with,
+	// for the avro format: the records carry no schema of their own.
+	SchemaFile string `yaml:"schema_file"`
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
@@ -287,4 +307,41 @@ func validatePartitions(section string, cols []compiledColumn, partitionColumns 
 		return nil, fmt.Errorf("%s.partition_columns: every column is a partition column; data files need at least one", section)
 	}
 	return idx, nil
+}
+
+// format settles the records' format: the plan's reader of their values
+// and, for Avro without columns, the columns of the schema's fields.
+func (c *Config) format() (func(p *plan) values, error) {
+	switch c.Format {
+	case "", JSON:
+		if c.SchemaFile != "" {
+			return nil, fmt.Errorf("%s.schema_file: only the avro format reads a schema file (format is json)", c.key())
+		}
+		return newJSONValues, nil
+	case Avro:
+	default:
+		return nil, fmt.Errorf("%s.format: unknown format %q (want json or avro)", c.key(), c.Format)
+	}
+	if c.SchemaFile == "" {
+		return nil, fmt.Errorf("%s.schema_file: the avro format needs the schema the records are written with (.avsc)", c.key())
+	}
+	text, err := os.ReadFile(c.SchemaFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s.schema_file: %w", c.key(), err)
+	}
+	schema, err := avro.Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+	}
+	if len(c.Columns) == 0 {
+		if c.Columns, err = AvroColumns(schema); err != nil {
+			return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+		}
+	}
+	for i, col := range c.Columns {
+		if col.Type == "variant" {
+			return nil, fmt.Errorf("%s.columns[%d].type: a variant column holds JSON values; the format is avro", c.key(), i)
+		}
+	}
+	return newAvroValues(schema), nil
 }
