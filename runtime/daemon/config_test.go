@@ -614,3 +614,41 @@ func TestSectionDefaultsAreThePackages(t *testing.T) {
 		t.Errorf("derived nats defaults: store_dir %q, dlq_stream %q", n.StoreDir, n.DLQStream)
 	}
 }
+
+// TestAvroTablesHaveNoSensorDefaults: a table of format avro that gives no
+// columns or partition columns gets the schema's fields, unpartitioned, in
+// the single form and in a tables list; one that gives them keeps them.
+func TestAvroTablesHaveNoSensorDefaults(t *testing.T) {
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "r.avsc")
+	if err := os.WriteFile(schema, []byte(`{"type": "record", "name": "R", "fields": [{"name": "device_type", "type": "string"}, {"name": "n", "type": ["null", "long"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(doc string) string {
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(doc, "SCHEMA", schema)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg, err := Load(write("table:\n  format: avro\n  schema_file: SCHEMA\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.Columns != nil || len(cfg.Table.PartitionColumns) != 0 {
+		t.Errorf("single form: columns %v, partition columns %v; want none of the Spark job's", cfg.Table.Columns, cfg.Table.PartitionColumns)
+	}
+	cfg, err = Load(write("tables:\n  - name: a\n    uri: data/a\n    topics: [a]\n    format: avro\n    schema_file: SCHEMA\n"+
+		"  - name: b\n    uri: data/b\n    topics: [b]\n    format: avro\n    schema_file: SCHEMA\n    partition_columns: [device_type]\n"+
+		"    columns: [{name: device_type, type: string}, {name: n, type: long}]\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Tables[0], cfg.Tables[1]
+	if a.Columns != nil || len(a.PartitionColumns) != 0 {
+		t.Errorf("tables[0]: columns %v, partition columns %v; want none", a.Columns, a.PartitionColumns)
+	}
+	if len(b.Columns) != 2 || !slices.Equal(b.PartitionColumns, []string{"device_type"}) {
+		t.Errorf("tables[1]: columns %v, partition columns %v; want its own", b.Columns, b.PartitionColumns)
+	}
+}
