@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -311,4 +313,214 @@ func BenchmarkMapAvroSensor(b *testing.B) {
 		}
 	}
 	reportRate(b, cpu)
+}
+
+// TestMapAvroAgreesWithTheEncoder: records of random values of every type
+// readingSchema has, encoded by twmb/avro, map to exactly the values
+// encoded.
+func TestMapAvroAgreesWithTheEncoder(t *testing.T) {
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	schema := avro.MustParse(readingSchema)
+	runes := []rune("abz é€😀\x00\"\\")
+	str := func() string {
+		r := make([]rune, rng.IntN(20))
+		for i := range r {
+			r[i] = runes[rng.IntN(len(runes))]
+		}
+		return string(r)
+	}
+	var row Row
+	for range 2000 {
+		at := time.UnixMilli(rng.Int64N(253402300799999-(-62135596800000)) - 62135596800000).UTC()
+		day := at.Truncate(24 * time.Hour)
+		kinds := []string{"PLUG", "DOOR"}
+		rec := map[string]any{"id": str(), "kind": kinds[rng.IntN(2)], "on": rng.IntN(2) == 0, "count": rng.Int32(),
+			"total": rng.Int64() - rng.Int64(), "ratio": rng.Float32() * 1e6, "day": day, "at": at,
+			"tod": time.Duration(rng.IntN(86_400_000)) * time.Millisecond, "uid": str()}
+		want := []parquet.Value{parquet.ByteArrayValue([]byte(rec["id"].(string))), parquet.ByteArrayValue([]byte(rec["kind"].(string))),
+			{}, parquet.BooleanValue(rec["on"].(bool)), parquet.Int32Value(rec["count"].(int32)), parquet.Int64Value(rec["total"].(int64)),
+			parquet.FloatValue(rec["ratio"].(float32)), {}, parquet.Int32Value(int32(floorDiv(day.UnixMicro(), microsDay))),
+			parquet.Int64Value(at.UnixMicro()), {}, parquet.Int32Value(int32(rec["tod"].(time.Duration).Milliseconds())),
+			parquet.ByteArrayValue([]byte(rec["uid"].(string)))}
+		if rng.IntN(2) == 0 {
+			rec["other_kind"], want[2] = "DOOR", parquet.ByteArrayValue([]byte("DOOR"))
+			x := rng.NormFloat64() * 1e300
+			rec["power"], want[7] = x, parquet.DoubleValue(x)
+			us := at.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)
+			rec["at_us"], want[10] = us, parquet.Int64Value(us.UnixMicro())
+		}
+		body, err := schema.Encode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Map(&Record{Value: body}, &row); err != nil {
+			t.Fatalf("%v: %v", rec, err)
+		}
+		checkValues(t, row.Values, want)
+		if t.Failed() {
+			t.Fatalf("record %v", rec)
+		}
+	}
+}
+
+// containersSchema has the shapes a path can go through (a record, a map,
+// a nullable record) and those it cannot (an array, a recursive record).
+const containersSchema = `{"type": "record", "name": "C", "fields": [
+	{"name": "attrs", "type": {"type": "map", "values": "double"}},
+	{"name": "tags", "type": {"type": "array", "items": "string"}},
+	{"name": "maybe", "type": ["null", {"type": "record", "name": "M", "fields": [
+		{"name": "x", "type": "long"}, {"name": "skipped", "type": {"type": "array", "items": "M"}}]}]},
+	{"name": "list", "type": ["null", {"type": "record", "name": "Node", "fields": [
+		{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}]},
+	{"name": "after", "type": "string"}
+]}`
+
+func TestMapAvroPaths(t *testing.T) {
+	cols := []Column{{Name: "temp", Type: "double", Source: "attrs.temp"}, {Name: "x", Type: "long", Source: "maybe.x"},
+		{Name: "v", Type: "integer", Source: "list.v"}, {Name: "after", Type: "string"}, {Name: "attrs", Type: "string"}}
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, containersSchema), Columns: cols, Mode: Permissive}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := avro.MustParse(containersSchema)
+	node := func(v int32, next any) map[string]any { return map[string]any{"v": v, "next": next} }
+	for _, tc := range []struct {
+		name string
+		rec  map[string]any
+		want []parquet.Value
+	}{
+		{"all there", map[string]any{"attrs": map[string]float64{"hum": 40, "temp": 21.5}, "tags": []string{"a", "b"},
+			"maybe": map[string]any{"x": int64(9), "skipped": []any{map[string]any{"x": int64(1), "skipped": []any{}}}},
+			"list":  node(1, node(2, nil)), "after": "end"},
+			[]parquet.Value{parquet.DoubleValue(21.5), parquet.Int64Value(9), parquet.Int32Value(1), parquet.ByteArrayValue([]byte("end")), {}}},
+		{"nulls and no key", map[string]any{"attrs": map[string]float64{"hum": 40}, "tags": []string{}, "maybe": nil, "list": nil, "after": ""},
+			[]parquet.Value{{}, {}, {}, parquet.ByteArrayValue(nil), {}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := schema.Encode(tc.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row Row
+			if err := m.Map(&Record{Value: body}, &row); err != nil {
+				t.Fatal(err)
+			}
+			checkValues(t, row.Values, tc.want)
+		})
+	}
+	for _, tc := range []struct{ source, want string }{
+		{"maybe.y", `table.columns[0].source: maybe.y: no field "y" in the schema's record M`},
+		{"after.z", "table.columns[0].source: after is a string in the schema"},
+		{"tags.a", "table.columns[0].source: tags is a array in the schema"},
+		{"list.next.v", "table.columns[0].source: list.next is the recursive type Node"},
+	} {
+		_, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, containersSchema), Columns: []Column{{Name: "c", Type: "string", Source: tc.source}}}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("source %s: %v, want %q", tc.source, err, tc.want)
+		}
+	}
+}
+
+// TestMapAvroHostile: bodies built to make a decoder loop, recurse or
+// allocate without end are dead letters, quickly.
+func TestMapAvroHostile(t *testing.T) {
+	schema := `{"type": "record", "name": "H", "fields": [
+		{"name": "nulls", "type": {"type": "array", "items": "null"}},
+		{"name": "list", "type": ["null", {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}]},
+		{"name": "s", "type": "string"}]}`
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, schema), Columns: []Column{{Name: "s", Type: "string"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	varint := func(n int64) []byte { return binary.AppendVarint(nil, n) }
+	deep := []byte{0, 2} // no nulls; list: the Node branch
+	for range 1000 {
+		deep = append(deep, 2) // next: another Node
+	}
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"a billion nulls", append(varint(1<<40), 0), "more items than the record's bytes allow"},
+		{"a block size of nulls", append(append(varint(-(1<<40)), varint(0)...), 0), "more items than the record's bytes allow"},
+		{"deep", deep, "nesting too deep"},
+		{"long varint", bytes.Repeat([]byte{0xff}, 11), "varint longer than 10 bytes"},
+		{"string past the end", []byte{0, 0, 0x80, 0x80, 0x04}, "length past the record's end"},
+		{"negative length", append([]byte{0, 0}, varint(-5)...), "length past the record's end"},
+		{"union branch", []byte{0, 8}, "union branch out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var row Row
+			err := m.Map(&Record{Value: tc.value}, &row)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Map: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// Every prefix of a good record is truncated, never a panic.
+	body := encodeAvro(t, schema, map[string]any{"nulls": []any{nil, nil}, "list": map[string]any{"next": map[string]any{"next": nil}}, "s": "end"})
+	for i := range body {
+		var row Row
+		if err := m.Map(&Record{Value: body[:i]}, &row); err == nil {
+			t.Errorf("prefix %d of %d mapped", i, len(body))
+		}
+	}
+}
+
+func TestMapAvroDoesNotAllocate(t *testing.T) {
+	recs := sensorAvroMix(t, 64)
+	m, err := New(sensorAvroConfig(t), DefaultPartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	row.Arena = new(Arena)
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := m.Map(recs[i%len(recs)], &row); err != nil {
+			t.Fatal(err)
+		}
+		if i++; i%len(recs) == 0 {
+			row.Arena.Reset()
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Map allocates %.1f times per Avro record", allocs)
+	}
+}
+
+// FuzzMapAvro feeds arbitrary bodies to mappings of schemas with every
+// shape: Map must never panic and must fail only with a *MapError.
+func FuzzMapAvro(f *testing.F) {
+	reading, err := New(Config{Format: Avro, SchemaFile: schemaFile(f, readingSchema)}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	containers, err := New(Config{Format: Avro, SchemaFile: schemaFile(f, containersSchema), Columns: []Column{
+		{Name: "temp", Type: "double", Source: "attrs.temp"}, {Name: "x", Type: "long", Source: "maybe.x"},
+		{Name: "v", Type: "integer", Source: "list.v"}, {Name: "after", Type: "string"}}}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(encodeAvro(f, containersSchema, map[string]any{"attrs": map[string]float64{"temp": 1}, "tags": []string{"a"},
+		"maybe": map[string]any{"x": int64(1), "skipped": []any{}}, "list": map[string]any{"v": int32(1), "next": nil}, "after": "z"}), true)
+	f.Add(encodeAvro(f, readingSchema, map[string]any{"id": "x", "kind": "PLUG", "on": true, "count": int32(1), "total": int64(2),
+		"ratio": float32(1), "day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u"}), false)
+	f.Fuzz(func(t *testing.T, value []byte, useContainers bool) {
+		m := reading
+		if useContainers {
+			m = containers
+		}
+		var row Row
+		if err := m.Map(&Record{Value: value}, &row); err != nil {
+			if _, ok := errors.AsType[*MapError](err); !ok {
+				t.Fatalf("error %v is not a MapError", err)
+			}
+		}
+	})
 }

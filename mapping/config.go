@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -309,15 +310,15 @@ func validatePartitions(section string, cols []compiledColumn, partitionColumns 
 	return idx, nil
 }
 
-// format settles the records' format: the plan's reader of their values
-// and, for Avro without columns, the columns of the schema's fields.
-func (c *Config) format() (func(p *plan) values, error) {
+// format settles the records' format: for Avro, the schema (nil for JSON)
+// and, without columns, the columns of its fields.
+func (c *Config) format() (*avro.Schema, error) {
 	switch c.Format {
 	case "", JSON:
 		if c.SchemaFile != "" {
 			return nil, fmt.Errorf("%s.schema_file: only the avro format reads a schema file (format is json)", c.key())
 		}
-		return newJSONValues, nil
+		return nil, nil
 	case Avro:
 	default:
 		return nil, fmt.Errorf("%s.format: unknown format %q (want json or avro)", c.key(), c.Format)
@@ -343,5 +344,24 @@ func (c *Config) format() (func(p *plan) values, error) {
 			return nil, fmt.Errorf("%s.columns[%d].type: a variant column holds JSON values; the format is avro", c.key(), i)
 		}
 	}
-	return newAvroValues(schema), nil
+	return schema, nil
+}
+
+// avroValues compiles the Avro reader of plan p, naming the column whose
+// source the schema does not have.
+func (c *Config) avroValues(schema *avro.Schema, p *plan) (func(p *plan) values, error) {
+	build, err := newAvroValues(schema, p)
+	if pe, isPath := errors.AsType[*avroPathError](err); isPath {
+		for i, col := range p.cols {
+			for n := col.node; col.src.kind == srcPath && n > 0; n = p.nodes[n].parent {
+				if n == pe.node {
+					return nil, fmt.Errorf("%s.columns[%d].source: %w", c.key(), i, err)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+	}
+	return build, nil
 }

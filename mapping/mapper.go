@@ -135,7 +135,7 @@ type Mapper struct {
 // New compiles cfg; partitionColumns name the table's partition columns
 // (string, date, integer, long or boolean columns of cfg).
 func New(cfg Config, partitionColumns []string) (*Mapper, error) {
-	values, err := cfg.format()
+	schema, err := cfg.format()
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		partNames: append([]string(nil), partitionColumns...),
 		partIdx:   partIdx,
 		nodes:     []node{{parent: -1}},
-		values:    values,
+		values:    newJSONValues,
 		schema:    &delta.StructType{},
 		data:      &delta.StructType{},
 	}
@@ -190,6 +190,11 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 			}
 		}
 		p.cols = append(p.cols, pc)
+	}
+	if schema != nil {
+		if p.values, err = cfg.avroValues(schema, p); err != nil {
+			return nil, err
+		}
 	}
 	return newMapper(p), nil
 }

@@ -287,7 +287,9 @@ every field of the record is a column, in schema order, with the Delta type Spar
 
 Records, arrays, maps, bytes, fixed, decimals, local timestamps and other unions have no column type yet:
 a schema with such a field is refused naming each one, and the route gives ` + "`columns`" + ` instead, with
-sources that are paths to the scalars inside records (` + "`payload.power`" + `). Explicit columns read Avro values
+sources that are paths to the scalars inside records and maps (` + "`payload.power`" + `, ` + "`attrs.color`" + ` for the key
+color of a map; below a null record or a missing key, null). A path the schema does not have, or one into an
+array or a recursive type, is refused naming the column. Explicit columns read Avro values
 as they read JSON ones, with the same casts (an int or long into a double column, an int too large for an
 integer column is an overflow) and ` + "`mode`" + `; a variant column takes JSON only. A body that does not decode
 with the schema, or has bytes after the record, is a dead letter ("not Avro of the table's schema").
