@@ -1,8 +1,12 @@
 package mapping
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/twmb/avro"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -18,6 +22,17 @@ const (
 	Permissive Mode = "permissive"
 )
 
+// Format is how record values are encoded.
+type Format string
+
+const (
+	// JSON records are JSON objects (the default).
+	JSON Format = "json"
+	// Avro records are Avro binary bodies of one record schema
+	// (Config.SchemaFile), without a header.
+	Avro Format = "avro"
+)
+
 // DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
 // the DLQ without being parsed.
 const DefaultMaxRecordBytes = 1 << 20
@@ -29,8 +44,14 @@ type Config struct {
 	// MaxRecordBytes bounds a record value's size; 0 means
 	// DefaultMaxRecordBytes (1 MiB).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
-	// Columns are the table's columns in declared order.
+	// Columns are the table's columns in declared order. With the avro
+	// format, none means one for each field of the schema (AvroColumns).
 	Columns []Column `yaml:"columns"`
+	// Format is how record values are encoded: JSON (the default) or Avro.
+	Format Format `yaml:"format"`
+	// SchemaFile is the Avro schema (.avsc) the records are written with,
+	// for the avro format: the records carry no schema of their own.
+	SchemaFile string `yaml:"schema_file"`
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
@@ -287,4 +308,60 @@ func validatePartitions(section string, cols []compiledColumn, partitionColumns 
 		return nil, fmt.Errorf("%s.partition_columns: every column is a partition column; data files need at least one", section)
 	}
 	return idx, nil
+}
+
+// format settles the records' format: for Avro, the schema (nil for JSON)
+// and, without columns, the columns of its fields.
+func (c *Config) format() (*avro.Schema, error) {
+	switch c.Format {
+	case "", JSON:
+		if c.SchemaFile != "" {
+			return nil, fmt.Errorf("%s.schema_file: only the avro format reads a schema file (format is json)", c.key())
+		}
+		return nil, nil
+	case Avro:
+	default:
+		return nil, fmt.Errorf("%s.format: unknown format %q (want json or avro)", c.key(), c.Format)
+	}
+	if c.SchemaFile == "" {
+		return nil, fmt.Errorf("%s.schema_file: the avro format needs the schema the records are written with (.avsc)", c.key())
+	}
+	text, err := os.ReadFile(c.SchemaFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s.schema_file: %w", c.key(), err)
+	}
+	schema, err := avro.Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+	}
+	if len(c.Columns) == 0 {
+		if c.Columns, err = AvroColumns(schema); err != nil {
+			return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+		}
+	}
+	for i, col := range c.Columns {
+		if col.Type == "variant" {
+			return nil, fmt.Errorf("%s.columns[%d].type: a variant column holds JSON values; the format is avro", c.key(), i)
+		}
+	}
+	return schema, nil
+}
+
+// avroValues compiles the Avro reader of plan p, naming the column whose
+// source the schema does not have.
+func (c *Config) avroValues(schema *avro.Schema, p *plan) (func(p *plan) values, error) {
+	build, err := newAvroValues(schema, p)
+	if pe, isPath := errors.AsType[*avroPathError](err); isPath {
+		for i, col := range p.cols {
+			for n := col.node; col.src.kind == srcPath && n > 0; n = p.nodes[n].parent {
+				if n == pe.node {
+					return nil, fmt.Errorf("%s.columns[%d].source: %w", c.key(), i, err)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+	}
+	return build, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/valyala/fastjson"
-	"github.com/valyala/fastjson/fastfloat"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -40,6 +39,22 @@ type plan struct {
 	leaves    int      // leaf columns of the data files: len(Row.Values)
 	variants  bool     // some column is a variant
 	paths     PathLimits
+	// values makes a Mapper's reader of the records' format.
+	values func(p *plan) values
+}
+
+// values finds the values of a plan's source paths in one record's value,
+// in one format (JSON, Avro), and casts them to their columns' types: the
+// Mapper does the rest (kafka.* and other sources, nulls, partition values
+// and the routing key) the same for every format.
+type values interface {
+	// resolve decodes value and finds the value of every path node.
+	resolve(value []byte) *MapError
+	// cast converts the value found at column c's node (none: null) into
+	// out, zero on entry; detail is the offending text for an error.
+	cast(c *planColumn, a *Arena, out *cell) (failure, []byte)
+	// kindOf names the type of the value found at node, for errors.
+	kindOf(node int) string
 }
 
 // PathLimits bound a row's partition directory (Row.Key) to what the store
@@ -105,17 +120,12 @@ type node struct {
 type Mapper struct {
 	p *plan
 	// per record state
-	vals    []*fastjson.Value  // value found at each node, nil if absent
-	objs    []*fastjson.Object // each container's object, nil if absent/null
-	parsers []fastjson.Parser  // one per container: values stay valid together
-	micros  []int64            // timestamp columns' values, for date()
-	valid   []bool
-	num     []byte // scratch for number text
-	visitAt int    // container being visited
-	missing int    // children of visitAt not found yet
-	visitFn func(k []byte, v *fastjson.Value)
-	variant *variantEncoder // for variant columns
-	now     func() time.Time
+	vals   values  // the record's values in its format
+	micros []int64 // timestamp columns' values, for date()
+	valid  []bool
+	num    []byte // scratch for partition value text
+	cast   cell   // the value values.cast returns
+	now    func() time.Time
 	// batchNow is now() in µs for the records of the current batch, valid
 	// when haveBatchNow (see StartBatch).
 	batchNow     int64
@@ -125,6 +135,10 @@ type Mapper struct {
 // New compiles cfg; partitionColumns name the table's partition columns
 // (string, date, integer, long or boolean columns of cfg).
 func New(cfg Config, partitionColumns []string) (*Mapper, error) {
+	schema, err := cfg.format()
+	if err != nil {
+		return nil, err
+	}
 	cols, err := cfg.compileColumns()
 	if err != nil {
 		return nil, err
@@ -139,6 +153,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		partNames: append([]string(nil), partitionColumns...),
 		partIdx:   partIdx,
 		nodes:     []node{{parent: -1}},
+		values:    newJSONValues,
 		schema:    &delta.StructType{},
 		data:      &delta.StructType{},
 	}
@@ -176,6 +191,11 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		}
 		p.cols = append(p.cols, pc)
 	}
+	if schema != nil {
+		if p.values, err = cfg.avroValues(schema, p); err != nil {
+			return nil, err
+		}
+	}
 	return newMapper(p), nil
 }
 
@@ -211,21 +231,8 @@ func joinPath(path []string) string {
 }
 
 func newMapper(p *plan) *Mapper {
-	m := &Mapper{
-		p:       p,
-		vals:    make([]*fastjson.Value, len(p.nodes)),
-		objs:    make([]*fastjson.Object, len(p.nodes)),
-		parsers: make([]fastjson.Parser, len(p.nodes)),
-		micros:  make([]int64, len(p.cols)),
-		valid:   make([]bool, len(p.cols)),
-		now:     time.Now,
-	}
-	// Bound once: a closure built per record would be allocated per record.
-	m.visitFn = m.visit
-	if p.variants {
-		m.variant = newVariantEncoder()
-	}
-	return m
+	return &Mapper{p: p, vals: p.values(p), micros: make([]int64, len(p.cols)), valid: make([]bool, len(p.cols)),
+		now: time.Now}
 }
 
 // Clone returns a Mapper with the same configuration for another goroutine.
@@ -325,8 +332,10 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 	case len(rec.Value) > p.maxBytes:
 		return &MapError{Reason: "value too large (" + strconv.Itoa(len(rec.Value)) + " bytes > " + strconv.Itoa(p.maxBytes) + ")"}
 	}
-	if err := m.resolve(rec.Value); err != nil {
-		return err
+	if len(p.nodes[0].children) > 0 { // else only non-path sources: any value will do
+		if err := m.vals.resolve(rec.Value); err != nil {
+			return err
+		}
 	}
 	if out.Arena == nil {
 		out.Arena = new(Arena)
@@ -344,7 +353,11 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		var detail []byte
 		switch c.src.kind {
 		case srcPath:
-			f, detail = m.fromJSON(c, m.vals[c.node], out.Arena, &v)
+			// Through the Mapper's own cell: a local one passed to an
+			// interface method would be allocated for every column.
+			m.cast = cell{}
+			f, detail = m.vals.cast(c, out.Arena, &m.cast)
+			v = m.cast
 		case srcNow:
 			if !haveNow {
 				nowMicros, haveNow = m.now().UnixMicro(), true
@@ -383,12 +396,12 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 			// Invalid UTF-8 cannot become null: it is corrupt input, not an
 			// uncastable value, and Delta strings must be UTF-8.
 			if f == failMissing || f == failUTF8 || p.strict || c.required {
-				return m.fail(c, f, detail, m.vals[c.node])
+				return m.fail(c, f, detail)
 			}
 			v = cell{null: true}
 		}
 		if v.null && c.required {
-			return m.fail(c, failMissing, nil, nil)
+			return m.fail(c, failMissing, nil)
 		}
 		if c.kind == kTimestamp {
 			m.micros[i], m.valid[i] = v.i, !v.null
@@ -524,90 +537,6 @@ func (m *Mapper) pathError(part int, why string) *MapError {
 	return &MapError{Reason: name + ": " + why, Column: name}
 }
 
-// resolve parses the record and finds the value of every path node.
-func (m *Mapper) resolve(value []byte) error {
-	p := m.p
-	clear(m.vals)
-	clear(m.objs)
-	if len(p.nodes[0].children) == 0 {
-		return nil // only non-JSON sources: the value need not be JSON
-	}
-	root, err := m.parsers[0].ParseBytes(value)
-	if err != nil {
-		return &MapError{Reason: parseFailure(value, "not JSON")}
-	}
-	if root.Type() != fastjson.TypeObject {
-		return &MapError{Reason: "not a JSON object"}
-	}
-	m.objs[0], _ = root.Object()
-	for i := range p.nodes {
-		n := &p.nodes[i]
-		if len(n.children) == 0 {
-			continue
-		}
-		if i > 0 {
-			if err := m.container(i); err != nil {
-				if p.strict {
-					return err
-				}
-				m.objs[i] = nil // permissive: everything below is null
-			}
-		}
-		if m.objs[i] != nil {
-			m.visitAt, m.missing = i, len(n.children)
-			m.objs[i].Visit(m.visitFn)
-		}
-	}
-	return nil
-}
-
-// visit records the values of the children of container m.visitAt. Walking
-// the object's members ourselves makes duplicate keys explicit: the first
-// occurrence wins (fastjson's Get also returns the first, but only compares
-// unescaped keys in its slow path).
-func (m *Mapper) visit(k []byte, v *fastjson.Value) {
-	if m.missing == 0 {
-		return // the rest are members no column uses, or duplicates
-	}
-	for _, c := range m.p.nodes[m.visitAt].children {
-		if m.vals[c] == nil && string(k) == m.p.nodes[c].key {
-			m.vals[c] = v
-			m.missing--
-			return
-		}
-	}
-}
-
-// container finds the object of container node i: an object, or a string
-// holding one (decoded with the node's own parser, so earlier values stay
-// valid). Missing or null leaves it nil: everything below is null.
-func (m *Mapper) container(i int) *MapError {
-	v := m.vals[i]
-	if v == nil {
-		return nil
-	}
-	path := m.p.nodes[i].path
-	switch v.Type() {
-	case fastjson.TypeNull:
-		return nil
-	case fastjson.TypeObject:
-		m.objs[i], _ = v.Object()
-		return nil
-	case fastjson.TypeString:
-		s, _ := v.StringBytes()
-		inner, err := m.parsers[i].ParseBytes(s)
-		if err != nil {
-			return &MapError{Reason: path + ": " + parseFailure(s, "not JSON"), Path: path}
-		}
-		if inner.Type() != fastjson.TypeObject {
-			return &MapError{Reason: path + ": not a JSON object", Path: path}
-		}
-		m.objs[i], _ = inner.Object()
-		return nil
-	}
-	return &MapError{Reason: path + ": not a JSON string", Path: path}
-}
-
 // parseFailure classifies a fastjson parse error. fastjson bounds its
 // recursion itself (fastjson.MaxDepth levels, checked while parsing, so the
 // stack cannot blow); a failed document nested that deep is reported as
@@ -638,85 +567,6 @@ func parseFailure(b []byte, reason string) string {
 		}
 	}
 	return reason
-}
-
-// fromJSON converts the JSON value v (nil: absent) for column c into out
-// (zero on entry). detail is the offending text for error messages.
-func (m *Mapper) fromJSON(c *planColumn, v *fastjson.Value, a *Arena, out *cell) (failure, []byte) {
-	if v == nil {
-		out.null = true
-		return ok, nil
-	}
-	t := v.Type()
-	if t == fastjson.TypeNull {
-		out.null = true
-		return ok, nil
-	}
-	switch c.kind {
-	case kString:
-		if t != fastjson.TypeString {
-			return failType, nil
-		}
-		s, _ := v.StringBytes()
-		if !utf8.Valid(s) {
-			return failUTF8, nil
-		}
-		out.b = a.Copy(s)
-		return ok, nil
-	case kBoolean:
-		switch t {
-		case fastjson.TypeTrue:
-			out.i = 1
-			return ok, nil
-		case fastjson.TypeFalse:
-			return ok, nil
-		}
-	case kInteger, kLong:
-		if t == fastjson.TypeNumber {
-			m.num = v.MarshalTo(m.num[:0])
-			n, f := parseInteger(m.num, c.kind == kInteger)
-			out.i = n
-			return f, m.num
-		}
-	case kFloat, kDouble:
-		if t == fastjson.TypeNumber {
-			m.num = v.MarshalTo(m.num[:0])
-			x, err := fastfloat.Parse(unsafe.String(unsafe.SliceData(m.num), len(m.num)))
-			switch {
-			case err != nil:
-				return failCast, m.num
-			case math.IsNaN(x) || math.IsInf(x, 0):
-				return failNotFinite, m.num
-			case c.kind == kFloat && math.IsInf(float64(float32(x)), 0):
-				return failOverflow, m.num
-			}
-			out.f = x
-			return ok, nil
-		}
-	case kVariant:
-		return m.variant.encode(v, a, out)
-	case kTimestamp, kDate:
-		if t == fastjson.TypeString {
-			s, _ := v.StringBytes()
-			us, good := parseTimestamp(s)
-			if !good {
-				return failTimestamp, s
-			}
-			if !inRange(us) {
-				return failRange, s
-			}
-			if c.kind == kDate {
-				us = floorDiv(us, microsDay)
-			}
-			out.i = us
-			return ok, nil
-		}
-	}
-	if t == fastjson.TypeString { // a string where a number or boolean belongs
-		s, _ := v.StringBytes()
-		return failCast, s
-	}
-	return failType, nil
 }
 
 // parseInteger parses a JSON number for an integer (32-bit) or long column.
@@ -785,17 +635,14 @@ var typeNames = [...]string{
 }
 
 // fail builds the MapError for a rejected column value.
-func (m *Mapper) fail(c *planColumn, f failure, detail []byte, v *fastjson.Value) *MapError {
+func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 	e := &MapError{Column: c.Name, Path: sourceOrName(c.Column)}
 	name := c.Name + ": "
 	switch f {
 	case failMissing:
 		e.Reason = "missing required field " + c.Name
 	case failType:
-		got := "value"
-		if v != nil && int(v.Type()) < len(typeNames) {
-			got = typeNames[v.Type()]
-		}
+		got := m.vals.kindOf(c.node)
 		want := "number"
 		switch c.typ {
 		case delta.String, delta.Timestamp, delta.Date:

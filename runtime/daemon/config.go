@@ -56,6 +56,8 @@ type TableConfig struct {
 	Mode               mapping.Mode     `yaml:"mode"`
 	MaxRecordBytes     ByteSize         `yaml:"max_record_bytes"`
 	Columns            []mapping.Column `yaml:"columns"`
+	Format             mapping.Format   `yaml:"format"`
+	SchemaFile         string           `yaml:"schema_file"`
 	CheckpointInterval int              `yaml:"checkpoint_interval"`
 	Compression        string           `yaml:"compression"`
 }
@@ -145,6 +147,7 @@ func DefaultConfig() Config {
 			Mode:               m.Mode,
 			MaxRecordBytes:     ByteSize(m.MaxRecordBytes),
 			Columns:            m.Columns,
+			Format:             mapping.JSON,
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
@@ -203,6 +206,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.deriveDefaults()
+	cfg.formatDefaults(lines)
 	if err := cfg.expandInstanceID(); err != nil {
 		return nil, withLines(err, lines, fromEnv)
 	}
@@ -265,6 +269,27 @@ func yamlFieldList(t reflect.Type) []reflect.StructField {
 func (c *Config) deriveDefaults() {
 	if c.NATS.URL == "" && c.NATS.StoreDir == "" {
 		c.NATS.StoreDir = defaultNATSStoreDir(c.Table.URI)
+	}
+}
+
+// formatDefaults drops the Spark job's columns and partition columns from
+// the tables of a binary format that the file does not give them: such a
+// table's columns are its schema's fields, unpartitioned.
+func (c *Config) formatDefaults(lines keyLines) {
+	settle := func(t *TableConfig, section string) {
+		if t.Format == mapping.JSON {
+			return
+		}
+		if _, given := lines[section+".columns"]; !given {
+			t.Columns = nil
+		}
+		if _, given := lines[section+".partition_columns"]; !given {
+			t.PartitionColumns = []string{}
+		}
+	}
+	settle(&c.Table, "table")
+	for i := range c.Tables {
+		settle(&c.Tables[i].TableConfig, fmt.Sprintf("tables[%d]", i))
 	}
 }
 
@@ -447,7 +472,8 @@ func (t TableConfig) validate(section string) []error {
 // mappingConfig is the table section as the mapper takes it; errors name
 // its keys under section.
 func (t TableConfig) mappingConfig(section string) mapping.Config {
-	return mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Key: section}
+	return mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
+		SchemaFile: t.SchemaFile, Key: section}
 }
 
 // validate checks a flush section (the process's, or a table's own).

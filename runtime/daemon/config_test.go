@@ -20,6 +20,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/mapping"
 )
 
 func noEnv(string) string { return "" }
@@ -550,21 +551,7 @@ func TestRoutes(t *testing.T) {
 // TestREADMERoutesExample: the README's tables example is a valid
 // configuration of the three tables it shows.
 func TestREADMERoutesExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "### Several topics, several tables")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("the README has no yaml block under \"Several topics, several tables\"")
-	}
-	path := filepath.Join(t.TempDir(), "deltaflow.yaml")
-	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := Load(path, noEnv)
+	cfg, err := Load(readmeExample(t, "### Several topics, several tables", nil), noEnv)
 	if err != nil {
 		t.Fatalf("the README's example: %v", err)
 	}
@@ -575,6 +562,51 @@ func TestREADMERoutesExample(t *testing.T) {
 	if !slices.Equal(names, []string{"plugs", "doors", "weather"}) || cfg.Unrouted != UnroutedDLQ {
 		t.Errorf("the README's example has tables %v, unrouted %q", names, cfg.Unrouted)
 	}
+}
+
+// TestREADMEAvroExample: the README's Avro example is valid with a schema
+// of a field kind, and its columns are the schema's.
+func TestREADMEAvroExample(t *testing.T) {
+	schema := filepath.Join(t.TempDir(), "reading.avsc")
+	if err := os.WriteFile(schema, []byte(`{"type": "record", "name": "Reading", "fields": [
+		{"name": "kind", "type": "string"}, {"name": "power", "type": ["null", "double"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(readmeExample(t, "### Avro topics", strings.NewReplacer("/etc/deltaflow/reading.avsc", schema)), noEnv)
+	if err != nil {
+		t.Fatalf("the README's example: %v", err)
+	}
+	m, err := mapping.New(cfg.Tables[0].mappingConfig("tables[0]"), cfg.Tables[0].PartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Schema().Fields; len(got) != 2 || got[0].Name != "kind" || got[1].Name != "power" {
+		t.Errorf("the README's Avro table has columns %v, want kind and power", got)
+	}
+}
+
+// readmeExample writes the first yaml block after the README's heading to
+// a file, through replace when not nil, and returns its path.
+func readmeExample(t *testing.T, heading string, replace *strings.Replacer) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), heading)
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatalf("the README has no yaml block under %q", heading)
+	}
+	if replace != nil {
+		block = replace.Replace(block)
+	}
+	path := filepath.Join(t.TempDir(), "deltaflow.yaml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestSectionDefaultsAreThePackages: the reference's default of every kafka
@@ -612,5 +644,43 @@ func TestSectionDefaultsAreThePackages(t *testing.T) {
 	}
 	if n := cfg.Effective().NATS; n.StoreDir != filepath.Join("data", "nats") || n.DLQStream != bridge.DefaultDLQStream("sensor_events") {
 		t.Errorf("derived nats defaults: store_dir %q, dlq_stream %q", n.StoreDir, n.DLQStream)
+	}
+}
+
+// TestAvroTablesHaveNoSensorDefaults: a table of format avro that gives no
+// columns or partition columns gets the schema's fields, unpartitioned, in
+// the single form and in a tables list; one that gives them keeps them.
+func TestAvroTablesHaveNoSensorDefaults(t *testing.T) {
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "r.avsc")
+	if err := os.WriteFile(schema, []byte(`{"type": "record", "name": "R", "fields": [{"name": "device_type", "type": "string"}, {"name": "n", "type": ["null", "long"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(doc string) string {
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(doc, "SCHEMA", schema)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg, err := Load(write("table:\n  format: avro\n  schema_file: SCHEMA\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table.Columns != nil || len(cfg.Table.PartitionColumns) != 0 {
+		t.Errorf("single form: columns %v, partition columns %v; want none of the Spark job's", cfg.Table.Columns, cfg.Table.PartitionColumns)
+	}
+	cfg, err = Load(write("tables:\n  - name: a\n    uri: data/a\n    topics: [a]\n    format: avro\n    schema_file: SCHEMA\n"+
+		"  - name: b\n    uri: data/b\n    topics: [b]\n    format: avro\n    schema_file: SCHEMA\n    partition_columns: [device_type]\n"+
+		"    columns: [{name: device_type, type: string}, {name: n, type: long}]\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Tables[0], cfg.Tables[1]
+	if a.Columns != nil || len(a.PartitionColumns) != 0 {
+		t.Errorf("tables[0]: columns %v, partition columns %v; want none", a.Columns, a.PartitionColumns)
+	}
+	if len(b.Columns) != 2 || !slices.Equal(b.PartitionColumns, []string{"device_type"}) {
+		t.Errorf("tables[1]: columns %v, partition columns %v; want its own", b.Columns, b.PartitionColumns)
 	}
 }

@@ -50,6 +50,8 @@ var keySpecs = map[string]keySpec{
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)` or kafka.partition/offset/timestamp/key/topic.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
+	"table.format":                          {doc: "How record values are encoded: `json` (objects) or `avro` (Avro binary bodies without a header, all written with `schema_file`'s schema). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
+	"table.schema_file":                     {doc: "The Avro schema (`.avsc`) the records of `format: avro` are written with.", def: "—"},
 	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
 	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
 	"storage.endpoint":                      {env: "MINIO_ENDPOINT", doc: "S3/MinIO endpoint, `host:port` or `http(s)://host:port`; for s3:// tables.", def: "$AWS_ENDPOINT_URL"},
@@ -260,5 +262,35 @@ func ConfigDoc() string {
 		d, _ := spec(k.key)
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.key, docDefault(k), envFor(k.key), d.doc)
 	}
+	b.WriteString(formatsDoc)
 	return b.String()
 }
+
+// formatsDoc says how a binary format's values become columns.
+const formatsDoc = `
+## Formats
+
+` + "`table.format: avro`" + ` reads each record value as an Avro binary body written with ` + "`schema_file`" + `'s
+record schema (no header, no schema id: the Schema Registry's framing is not read yet). Without ` + "`columns`" + `,
+every field of the record is a column, in schema order, with the Delta type Spark's ` + "`from_avro`" + ` gives it:
+
+| Avro | Column |
+|---|---|
+| boolean, float, double | boolean, float, double |
+| int, long | integer, long |
+| string, enum (its symbol), string with logical type uuid | string |
+| int with logical type date | date |
+| long with logical type timestamp-millis, -micros, -nanos | timestamp (microseconds: nanoseconds are cut) |
+| int with time-millis, long with time-micros | integer (milliseconds of the day), long (microseconds), as from_avro ignores both |
+| a union of null and one type above | that type, nullable |
+| any other type | not nullable: a null sends the record to the DLQ |
+
+Records, arrays, maps, bytes, fixed, decimals, local timestamps and other unions have no column type yet:
+a schema with such a field is refused naming each one, and the route gives ` + "`columns`" + ` instead, with
+sources that are paths to the scalars inside records and maps (` + "`payload.power`" + `, ` + "`attrs.color`" + ` for the key
+color of a map; below a null record or a missing key, null). A path the schema does not have, or one into an
+array or a recursive type, is refused naming the column. Explicit columns read Avro values
+as they read JSON ones, with the same casts (an int or long into a double column, an int too large for an
+integer column is an overflow) and ` + "`mode`" + `; a variant column takes JSON only. A body that does not decode
+with the schema, or has bytes after the record, is a dead letter ("not Avro of the table's schema").
+`

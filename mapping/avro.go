@@ -1,0 +1,622 @@
+package mapping
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/twmb/avro"
+)
+
+// avroValues reads the values of a plan's source paths from Avro binary
+// records of one writer schema, without allocating: a program compiled
+// from the schema walks each record once, reads the fields that some path
+// names into their node's slot (strings alias the record's bytes until
+// cast copies them) and skips the rest. twmb/avro parses the schema; the
+// walk is ours because decoding into maps cost 9 allocations and twice
+// JSON's time a record (BenchmarkMapAvroSensor).
+type avroValues struct {
+	p     *plan
+	root  *avroType
+	slots []avroSlot // by plan node
+	steps int        // what the record may still cost (avroBudget)
+}
+
+// avroKind is a decoded value's kind; avroType's kind is one too.
+type avroKind uint8
+
+const (
+	avNull avroKind = iota
+	avBoolean
+	avInt
+	avLong
+	avFloat
+	avDouble
+	avBytes
+	avString
+	avEnum
+	avFixed
+	avUnion
+	avRecord
+	avArray
+	avMap
+	avDate      // int days
+	avTimestamp // µs
+)
+
+var avroKindNames = [...]string{avNull: "null", avBoolean: "boolean", avInt: "int", avLong: "long", avFloat: "float",
+	avDouble: "double", avBytes: "bytes", avString: "string", avEnum: "enum", avFixed: "fixed", avUnion: "union",
+	avRecord: "record", avArray: "array", avMap: "map", avDate: "date", avTimestamp: "timestamp"}
+
+// avroType is a compiled schema node. A record or map whose fields or
+// entries some path reads has its own copy per path, with each field
+// bound to the plan node that reads it; the others are shared by name (so
+// a recursive type compiles).
+type avroType struct {
+	kind     avroKind
+	scale    int64 // timestamps: µs = value * scale / div
+	div      int64
+	fields   []avroField // record
+	branches []*avroType // union
+	items    *avroType   // array items, map values
+	symbols  [][]byte    // enum
+	size     int         // fixed
+	// keys binds map entries to plan nodes: the children of the map's
+	// node, read into their slots.
+	keys []avroField
+}
+
+type avroField struct {
+	name string
+	typ  *avroType
+	node int // plan node, or -1: skipped
+}
+
+// avroSlot is the value read for a plan node.
+type avroSlot struct {
+	set  bool // read in this record (unset: absent, a null)
+	kind avroKind
+	i    int64
+	f    float64
+	b    []byte // aliases the record
+}
+
+// Decoding limits. avroMaxDepth bounds nesting, as fastjson.MaxDepth does
+// for JSON; avroBudget bounds the items a record may hold per byte, so that
+// a block of a billion nulls (no bytes each) is refused, not walked.
+const (
+	avroMaxDepth = 300
+	avroBudget   = 8
+)
+
+var (
+	errAvroTruncated = errors.New("truncated")
+	errAvroLong      = errors.New("varint longer than 10 bytes")
+	errAvroLength    = errors.New("length past the record's end")
+	errAvroBranch    = errors.New("union branch out of range")
+	errAvroSymbol    = errors.New("enum symbol out of range")
+	errAvroDepth     = errors.New("nesting too deep")
+	errAvroItems     = errors.New("more items than the record's bytes allow")
+)
+
+// newAvroValues compiles schema for p's paths; an error is an
+// *avroPathError or names the schema's fault.
+func newAvroValues(schema *avro.Schema, p *plan) (func(p *plan) values, error) {
+	c := avroCompiler{p: p, named: map[string]*avroType{}}
+	// References expanded, so that each path has its own copy of a named
+	// record; a recursive one stays a reference.
+	root, err := c.compile(schema.Root().ExpandReferences(), 0, "")
+	if err != nil {
+		return nil, err
+	}
+	if root.kind != avRecord {
+		return nil, fmt.Errorf("the schema is a %s, not a record", avroKindNames[root.kind])
+	}
+	return func(p *plan) values {
+		return &avroValues{p: p, root: root, slots: make([]avroSlot, len(p.nodes))}
+	}, nil
+}
+
+// avroCompiler compiles a schema against a plan's paths.
+type avroCompiler struct {
+	p     *plan
+	named map[string]*avroType // shared (unbound) named types
+}
+
+// compile compiles n for plan node (-1: none reads it); path names it in
+// errors.
+func (c *avroCompiler) compile(n *avro.SchemaNode, node int, path string) (*avroType, error) {
+	bound := node >= 0 && len(c.p.nodes[node].children) > 0
+	if !bound {
+		return c.shared(n)
+	}
+	switch n.Type {
+	case "record", "error":
+		// Its unbound twin first: its fields may name it (a recursive
+		// type), and they are read as values.
+		if _, err := c.shared(n); err != nil {
+			return nil, err
+		}
+		t := &avroType{kind: avRecord}
+		found := map[int]bool{}
+		for i := range n.Fields {
+			f := &n.Fields[i]
+			child := c.child(node, f.Name)
+			ft, err := c.compile(&f.Type, child, joinField(path, f.Name))
+			if err != nil {
+				return nil, err
+			}
+			t.fields = append(t.fields, avroField{name: f.Name, typ: ft, node: child})
+			found[child] = true
+		}
+		for _, ch := range c.p.nodes[node].children {
+			if !found[ch] {
+				return nil, &avroPathError{node: ch, msg: fmt.Sprintf("%s: no field %q in the schema's record %s", c.p.nodes[ch].path, c.p.nodes[ch].key, n.Name)}
+			}
+		}
+		return t, nil
+	case "map":
+		values, err := c.shared(n.Values)
+		if err != nil {
+			return nil, err
+		}
+		t := &avroType{kind: avMap, items: values}
+		for _, ch := range c.p.nodes[node].children {
+			vt, err := c.compile(n.Values, ch, joinField(path, c.p.nodes[ch].key))
+			if err != nil {
+				return nil, err
+			}
+			t.keys = append(t.keys, avroField{name: c.p.nodes[ch].key, typ: vt, node: ch})
+		}
+		return t, nil
+	case "union":
+		t := &avroType{kind: avUnion}
+		for i := range n.Branches {
+			b := &n.Branches[i]
+			if b.Type == "null" { // the paths below it are null
+				t.branches = append(t.branches, &avroType{kind: avNull})
+				continue
+			}
+			bt, err := c.compile(b, node, path)
+			if err != nil {
+				return nil, err
+			}
+			t.branches = append(t.branches, bt)
+		}
+		return t, nil
+	}
+	if _, named := c.named[n.Type]; named || strings.Contains(n.Type, ".") {
+		return nil, &avroPathError{node: node, msg: fmt.Sprintf("%s is the recursive type %s: paths do not go into it", path, n.Type)}
+	}
+	return nil, &avroPathError{node: node, msg: fmt.Sprintf("%s is a %s in the schema, not a record or map", path, n.Type)}
+}
+
+// avroPathError is a source path the schema does not have.
+type avroPathError struct {
+	node int // the plan node at fault
+	msg  string
+}
+
+func (e *avroPathError) Error() string { return e.msg }
+
+// child is the plan node under node keyed name, or -1.
+func (c *avroCompiler) child(node int, name string) int {
+	for _, ch := range c.p.nodes[node].children {
+		if c.p.nodes[ch].key == name {
+			return ch
+		}
+	}
+	return -1
+}
+
+func joinField(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// shared compiles n unbound: every field is skipped or read as a value.
+func (c *avroCompiler) shared(n *avro.SchemaNode) (*avroType, error) {
+	full := n.Name
+	if n.Namespace != "" && !strings.Contains(full, ".") {
+		full = n.Namespace + "." + full
+	}
+	switch n.Type {
+	case "null":
+		return &avroType{kind: avNull}, nil
+	case "boolean":
+		return &avroType{kind: avBoolean}, nil
+	case "int":
+		if n.LogicalType == "date" {
+			return &avroType{kind: avDate}, nil
+		}
+		return &avroType{kind: avInt}, nil
+	case "long":
+		switch n.LogicalType {
+		case "timestamp-millis", "local-timestamp-millis":
+			return &avroType{kind: avTimestamp, scale: 1000, div: 1}, nil
+		case "timestamp-micros", "local-timestamp-micros":
+			return &avroType{kind: avTimestamp, scale: 1, div: 1}, nil
+		case "timestamp-nanos", "local-timestamp-nanos":
+			return &avroType{kind: avTimestamp, scale: 1, div: 1000}, nil
+		}
+		return &avroType{kind: avLong}, nil
+	case "float":
+		return &avroType{kind: avFloat}, nil
+	case "double":
+		return &avroType{kind: avDouble}, nil
+	case "bytes":
+		return &avroType{kind: avBytes}, nil
+	case "string":
+		return &avroType{kind: avString}, nil
+	case "fixed":
+		t := &avroType{kind: avFixed, size: n.Size}
+		c.named[full] = t
+		return t, nil
+	case "enum":
+		t := &avroType{kind: avEnum}
+		for _, s := range n.Symbols {
+			t.symbols = append(t.symbols, []byte(s))
+		}
+		c.named[full] = t
+		return t, nil
+	case "record", "error":
+		t := &avroType{kind: avRecord}
+		c.named[full] = t // before the fields: they may name it
+		for i := range n.Fields {
+			ft, err := c.shared(&n.Fields[i].Type)
+			if err != nil {
+				return nil, err
+			}
+			t.fields = append(t.fields, avroField{name: n.Fields[i].Name, typ: ft, node: -1})
+		}
+		return t, nil
+	case "array", "map":
+		inner := n.Items
+		kind := avArray
+		if n.Type == "map" {
+			inner, kind = n.Values, avMap
+		}
+		it, err := c.shared(inner)
+		if err != nil {
+			return nil, err
+		}
+		return &avroType{kind: kind, items: it}, nil
+	case "union":
+		t := &avroType{kind: avUnion}
+		for i := range n.Branches {
+			bt, err := c.shared(&n.Branches[i])
+			if err != nil {
+				return nil, err
+			}
+			t.branches = append(t.branches, bt)
+		}
+		return t, nil
+	}
+	// A reference to a named type defined before it.
+	name := n.Type
+	if !strings.Contains(name, ".") && n.Namespace != "" {
+		if t, ok := c.named[n.Namespace+"."+name]; ok {
+			return t, nil
+		}
+	}
+	if t, ok := c.named[name]; ok {
+		return t, nil
+	}
+	for full, t := range c.named {
+		if strings.HasSuffix(full, "."+name) {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown Avro type %q", n.Type)
+}
+
+func (v *avroValues) resolve(value []byte) *MapError {
+	clear(v.slots)
+	v.steps = avroBudget*len(value) + 64
+	rest, err := v.read(v.root, value, 0, 0)
+	switch {
+	case err != nil:
+		return &MapError{Reason: "not Avro of the table's schema: " + err.Error()}
+	case len(rest) > 0:
+		return &MapError{Reason: fmt.Sprintf("not Avro of the table's schema: %d bytes after the record", len(rest))}
+	}
+	return nil
+}
+
+// read reads one value of type t from b into node's slot (node -1: skip)
+// and returns the bytes after it.
+func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error) {
+	if depth > avroMaxDepth {
+		return nil, errAvroDepth
+	}
+	if v.steps--; v.steps < 0 {
+		return nil, errAvroItems
+	}
+	var s *avroSlot
+	if node >= 0 && t.kind != avRecord && t.kind != avUnion && t.kind != avMap {
+		s = &v.slots[node]
+		s.set, s.kind = true, t.kind
+	}
+	switch t.kind {
+	case avNull:
+		if s != nil {
+			s.set = false
+		}
+		return b, nil
+	case avBoolean:
+		if len(b) < 1 {
+			return nil, errAvroTruncated
+		}
+		if s != nil && b[0] != 0 {
+			s.i = 1
+		}
+		return b[1:], nil
+	case avInt, avLong, avDate, avTimestamp:
+		n, rest, err := readVarlong(b)
+		if err != nil {
+			return nil, err
+		}
+		if (t.kind == avInt || t.kind == avDate) && (n < math.MinInt32 || n > math.MaxInt32) {
+			return nil, fmt.Errorf("int %d out of range", n)
+		}
+		if s != nil {
+			s.i = n
+			if t.kind == avTimestamp {
+				if n > math.MaxInt64/t.scale || n < math.MinInt64/t.scale {
+					s.i, s.kind = math.MaxInt64, avTimestamp // out of range: cast says so
+				} else {
+					s.i = floorDiv(n*t.scale, t.div)
+				}
+			}
+		}
+		return rest, nil
+	case avFloat:
+		if len(b) < 4 {
+			return nil, errAvroTruncated
+		}
+		if s != nil {
+			s.f = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		}
+		return b[4:], nil
+	case avDouble:
+		if len(b) < 8 {
+			return nil, errAvroTruncated
+		}
+		if s != nil {
+			s.f = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		}
+		return b[8:], nil
+	case avBytes, avString:
+		body, rest, err := readBytes(b)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			s.b = body
+		}
+		return rest, nil
+	case avFixed:
+		if len(b) < t.size {
+			return nil, errAvroTruncated
+		}
+		if s != nil {
+			s.b = b[:t.size]
+		}
+		return b[t.size:], nil
+	case avEnum:
+		n, rest, err := readVarlong(b)
+		if err != nil {
+			return nil, err
+		}
+		if n < 0 || n >= int64(len(t.symbols)) {
+			return nil, errAvroSymbol
+		}
+		if s != nil {
+			s.kind, s.b = avString, t.symbols[n]
+		}
+		return rest, nil
+	case avUnion:
+		n, rest, err := readVarlong(b)
+		if err != nil {
+			return nil, err
+		}
+		if n < 0 || n >= int64(len(t.branches)) {
+			return nil, errAvroBranch
+		}
+		return v.read(t.branches[n], rest, node, depth+1)
+	case avRecord:
+		if node >= 0 {
+			v.markContainer(node, avRecord)
+		}
+		var err error
+		for i := range t.fields {
+			if b, err = v.read(t.fields[i].typ, b, t.fields[i].node, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	case avArray, avMap:
+		if node >= 0 {
+			v.markContainer(node, t.kind)
+		}
+		return v.readBlocks(t, b, depth)
+	}
+	return nil, fmt.Errorf("unknown kind %d", t.kind)
+}
+
+// markContainer records that node holds a record, array or map: a column
+// of the node itself gets "expected …, got record" (its paths read into
+// their own nodes).
+func (v *avroValues) markContainer(node int, kind avroKind) {
+	v.slots[node] = avroSlot{set: true, kind: kind}
+}
+
+// readBlocks reads an array's or a map's blocks: a count (negative: then
+// the block's size in bytes), that many items (map entries: a string key
+// then the value), until a count of 0.
+func (v *avroValues) readBlocks(t *avroType, b []byte, depth int) ([]byte, error) {
+	for {
+		n, rest, err := readVarlong(b)
+		if err != nil {
+			return nil, err
+		}
+		b = rest
+		if n == 0 {
+			return b, nil
+		}
+		if n < 0 {
+			if n == math.MinInt64 {
+				return nil, errAvroItems
+			}
+			n = -n
+			if _, b, err = readVarlong(b); err != nil { // the block's size: we walk it anyway
+				return nil, err
+			}
+		}
+		if n > int64(v.steps) {
+			return nil, errAvroItems
+		}
+		for range n {
+			item := -1
+			if t.kind == avMap {
+				var key []byte
+				if key, b, err = readBytes(b); err != nil {
+					return nil, err
+				}
+				for _, k := range t.keys {
+					if k.name == string(key) {
+						item = k.node
+						if b, err = v.read(k.typ, b, item, depth+1); err != nil {
+							return nil, err
+						}
+						break
+					}
+				}
+				if item >= 0 {
+					continue
+				}
+			}
+			if b, err = v.read(t.items, b, -1, depth+1); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// readVarlong reads a zig-zag varint.
+func readVarlong(b []byte) (int64, []byte, error) {
+	var u uint64
+	for i := 0; i < len(b); i++ {
+		if i == 10 {
+			return 0, nil, errAvroLong
+		}
+		u |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i] < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), b[i+1:], nil
+		}
+	}
+	return 0, nil, errAvroTruncated
+}
+
+// readBytes reads a length-prefixed bytes or string body.
+func readBytes(b []byte) (body, rest []byte, err error) {
+	n, rest, err := readVarlong(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n < 0 || n > int64(len(rest)) {
+		return nil, nil, errAvroLength
+	}
+	return rest[:n], rest[n:], nil
+}
+
+// cast converts the value read for column c's node.
+func (v *avroValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	s := &v.slots[c.node]
+	if !s.set {
+		out.null = true
+		return ok, nil
+	}
+	switch s.kind {
+	case avString:
+		if c.kind != kString {
+			return failType, nil
+		}
+		if !utf8.Valid(s.b) {
+			return failUTF8, nil
+		}
+		out.b = a.Copy(s.b)
+		return ok, nil
+	case avBoolean:
+		if c.kind != kBoolean {
+			return failType, nil
+		}
+		out.i = s.i
+		return ok, nil
+	case avInt, avLong:
+		switch c.kind {
+		case kInteger:
+			if s.i < math.MinInt32 || s.i > math.MaxInt32 {
+				return failOverflow, nil
+			}
+			out.i = s.i
+		case kLong:
+			out.i = s.i
+		case kFloat, kDouble:
+			out.f = float64(s.i)
+		default:
+			return failType, nil
+		}
+		return ok, nil
+	case avFloat, avDouble:
+		switch {
+		case c.kind != kFloat && c.kind != kDouble:
+			return failType, nil
+		case math.IsNaN(s.f) || math.IsInf(s.f, 0):
+			return failNotFinite, nil
+		case c.kind == kFloat && math.IsInf(float64(float32(s.f)), 0):
+			return failOverflow, nil
+		}
+		out.f = s.f
+		return ok, nil
+	case avDate:
+		switch c.kind {
+		case kDate:
+			out.i = s.i
+		case kTimestamp:
+			out.i = s.i * microsDay
+		default:
+			return failType, nil
+		}
+		if s.i < -1e7 || s.i > 1e7 || !inRange(s.i*microsDay) { // ±27,000 years: no overflow
+			return failRange, nil
+		}
+		return ok, nil
+	case avTimestamp:
+		if c.kind != kTimestamp && c.kind != kDate {
+			return failType, nil
+		}
+		if !inRange(s.i) {
+			return failRange, nil
+		}
+		out.i = s.i
+		if c.kind == kDate {
+			out.i = floorDiv(s.i, microsDay)
+		}
+		return ok, nil
+	}
+	return failType, nil
+}
+
+// kindOf names the Avro type of the value read for node.
+func (v *avroValues) kindOf(node int) string {
+	if s := &v.slots[node]; s.set {
+		return avroKindNames[s.kind]
+	}
+	return "null"
+}

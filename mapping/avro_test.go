@@ -1,0 +1,526 @@
+package mapping
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/avro"
+)
+
+// readingSchema is a flat record of every Avro type a column is derived
+// from.
+const readingSchema = `{"type": "record", "name": "Reading", "namespace": "test", "fields": [
+	{"name": "id", "type": "string"},
+	{"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["PLUG", "DOOR"]}},
+	{"name": "other_kind", "type": ["null", "Kind"]},
+	{"name": "on", "type": "boolean"},
+	{"name": "count", "type": "int"},
+	{"name": "total", "type": "long"},
+	{"name": "ratio", "type": "float"},
+	{"name": "power", "type": ["null", "double"]},
+	{"name": "day", "type": {"type": "int", "logicalType": "date"}},
+	{"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+	{"name": "at_us", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+	{"name": "tod", "type": {"type": "int", "logicalType": "time-millis"}},
+	{"name": "uid", "type": {"type": "string", "logicalType": "uuid"}}
+]}`
+
+// schemaFile writes an Avro schema where Config.SchemaFile names it.
+func schemaFile(t testing.TB, schema string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "schema.avsc")
+	if err := os.WriteFile(path, []byte(schema), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestAvroColumns(t *testing.T) {
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range m.Schema().Fields {
+		got = append(got, f.Name+" "+f.Type.String()+map[bool]string{true: " null", false: ""}[f.Nullable])
+	}
+	want := []string{"id string", "kind string", "other_kind string null", "on boolean", "count integer", "total long",
+		"ratio float", "power double null", "day date", "at timestamp", "at_us timestamp null", "tod integer", "uid string"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("columns\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+}
+
+func TestAvroColumnsRefusesWhatNoColumnHolds(t *testing.T) {
+	schema := `{"type": "record", "name": "R", "fields": [
+		{"name": "ok", "type": "string"},
+		{"name": "nested", "type": {"type": "record", "name": "N", "fields": [{"name": "x", "type": "int"}]}},
+		{"name": "tags", "type": {"type": "array", "items": "string"}},
+		{"name": "either", "type": ["null", "int", "string"]},
+		{"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+		{"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}}
+	]}`
+	_, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, schema), Key: "tables[1]"}, nil)
+	if !errors.Is(err, ErrAvroTypeNotSupported) {
+		t.Fatalf("New: %v, want ErrAvroTypeNotSupported", err)
+	}
+	for _, want := range []string{"tables[1].schema_file", "field nested: record", "field tags: array",
+		"field either: union of null, int, string", "field price: bytes with logical type decimal", "field local: long with logical type local-timestamp-micros"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "field ok") {
+		t.Errorf("error %q names a field that makes a column", err)
+	}
+}
+
+func TestAvroConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no schema file", Config{Format: Avro}, "table.schema_file: the avro format needs"},
+		{"missing file", Config{Format: Avro, SchemaFile: "/nonexistent.avsc"}, "table.schema_file: open /nonexistent.avsc"},
+		{"bad schema", Config{Format: Avro, SchemaFile: schemaFile(t, `{"type": "record"}`)}, "table.schema_file: "},
+		{"not a record", Config{Format: Avro, SchemaFile: schemaFile(t, `"string"`)}, "the schema is a string, not a record"},
+		{"schema file for json", Config{SchemaFile: "x.avsc", Columns: DefaultConfig().Columns}, "table.schema_file: only the avro format"},
+		{"unknown format", Config{Format: "xml"}, `table.format: unknown format "xml"`},
+		{"variant", Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema), Columns: []Column{{Name: "v", Type: "variant", Source: "id"}}},
+			"table.columns[0].type: a variant column holds JSON values"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.cfg, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// encodeAvro encodes v with schema, as a producer with that schema does.
+func encodeAvro(t testing.TB, schema string, v any) []byte {
+	t.Helper()
+	b, err := avro.MustParse(schema).Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestMapAvro(t *testing.T) {
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 6, 22, 9, 15, 30, 123_000_000, time.UTC)
+	full := map[string]any{"id": "plug-1", "kind": "PLUG", "other_kind": "DOOR", "on": true, "count": int32(-7), "total": int64(1) << 40,
+		"ratio": float32(0.5), "power": 1234.5, "day": at, "at": at, "at_us": at.Add(456 * time.Microsecond),
+		"tod": 30 * time.Second, "uid": "0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b"}
+	var row Row
+	if err := m.Map(&Record{Value: encodeAvro(t, readingSchema, full)}, &row); err != nil {
+		t.Fatal(err)
+	}
+	want := []parquet.Value{parquet.ByteArrayValue([]byte("plug-1")), parquet.ByteArrayValue([]byte("PLUG")),
+		parquet.ByteArrayValue([]byte("DOOR")), parquet.BooleanValue(true), parquet.Int32Value(-7), parquet.Int64Value(1 << 40),
+		parquet.FloatValue(0.5), parquet.DoubleValue(1234.5), parquet.Int32Value(int32(at.Unix() / 86400)),
+		parquet.Int64Value(at.UnixMicro()), parquet.Int64Value(at.UnixMicro() + 456), parquet.Int32Value(30_000),
+		parquet.ByteArrayValue([]byte("0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b"))}
+	checkValues(t, row.Values, want)
+
+	// The nullable unions' null branches are nulls.
+	full["other_kind"], full["power"], full["at_us"] = nil, nil, nil
+	if err := m.Map(&Record{Value: encodeAvro(t, readingSchema, full)}, &row); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{2, 7, 10} {
+		if !row.Values[i].IsNull() {
+			t.Errorf("column %d: %v, want null", i, row.Values[i])
+		}
+	}
+}
+
+// checkValues compares a row's values with want, by kind and value.
+func checkValues(t *testing.T, got, want []parquet.Value) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d values, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Kind() != want[i].Kind() || !parquet.Equal(got[i], want[i]) {
+			t.Errorf("column %d: %v (%v), want %v (%v)", i, got[i], got[i].Kind(), want[i], want[i].Kind())
+		}
+	}
+}
+
+// sensorSchema is the sensor event as an Avro producer would write it: its
+// payload a nested record rather than a JSON string.
+const sensorSchema = `{"type": "record", "name": "SensorEvent", "fields": [
+	{"name": "device_id", "type": "string"},
+	{"name": "device_type", "type": "string"},
+	{"name": "ingested_at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+	{"name": "payload", "type": {"type": "record", "name": "Payload", "fields": [
+		{"name": "linkquality", "type": ["null", "int"], "default": null},
+		{"name": "contact", "type": ["null", "boolean"], "default": null},
+		{"name": "battery", "type": ["null", "int"], "default": null},
+		{"name": "power", "type": ["null", "double"], "default": null},
+		{"name": "voltage", "type": ["null", "double"], "default": null},
+		{"name": "current", "type": ["null", "double"], "default": null},
+		{"name": "energy", "type": ["null", "double"], "default": null},
+		{"name": "state", "type": ["null", "string"], "default": null}
+	]}}
+]}`
+
+// sensorAvroConfig maps sensorSchema's records to the Spark job's columns
+// (raw_payload left out: Avro has no payload string).
+func sensorAvroConfig(t testing.TB) Config {
+	cfg := DefaultConfig()
+	cfg.Format, cfg.SchemaFile = Avro, schemaFile(t, sensorSchema)
+	cfg.Columns = slicesDeleteColumn(cfg.Columns, "raw_payload")
+	return cfg
+}
+
+func slicesDeleteColumn(cols []Column, name string) []Column {
+	var out []Column
+	for _, c := range cols {
+		if c.Name != name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sensorAvroMix is sensorMix's records as Avro of sensorSchema.
+func sensorAvroMix(t testing.TB, n int) []*Record {
+	rng := rand.New(rand.NewPCG(1, 2))
+	schema := avro.MustParse(sensorSchema)
+	base := time.Date(2026, 6, 22, 9, 15, 30, 0, time.UTC)
+	recs := make([]*Record, n)
+	for i := range recs {
+		at := base.Add(time.Duration(rng.Int64N(int64(48 * time.Hour)))).Truncate(time.Microsecond)
+		ev := map[string]any{"ingested_at": at}
+		if i%2 == 0 {
+			ev["device_id"], ev["device_type"] = "smart-plug-"+string(rune('a'+rng.IntN(20))), "smart_plug"
+			ev["payload"] = map[string]any{"power": rng.Float64() * 2000, "voltage": 220 + rng.Float64()*20,
+				"current": rng.Float64() * 10, "energy": rng.Float64() * 100, "state": []string{"ON", "OFF"}[rng.IntN(2)],
+				"linkquality": int32(rng.IntN(256))}
+		} else {
+			ev["device_id"], ev["device_type"] = "door-sensor-"+string(rune('a'+rng.IntN(20))), "door_window"
+			ev["payload"] = map[string]any{"contact": rng.IntN(2) == 0, "battery": int32(rng.IntN(101)), "linkquality": int32(rng.IntN(256))}
+		}
+		v, err := schema.Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = &Record{Topic: "sensor-events", Partition: int32(i % 4), Offset: int64(i), Timestamp: base, Value: v}
+	}
+	return recs
+}
+
+func TestMapAvroSensor(t *testing.T) {
+	m, err := New(sensorAvroConfig(t), DefaultPartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 6, 22, 23, 59, 59, 999_999_000, time.UTC)
+	ev := map[string]any{"device_id": "plug-7", "device_type": "smart_plug", "ingested_at": at,
+		"payload": map[string]any{"power": 12.5, "state": "ON", "linkquality": int32(80)}}
+	var row Row
+	if err := m.Map(&Record{Value: encodeAvro(t, sensorSchema, ev)}, &row); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(row.Key); got != "device_type=smart_plug/event_date=2026-06-22" {
+		t.Errorf("routing key %q", got)
+	}
+	// device_id, event_time, linkquality, contact, battery, power, voltage,
+	// current, energy, plug_state, processed_at (not compared).
+	want := []parquet.Value{parquet.ByteArrayValue([]byte("plug-7")), parquet.Int64Value(at.UnixMicro()), parquet.Int32Value(80),
+		parquet.Value{}, parquet.Value{}, parquet.DoubleValue(12.5), parquet.Value{}, parquet.Value{}, parquet.Value{},
+		parquet.ByteArrayValue([]byte("ON"))}
+	checkValues(t, row.Values[:len(want)], want)
+}
+
+func TestMapAvroRejects(t *testing.T) {
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema),
+		Columns: []Column{{Name: "count", Type: "integer", Source: "id"}, {Name: "total", Type: "integer", Source: "total"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]any{"id": "x", "kind": "PLUG", "on": false, "count": int32(1), "total": int64(1) << 40, "ratio": float32(1),
+		"day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u"}
+	body := encodeAvro(t, readingSchema, good)
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"truncated", body[:len(body)-3], "not Avro of the table's schema"},
+		{"trailing bytes", append(append([]byte(nil), body...), 1, 2), "not Avro of the table's schema: 2 bytes after the record"},
+		{"huge length", []byte{0xfe, 0xff, 0xff, 0xff, 0x0f}, "not Avro of the table's schema"},
+		{"string for integer", body, "count: expected number, got string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var row Row
+			err := m.Map(&Record{Value: tc.value}, &row)
+			if _, isMapErr := errors.AsType[*MapError](err); !isMapErr || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Map: %v, want a MapError with %q", err, tc.want)
+			}
+		})
+	}
+	// Permissive: the integer that does not fit is null, as with JSON.
+	m, err = New(Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema), Mode: Permissive,
+		Columns: []Column{{Name: "total", Type: "integer", Source: "total"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	if err := m.Map(&Record{Value: body}, &row); err != nil || !row.Values[0].IsNull() {
+		t.Errorf("permissive: %v, %v; want a null", err, row.Values)
+	}
+}
+
+func BenchmarkMapAvroSensor(b *testing.B) {
+	recs := sensorAvroMix(b, 4096)
+	m, err := New(sensorAvroConfig(b), DefaultPartitionColumns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var row Row
+	row.Arena = new(Arena)
+	bytes := 0
+	for _, r := range recs {
+		bytes += len(r.Value)
+	}
+	b.SetBytes(int64(bytes / len(recs)))
+	b.ReportAllocs()
+	i := 0
+	cpu := cpuTime()
+	for b.Loop() {
+		if err := m.Map(recs[i], &row); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i == len(recs) {
+			i = 0
+			row.Arena.Reset()
+		}
+	}
+	reportRate(b, cpu)
+}
+
+// TestMapAvroAgreesWithTheEncoder: records of random values of every type
+// readingSchema has, encoded by twmb/avro, map to exactly the values
+// encoded.
+func TestMapAvroAgreesWithTheEncoder(t *testing.T) {
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	schema := avro.MustParse(readingSchema)
+	runes := []rune("abz é€😀\x00\"\\")
+	str := func() string {
+		r := make([]rune, rng.IntN(20))
+		for i := range r {
+			r[i] = runes[rng.IntN(len(runes))]
+		}
+		return string(r)
+	}
+	var row Row
+	for range 2000 {
+		at := time.UnixMilli(rng.Int64N(253402300799999-(-62135596800000)) - 62135596800000).UTC()
+		day := at.Truncate(24 * time.Hour)
+		kinds := []string{"PLUG", "DOOR"}
+		rec := map[string]any{"id": str(), "kind": kinds[rng.IntN(2)], "on": rng.IntN(2) == 0, "count": rng.Int32(),
+			"total": rng.Int64() - rng.Int64(), "ratio": rng.Float32() * 1e6, "day": day, "at": at,
+			"tod": time.Duration(rng.IntN(86_400_000)) * time.Millisecond, "uid": str()}
+		want := []parquet.Value{parquet.ByteArrayValue([]byte(rec["id"].(string))), parquet.ByteArrayValue([]byte(rec["kind"].(string))),
+			{}, parquet.BooleanValue(rec["on"].(bool)), parquet.Int32Value(rec["count"].(int32)), parquet.Int64Value(rec["total"].(int64)),
+			parquet.FloatValue(rec["ratio"].(float32)), {}, parquet.Int32Value(int32(floorDiv(day.UnixMicro(), microsDay))),
+			parquet.Int64Value(at.UnixMicro()), {}, parquet.Int32Value(int32(rec["tod"].(time.Duration).Milliseconds())),
+			parquet.ByteArrayValue([]byte(rec["uid"].(string)))}
+		if rng.IntN(2) == 0 {
+			rec["other_kind"], want[2] = "DOOR", parquet.ByteArrayValue([]byte("DOOR"))
+			x := rng.NormFloat64() * 1e300
+			rec["power"], want[7] = x, parquet.DoubleValue(x)
+			us := at.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)
+			rec["at_us"], want[10] = us, parquet.Int64Value(us.UnixMicro())
+		}
+		body, err := schema.Encode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Map(&Record{Value: body}, &row); err != nil {
+			t.Fatalf("%v: %v", rec, err)
+		}
+		checkValues(t, row.Values, want)
+		if t.Failed() {
+			t.Fatalf("record %v", rec)
+		}
+	}
+}
+
+// containersSchema has the shapes a path can go through (a record, a map,
+// a nullable record) and those it cannot (an array, a recursive record).
+const containersSchema = `{"type": "record", "name": "C", "fields": [
+	{"name": "attrs", "type": {"type": "map", "values": "double"}},
+	{"name": "tags", "type": {"type": "array", "items": "string"}},
+	{"name": "maybe", "type": ["null", {"type": "record", "name": "M", "fields": [
+		{"name": "x", "type": "long"}, {"name": "skipped", "type": {"type": "array", "items": "M"}}]}]},
+	{"name": "list", "type": ["null", {"type": "record", "name": "Node", "fields": [
+		{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}]},
+	{"name": "after", "type": "string"}
+]}`
+
+func TestMapAvroPaths(t *testing.T) {
+	cols := []Column{{Name: "temp", Type: "double", Source: "attrs.temp"}, {Name: "x", Type: "long", Source: "maybe.x"},
+		{Name: "v", Type: "integer", Source: "list.v"}, {Name: "after", Type: "string"}, {Name: "attrs", Type: "string"}}
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, containersSchema), Columns: cols, Mode: Permissive}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := avro.MustParse(containersSchema)
+	node := func(v int32, next any) map[string]any { return map[string]any{"v": v, "next": next} }
+	for _, tc := range []struct {
+		name string
+		rec  map[string]any
+		want []parquet.Value
+	}{
+		{"all there", map[string]any{"attrs": map[string]float64{"hum": 40, "temp": 21.5}, "tags": []string{"a", "b"},
+			"maybe": map[string]any{"x": int64(9), "skipped": []any{map[string]any{"x": int64(1), "skipped": []any{}}}},
+			"list":  node(1, node(2, nil)), "after": "end"},
+			[]parquet.Value{parquet.DoubleValue(21.5), parquet.Int64Value(9), parquet.Int32Value(1), parquet.ByteArrayValue([]byte("end")), {}}},
+		{"nulls and no key", map[string]any{"attrs": map[string]float64{"hum": 40}, "tags": []string{}, "maybe": nil, "list": nil, "after": ""},
+			[]parquet.Value{{}, {}, {}, parquet.ByteArrayValue(nil), {}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := schema.Encode(tc.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row Row
+			if err := m.Map(&Record{Value: body}, &row); err != nil {
+				t.Fatal(err)
+			}
+			checkValues(t, row.Values, tc.want)
+		})
+	}
+	for _, tc := range []struct{ source, want string }{
+		{"maybe.y", `table.columns[0].source: maybe.y: no field "y" in the schema's record M`},
+		{"after.z", "table.columns[0].source: after is a string in the schema"},
+		{"tags.a", "table.columns[0].source: tags is a array in the schema"},
+		{"list.next.v", "table.columns[0].source: list.next is the recursive type Node"},
+	} {
+		_, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, containersSchema), Columns: []Column{{Name: "c", Type: "string", Source: tc.source}}}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("source %s: %v, want %q", tc.source, err, tc.want)
+		}
+	}
+}
+
+// TestMapAvroHostile: bodies built to make a decoder loop, recurse or
+// allocate without end are dead letters, quickly.
+func TestMapAvroHostile(t *testing.T) {
+	schema := `{"type": "record", "name": "H", "fields": [
+		{"name": "nulls", "type": {"type": "array", "items": "null"}},
+		{"name": "list", "type": ["null", {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}]},
+		{"name": "s", "type": "string"}]}`
+	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, schema), Columns: []Column{{Name: "s", Type: "string"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	varint := func(n int64) []byte { return binary.AppendVarint(nil, n) }
+	deep := []byte{0, 2} // no nulls; list: the Node branch
+	for range 1000 {
+		deep = append(deep, 2) // next: another Node
+	}
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"a billion nulls", append(varint(1<<40), 0), "more items than the record's bytes allow"},
+		{"a block size of nulls", append(append(varint(-(1<<40)), varint(0)...), 0), "more items than the record's bytes allow"},
+		{"deep", deep, "nesting too deep"},
+		{"long varint", bytes.Repeat([]byte{0xff}, 11), "varint longer than 10 bytes"},
+		{"string past the end", []byte{0, 0, 0x80, 0x80, 0x04}, "length past the record's end"},
+		{"negative length", append([]byte{0, 0}, varint(-5)...), "length past the record's end"},
+		{"union branch", []byte{0, 8}, "union branch out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var row Row
+			err := m.Map(&Record{Value: tc.value}, &row)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Map: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// Every prefix of a good record is truncated, never a panic.
+	body := encodeAvro(t, schema, map[string]any{"nulls": []any{nil, nil}, "list": map[string]any{"next": map[string]any{"next": nil}}, "s": "end"})
+	for i := range body {
+		var row Row
+		if err := m.Map(&Record{Value: body[:i]}, &row); err == nil {
+			t.Errorf("prefix %d of %d mapped", i, len(body))
+		}
+	}
+}
+
+func TestMapAvroDoesNotAllocate(t *testing.T) {
+	recs := sensorAvroMix(t, 64)
+	m, err := New(sensorAvroConfig(t), DefaultPartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	row.Arena = new(Arena)
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := m.Map(recs[i%len(recs)], &row); err != nil {
+			t.Fatal(err)
+		}
+		if i++; i%len(recs) == 0 {
+			row.Arena.Reset()
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Map allocates %.1f times per Avro record", allocs)
+	}
+}
+
+// FuzzMapAvro feeds arbitrary bodies to mappings of schemas with every
+// shape: Map must never panic and must fail only with a *MapError.
+func FuzzMapAvro(f *testing.F) {
+	reading, err := New(Config{Format: Avro, SchemaFile: schemaFile(f, readingSchema)}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	containers, err := New(Config{Format: Avro, SchemaFile: schemaFile(f, containersSchema), Columns: []Column{
+		{Name: "temp", Type: "double", Source: "attrs.temp"}, {Name: "x", Type: "long", Source: "maybe.x"},
+		{Name: "v", Type: "integer", Source: "list.v"}, {Name: "after", Type: "string"}}}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(encodeAvro(f, containersSchema, map[string]any{"attrs": map[string]float64{"temp": 1}, "tags": []string{"a"},
+		"maybe": map[string]any{"x": int64(1), "skipped": []any{}}, "list": map[string]any{"v": int32(1), "next": nil}, "after": "z"}), true)
+	f.Add(encodeAvro(f, readingSchema, map[string]any{"id": "x", "kind": "PLUG", "on": true, "count": int32(1), "total": int64(2),
+		"ratio": float32(1), "day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u"}), false)
+	f.Fuzz(func(t *testing.T, value []byte, useContainers bool) {
+		m := reading
+		if useContainers {
+			m = containers
+		}
+		var row Row
+		if err := m.Map(&Record{Value: value}, &row); err != nil {
+			if _, ok := errors.AsType[*MapError](err); !ok {
+				t.Fatalf("error %v is not a MapError", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,206 @@
+package mapping
+
+import (
+	"math"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/valyala/fastjson"
+	"github.com/valyala/fastjson/fastfloat"
+)
+
+// jsonValues finds the values of a plan's source paths in JSON records,
+// with fastjson: one parser per container node, so that a payload string
+// holding JSON is decoded once per record and every value found stays
+// valid until the next record.
+type jsonValues struct {
+	p       *plan
+	vals    []*fastjson.Value  // value found at each node, nil if absent
+	objs    []*fastjson.Object // each container's object, nil if absent/null
+	parsers []fastjson.Parser  // one per container: values stay valid together
+	num     []byte             // scratch for number text
+	visitAt int                // container being visited
+	missing int                // children of visitAt not found yet
+	visitFn func(k []byte, v *fastjson.Value)
+	variant *variantEncoder // for variant columns
+}
+
+func newJSONValues(p *plan) values {
+	j := &jsonValues{p: p, vals: make([]*fastjson.Value, len(p.nodes)), objs: make([]*fastjson.Object, len(p.nodes)),
+		parsers: make([]fastjson.Parser, len(p.nodes))}
+	// Bound once: a closure built per record would be allocated per record.
+	j.visitFn = j.visit
+	if p.variants {
+		j.variant = newVariantEncoder()
+	}
+	return j
+}
+
+// kindOf names the JSON type of the value found at node.
+func (j *jsonValues) kindOf(node int) string {
+	if v := j.vals[node]; v != nil && int(v.Type()) < len(typeNames) {
+		return typeNames[v.Type()]
+	}
+	return "value"
+}
+
+// resolve parses the record and finds the value of every path node.
+func (j *jsonValues) resolve(value []byte) *MapError {
+	p := j.p
+	clear(j.vals)
+	clear(j.objs)
+	root, err := j.parsers[0].ParseBytes(value)
+	if err != nil {
+		return &MapError{Reason: parseFailure(value, "not JSON")}
+	}
+	if root.Type() != fastjson.TypeObject {
+		return &MapError{Reason: "not a JSON object"}
+	}
+	j.objs[0], _ = root.Object()
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if len(n.children) == 0 {
+			continue
+		}
+		if i > 0 {
+			if err := j.container(i); err != nil {
+				if p.strict {
+					return err
+				}
+				j.objs[i] = nil // permissive: everything below is null
+			}
+		}
+		if j.objs[i] != nil {
+			j.visitAt, j.missing = i, len(n.children)
+			j.objs[i].Visit(j.visitFn)
+		}
+	}
+	return nil
+}
+
+// visit records the values of the children of container j.visitAt. Walking
+// the object's members ourselves makes duplicate keys explicit: the first
+// occurrence wins (fastjson's Get also returns the first, but only compares
+// unescaped keys in its slow path).
+func (j *jsonValues) visit(k []byte, v *fastjson.Value) {
+	if j.missing == 0 {
+		return // the rest are members no column uses, or duplicates
+	}
+	for _, c := range j.p.nodes[j.visitAt].children {
+		if j.vals[c] == nil && string(k) == j.p.nodes[c].key {
+			j.vals[c] = v
+			j.missing--
+			return
+		}
+	}
+}
+
+// container finds the object of container node i: an object, or a string
+// holding one (decoded with the node's own parser, so earlier values stay
+// valid). Missing or null leaves it nil: everything below is null.
+func (j *jsonValues) container(i int) *MapError {
+	v := j.vals[i]
+	if v == nil {
+		return nil
+	}
+	path := j.p.nodes[i].path
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return nil
+	case fastjson.TypeObject:
+		j.objs[i], _ = v.Object()
+		return nil
+	case fastjson.TypeString:
+		s, _ := v.StringBytes()
+		inner, err := j.parsers[i].ParseBytes(s)
+		if err != nil {
+			return &MapError{Reason: path + ": " + parseFailure(s, "not JSON"), Path: path}
+		}
+		if inner.Type() != fastjson.TypeObject {
+			return &MapError{Reason: path + ": not a JSON object", Path: path}
+		}
+		j.objs[i], _ = inner.Object()
+		return nil
+	}
+	return &MapError{Reason: path + ": not a JSON string", Path: path}
+}
+
+// cast converts the JSON value of column c's node (nil: absent) into out
+// (zero on entry). detail is the offending text for error messages.
+func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	v := j.vals[c.node]
+	if v == nil {
+		out.null = true
+		return ok, nil
+	}
+	t := v.Type()
+	if t == fastjson.TypeNull {
+		out.null = true
+		return ok, nil
+	}
+	switch c.kind {
+	case kString:
+		if t != fastjson.TypeString {
+			return failType, nil
+		}
+		s, _ := v.StringBytes()
+		if !utf8.Valid(s) {
+			return failUTF8, nil
+		}
+		out.b = a.Copy(s)
+		return ok, nil
+	case kBoolean:
+		switch t {
+		case fastjson.TypeTrue:
+			out.i = 1
+			return ok, nil
+		case fastjson.TypeFalse:
+			return ok, nil
+		}
+	case kInteger, kLong:
+		if t == fastjson.TypeNumber {
+			j.num = v.MarshalTo(j.num[:0])
+			n, f := parseInteger(j.num, c.kind == kInteger)
+			out.i = n
+			return f, j.num
+		}
+	case kFloat, kDouble:
+		if t == fastjson.TypeNumber {
+			j.num = v.MarshalTo(j.num[:0])
+			x, err := fastfloat.Parse(unsafe.String(unsafe.SliceData(j.num), len(j.num)))
+			switch {
+			case err != nil:
+				return failCast, j.num
+			case math.IsNaN(x) || math.IsInf(x, 0):
+				return failNotFinite, j.num
+			case c.kind == kFloat && math.IsInf(float64(float32(x)), 0):
+				return failOverflow, j.num
+			}
+			out.f = x
+			return ok, nil
+		}
+	case kVariant:
+		return j.variant.encode(v, a, out)
+	case kTimestamp, kDate:
+		if t == fastjson.TypeString {
+			s, _ := v.StringBytes()
+			us, good := parseTimestamp(s)
+			if !good {
+				return failTimestamp, s
+			}
+			if !inRange(us) {
+				return failRange, s
+			}
+			if c.kind == kDate {
+				us = floorDiv(us, microsDay)
+			}
+			out.i = us
+			return ok, nil
+		}
+	}
+	if t == fastjson.TypeString { // a string where a number or boolean belongs
+		s, _ := v.StringBytes()
+		return failCast, s
+	}
+	return failType, nil
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A producer deltaflow did not write, for its Avro tests.
+
+  avroproduce.py --brokers B --topic T --schema FILE --count N [--seed S] [--bad K]
+
+Writes N records of the record schema in FILE to topic T (partition i % 3
+for record i), each an Avro binary body written by fastavro's
+schemaless_writer (no header), produced by confluent-kafka; then K records
+that are not Avro of the schema. Values are drawn from the seed for every
+field of the types deltaflow derives columns from (null in a nullable union
+one time in four). Prints the records as the table should hold them, as
+JSON rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted
+the same way.
+"""
+import argparse
+import datetime
+import io
+import json
+import random
+import struct
+import sys
+import uuid
+
+import fastavro
+from confluent_kafka import Producer
+
+from rowjson import render
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def value(rng, typ, named):
+    """A random value of Avro type typ (as fastavro takes it) and the value
+    the table should hold for it."""
+    if isinstance(typ, list):  # ["null", T]
+        if rng.random() < 0.25:
+            return None, None
+        return value(rng, [t for t in typ if t != "null"][0], named)
+    if isinstance(typ, str) and typ in named:
+        typ = named[typ]
+    if isinstance(typ, dict):
+        logical = typ.get("logicalType")
+        base = typ["type"]
+        if base == "enum":
+            named[typ["name"]] = typ
+            s = rng.choice(typ["symbols"])
+            return s, s
+        if logical == "date":
+            d = datetime.date(2026, 1, 1) + datetime.timedelta(days=rng.randrange(-40000, 40000))
+            return d, d
+        if logical in ("timestamp-millis", "timestamp-micros"):
+            unit = 1000 if logical == "timestamp-millis" else 1
+            us = rng.randrange(-2**40, 2**50) // unit * unit
+            ts = EPOCH + datetime.timedelta(microseconds=us)
+            return ts, ts
+        if logical == "time-millis":
+            ms = rng.randrange(0, 86_400_000)
+            return datetime.time(ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000 * 1000), ms
+        if logical == "uuid":
+            u = str(uuid.UUID(int=rng.getrandbits(128)))
+            return u, u
+        return value(rng, base, named)
+    if typ == "string":
+        s = "".join(rng.choice("abcxyz é€😀'\"\\") for _ in range(rng.randrange(0, 12)))
+        return s, s
+    if typ == "boolean":
+        b = rng.random() < 0.5
+        return b, b
+    if typ == "int":
+        n = rng.randrange(-2**31, 2**31)
+        return n, n
+    if typ == "long":
+        n = rng.randrange(-2**63, 2**63)
+        return n, n
+    if typ == "float":
+        x = struct.unpack("<f", struct.pack("<f", rng.uniform(-1e6, 1e6)))[0]
+        return x, x
+    if typ == "double":
+        x = rng.uniform(-1e12, 1e12)
+        return x, x
+    raise SystemExit(f"avroproduce.py: no values for type {typ!r}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--brokers", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--schema", required=True)
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bad", type=int, default=0)
+    args = p.parse_args()
+    with open(args.schema) as f:
+        raw = json.load(f)
+    schema = fastavro.parse_schema(raw)
+    rng = random.Random(args.seed)
+    producer = Producer({"bootstrap.servers": args.brokers, "enable.idempotence": True})
+    failed = []
+
+    def delivered(err, _msg):
+        if err is not None:
+            failed.append(err)
+
+    expected = []
+    named = {}
+    for i in range(args.count):
+        rec, row = {}, {}
+        for field in raw["fields"]:
+            rec[field["name"]], row[field["name"]] = value(rng, field["type"], named)
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, schema, rec)
+        producer.produce(args.topic, value=buf.getvalue(), partition=i % 3, on_delivery=delivered)
+        expected.append({k: render(v) for k, v in row.items()})
+        producer.poll(0)
+    for i in range(args.bad):
+        producer.produce(args.topic, value=b"\xff\xff\xff not avro", partition=i % 3, on_delivery=delivered)
+    if producer.flush(60) != 0 or failed:
+        raise SystemExit(f"avroproduce.py: not delivered: {failed or 'flush timed out'}")
+    expected.sort(key=lambda r: json.dumps(r, sort_keys=True))
+    json.dump(expected, sys.stdout, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
