@@ -16,22 +16,14 @@ import (
 )
 
 // readingSchema is a flat record of every Avro type a column is derived
-// from.
-const readingSchema = `{"type": "record", "name": "Reading", "namespace": "test", "fields": [
-	{"name": "id", "type": "string"},
-	{"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["PLUG", "DOOR"]}},
-	{"name": "other_kind", "type": ["null", "Kind"]},
-	{"name": "on", "type": "boolean"},
-	{"name": "count", "type": "int"},
-	{"name": "total", "type": "long"},
-	{"name": "ratio", "type": "float"},
-	{"name": "power", "type": ["null", "double"]},
-	{"name": "day", "type": {"type": "int", "logicalType": "date"}},
-	{"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-	{"name": "at_us", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
-	{"name": "tod", "type": {"type": "int", "logicalType": "time-millis"}},
-	{"name": "uid", "type": {"type": "string", "logicalType": "uuid"}}
-]}`
+// from (the formats tests' too).
+var readingSchema = func() string {
+	b, err := os.ReadFile("testdata/reading.avsc")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // schemaFile writes an Avro schema where Config.SchemaFile names it.
 func schemaFile(t testing.TB, schema string) string {
@@ -288,31 +280,11 @@ func TestMapAvroRejects(t *testing.T) {
 }
 
 func BenchmarkMapAvroSensor(b *testing.B) {
-	recs := sensorAvroMix(b, 4096)
 	m, err := New(sensorAvroConfig(b), DefaultPartitionColumns)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var row Row
-	row.Arena = new(Arena)
-	bytes := 0
-	for _, r := range recs {
-		bytes += len(r.Value)
-	}
-	b.SetBytes(int64(bytes / len(recs)))
-	b.ReportAllocs()
-	i := 0
-	cpu := cpuTime()
-	for b.Loop() {
-		if err := m.Map(recs[i], &row); err != nil {
-			b.Fatal(err)
-		}
-		if i++; i == len(recs) {
-			i = 0
-			row.Arena.Reset()
-		}
-	}
-	reportRate(b, cpu)
+	benchMap(b, m, sensorAvroMix(b, 4096))
 }
 
 // TestMapAvroAgreesWithTheEncoder: records of random values of every type

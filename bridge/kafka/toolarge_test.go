@@ -70,19 +70,11 @@ func TestBatchTooLargeIsReportedUndecompressed(t *testing.T) {
 // --until-latest of several tables that never ended).
 func TestBatchTooLargeReachesAnInterruptedPoll(t *testing.T) {
 	cfg := newCluster(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceBomb(t, cfg)
 	c := newConsumer(t, cfg, &handler{})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err = c.Poll(endsAsPolled{ctx})
+	_, err := c.Poll(endsAsPolled{ctx})
 	if _, ok := errors.AsType[*BatchTooLargeError](err); !ok {
 		t.Fatalf("the poll interrupted as the batch too large came returned %v, not the batch", err)
 	}
@@ -108,15 +100,7 @@ func TestBatchTooLargeAfterAPause(t *testing.T) {
 	}
 	t.Cleanup(cluster.Close)
 	cfg := Config{Brokers: cluster.ListenAddrs(), Group: "g-" + t.Name()}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceBomb(t, cfg)
 	// Told when a fetch asks for the batch; its answer is buffered soon after.
 	asked := make(chan struct{}, 1)
 	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -155,5 +139,21 @@ func TestBatchTooLargeAfterAPause(t *testing.T) {
 	}
 	if tooLarge == nil {
 		t.Fatal("after a pause and a resume, the batch too large was never reported (the partition stayed stopped)")
+	}
+}
+
+// produceBomb writes to partition 0 one zstd record batch that
+// decompresses to 16 MiB, past the 4 MiB kafka.max_decompress_bytes of the
+// tests' consumers, some KiB on the wire.
+func produceBomb(t *testing.T, cfg Config) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -23,24 +23,7 @@ import (
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 )
 
-// readingSchema has a field of every Avro type a column is derived from.
-const readingSchema = `{"type": "record", "name": "Reading", "namespace": "deltaflow.test", "fields": [
-	{"name": "id", "type": "string"},
-	{"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["PLUG", "DOOR", "LEAK"]}},
-	{"name": "other_kind", "type": ["null", "Kind"]},
-	{"name": "on", "type": "boolean"},
-	{"name": "count", "type": "int"},
-	{"name": "total", "type": "long"},
-	{"name": "ratio", "type": "float"},
-	{"name": "power", "type": ["null", "double"]},
-	{"name": "day", "type": {"type": "int", "logicalType": "date"}},
-	{"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-	{"name": "at_us", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
-	{"name": "tod", "type": {"type": "int", "logicalType": "time-millis"}},
-	{"name": "uid", "type": {"type": "string", "logicalType": "uuid"}}
-]}`
-
-// wantTypes are the Delta types delta-rs reads for readingSchema's
+// wantTypes are the Delta types delta-rs reads for reading.avsc's
 // columns, with their nullability.
 var wantTypes = map[string]string{"id": "string", "kind": "string", "other_kind": "string null", "on": "boolean",
 	"count": "integer", "total": "long", "ratio": "float", "power": "double null", "day": "date", "at": "timestamp",
@@ -61,10 +44,8 @@ func TestAvroTopic(t *testing.T) {
 	py := testenv.Python(t)
 	bin := scenario.Binary(t)
 	dir := t.TempDir()
-	schema := filepath.Join(dir, "reading.avsc")
-	if err := os.WriteFile(schema, []byte(readingSchema), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// A field of every Avro type a column is derived from.
+	schema := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "reading.avsc")
 	topic := scenario.Unique("avro-readings")
 	kcfg := kafka.DefaultConfig()
 	kcfg.Brokers = brokers
