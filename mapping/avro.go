@@ -5,19 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"unicode/utf8"
-
-	"github.com/twmb/avro"
 )
 
 // avroValues reads the values of a plan's source paths from Avro binary
 // records of one writer schema, without allocating: a program compiled
 // from the schema walks each record once, reads the fields that some path
 // names into their node's slot (strings alias the record's bytes until
-// cast copies them) and skips the rest. twmb/avro parses the schema; the
-// walk is ours because decoding into maps cost 9 allocations and twice
-// JSON's time a record (BenchmarkMapAvroSensor).
+// cast copies them) and skips the rest. Schema and walk are ours
+// (docs/design.md, Formats); twmb/avro, an implementation we did not
+// write, encodes the records the tests check them with.
 type avroValues struct {
 	p     *plan
 	root  *avroType
@@ -104,11 +101,9 @@ var (
 
 // newAvroValues compiles schema for p's paths; an error is an
 // *avroPathError or names the schema's fault.
-func newAvroValues(schema *avro.Schema, p *plan) (func(p *plan) values, error) {
-	c := avroCompiler{p: p, named: map[string]*avroType{}}
-	// References expanded, so that each path has its own copy of a named
-	// record; a recursive one stays a reference.
-	root, err := c.compile(schema.Root().ExpandReferences(), 0, "")
+func newAvroValues(schema *avroSchema, p *plan) (func(p *plan) values, error) {
+	c := avroCompiler{p: p, shared: map[*avroNode]*avroType{}}
+	root, err := c.compile(schema.root, 0, "")
 	if err != nil {
 		return nil, err
 	}
@@ -122,50 +117,45 @@ func newAvroValues(schema *avro.Schema, p *plan) (func(p *plan) values, error) {
 
 // avroCompiler compiles a schema against a plan's paths.
 type avroCompiler struct {
-	p     *plan
-	named map[string]*avroType // shared (unbound) named types
+	p      *plan
+	shared map[*avroNode]*avroType // unbound types, by node: a recursive one compiles once
 }
 
 // compile compiles n for plan node (-1: none reads it); path names it in
-// errors.
-func (c *avroCompiler) compile(n *avro.SchemaNode, node int, path string) (*avroType, error) {
+// errors. A record or map some path goes into is compiled for that path,
+// its fields bound to the plan's nodes; the rest is shared.
+func (c *avroCompiler) compile(n *avroNode, node int, path string) (*avroType, error) {
 	bound := node >= 0 && len(c.p.nodes[node].children) > 0
 	if !bound {
-		return c.shared(n)
+		return c.unbound(n)
 	}
-	switch n.Type {
+	switch n.typ {
 	case "record", "error":
-		// Its unbound twin first: its fields may name it (a recursive
-		// type), and they are read as values.
-		if _, err := c.shared(n); err != nil {
-			return nil, err
-		}
 		t := &avroType{kind: avRecord}
 		found := map[int]bool{}
-		for i := range n.Fields {
-			f := &n.Fields[i]
-			child := c.child(node, f.Name)
-			ft, err := c.compile(&f.Type, child, joinField(path, f.Name))
+		for _, f := range n.fields {
+			child := c.child(node, f.name)
+			ft, err := c.compile(f.typ, child, joinField(path, f.name))
 			if err != nil {
 				return nil, err
 			}
-			t.fields = append(t.fields, avroField{name: f.Name, typ: ft, node: child})
+			t.fields = append(t.fields, avroField{name: f.name, typ: ft, node: child})
 			found[child] = true
 		}
 		for _, ch := range c.p.nodes[node].children {
 			if !found[ch] {
-				return nil, &avroPathError{node: ch, msg: fmt.Sprintf("%s: no field %q in the schema's record %s", c.p.nodes[ch].path, c.p.nodes[ch].key, n.Name)}
+				return nil, &avroPathError{node: ch, msg: fmt.Sprintf("%s: no field %q in the schema's record %s", c.p.nodes[ch].path, c.p.nodes[ch].key, n.name)}
 			}
 		}
 		return t, nil
 	case "map":
-		values, err := c.shared(n.Values)
+		values, err := c.unbound(n.items)
 		if err != nil {
 			return nil, err
 		}
 		t := &avroType{kind: avMap, items: values}
 		for _, ch := range c.p.nodes[node].children {
-			vt, err := c.compile(n.Values, ch, joinField(path, c.p.nodes[ch].key))
+			vt, err := c.compile(n.items, ch, joinField(path, c.p.nodes[ch].key))
 			if err != nil {
 				return nil, err
 			}
@@ -174,9 +164,8 @@ func (c *avroCompiler) compile(n *avro.SchemaNode, node int, path string) (*avro
 		return t, nil
 	case "union":
 		t := &avroType{kind: avUnion}
-		for i := range n.Branches {
-			b := &n.Branches[i]
-			if b.Type == "null" { // the paths below it are null
+		for _, b := range n.branches {
+			if b.typ == "null" { // the paths below it are null
 				t.branches = append(t.branches, &avroType{kind: avNull})
 				continue
 			}
@@ -188,10 +177,7 @@ func (c *avroCompiler) compile(n *avro.SchemaNode, node int, path string) (*avro
 		}
 		return t, nil
 	}
-	if _, named := c.named[n.Type]; named || strings.Contains(n.Type, ".") {
-		return nil, &avroPathError{node: node, msg: fmt.Sprintf("%s is the recursive type %s: paths do not go into it", path, n.Type)}
-	}
-	return nil, &avroPathError{node: node, msg: fmt.Sprintf("%s is a %s in the schema, not a record or map", path, n.Type)}
+	return nil, &avroPathError{node: node, msg: fmt.Sprintf("%s is a %s in the schema, not a record or map", path, n.typ)}
 }
 
 // avroPathError is a source path the schema does not have.
@@ -219,100 +205,80 @@ func joinField(path, name string) string {
 	return path + "." + name
 }
 
-// shared compiles n unbound: every field is skipped or read as a value.
-func (c *avroCompiler) shared(n *avro.SchemaNode) (*avroType, error) {
-	full := n.Name
-	if n.Namespace != "" && !strings.Contains(full, ".") {
-		full = n.Namespace + "." + full
-	}
-	switch n.Type {
-	case "null":
-		return &avroType{kind: avNull}, nil
-	case "boolean":
-		return &avroType{kind: avBoolean}, nil
-	case "int":
-		if n.LogicalType == "date" {
-			return &avroType{kind: avDate}, nil
-		}
-		return &avroType{kind: avInt}, nil
-	case "long":
-		switch n.LogicalType {
-		case "timestamp-millis", "local-timestamp-millis":
-			return &avroType{kind: avTimestamp, scale: 1000, div: 1}, nil
-		case "timestamp-micros", "local-timestamp-micros":
-			return &avroType{kind: avTimestamp, scale: 1, div: 1}, nil
-		case "timestamp-nanos", "local-timestamp-nanos":
-			return &avroType{kind: avTimestamp, scale: 1, div: 1000}, nil
-		}
-		return &avroType{kind: avLong}, nil
-	case "float":
-		return &avroType{kind: avFloat}, nil
-	case "double":
-		return &avroType{kind: avDouble}, nil
-	case "bytes":
-		return &avroType{kind: avBytes}, nil
-	case "string":
-		return &avroType{kind: avString}, nil
-	case "fixed":
-		t := &avroType{kind: avFixed, size: n.Size}
-		c.named[full] = t
+// unbound compiles n with every field skipped or read as a value.
+func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
+	if t, ok := c.shared[n]; ok {
 		return t, nil
+	}
+	t := &avroType{}
+	c.shared[n] = t // before what is inside: it may be n again
+	switch n.typ {
+	case "null":
+		t.kind = avNull
+	case "boolean":
+		t.kind = avBoolean
+	case "int":
+		t.kind = avInt
+		if n.logical == "date" {
+			t.kind = avDate
+		}
+	case "long":
+		t.kind, t.scale, t.div = avLong, 1, 1
+		switch n.logical {
+		case "timestamp-millis", "local-timestamp-millis":
+			t.kind, t.scale = avTimestamp, 1000
+		case "timestamp-micros", "local-timestamp-micros":
+			t.kind = avTimestamp
+		case "timestamp-nanos", "local-timestamp-nanos":
+			t.kind, t.div = avTimestamp, 1000
+		}
+	case "float":
+		t.kind = avFloat
+	case "double":
+		t.kind = avDouble
+	case "bytes":
+		t.kind = avBytes
+	case "string":
+		t.kind = avString
+	case "fixed":
+		t.kind, t.size = avFixed, n.size
 	case "enum":
-		t := &avroType{kind: avEnum}
-		for _, s := range n.Symbols {
+		t.kind = avEnum
+		for _, s := range n.symbols {
 			t.symbols = append(t.symbols, []byte(s))
 		}
-		c.named[full] = t
-		return t, nil
 	case "record", "error":
-		t := &avroType{kind: avRecord}
-		c.named[full] = t // before the fields: they may name it
-		for i := range n.Fields {
-			ft, err := c.shared(&n.Fields[i].Type)
+		t.kind = avRecord
+		for _, f := range n.fields {
+			ft, err := c.unbound(f.typ)
 			if err != nil {
 				return nil, err
 			}
-			t.fields = append(t.fields, avroField{name: n.Fields[i].Name, typ: ft, node: -1})
+			t.fields = append(t.fields, avroField{name: f.name, typ: ft, node: -1})
 		}
-		return t, nil
 	case "array", "map":
-		inner := n.Items
-		kind := avArray
-		if n.Type == "map" {
-			inner, kind = n.Values, avMap
+		t.kind = avArray
+		if n.typ == "map" {
+			t.kind = avMap
 		}
-		it, err := c.shared(inner)
+		it, err := c.unbound(n.items)
 		if err != nil {
 			return nil, err
 		}
-		return &avroType{kind: kind, items: it}, nil
+		t.items = it
 	case "union":
-		t := &avroType{kind: avUnion}
-		for i := range n.Branches {
-			bt, err := c.shared(&n.Branches[i])
+		t.kind = avUnion
+		for _, b := range n.branches {
+			bt, err := c.unbound(b)
 			if err != nil {
 				return nil, err
 			}
 			t.branches = append(t.branches, bt)
 		}
-		return t, nil
+	default:
+		return nil, fmt.Errorf("unknown Avro type %q", n.typ)
 	}
-	// A reference to a named type defined before it.
-	name := n.Type
-	if !strings.Contains(name, ".") && n.Namespace != "" {
-		if t, ok := c.named[n.Namespace+"."+name]; ok {
-			return t, nil
-		}
-	}
-	if t, ok := c.named[name]; ok {
-		return t, nil
-	}
-	for full, t := range c.named {
-		if strings.HasSuffix(full, "."+name) {
-			return t, nil
-		}
-	}
-	return nil, fmt.Errorf("unknown Avro type %q", n.Type)
+	return t, nil
 }
 
 func (v *avroValues) resolve(value []byte) *MapError {

@@ -353,7 +353,8 @@ const containersSchema = `{"type": "record", "name": "C", "fields": [
 
 func TestMapAvroPaths(t *testing.T) {
 	cols := []Column{{Name: "temp", Type: "double", Source: "attrs.temp"}, {Name: "x", Type: "long", Source: "maybe.x"},
-		{Name: "v", Type: "integer", Source: "list.v"}, {Name: "after", Type: "string"}, {Name: "attrs", Type: "string"}}
+		{Name: "v", Type: "integer", Source: "list.v"}, {Name: "after", Type: "string"}, {Name: "attrs", Type: "string"},
+		{Name: "v2", Type: "integer", Source: "list.next.v"}}
 	m, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, containersSchema), Columns: cols, Mode: Permissive}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -368,9 +369,9 @@ func TestMapAvroPaths(t *testing.T) {
 		{"all there", map[string]any{"attrs": map[string]float64{"hum": 40, "temp": 21.5}, "tags": []string{"a", "b"},
 			"maybe": map[string]any{"x": int64(9), "skipped": []any{map[string]any{"x": int64(1), "skipped": []any{}}}},
 			"list":  node(1, node(2, nil)), "after": "end"},
-			[]parquet.Value{parquet.DoubleValue(21.5), parquet.Int64Value(9), parquet.Int32Value(1), parquet.ByteArrayValue([]byte("end")), {}}},
+			[]parquet.Value{parquet.DoubleValue(21.5), parquet.Int64Value(9), parquet.Int32Value(1), parquet.ByteArrayValue([]byte("end")), {}, parquet.Int32Value(2)}},
 		{"nulls and no key", map[string]any{"attrs": map[string]float64{"hum": 40}, "tags": []string{}, "maybe": nil, "list": nil, "after": ""},
-			[]parquet.Value{{}, {}, {}, parquet.ByteArrayValue(nil), {}}},
+			[]parquet.Value{{}, {}, {}, parquet.ByteArrayValue(nil), {}, {}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body, err := schema.Encode(tc.rec)
@@ -388,7 +389,7 @@ func TestMapAvroPaths(t *testing.T) {
 		{"maybe.y", `table.columns[0].source: maybe.y: no field "y" in the schema's record M`},
 		{"after.z", "table.columns[0].source: after is a string in the schema"},
 		{"tags.a", "table.columns[0].source: tags is a array in the schema"},
-		{"list.next.v", "table.columns[0].source: list.next is the recursive type Node"},
+		{"list.next.w", `table.columns[0].source: list.next.w: no field "w" in the schema's record Node`},
 	} {
 		_, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, containersSchema), Columns: []Column{{Name: "c", Type: "string", Source: tc.source}}}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -495,4 +496,42 @@ func FuzzMapAvro(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseAvroSchemaErrors(t *testing.T) {
+	for _, tc := range []struct{ schema, want string }{
+		{`{"type": "record", "name": "R", "fields": [{"name": "a", "type": "Nope"}]}`, `field a: unknown type "Nope"`},
+		{`{"type": "record", "name": "R", "fields": [{"name": "a", "type": ["null", ["int"]]}]}`, "a union directly inside a union"},
+		{`{"type": "record", "fields": []}`, "record without a name"},
+		{`{"type": "record", "name": "R"}`, "record R without fields"},
+		{`{"type": "enum", "name": "E", "symbols": []}`, "enum E without symbols"},
+		{`{"type": "fixed", "name": "F"}`, "fixed F without a size"},
+		{`{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}, {"name": "a", "type": "int"}]}`, "field a twice"},
+		{`{"type": "record", "name": "R", "fields": [{"name": "a", "type": {"type": "enum", "name": "R", "symbols": ["X"]}}]}`, "type R defined twice"},
+		{`{"type": "array"}`, `array without "items"`},
+		{`{"name": "x"}`, `an object schema without "type"`},
+		{`[1]`, "a schema is a string, a list or an object"},
+		{`{"type": `, "not JSON"},
+	} {
+		if _, err := parseAvroSchema([]byte(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.schema, err, tc.want)
+		}
+	}
+	// Names resolve in their namespace: a short name inside it, the full
+	// name anywhere.
+	s, err := parseAvroSchema([]byte(`{"type": "record", "name": "R", "namespace": "a.b", "fields": [
+		{"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X"]}},
+		{"name": "short", "type": "E"},
+		{"name": "full", "type": "a.b.E"},
+		{"name": "other", "type": {"type": "record", "name": "c.O", "fields": [{"name": "again", "type": "a.b.E"}, {"name": "self", "type": ["null", "O"]}]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := s.root.fields
+	if f[1].typ != f[0].typ || f[2].typ != f[0].typ || f[3].typ.fields[0].typ != f[0].typ || f[3].typ.fields[1].typ.branches[1] != f[3].typ {
+		t.Errorf("references do not resolve to their definitions: %+v", f)
+	}
+	if s.root.name != "a.b.R" || f[3].typ.name != "c.O" {
+		t.Errorf("full names %q and %q, want a.b.R and c.O", s.root.name, f[3].typ.name)
+	}
 }

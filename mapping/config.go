@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/twmb/avro"
-
 	"github.com/deltaflow/deltaflow/delta"
 )
 
@@ -45,7 +43,7 @@ type Config struct {
 	// DefaultMaxRecordBytes (1 MiB).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
 	// Columns are the table's columns in declared order. With the avro
-	// format, none means one for each field of the schema (AvroColumns).
+	// format, none means one for each field of the schema (docs/configuration.md, Formats).
 	Columns []Column `yaml:"columns"`
 	// Format is how record values are encoded: JSON (the default) or Avro.
 	Format Format `yaml:"format"`
@@ -312,7 +310,7 @@ func validatePartitions(section string, cols []compiledColumn, partitionColumns 
 
 // format settles the records' format: for Avro, the schema (nil for JSON)
 // and, without columns, the columns of its fields.
-func (c *Config) format() (*avro.Schema, error) {
+func (c *Config) format() (*avroSchema, error) {
 	switch c.Format {
 	case "", JSON:
 		if c.SchemaFile != "" {
@@ -330,12 +328,12 @@ func (c *Config) format() (*avro.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s.schema_file: %w", c.key(), err)
 	}
-	schema, err := avro.Parse(string(text))
+	schema, err := parseAvroSchema(text)
 	if err != nil {
 		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
 	}
 	if len(c.Columns) == 0 {
-		if c.Columns, err = AvroColumns(schema); err != nil {
+		if c.Columns, err = avroColumns(schema); err != nil {
 			return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
 		}
 	}
@@ -349,7 +347,7 @@ func (c *Config) format() (*avro.Schema, error) {
 
 // avroValues compiles the Avro reader of plan p, naming the column whose
 // source the schema does not have.
-func (c *Config) avroValues(schema *avro.Schema, p *plan) (func(p *plan) values, error) {
+func (c *Config) avroValues(schema *avroSchema, p *plan) (func(p *plan) values, error) {
 	build, err := newAvroValues(schema, p)
 	if pe, isPath := errors.AsType[*avroPathError](err); isPath {
 		for i, col := range p.cols {
