@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 type fakeController struct {
 	calls  atomic.Int32
 	paused atomic.Bool
+	pause  atomic.Int64 // the duration of the last pause
 	err    error
 }
 
@@ -26,9 +29,10 @@ func (f *fakeController) Status(context.Context) (any, error) {
 
 func (f *fakeController) Flush(context.Context) error { f.calls.Add(1); return f.err }
 
-func (f *fakeController) Pause(context.Context) error {
+func (f *fakeController) Pause(_ context.Context, d time.Duration) error {
 	f.calls.Add(1)
 	f.paused.Store(true)
+	f.pause.Store(int64(d))
 	return f.err
 }
 
@@ -138,5 +142,58 @@ func TestControlHonoursAuthorization(t *testing.T) {
 	request(t, admin, "deltaflow.sensor_events.control.pause")
 	if !ctrl.paused.Load() {
 		t.Fatal("authorized pause not applied")
+	}
+}
+
+// TestControlRefusesWhatItDoesNotUnderstand: a pause takes an empty body
+// (control.max_pause) or {"duration": "<Go duration>"}, and the other
+// endpoints an empty one; anything else is answered 400 naming what is
+// wrong, and the controller is not called (a body that did not parse
+// paused for an hour).
+func TestControlRefusesWhatItDoesNotUnderstand(t *testing.T) {
+	b, ns := externalBridge(t)
+	ctrl := &fakeController{}
+	if err := b.StartControl(ctrl); err != nil {
+		t.Fatal(err)
+	}
+	nc := connect(t, ns.ClientURL())
+	group := "deltaflow.sensor_events.control."
+	for _, tc := range []struct {
+		endpoint, body string
+		pause          time.Duration // the pause asked, when accepted
+		refused        string        // the error's text, when refused
+	}{
+		{"pause", "", 0, ""},
+		{"pause", " {} ", 0, ""},
+		{"pause", `{"duration": "30s"}`, 30 * time.Second, ""},
+		{"pause", "garbage", 0, `pause: the body is not empty or {"duration": "30s"}`},
+		{"pause", `{"duration": 30}`, 0, `pause: the body is not empty or {"duration": "30s"}`},
+		{"pause", `{"durations": "30s"}`, 0, `unknown field "durations"`},
+		{"pause", `{"duration": "half an hour"}`, 0, `pause: duration "half an hour" is not a duration`},
+		{"pause", `{"duration": "-5s"}`, 0, `pause: duration -5s must be positive`},
+		{"flush", "now", 0, `flush: takes no body, got "now"`},
+		{"resume", `{"x": 1}`, 0, `resume: takes no body`},
+		{"status", "{}", 0, ""},
+	} {
+		before := ctrl.calls.Load()
+		m, err := nc.Request(group+tc.endpoint, []byte(tc.body), 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s %q: %v", tc.endpoint, tc.body, err)
+		}
+		code, text := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
+		called := ctrl.calls.Load() != before
+		switch {
+		case tc.refused != "" && (code != "400" || !strings.Contains(text, tc.refused) || called):
+			t.Errorf("%s %q: code %q, error %q, controller called %v; want 400 saying %q and no call", tc.endpoint, tc.body, code, text, called, tc.refused)
+		case tc.refused == "" && (code != "" || !called):
+			t.Errorf("%s %q: code %q, error %q, controller called %v; want it done", tc.endpoint, tc.body, code, text, called)
+		case tc.refused == "" && tc.endpoint == "pause" && time.Duration(ctrl.pause.Load()) != tc.pause:
+			t.Errorf("pause %q paused for %s, want %s", tc.body, time.Duration(ctrl.pause.Load()), tc.pause)
+		}
+	}
+	// What the controller refuses as a bad request is a 400 too.
+	ctrl.err = fmt.Errorf("%w: over control.max_pause", ErrBadRequest)
+	if m := request(t, nc, group+"pause"); m.Header.Get(micro.ErrorCodeHeader) != "400" {
+		t.Errorf("a bad request the controller refused: headers %v, want 400", m.Header)
 	}
 }

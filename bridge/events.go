@@ -188,6 +188,7 @@ const (
 
 	ByControl  = "control"   // a request to the control service
 	ByMaxPause = "max_pause" // the pause lasted control.max_pause
+	ByDuration = "duration"  // the pause lasted the duration its request asked
 )
 
 // PauseEvent is published when the control service pauses reading Kafka,
@@ -196,8 +197,8 @@ const (
 type PauseEvent struct {
 	Header
 	Action   PauseAction `json:"action" doc:"paused or resumed"`
-	By       string      `json:"by" doc:"control (a request to the control service) or max_pause (resumed by itself: the pause lasted control.max_pause)"`
-	Until    time.Time   `json:"until,omitempty" doc:"when reading resumes by itself (control.max_pause after the pause began)"`
+	By       string      `json:"by" doc:"control (a request to the control service), duration (resumed by itself: the pause lasted the duration its request asked) or max_pause (resumed by itself: the pause lasted control.max_pause)"`
+	Until    time.Time   `json:"until,omitempty" doc:"when reading resumes by itself (the duration asked, or control.max_pause, after the pause began)"`
 	PausedMS int64       `json:"paused_ms,omitempty" doc:"resumed: how long reading was paused"`
 }
 
@@ -250,7 +251,7 @@ var eventCatalogue = []struct {
 	{&VacuumEvent{}, "after a VACUUM"},
 	{&StalledEvent{}, "when the stall watchdog sees a stall, and when it exits over it"},
 	{&DataLossEvent{}, "when a partition's table offset is no longer in its Kafka log, at assignment or when a fetch finds it out of range"},
-	{&PauseEvent{}, "when the control service pauses reading Kafka, and when reading resumes (by the control service, or by itself after control.max_pause)"},
+	{&PauseEvent{}, "when the control service pauses reading Kafka, and when reading resumes (by the control service, or by itself after the duration asked or control.max_pause)"},
 }
 
 // Publish sends ev on deltaflow.<table>.events.<kind>, filling its header

@@ -43,6 +43,17 @@ func EventsDoc() string {
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", h[0], h[1])
 	}
+	b.WriteString("\n## Control service\n\n`nats req deltaflow.<table>.control.<endpoint> BODY` (micro service `" + ServiceName + "`, no queue group: ")
+	b.WriteString("every instance writing the table answers, the requester sees the first):\n\n")
+	b.WriteString("| Endpoint | Body | Reply |\n|---|---|---|\n")
+	b.WriteString("| `" + ControlStatus + "` | none | the status below |\n")
+	b.WriteString("| `" + ControlFlush + "` | none | `{\"ok\":true}` once an epoch started now is committed |\n")
+	b.WriteString("| `" + ControlPause + "` | none, or `{\"duration\": \"30s\"}` (Go syntax, at most `control.max_pause`) | `{\"ok\":true}` once reading has stopped; it resumes by itself after the duration (none: `control.max_pause`); pausing again while paused does not extend it |\n")
+	b.WriteString("| `" + ControlResume + "` | none | `{\"ok\":true}` |\n\n")
+	b.WriteString("`''` and `{}` are no body. A body the endpoint does not take, or a duration that is not positive or is past ")
+	b.WriteString("`control.max_pause`, is refused with code 400 (micro's `Nats-Service-Error-Code` header) and an error naming it; ")
+	b.WriteString("a failure is 500, and a request not done within 30s 504.\n\nThe status:\n\n")
+	writeFields(&b, reflect.TypeFor[StatusReply]())
 	b.WriteString("\n## Events\n\nEvery body starts with the common header:\n\n")
 	writeFields(&b, reflect.TypeFor[Header]())
 	for _, e := range eventCatalogue {
@@ -68,6 +79,8 @@ func writeFields(b *strings.Builder, t reflect.Type) {
 
 func jsonType(t reflect.Type) string {
 	switch {
+	case t.Kind() == reflect.Pointer:
+		return jsonType(t.Elem())
 	case t == reflect.TypeFor[time.Time]():
 		return "string (RFC 3339)"
 	case t.Kind() == reflect.String:

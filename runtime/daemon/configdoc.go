@@ -123,7 +123,7 @@ var keySpecs = map[string]keySpec{
 	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
 	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
 	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},
-	"control.max_pause":                     {doc: "A pause by the control service (`nats req deltaflow.<table>.control.pause`) ends by itself after this long, with a `pause` event (`by: max_pause`), so a forgotten or hostile pause cannot stop ingestion for good; pausing again while paused does not extend it. `deltaflow_paused` is 1 meanwhile. At most 24h."},
+	"control.max_pause":                     {doc: "A pause by the control service (`nats req deltaflow.<table>.control.pause ''`) ends by itself after this long (a pause may ask for less: `'{\"duration\": \"30s\"}'`; docs/events.md), with a `pause` event (`by: max_pause`), so a forgotten or hostile pause cannot stop ingestion for good; pausing again while paused does not extend it. `deltaflow_paused` is 1 meanwhile. At most 24h."},
 	"maintenance.log_cleanup":               {doc: "After a checkpoint, delete log files older than the table's `delta.logRetentionDuration` (default 30 days), at most once a day, as Spark does with `delta.enableExpiredLogCleanup`; a table setting that property to false is left alone."},
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -29,27 +30,9 @@ type controller struct {
 
 	mu sync.Mutex
 	// pausedAt is when the current pause began (zero: not paused); limit
-	// resumes it after maxPause.
-	pausedAt time.Time
-	limit    *time.Timer
-}
-
-// Status is the control service's status reply.
-type Status struct {
-	Version      string `json:"version"`
-	Table        string `json:"table"`
-	TableVersion int64  `json:"table_version"`
-	// Committed is the next offset to read per topic and partition
-	// according to the table; Positions the next offset the fetch loop
-	// reads.
-	Committed     map[string]map[int32]int64 `json:"committed"`
-	Positions     map[string]map[int32]int64 `json:"positions"`
-	BufferedBytes int64                      `json:"buffered_bytes"`
-	Healthy       bool                       `json:"healthy"`
-	Degraded      map[string]string          `json:"degraded,omitempty"`
-	// PausedUntil is when a pause by the control service ends by itself;
-	// absent while reading.
-	PausedUntil *time.Time `json:"paused_until,omitempty"`
+	// resumes it at until.
+	pausedAt, until time.Time
+	limit           *time.Timer
 }
 
 func (c *controller) Status(ctx context.Context) (any, error) {
@@ -58,14 +41,14 @@ func (c *controller) Status(ctx context.Context) (any, error) {
 		return nil, err
 	}
 	degraded := c.health.Degraded()
-	st := &Status{
+	st := &bridge.StatusReply{
 		Version: c.version, Table: c.table, TableVersion: int64(gaugeValue(c.metrics.TableVersion)),
 		Committed: ledger.ByTopic(committed), Positions: ledger.ByTopic(c.engine.Position()), BufferedBytes: int64(gaugeValue(c.metrics.BufferedBytes)),
 		Healthy: len(degraded) == 0, Degraded: degraded,
 	}
 	c.mu.Lock()
 	if !c.pausedAt.IsZero() {
-		until := c.pausedAt.Add(c.maxPause)
+		until := c.until
 		st.PausedUntil = &until
 	}
 	c.mu.Unlock()
@@ -74,18 +57,25 @@ func (c *controller) Status(ctx context.Context) (any, error) {
 
 func (c *controller) Flush(ctx context.Context) error { return c.engine.CommitNow(ctx) }
 
-// Pause pauses reading until Resume, or for maxPause from the first pause:
-// pausing again while paused does not extend it. Control requests are
-// serialized, so a resume never slips in between.
-func (c *controller) Pause(ctx context.Context) error {
+// Pause pauses reading until Resume, or for d (0: maxPause, and no more)
+// from the first pause: pausing again while paused does not extend it.
+// Control requests are serialized, so a resume never slips in between.
+func (c *controller) Pause(ctx context.Context, d time.Duration) error {
+	by := bridge.ByDuration
+	switch {
+	case d > c.maxPause:
+		return fmt.Errorf("%w: pause: duration %s is longer than control.max_pause (%s)", bridge.ErrBadRequest, d, c.maxPause)
+	case d == 0:
+		d, by = c.maxPause, bridge.ByMaxPause
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pausedAt.IsZero() {
 		at := time.Now()
-		c.pausedAt = at
-		c.limit = time.AfterFunc(c.maxPause, func() { c.resume(at, bridge.ByMaxPause) })
-		c.logger.Warn("reading Kafka paused by the control service", "resumes_at", at.Add(c.maxPause))
-		c.event(&bridge.PauseEvent{Action: bridge.Paused, By: bridge.ByControl, Until: at.Add(c.maxPause)})
+		c.pausedAt, c.until = at, at.Add(d)
+		c.limit = time.AfterFunc(d, func() { c.resume(at, by) })
+		c.logger.Warn("reading Kafka paused by the control service", "resumes_at", c.until)
+		c.event(&bridge.PauseEvent{Action: bridge.Paused, By: bridge.ByControl, Until: c.until})
 	}
 	// Failing, the engine still pauses (its loop was not there yet to
 	// confirm): the limit holds either way.
@@ -114,14 +104,18 @@ func (c *controller) resume(at time.Time, by string) {
 		return // not paused through this controller: nothing to report
 	}
 	c.limit.Stop()
-	c.pausedAt = time.Time{}
+	until := c.until
+	c.pausedAt, c.until = time.Time{}, time.Time{}
 	paused := time.Since(at)
-	if by == bridge.ByMaxPause {
+	switch by {
+	case bridge.ByMaxPause:
 		c.logger.Warn("reading Kafka resumed: the pause lasted control.max_pause", "paused", paused.Round(time.Second), "max_pause", c.maxPause)
-	} else {
+	case bridge.ByDuration:
+		c.logger.Info("reading Kafka resumed: the pause lasted the duration asked", "paused", paused.Round(time.Second))
+	default:
 		c.logger.Info("reading Kafka resumed by the control service", "paused", paused.Round(time.Second))
 	}
-	c.event(&bridge.PauseEvent{Action: bridge.Resumed, By: by, Until: at.Add(c.maxPause), PausedMS: paused.Milliseconds()})
+	c.event(&bridge.PauseEvent{Action: bridge.Resumed, By: by, Until: until, PausedMS: paused.Milliseconds()})
 }
 
 // event publishes ev; events are observations, a failure is only logged.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/deltaflow/deltaflow/bridge"
 )
@@ -92,5 +93,23 @@ func TestPauseEndsAfterMaxPause(t *testing.T) {
 	})
 	if code, body := httpGet(t, base+"/metrics"); code != http.StatusOK || !strings.Contains(body, "deltaflow_paused 0\n") {
 		t.Error("deltaflow_paused is not 0 after the pause ran out")
+	}
+
+	// A pause for a duration ends after it; one past max_pause is refused.
+	if m, err := nc.Request(group+"."+bridge.ControlPause, []byte(`{"duration":"10s"}`), 30*time.Second); err != nil ||
+		m.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(m.Header.Get(micro.ErrorHeader), "control.max_pause") {
+		t.Errorf("a pause past max_pause: %v, headers %v; want 400 naming control.max_pause", err, m.Header)
+	}
+	if m, err := nc.Request(group+"."+bridge.ControlPause, []byte(`{"duration":"1s"}`), 30*time.Second); err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
+		t.Fatalf("pause for 1s: %v", err)
+	}
+	pausedAt = time.Now()
+	next()
+	if ev.Action != bridge.Paused || ev.Until.Sub(pausedAt) > time.Second {
+		t.Errorf("event when pausing for 1s: %+v", ev)
+	}
+	next()
+	if resumed := time.Since(pausedAt); ev.Action != bridge.Resumed || ev.By != bridge.ByDuration || resumed > 6*time.Second {
+		t.Errorf("event when the 1s pause ran out, %s after it: %+v", resumed, ev)
 	}
 }

@@ -42,8 +42,11 @@ type pauseRecorder struct{ paused atomic.Bool }
 func (r *pauseRecorder) Status(context.Context) (any, error) {
 	return map[string]bool{"paused": r.paused.Load()}, nil
 }
-func (r *pauseRecorder) Flush(context.Context) error  { return nil }
-func (r *pauseRecorder) Pause(context.Context) error  { r.paused.Store(true); return nil }
+func (r *pauseRecorder) Flush(context.Context) error { return nil }
+func (r *pauseRecorder) Pause(context.Context, time.Duration) error {
+	r.paused.Store(true)
+	return nil
+}
 func (r *pauseRecorder) Resume(context.Context) error { r.paused.Store(false); return nil }
 
 // serviceEnv is a compose service's environment, as KEY=value.
