@@ -16,6 +16,11 @@ var ErrTableExists = errors.New("delta: table already exists")
 // the log can no longer (or cannot yet) reconstruct.
 var ErrVersionNotFound = errors.New("delta: version not found")
 
+// ErrNoCommitBefore is wrapped with ErrVersionNotFound by SnapshotAtTime for
+// a time before every commit the log holds (before the table existed, or
+// before its oldest commit kept).
+var ErrNoCommitBefore = errors.New("no commit at or before")
+
 // ErrVersionGap is wrapped when the log's commit files are not contiguous.
 var ErrVersionGap = errors.New("delta: log has a version gap")
 

@@ -447,7 +447,7 @@ func (t *Table) SnapshotAtTime(ctx context.Context, ts time.Time) (*Snapshot, er
 		found = v
 	}
 	if found < 0 {
-		return nil, fmt.Errorf("%w: no commit at or before %s", ErrVersionNotFound, ts.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: %w %s", ErrVersionNotFound, ErrNoCommitBefore, ts.UTC().Format(time.RFC3339))
 	}
 	return t.SnapshotAt(ctx, found)
 }

@@ -110,6 +110,9 @@ func runRestore(ctx context.Context, out IO, f *restoreFlags) error {
 	} else {
 		to, err = tbl.SnapshotAt(ctx, f.to)
 	}
+	if errors.Is(err, delta.ErrNoCommitBefore) {
+		return fmt.Errorf("%w; deltaflow inspect history lists the versions there are and when they were committed", err)
+	}
 	if errors.Is(err, delta.ErrVersionNotFound) {
 		return fmt.Errorf("%w: the log no longer holds it (its commits were cleaned up, delta.logRetentionDuration, and no checkpoint covers it); "+
 			"deltaflow inspect history lists the versions there are", err)

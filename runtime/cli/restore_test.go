@@ -152,3 +152,15 @@ func TestRestoreUsage(t *testing.T) {
 		t.Errorf("dry run with %s=maybe: exit %d, stderr %q", daemon.SingleWriterEnv, code, errs)
 	}
 }
+
+// TestRestoreBeforeTheTable: restore --timestamp before the table's first
+// commit says there is no commit at or before it, as cat --timestamp
+// does, not that the log was cleaned up (nothing was).
+func TestRestoreBeforeTheTable(t *testing.T) {
+	dir, _ := newRowsTable(t, 3)
+	code, out, errs := run(t, "restore", "--table", dir, "--timestamp", "2001-01-01T00:00:00Z")
+	if code != 1 || out != "" || !strings.Contains(errs, "no commit at or before 2001-01-01T00:00:00Z") ||
+		strings.Contains(errs, "cleaned up") || !strings.Contains(errs, "inspect history") {
+		t.Fatalf("restore before the table: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
