@@ -168,13 +168,15 @@ func (s *Sim) Next(buf []byte) (key, value []byte, ev Event) {
 	s.pace()
 	s.n++
 	// Strictly increasing: (device_id, ingested_at) identifies an event.
-	s.now = s.now.Add(time.Microsecond * time.Duration(1+s.rng.Int64N(int64(2*s.step/time.Microsecond))))
-	if s.rng.IntN(1000) == 0 {
+	next := s.now.Add(time.Microsecond * time.Duration(1+s.rng.Int64N(int64(2*s.step/time.Microsecond))))
+	if whole := next.Truncate(time.Second); whole.After(s.now) && s.rng.IntN(1000) == 0 {
 		// Python's isoformat() drops the fraction on a whole second; that
 		// happens once in a million in life, so make it common enough to
-		// meet in every test.
-		s.now = s.now.Truncate(time.Second).Add(time.Second)
+		// meet in every test: a step that passes one stops on it (never
+		// past the step, so the clock keeps to the span and the wall).
+		next = whole
 	}
+	s.now = next
 	d := &s.devices[s.rng.IntN(len(s.devices))]
 	ev = s.advance(d)
 

@@ -328,3 +328,31 @@ func BenchmarkNext(b *testing.B) {
 		})
 	}
 }
+
+// TestClockKeepsToTheSpan: the events of a run span Config.Span, as the
+// demo's wall clock does (its clock ran 14 s ahead after 30 s: a jump to
+// the next whole second, to meet isoformat's case without a fraction,
+// came on top of each step), and whole seconds still come up.
+func TestClockKeepsToTheSpan(t *testing.T) {
+	start := time.Date(2026, 6, 22, 9, 0, 0, 0, time.UTC)
+	const span, events = 30 * time.Second, 30000
+	s := New(Config{Seed: 5, Start: start, Span: span, Events: events})
+	var last time.Time
+	for range events {
+		_, _, ev := s.Next(nil)
+		last = ev.IngestedAt
+	}
+	if ahead := last.Sub(start.Add(span)); ahead > span/100 {
+		t.Errorf("the last of %d events over %s is %s past the span", events, span, ahead)
+	}
+	whole := 0
+	s = New(Config{Seed: 5})
+	for range 20000 {
+		if _, _, ev := s.Next(nil); ev.IngestedAt.Nanosecond() == 0 {
+			whole++
+		}
+	}
+	if whole == 0 {
+		t.Error("no event on a whole second in 20,000 of the default span")
+	}
+}
