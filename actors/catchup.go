@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
 )
 
@@ -59,7 +60,7 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 			return err
 		}
 	}
-	e.deps.Logger.Info("catch-up: reading up to the high watermarks", "targets", targets)
+	e.deps.Logger.Info("catch-up: reading up to the high watermarks", "targets", ledger.ByTopic(targets))
 	// Commit as soon as everything is read, and again while each such
 	// commit moves the offsets but leaves some uncommitted: a reader that
 	// stopped for room in the memory budget maps the rest of its poll only
@@ -94,7 +95,7 @@ func (e *Engine) CatchUp(ctx context.Context) error {
 		}
 		done, read := e.caughtUp(ctx, targets, committed, emptySeen)
 		if done {
-			e.deps.Logger.Info("catch-up: caught up", "committed", committed)
+			e.deps.Logger.Info("catch-up: caught up", "committed", ledger.ByTopic(committed))
 			return nil
 		}
 		if read && flushing == nil && (!flushed || !maps.Equal(committed, flushedAt)) {

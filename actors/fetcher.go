@@ -145,6 +145,10 @@ type fetcher struct {
 	firstOnce sync.Once
 	// lagMeasured is when measureLag last asked for the lag.
 	lagMeasured time.Time
+	// lastData is when each partition last returned records (or a batch
+	// too large), or was resumed; stuckChecked when healStuck last looked.
+	lastData     map[tp]time.Time
+	stuckChecked time.Time
 
 	userPaused atomic.Bool // the control service's pause
 	// userPauseDone is set by the loop once it has paused Kafka for
@@ -164,7 +168,7 @@ type fetcherDeps struct {
 
 func newFetcher(d fetcherDeps) *fetcher {
 	f := &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), rebuilt: make(chan struct{}, 1), pos: map[tp]int64{},
-		active: map[tp]bool{}, first: make(chan struct{})}
+		active: map[tp]bool{}, first: make(chan struct{}), lastData: map[tp]time.Time{}}
 	for _, s := range d.sinks {
 		s.want, s.missed = map[tp]int64{}, map[tp]bool{}
 		// A detached table's budget freeing room is news for the loop, and
@@ -423,6 +427,7 @@ func (f *fetcher) updateActive() {
 		on := !user && f.takes(p)
 		if on && !f.active[p] {
 			resume = append(resume, p)
+			f.lastData[p] = time.Now() // silent from now on only
 		}
 		if !on && (f.active[p] || !f.known(p)) {
 			pause = append(pause, p)
@@ -432,6 +437,7 @@ func (f *fetcher) updateActive() {
 	for p := range f.active {
 		if !slices.Contains(owned, p) {
 			delete(f.active, p)
+			delete(f.lastData, p)
 		}
 	}
 	if len(pause) > 0 {
@@ -517,6 +523,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		// The readers queue this poll behind the one in flight, so they
 		// go from one to the next without waiting for the loop.
 		next := f.dispatch(batches, tooLarge)
+		f.healStuck(ctx, time.Now())
 		if inFlight != nil {
 			f.wait(ctx, inFlight)
 		}
@@ -644,11 +651,13 @@ type polled struct {
 // and moves Kafka past such a batch.
 func (f *fetcher) dispatch(batches []kafka.Batch, tooLarge map[tp]*kafka.BatchTooLargeError) *polled {
 	p := &polled{done: make(chan struct{}, (len(batches)+len(tooLarge))*len(f.sinks))}
+	now := time.Now()
 	for _, b := range batches {
 		if len(b.Records) == 0 {
 			continue
 		}
 		key := tp{Topic: b.Topic, Partition: b.Partition}
+		f.lastData[key] = now
 		skip := tooLarge[key]
 		delete(tooLarge, key)
 		last := b.Records[len(b.Records)-1].Offset
@@ -657,6 +666,7 @@ func (f *fetcher) dispatch(batches []kafka.Batch, tooLarge map[tp]*kafka.BatchTo
 		f.metrics.Lag.WithLabelValues(b.Topic, partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
 	}
 	for key, skip := range tooLarge {
+		f.lastData[key] = now
 		f.send(p, key, nil, skip)
 	}
 	f.publishPositions()

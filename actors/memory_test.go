@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"weak"
@@ -369,4 +371,57 @@ func (h *harness) zstdProducer(maxBatch int32) *kgo.Client {
 	}
 	h.t.Cleanup(cl.Close)
 	return cl
+}
+
+// losesTooLarge is a consumer whose polls lose the first report of a batch
+// too large, as an interrupted poll, a pause or an ignored seek lost them.
+type losesTooLarge struct {
+	Consumer
+	lost atomic.Bool
+}
+
+func (c *losesTooLarge) Poll(ctx context.Context) ([]kafka.Batch, error) {
+	batches, err := c.Consumer.Poll(ctx)
+	if _, tooLarge := errors.AsType[*kafka.BatchTooLargeError](err); tooLarge && c.lost.CompareAndSwap(false, true) {
+		err = nil
+	}
+	return batches, err
+}
+
+// TestLostBatchTooLargeIsFetchedAgain: franz-go reports a batch too large
+// once and stops its partition; when the report is lost on the way (CI saw
+// three ways), the fetch loop notices the partition returns nothing while
+// records wait past it, seeks it again, and the report comes again: the
+// batch is dead-lettered and the records after it committed, instead of
+// the partition staying stopped for good.
+func TestLostBatchTooLargeIsFetchedAgain(t *testing.T) {
+	old := stuckAfter
+	stuckAfter = 500 * time.Millisecond
+	t.Cleanup(func() { stuckAfter = old })
+	h := newHarness(t, nil)
+	lose := &losesTooLarge{}
+	h.wrap = func(c Consumer) Consumer { lose.Consumer = c; return lose }
+	cl := h.zstdProducer(32 << 20)
+	s := sim.New(sim.Config{Seed: 4, Events: 2})
+	good := func() *kgo.Record {
+		key, value, ev := s.Next(nil)
+		h.events = append(h.events, ev)
+		return &kgo.Record{Topic: topic, Partition: 0, Key: key, Value: value}
+	}
+	for _, rec := range []*kgo.Record{good(), {Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}, good()} {
+		if err := cl.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.records = 3
+	r := h.start(Config{}, nil)
+	h.waitCommitted(r, 30*time.Second)
+	r.stop(t)
+	h.checkExactlyOnce()
+	if !lose.lost.Load() {
+		t.Fatal("no report of the batch too large was lost: the test tested nothing")
+	}
+	if n := len(h.dlq()); n != 1 {
+		t.Fatalf("the DLQ holds %d letters, want the batch's one", n)
+	}
 }
