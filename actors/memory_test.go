@@ -32,20 +32,7 @@ import (
 // reads it again nor dead-letters it twice.
 func TestCompressionBombIsDeadLettered(t *testing.T) {
 	h := newHarness(t, nil)
-	cl := h.zstdProducer(32 << 20)
-	s := sim.New(sim.Config{Seed: 3, Events: 4})
-	good := func() *kgo.Record {
-		key, value, ev := s.Next(nil)
-		h.events = append(h.events, ev)
-		return &kgo.Record{Topic: topic, Partition: 0, Key: key, Value: value}
-	}
-	bomb := &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}
-	for _, rec := range []*kgo.Record{good(), good(), bomb, good(), good()} {
-		if err := cl.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.records = 5
+	h.produceBomb(3, 2, 2)
 	r := h.start(Config{}, nil)
 	h.waitCommitted(r, 30*time.Second)
 	r.stop(t)
@@ -373,6 +360,30 @@ func (h *harness) zstdProducer(maxBatch int32) *kgo.Client {
 	return cl
 }
 
+// produceBomb writes to partition 0 before sensor records of the seed, one
+// zstd record batch that decompresses to 16 MiB (some KiB on the wire), and
+// after more; h expects them all, the batch as one dead letter.
+func (h *harness) produceBomb(seed int64, before, after int) {
+	h.t.Helper()
+	cl := h.zstdProducer(32 << 20)
+	s := sim.New(sim.Config{Seed: seed, Events: before + after})
+	var recs []*kgo.Record
+	for i := range before + after {
+		if i == before {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)})
+		}
+		key, value, ev := s.Next(nil)
+		h.events = append(h.events, ev)
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: key, Value: value})
+	}
+	for _, rec := range recs { // one batch each
+		if err := cl.ProduceSync(h.t.Context(), rec).FirstErr(); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.records = len(recs)
+}
+
 // losesTooLarge is a consumer whose polls lose the first report of a batch
 // too large, as an interrupted poll, a pause or an ignored seek lost them.
 type losesTooLarge struct {
@@ -401,19 +412,7 @@ func TestLostBatchTooLargeIsFetchedAgain(t *testing.T) {
 	h := newHarness(t, nil)
 	lose := &losesTooLarge{}
 	h.wrap = func(c Consumer) Consumer { lose.Consumer = c; return lose }
-	cl := h.zstdProducer(32 << 20)
-	s := sim.New(sim.Config{Seed: 4, Events: 2})
-	good := func() *kgo.Record {
-		key, value, ev := s.Next(nil)
-		h.events = append(h.events, ev)
-		return &kgo.Record{Topic: topic, Partition: 0, Key: key, Value: value}
-	}
-	for _, rec := range []*kgo.Record{good(), {Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}, good()} {
-		if err := cl.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.records = 3
+	h.produceBomb(4, 1, 1)
 	r := h.start(Config{}, nil)
 	h.waitCommitted(r, 30*time.Second)
 	r.stop(t)
