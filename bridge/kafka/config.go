@@ -462,7 +462,10 @@ func (t TLS) config() (*tls.Config, error) {
 	return tc, nil
 }
 
-// kgoLogger sends franz-go's logs to slog.
+// kgoLogger sends franz-go's logs to slog, its info lines at debug:
+// franz-go's info is the client's own chatter (each assignment, seek and
+// heartbeat that a rebalance cuts short), which deltaflow says in its own
+// words where it matters; log.level debug shows it.
 type kgoLogger struct{ l *slog.Logger }
 
 func (k kgoLogger) Level() kgo.LogLevel {
@@ -471,8 +474,6 @@ func (k kgoLogger) Level() kgo.LogLevel {
 	switch {
 	case k.l.Enabled(context.Background(), slog.LevelDebug):
 		return kgo.LogLevelDebug
-	case k.l.Enabled(context.Background(), slog.LevelInfo):
-		return kgo.LogLevelInfo
 	case k.l.Enabled(context.Background(), slog.LevelWarn):
 		return kgo.LogLevelWarn
 	default:
@@ -487,8 +488,6 @@ func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		l = slog.LevelError
 	case kgo.LogLevelWarn:
 		l = slog.LevelWarn
-	case kgo.LogLevelInfo:
-		l = slog.LevelInfo
 	}
 	k.l.Log(context.Background(), l, "kgo: "+msg, keyvals...)
 }

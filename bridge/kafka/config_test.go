@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/ledger"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -105,5 +106,31 @@ func TestPasswordNeverShown(t *testing.T) {
 	}
 	if !strings.Contains(c.String(), "alice") || !strings.Contains(buf.String(), "REDACTED") {
 		t.Errorf("String/LogValue lost the non-secret fields: %s / %s", c, buf.String())
+	}
+}
+
+// TestKafkaClientLogsAtWarn: at log.level info, franz-go's info lines (an
+// assignment, a seek, a heartbeat a rebalance cut short: 17 of the 37
+// lines of a `run --until-latest`) are not logged, its warnings are; at
+// debug, both are.
+func TestKafkaClientLogsAtWarn(t *testing.T) {
+	for _, tc := range []struct {
+		level     slog.Level
+		kgoLevel  kgo.LogLevel
+		infoShown bool
+	}{
+		{slog.LevelInfo, kgo.LogLevelWarn, false},
+		{slog.LevelDebug, kgo.LogLevelDebug, true},
+	} {
+		var out bytes.Buffer
+		k := kgoLogger{slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: tc.level}))}
+		if got := k.Level(); got != tc.kgoLevel {
+			t.Errorf("at %v, franz-go asked for %v, want %v", tc.level, got, tc.kgoLevel)
+		}
+		k.Log(kgo.LogLevelInfo, "assigning partitions")
+		k.Log(kgo.LogLevelWarn, "unable to open connection")
+		if shown := strings.Contains(out.String(), "assigning partitions"); shown != tc.infoShown || !strings.Contains(out.String(), "level=WARN msg=\"kgo: unable to open connection\"") {
+			t.Errorf("at %v: log %q; want franz-go's info line shown: %v, and its warning at WARN", tc.level, out.String(), tc.infoShown)
+		}
 	}
 }
