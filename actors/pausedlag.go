@@ -21,14 +21,22 @@ func (f *fetcher) measureLag(ctx context.Context) {
 		return
 	}
 	f.lagMeasured = time.Now()
+	if _, err := f.lagNow(ctx); err != nil {
+		f.logger.Debug("lag not measured while paused", "err", err)
+	}
+}
+
+// lagNow asks the brokers for each owned partition's lag, within
+// pausedLagTimeout, and sets deltaflow_lag_records from it.
+func (f *fetcher) lagNow(ctx context.Context) (map[tp]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, pausedLagTimeout)
 	defer cancel()
 	lag, err := f.cons.Lag(ctx)
 	if err != nil {
-		f.logger.Debug("lag not measured while paused", "err", err)
-		return
+		return nil, err
 	}
 	for p, n := range lag {
 		f.metrics.Lag.WithLabelValues(p.Topic, partitionLabel(p.Partition)).Set(float64(n))
 	}
+	return lag, nil
 }

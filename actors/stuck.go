@@ -33,9 +33,7 @@ func (f *fetcher) healStuck(ctx context.Context, now time.Time) {
 	if len(silent) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, pausedLagTimeout)
-	defer cancel()
-	lag, err := f.cons.Lag(ctx)
+	lag, err := f.lagNow(ctx)
 	if err != nil {
 		f.logger.Debug("lag of silent partitions not measured", "err", err)
 		return

@@ -375,24 +375,18 @@ func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error
 		}
 		return b[t.size:], nil
 	case avEnum:
-		n, rest, err := readVarlong(b)
+		n, rest, err := readIndex(b, len(t.symbols), errAvroSymbol)
 		if err != nil {
 			return nil, err
-		}
-		if n < 0 || n >= int64(len(t.symbols)) {
-			return nil, errAvroSymbol
 		}
 		if s != nil {
 			s.kind, s.b = avString, t.symbols[n]
 		}
 		return rest, nil
 	case avUnion:
-		n, rest, err := readVarlong(b)
+		n, rest, err := readIndex(b, len(t.branches), errAvroBranch)
 		if err != nil {
 			return nil, err
-		}
-		if n < 0 || n >= int64(len(t.branches)) {
-			return nil, errAvroBranch
 		}
 		return v.read(t.branches[n], rest, node, depth+1)
 	case avRecord:
@@ -487,6 +481,19 @@ func readVarlong(b []byte) (int64, []byte, error) {
 		}
 	}
 	return 0, nil, errAvroTruncated
+}
+
+// readIndex reads an enum symbol's or a union branch's index, below n
+// (else outOfRange).
+func readIndex(b []byte, n int, outOfRange error) (int, []byte, error) {
+	i, rest, err := readVarlong(b)
+	if err != nil {
+		return 0, nil, err
+	}
+	if i < 0 || i >= int64(n) {
+		return 0, nil, outOfRange
+	}
+	return int(i), rest, nil
 }
 
 // readBytes reads a length-prefixed bytes or string body.

@@ -501,18 +501,22 @@ func (c *Consumer) Resume(tps ...ledger.TP) {
 		if pos == nil || pos.held {
 			return pos != nil
 		}
-		if pos.next < 0 {
-			return false // not started yet: nothing fetched to lose
+		if pos.next >= 0 { // else not started yet: nothing fetched to lose
+			setAt(set, tp, pos.next)
 		}
-		if set[tp.Topic] == nil {
-			set[tp.Topic] = map[int32]kgo.EpochOffset{}
-		}
-		set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: pos.next}
 		return false
 	})
 	c.mu.Unlock()
 	c.cl.SetOffsets(set)
 	c.cl.ResumeFetchPartitions(byTopic(tps))
+}
+
+// setAt adds partition tp at offset o to set, as SetOffsets takes them.
+func setAt(set map[string]map[int32]kgo.EpochOffset, tp ledger.TP, o int64) {
+	if set[tp.Topic] == nil {
+		set[tp.Topic] = map[int32]kgo.EpochOffset{}
+	}
+	set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
 }
 
 // byTopic groups partitions by topic, as franz-go takes them.
@@ -556,10 +560,7 @@ func (c *Consumer) Seek(offsets map[ledger.TP]int64) {
 			o = pos.origin
 		}
 		pos.next = o
-		if set[tp.Topic] == nil {
-			set[tp.Topic] = map[int32]kgo.EpochOffset{}
-		}
-		set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		setAt(set, tp, o)
 	}
 	c.mu.Unlock()
 	if len(hold) > 0 {
