@@ -215,6 +215,9 @@ type Deps struct {
 	Metrics *Metrics
 	Health  *Health
 	Logger  *slog.Logger
+	// Schemas fetches the schemas the tables' mappers lack (their
+	// mapping.Config.Registry); nil when no table reads a registry.
+	Schemas SchemaFetcher
 }
 
 // Names of the engine's top-level actors, per table. Spawned by name,
@@ -521,7 +524,8 @@ func (e *Engine) Start(cons Consumer) error {
 	for i, t := range e.tables {
 		sinks[i] = &sink{name: t.route.Name, committer: t.committer, reg: t.reg, budget: t.budget}
 	}
-	e.fetch = newFetcher(fetcherDeps{cons: cons, sinks: sinks, system: e.system, metrics: e.deps.Metrics, logger: e.deps.Logger})
+	e.fetch = newFetcher(fetcherDeps{cons: cons, sinks: sinks, system: e.system, metrics: e.deps.Metrics, health: e.deps.Health,
+		logger: e.deps.Logger, schemas: e.deps.Schemas})
 	ccfgs := make([]*committerConfig, len(e.tables))
 	for i, t := range e.tables {
 		ccfg, err := e.tableConfig(i, t)
@@ -584,7 +588,7 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 	fetch := e.fetch
 	pcfg := &pipelineConfig{tableName: r.Name, mapper: pathLimited(r.Mapper, bcfg), where: t.where, buffer: bcfg, committer: t.committer, reg: t.reg,
 		metrics: t.metrics, logger: t.logger, unrouted: func(topic string) *unrouted { return e.unroutedFor(i, topic) },
-		behind: func(gen uint64, p tp, from, need int64) { fetch.behind(i, gen, p, from, need) }}
+		behind: func(gen uint64, p tp, from, need int64, schema int) { fetch.behind(i, gen, p, from, need, schema) }}
 	return &committerConfig{
 		name: r.Name, sink: i, app: r.App, table: r.Table, flushInterval: r.FlushInterval,
 		starts: ledger.Policy{StartOffset: e.cfg.StartOffset, OnDataLoss: e.cfg.OnDataLoss}, kafka: e.cons, fatal: e.fail,

@@ -65,6 +65,9 @@ type harness struct {
 	outbox  Outbox // the engines' outbox; nil: the bridge's
 	// wrap, if set, wraps each engine's consumer (to count its calls).
 	wrap func(Consumer) Consumer
+	// schemas and health, if set, are the engines' Deps'.
+	schemas SchemaFetcher
+	health  *Health
 }
 
 func newHarness(t *testing.T, store storage.Store) *harness {
@@ -172,8 +175,8 @@ func (h *harness) start(cfg Config, store storage.Store) *running {
 	if outbox == nil {
 		outbox = NewOutbox(h.bridge)
 	}
-	e, err := NewEngine(cfg, Deps{Logger: testLogger(h.t)}, Route{Name: testTable, Topics: []string{topic},
-		Table: delta.NewTable(store), Mapper: h.mapper, PartitionColumns: mapping.DefaultPartitionColumns, Outbox: outbox})
+	e, err := NewEngine(cfg, Deps{Logger: testLogger(h.t), Schemas: h.schemas, Health: h.health}, Route{Name: testTable, Topics: []string{topic},
+		Table: delta.NewTable(store), Mapper: h.mapper, PartitionColumns: h.mapper.PartitionColumns(), Outbox: outbox})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -196,17 +199,8 @@ func (h *harness) waitCommitted(r *running, timeout time.Duration) {
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		s, err := h.table.Snapshot(h.t.Context())
-		if err == nil {
-			var n int64
-			for p := int32(0); p < 3; p++ {
-				if v, ok := s.TxnVersion(ledger.AppID("deltaflow", topic, p)); ok {
-					n += v + 1
-				}
-			}
-			if n == int64(h.records) {
-				return
-			}
+		if committedRecords(h) == int64(h.records) {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

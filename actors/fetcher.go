@@ -68,7 +68,10 @@ type sink struct {
 	// budget (its store down, a flood) never holds back another's.
 	detached bool
 	need     int64
-	asked    time.Time // when the committer was last asked for an epoch to make room
+	// schemaWait are the schema ids the table's readers stopped at,
+	// being fetched: it stays detached until it has them all.
+	schemaWait map[int]bool
+	asked      time.Time // when the committer was last asked for an epoch to make room
 	// missed are the partitions whose records went by while the table had
 	// no reader of them (its pipeline spawning them): once it has, Kafka
 	// is sought back to where it continues.
@@ -84,6 +87,7 @@ type fetchRequest struct {
 	assign  *assignRequest
 	revoke  []tp
 	behind  *behindRequest
+	fetched *schemaFetched
 	unhold  bool // a held partition's table released it
 	sinkIdx int
 }
@@ -109,13 +113,17 @@ type tableStarts struct {
 }
 
 // behindRequest says a table's reader stopped at from for want of need
-// bytes of room.
+// bytes of room, or (schema > 0) of the writer schema with that id.
 type behindRequest struct {
-	gen  uint64
-	tp   tp
-	from int64
-	need int64
+	gen    uint64
+	tp     tp
+	from   int64
+	need   int64
+	schema int
 }
+
+// schemaFetched says schema id was fetched (or ctx ended).
+type schemaFetched struct{ id int }
 
 // fetcher is the poll loop: it hands each partition's records to the
 // current reader of every table reading it, from where that reader
@@ -137,6 +145,10 @@ type fetcher struct {
 	// the loop waits for.
 	wake, rebuilt chan struct{}
 	cancelPoll    context.CancelFunc // ends the Poll in progress, if any (under mu)
+
+	// Owned by the loop goroutine.
+	runCtx          context.Context // run's: the schema fetches end with it
+	fetchingSchemas map[int]bool
 
 	// Owned by the loop goroutine.
 	pos       map[tp]int64 // next offset the consumer returns, once known
@@ -163,12 +175,22 @@ type fetcherDeps struct {
 	sinks   []*sink // by table index
 	system  *actor.ActorSystem
 	metrics *Metrics
+	health  *Health
 	logger  *slog.Logger
+	schemas SchemaFetcher // nil: no table reads a schema registry
+}
+
+// SchemaFetcher fetches the writer schemas that registry-encoded records
+// name (a *schemareg.Registry): Fetch waits out an outage, reporting each
+// failure to retrying, and returns once the mappers know what id is (a
+// schema, or why there is none).
+type SchemaFetcher interface {
+	Fetch(ctx context.Context, id int, retrying func(error)) error
 }
 
 func newFetcher(d fetcherDeps) *fetcher {
 	f := &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), rebuilt: make(chan struct{}, 1), pos: map[tp]int64{},
-		active: map[tp]bool{}, first: make(chan struct{}), lastData: map[tp]time.Time{}}
+		active: map[tp]bool{}, first: make(chan struct{}), lastData: map[tp]time.Time{}, fetchingSchemas: map[int]bool{}}
 	for _, s := range d.sinks {
 		s.want, s.missed = map[tp]int64{}, map[tp]bool{}
 		// A detached table's budget freeing room is news for the loop, and
@@ -221,9 +243,10 @@ func (f *fetcher) assigned(partitions []tp, tables []tableStarts) {
 func (f *fetcher) revoked(tps []tp) { f.request(fetchRequest{revoke: tps}) }
 
 // behind says that table i's reader of partition p stopped at from for want
-// of need bytes of room in the table's budget.
-func (f *fetcher) behind(i int, gen uint64, p tp, from, need int64) {
-	f.request(fetchRequest{sinkIdx: i, behind: &behindRequest{gen: gen, tp: p, from: from, need: need}})
+// of need bytes of room in the table's budget, or (schema > 0) because the
+// record there is written with a schema the mapper does not have yet.
+func (f *fetcher) behind(i int, gen uint64, p tp, from, need int64, schema int) {
+	f.request(fetchRequest{sinkIdx: i, behind: &behindRequest{gen: gen, tp: p, from: from, need: need, schema: schema}})
 }
 
 // interruptPoll ends the Poll in progress so that the loop looks at a
@@ -279,6 +302,7 @@ func (f *fetcher) applyRequests() bool {
 				dirty[p] = true
 			}
 			s.gen, s.want, s.missed, s.detached, s.need = r.reset.gen, map[tp]int64{}, map[tp]bool{}, false, 0
+			clear(s.schemaWait) // the new readers ask again
 			for p, off := range r.reset.offsets {
 				if off != ledger.Held {
 					s.want[p] = off
@@ -321,7 +345,16 @@ func (f *fetcher) applyRequests() bool {
 				continue
 			}
 			s.want[r.behind.tp] = r.behind.from
-			f.detach(s, r.behind.need)
+			if r.behind.schema > 0 {
+				f.awaitSchema(s, r.behind.schema)
+			} else {
+				f.detach(s, r.behind.need)
+			}
+		case r.fetched != nil:
+			delete(f.fetchingSchemas, r.fetched.id)
+			for _, s := range f.sinks {
+				delete(s.schemaWait, r.fetched.id) // checkBudgets attaches it
+			}
 		}
 	}
 	f.reposition(dirty)
@@ -339,6 +372,46 @@ func (f *fetcher) detach(s *sink, need int64) {
 	s.detached = true
 	s.need = max(s.need, need)
 	f.askRoom(s)
+}
+
+// awaitSchema stops handing table s records until schema id is fetched,
+// and fetches it off the loop unless that is under way: the registry
+// being down or slow holds back only the tables reading its records.
+func (f *fetcher) awaitSchema(s *sink, id int) {
+	if s.schemaWait == nil {
+		s.schemaWait = map[int]bool{}
+	}
+	if !s.detached {
+		f.logger.Info("table reading paused: fetching a schema from the registry", "table", s.name, "schema_id", id)
+	}
+	s.schemaWait[id], s.detached = true, true
+	if f.fetchingSchemas[id] {
+		return
+	}
+	f.fetchingSchemas[id] = true
+	ctx := f.runCtx
+	go func() {
+		retrying := func(err error) {
+			f.metrics.Errors.WithLabelValues(componentSchemaRegistry).Inc()
+			f.health.Degrade(componentSchemaRegistry, err.Error())
+			f.logger.Warn("schema registry: retrying", "schema_id", id, "err", err)
+		}
+		for {
+			err := f.schemas.Fetch(ctx, id, retrying)
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			// Refused credentials: a person must fix them; the tables
+			// wait, asking again now and then.
+			retrying(err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(30 * time.Second):
+			}
+		}
+		f.health.Recover(componentSchemaRegistry)
+		f.request(fetchRequest{fetched: &schemaFetched{id: id}})
+	}()
 }
 
 // askRoom asks table s's committer for an early epoch, which frees what
@@ -359,6 +432,7 @@ func (f *fetcher) checkBudgets() {
 		switch {
 		case !s.detached && s.budget.Exhausted():
 			f.detach(s, 0)
+		case len(s.schemaWait) > 0: // its room is asked for once it has them
 		case s.detached && s.budget.HasRoom(s.need):
 			s.detached, s.need = false, 0
 			f.logger.Debug("table reading resumed", "table", s.name)
@@ -494,6 +568,7 @@ func (f *fetcher) run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	f.looping.Store(true)
+	f.runCtx = ctx
 	var inFlight *polled // dispatched, not yet written
 	for ctx.Err() == nil {
 		select {

@@ -107,6 +107,8 @@ const (
 	componentStorage = "storage"
 	componentNATS    = "nats"
 	componentKafka   = "kafka"
+	// componentSchemaRegistry: fetching the writer schemas of registry-encoded records.
+	componentSchemaRegistry = "schema_registry"
 )
 
 // NewMetrics creates and registers the metrics on reg (nil: unregistered).

@@ -25,8 +25,9 @@ type pipelineConfig struct {
 	metrics   *Metrics
 	logger    *slog.Logger
 	// behind tells the fetch loop that a reader stopped at from for want
-	// of need bytes of room (fetcher.behind, for this table).
-	behind func(gen uint64, p tp, from, need int64)
+	// of need bytes of room, or of the writer schema with id schema
+	// (fetcher.behind, for this table).
+	behind func(gen uint64, p tp, from, need int64, schema int)
 }
 
 // Messages to the pipeline. The committer's are sent, never awaited: a

@@ -148,8 +148,8 @@ func (r *reader) Receive(c actor.Context) {
 			m.Done()
 			return
 		}
-		if need := r.handleFetch(c, m); need > 0 {
-			r.cfg.behind(r.gen, r.tp, r.expect, need)
+		if need, schema := r.handleFetch(c, m); need > 0 || schema > 0 {
+			r.cfg.behind(r.gen, r.tp, r.expect, need, schema)
 		}
 	case *messages.Seal:
 		if r.awaiting > 0 {
@@ -176,8 +176,9 @@ func (r *reader) Receive(c actor.Context) {
 // buffer has written them (or at once when there are none), which bounds
 // the rows in flight to what the loop has dispatched. It returns 0 once
 // the Fetch is mapped whole, or else the bytes the budget must have room
-// for before the record at r.expect, where it stopped.
-func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
+// for before the record at r.expect, where it stopped; or it stopped there
+// because that record's writer schema is not fetched yet (schema, its id).
+func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, schema int) {
 	mem := fetchMems.Get().(*fetchMem)
 	ncols := len(r.cfg.buffer.dataSchema.Fields)
 	if n := len(m.Records) * ncols; cap(mem.values) < n {
@@ -218,6 +219,10 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 				r.consumed(kr.Offset)
 				continue
 			}
+		}
+		if pending, ok := errors.AsType[*mapping.SchemaPendingError](err); ok {
+			schema = pending.ID
+			break
 		}
 		if err != nil {
 			reason := err.Error()
@@ -263,7 +268,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	}
 	r.row.Arena, r.row.Values = nil, nil
 	r.rec = mapping.Record{} // its key and value hold the batch they were decompressed in
-	if need == 0 {
+	if need == 0 && schema == 0 {
 		switch {
 		case m.Skip == nil || cut:
 		case r.limit == nil || m.Skip.LastOffset <= r.limit.last:
@@ -279,7 +284,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64) {
 	}
 	r.cfg.metrics.Records.WithLabelValues(r.tp.Topic, partitionLabel(r.tp.Partition)).Add(float64(data))
 	r.send(c, mem)
-	return need
+	return need, schema
 }
 
 // leftOut handles the record just mapped that the table's filter left

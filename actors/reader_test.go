@@ -66,7 +66,7 @@ func TestReaderNeverWaitsForTheBuffers(t *testing.T) {
 	cfg := &pipelineConfig{tableName: "t", mapper: m, unrouted: func(string) *unrouted { return nil },
 		buffer:    &bufferConfig{dataSchema: m.DataSchema(), budget: NewBudget(1<<30, 4), fileMemory: 1 << 10},
 		committer: committerPID, reg: newRegistry(), metrics: NewMetrics(nil).Table("t"), logger: testLogger(t),
-		behind: func(uint64, tp, int64, int64) {}}
+		behind: func(uint64, tp, int64, int64, int) {}}
 	p := tp{Topic: "plugs", Partition: 0}
 	reader := system.Root.Spawn(actor.PropsFromProducer(newReader(cfg, 1, p, 0, 0, pipelinePID, nil)))
 	s := sim.New(sim.Config{Seed: 1, Events: 30})

@@ -99,10 +99,12 @@ var (
 	errAvroItems     = errors.New("more items than the record's bytes allow")
 )
 
-// newAvroValues compiles schema for p's paths; an error is an
-// *avroPathError or names the schema's fault.
-func newAvroValues(schema *avroSchema, p *plan) (func(p *plan) values, error) {
-	c := avroCompiler{p: p, shared: map[*avroNode]*avroType{}}
+// compileAvro compiles schema for p's paths; an error is an
+// *avroPathError or names the schema's fault. When lenient (a writer
+// schema of a registry topic), a path the schema does not have is null
+// rather than an error: the field was removed, or not added yet.
+func compileAvro(schema *avroSchema, p *plan, lenient bool) (func(p *plan) values, error) {
+	c := avroCompiler{p: p, shared: map[*avroNode]*avroType{}, lenient: lenient}
 	root, err := c.compile(schema.root, 0, "")
 	if err != nil {
 		return nil, err
@@ -117,8 +119,9 @@ func newAvroValues(schema *avroSchema, p *plan) (func(p *plan) values, error) {
 
 // avroCompiler compiles a schema against a plan's paths.
 type avroCompiler struct {
-	p      *plan
-	shared map[*avroNode]*avroType // unbound types, by node: a recursive one compiles once
+	p       *plan
+	shared  map[*avroNode]*avroType // unbound types, by node: a recursive one compiles once
+	lenient bool
 }
 
 // compile compiles n for plan node (-1: none reads it); path names it in
@@ -143,7 +146,7 @@ func (c *avroCompiler) compile(n *avroNode, node int, path string) (*avroType, e
 			found[child] = true
 		}
 		for _, ch := range c.p.nodes[node].children {
-			if !found[ch] {
+			if !found[ch] && !c.lenient {
 				return nil, &avroPathError{node: ch, msg: fmt.Sprintf("%s: no field %q in the schema's record %s", c.p.nodes[ch].path, c.p.nodes[ch].key, n.name)}
 			}
 		}
@@ -176,6 +179,9 @@ func (c *avroCompiler) compile(n *avroNode, node int, path string) (*avroType, e
 			t.branches = append(t.branches, bt)
 		}
 		return t, nil
+	}
+	if c.lenient { // read as a value: the paths below it are null
+		return c.unbound(n)
 	}
 	return nil, &avroPathError{node: node, msg: fmt.Sprintf("%s is a %s in the schema, not a record or map", path, n.typ)}
 }
@@ -281,7 +287,7 @@ func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
 	return t, nil
 }
 
-func (v *avroValues) resolve(value []byte) *MapError {
+func (v *avroValues) resolve(value []byte) error {
 	clear(v.slots)
 	v.steps = avroBudget*len(value) + 64
 	rest, err := v.read(v.root, value, 0, 0)

@@ -27,7 +27,9 @@ const (
 	// JSON records are JSON objects (the default).
 	JSON Format = "json"
 	// Avro records are Avro binary bodies of one record schema
-	// (Config.SchemaFile), without a header.
+	// (Config.SchemaFile) without a header, or with a schema registry
+	// (Config.Registry) in the Confluent wire format, each naming its
+	// writer schema.
 	Avro Format = "avro"
 )
 
@@ -50,6 +52,14 @@ type Config struct {
 	// SchemaFile is the Avro schema (.avsc) the records are written with,
 	// for the avro format: the records carry no schema of their own.
 	SchemaFile string `yaml:"schema_file"`
+	// Registry, for the avro format without a SchemaFile, has the writer
+	// schemas the records' headers name (the Confluent wire format).
+	Registry Schemas `yaml:"-"`
+	// Schema is the Avro schema that makes the columns when there are
+	// none, and that the columns' sources are checked against, with
+	// Registry: the subject's latest version. Empty with Columns: not
+	// checked.
+	Schema string `yaml:"-"`
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
@@ -321,21 +331,30 @@ func (c *Config) format() (*avroSchema, error) {
 	default:
 		return nil, fmt.Errorf("%s.format: unknown format %q (want json or avro)", c.key(), c.Format)
 	}
-	if c.SchemaFile == "" {
-		return nil, fmt.Errorf("%s.schema_file: the avro format needs the schema the records are written with (.avsc)", c.key())
+	if c.SchemaFile == "" && c.Registry == nil {
+		return nil, fmt.Errorf("%s.schema_file: the avro format needs the schema the records are written with (.avsc), or a schema_registry.url", c.key())
 	}
-	text, err := os.ReadFile(c.SchemaFile)
-	if err != nil {
-		return nil, fmt.Errorf("%s.schema_file: %w", c.key(), err)
-	}
-	schema, err := parseAvroSchema(text)
-	if err != nil {
-		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
-	}
-	if len(c.Columns) == 0 {
-		if c.Columns, err = avroColumns(schema); err != nil {
-			return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+	text, source := []byte(c.Schema), c.schemaSource()
+	if c.SchemaFile != "" {
+		var err error
+		if text, err = os.ReadFile(c.SchemaFile); err != nil {
+			return nil, fmt.Errorf("%s.schema_file: %w", c.key(), err)
 		}
+	}
+	var schema *avroSchema
+	switch {
+	case len(text) > 0:
+		var err error
+		if schema, err = parseAvroSchema(text); err != nil {
+			return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
+		}
+		if len(c.Columns) == 0 {
+			if c.Columns, err = avroColumns(schema); err != nil {
+				return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
+			}
+		}
+	case len(c.Columns) == 0: // a registry that had no schema for the subject
+		return nil, fmt.Errorf("%s.columns: none given, and no schema to make them of", c.key())
 	}
 	for i, col := range c.Columns {
 		if col.Type == "variant" {
@@ -346,9 +365,17 @@ func (c *Config) format() (*avroSchema, error) {
 }
 
 // avroValues compiles the Avro reader of plan p, naming the column whose
-// source the schema does not have.
+// source the schema does not have: of schema's records, or with a
+// registry, of the records' headers' writer schemas.
 func (c *Config) avroValues(schema *avroSchema, p *plan) (func(p *plan) values, error) {
-	build, err := newAvroValues(schema, p)
+	var build func(p *plan) values
+	var err error
+	if schema != nil {
+		build, err = compileAvro(schema, p, false)
+	}
+	if c.Registry != nil && err == nil {
+		build = newRegistryValues(&writerPlans{schemas: c.Registry, byID: map[int]writerPlan{}})
+	}
 	if pe, isPath := errors.AsType[*avroPathError](err); isPath {
 		for i, col := range p.cols {
 			for n := col.node; col.src.kind == srcPath && n > 0; n = p.nodes[n].parent {
@@ -359,7 +386,15 @@ func (c *Config) avroValues(schema *avroSchema, p *plan) (func(p *plan) values, 
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.SchemaFile, err)
+		return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), c.schemaSource(), err)
 	}
 	return build, nil
+}
+
+// schemaSource names where the avro format's schema comes from, for errors.
+func (c *Config) schemaSource() string {
+	if c.SchemaFile == "" {
+		return "the registry's schema"
+	}
+	return c.SchemaFile
 }

@@ -45,7 +45,7 @@ func (j *jsonValues) kindOf(node int) string {
 }
 
 // resolve parses the record and finds the value of every path node.
-func (j *jsonValues) resolve(value []byte) *MapError {
+func (j *jsonValues) resolve(value []byte) error {
 	p := j.p
 	clear(j.vals)
 	clear(j.objs)

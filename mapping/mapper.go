@@ -48,8 +48,9 @@ type plan struct {
 // Mapper does the rest (kafka.* and other sources, nulls, partition values
 // and the routing key) the same for every format.
 type values interface {
-	// resolve decodes value and finds the value of every path node.
-	resolve(value []byte) *MapError
+	// resolve decodes value and finds the value of every path node; an
+	// error is a *MapError or a *SchemaPendingError.
+	resolve(value []byte) error
 	// cast converts the value found at column c's node (none: null) into
 	// out, zero on entry; detail is the offending text for an error.
 	cast(c *planColumn, a *Arena, out *cell) (failure, []byte)
@@ -191,7 +192,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		}
 		p.cols = append(p.cols, pc)
 	}
-	if schema != nil {
+	if cfg.Format == Avro {
 		if p.values, err = cfg.avroValues(schema, p); err != nil {
 			return nil, err
 		}

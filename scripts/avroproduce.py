@@ -2,11 +2,15 @@
 """A producer deltaflow did not write, for its Avro tests.
 
   avroproduce.py --brokers B --topic T --schema FILE --count N [--seed S] [--bad K]
+                 [--registry URL]
 
 Writes N records of the record schema in FILE to topic T (partition i % 3
 for record i), each an Avro binary body written by fastavro's
 schemaless_writer (no header), produced by confluent-kafka; then K records
-that are not Avro of the schema. Values are drawn from the seed for every
+that are not Avro of the schema. With --registry, each record is written
+by confluent-kafka's AvroSerializer instead, which registers the schema
+under the subject <T>-value and frames the body in the Confluent wire
+format (basic auth from $SCHEMA_REGISTRY_USER_INFO, user:password). Values are drawn from the seed for every
 field of the types deltaflow derives columns from (null in a nullable union
 one time in four). Prints the records as the table should hold them, as
 JSON rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted
@@ -16,6 +20,7 @@ import argparse
 import datetime
 import io
 import json
+import os
 import random
 import struct
 import sys
@@ -81,6 +86,29 @@ def value(rng, typ, named):
     raise SystemExit(f"avroproduce.py: no values for type {typ!r}")
 
 
+def schemaless(schema):
+    """An encoder of bodies without a header."""
+    def encode(rec):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, schema, rec)
+        return buf.getvalue()
+    return encode
+
+
+def registry_serializer(url, schema_str, topic):
+    """confluent-kafka's AvroSerializer, registering schema_str."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    conf = {"url": url}
+    if os.environ.get("SCHEMA_REGISTRY_USER_INFO"):
+        conf["basic.auth.user.info"] = os.environ["SCHEMA_REGISTRY_USER_INFO"]
+    serializer = AvroSerializer(SchemaRegistryClient(conf), schema_str)
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    return lambda rec: serializer(rec, ctx)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--brokers", required=True)
@@ -89,10 +117,14 @@ def main():
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bad", type=int, default=0)
+    p.add_argument("--registry")
     args = p.parse_args()
     with open(args.schema) as f:
         raw = json.load(f)
     schema = fastavro.parse_schema(raw)
+    encode = schemaless(schema)
+    if args.registry:
+        encode = registry_serializer(args.registry, json.dumps(raw), args.topic)
     rng = random.Random(args.seed)
     producer = Producer({"bootstrap.servers": args.brokers, "enable.idempotence": True})
     failed = []
@@ -107,9 +139,7 @@ def main():
         rec, row = {}, {}
         for field in raw["fields"]:
             rec[field["name"]], row[field["name"]] = value(rng, field["type"], named)
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, schema, rec)
-        producer.produce(args.topic, value=buf.getvalue(), partition=i % 3, on_delivery=delivered)
+        producer.produce(args.topic, value=encode(rec), partition=i % 3, on_delivery=delivered)
         expected.append({k: render(v) for k, v in row.items()})
         producer.poll(0)
     for i in range(args.bad):

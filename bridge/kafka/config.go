@@ -3,16 +3,16 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deltaflow/deltaflow/internal/tlsfiles"
 
 	"github.com/deltaflow/deltaflow/ledger"
 
@@ -441,25 +441,8 @@ func (c Config) newClient(what string, logger *slog.Logger, extra ...kgo.Opt) (*
 }
 
 func (t TLS) config() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by config
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file %s: no PEM certificates", t.CAFile)
-		}
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
+	return tlsfiles.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		InsecureSkipVerify: t.InsecureSkipVerify}.Config("kafka.tls")
 }
 
 // kgoLogger sends franz-go's logs to slog, its info lines at debug:

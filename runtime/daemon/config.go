@@ -21,6 +21,7 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/secret"
 	"github.com/deltaflow/deltaflow/mapping"
+	"github.com/deltaflow/deltaflow/schemareg"
 )
 
 // Config is the deltaflow configuration file (configs/deltaflow.yaml). A
@@ -44,6 +45,12 @@ type Config struct {
 	Maintenance  MaintenanceConfig  `yaml:"maintenance"`
 	Watchdog     WatchdogConfig     `yaml:"watchdog"`
 	Control      ControlConfig      `yaml:"control"`
+	// SchemaRegistry is process-wide: every avro table without a
+	// schema_file reads it.
+	SchemaRegistry schemareg.Config `yaml:"schema_registry"`
+
+	// schemas is the registry, once run has connected it (resolveSchemas).
+	schemas *schemareg.Registry
 }
 
 // TableConfig is the `table` section: where the table lives and how records
@@ -58,8 +65,13 @@ type TableConfig struct {
 	Columns            []mapping.Column `yaml:"columns"`
 	Format             mapping.Format   `yaml:"format"`
 	SchemaFile         string           `yaml:"schema_file"`
+	Subject            string           `yaml:"subject"`
 	CheckpointInterval int              `yaml:"checkpoint_interval"`
 	Compression        string           `yaml:"compression"`
+
+	// latest is the registry subject's latest schema, once run has asked
+	// for it (resolveSchemas): the columns come from it.
+	latest string
 }
 
 // StorageConfig is the `storage` section: S3/MinIO access for s3:// tables.
@@ -160,9 +172,10 @@ func DefaultConfig() Config {
 		Maintenance: MaintenanceConfig{OptimizeTargetSize: ByteSize(delta.DefaultTargetFileSize), OptimizeMinFiles: actors.DefaultOptimizeMinFiles,
 			OptimizeOpenTargetSize: actors.DefaultOpenTargetSize,
 			VacuumRetain:           720 * time.Hour, LogCleanup: true},
-		Watchdog: WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
-		Control:  ControlConfig{MaxPause: time.Hour},
-		Unrouted: engine.Unrouted,
+		Watchdog:       WatchdogConfig{StallIntervals: 10, Grace: time.Minute, RestartBackoff: time.Minute, RestartBackoffMax: 30 * time.Minute},
+		Control:        ControlConfig{MaxPause: time.Hour},
+		Unrouted:       engine.Unrouted,
+		SchemaRegistry: schemareg.Config{Timeout: schemareg.DefaultTimeout},
 	}
 }
 
@@ -315,7 +328,7 @@ func localPath(uri string) (string, bool) {
 }
 
 // MappingConfig is the table section as the mapper takes it.
-func (c *Config) MappingConfig() mapping.Config { return c.Table.mappingConfig("table") }
+func (c *Config) MappingConfig() mapping.Config { return c.Table.mappingConfig("table", c.schemas) }
 
 // EngineConfig is the engine's configuration: this one's, with the data
 // file settings of tableConf (the table's delta.* properties) applied.
@@ -378,6 +391,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Tables) == 0 {
 		errs = append(errs, c.Table.validate("table")...)
+		if _, err := c.checkedMapper(c.Table, "table"); err != nil {
+			errs = append(errs, err) // names table.columns[i]... or table.partition_columns[i]
+		}
 	} else {
 		errs = append(errs, c.validateRoutes()...)
 	}
@@ -419,6 +435,7 @@ func (c *Config) Validate() error {
 		bad("log.format: unknown %q (want text or json)", c.Log.Format)
 	}
 	errs = append(errs, c.Maintenance.validate("maintenance")...)
+	errs = append(errs, validateRegistry(c.SchemaRegistry)...)
 	w := c.Watchdog
 	if w.StallIntervals < 0 {
 		bad("watchdog.stall_intervals must be >= 0 (0 disables), got %d", w.StallIntervals)
@@ -457,8 +474,8 @@ func (t TableConfig) validate(section string) []error {
 	if t.MaxRecordBytes > 1<<30 {
 		bad("max_record_bytes must be <= 1GiB, got %s", t.MaxRecordBytes)
 	}
-	if _, err := mapping.New(t.mappingConfig(section), t.PartitionColumns); err != nil {
-		errs = append(errs, err) // names <section>.columns[i]... or <section>.partition_columns[i]
+	if t.Subject != "" && !t.readsRegistry() {
+		bad("subject: only a format: avro table without schema_file reads a registry subject")
 	}
 	if t.CheckpointInterval <= 0 {
 		bad("checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
@@ -470,11 +487,44 @@ func (t TableConfig) validate(section string) []error {
 }
 
 // mappingConfig is the table section as the mapper takes it; errors name
-// its keys under section.
-func (t TableConfig) mappingConfig(section string) mapping.Config {
-	return mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
+// its keys under section. A table reading the registry decodes through
+// schemas (nil until run connects it).
+func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) mapping.Config {
+	mc := mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
 		SchemaFile: t.SchemaFile, Key: section}
+	if schemas != nil && t.readsRegistry() {
+		mc.Registry, mc.Schema = schemas, t.latest
+	}
+	return mc
 }
+
+// checkedMapper compiles table t's mapping (its keys under section) as
+// far as the configuration says it: a table reading the registry before
+// run has asked it for the subject's schema is checked without it (only
+// what its columns say, nothing when it has none: run checks them against
+// the schema, and so does `config check --probe`), and gives no mapper.
+func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, error) {
+	mc := t.mappingConfig(section, c.schemas)
+	if c.schemas == nil && c.SchemaRegistry.Enabled() && t.readsRegistry() {
+		if len(t.Columns) == 0 {
+			return nil, nil
+		}
+		mc.Registry = unresolvedSchemas{}
+		_, err := mapping.New(mc, t.PartitionColumns)
+		return nil, err
+	}
+	return mapping.New(mc, t.PartitionColumns)
+}
+
+// readsRegistry reports whether the table's records are in the schema
+// registry's wire format: Avro without a schema file.
+func (t TableConfig) readsRegistry() bool { return t.Format == mapping.Avro && t.SchemaFile == "" }
+
+// unresolvedSchemas stands in for the registry where the configuration is
+// checked without asking it.
+type unresolvedSchemas struct{}
+
+func (unresolvedSchemas) Schema(int) (string, bool, error) { return "", false, nil }
 
 // validate checks a flush section (the process's, or a table's own).
 func (f FlushConfig) validate(section string) []error {
@@ -553,4 +603,31 @@ func parseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("unknown %q (want debug, info, warn or error)", s)
+}
+
+// validateRegistry checks the schema_registry section.
+func validateRegistry(r schemareg.Config) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("schema_registry."+format, args...)) }
+	for i, u := range r.URL {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			bad("url[%d]: %q is not an http(s)://host:port URL", i, secret.RedactURL(u))
+		}
+	}
+	if r.Timeout <= 0 {
+		bad("timeout must be > 0, got %s", r.Timeout)
+	}
+	if (r.CertFile == "") != (r.KeyFile == "") {
+		bad("cert_file and key_file: give both or neither")
+	}
+	if r.Password != "" && r.User == "" {
+		bad("user: a password without a user")
+	}
+	if r.Token != "" && (r.User != "" || r.Password != "") {
+		bad("token: give a token or a user and password, not both")
+	}
+	if !r.Enabled() && (r.User != "" || r.Token != "" || r.CAFile != "") {
+		bad("url: credentials without a registry to send them to")
+	}
+	return errs
 }

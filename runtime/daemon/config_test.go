@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge"
@@ -567,16 +571,26 @@ func TestREADMERoutesExample(t *testing.T) {
 // TestREADMEAvroExample: the README's Avro example is valid with a schema
 // of a field kind, and its columns are the schema's.
 func TestREADMEAvroExample(t *testing.T) {
-	schema := filepath.Join(t.TempDir(), "reading.avsc")
-	if err := os.WriteFile(schema, []byte(`{"type": "record", "name": "Reading", "fields": [
-		{"name": "kind", "type": "string"}, {"name": "power", "type": ["null", "double"]}]}`), 0o600); err != nil {
+	fake := srfake.New(srfake.WithAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("deltaflow:pw"))))
+	defer fake.Close()
+	if _, _, err := fake.RegisterSchema("readings-value", sr.Schema{Schema: `{"type": "record", "name": "Reading", "fields": [
+		{"name": "kind", "type": "string"}, {"name": "power", "type": ["null", "double"]}]}`}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(readmeExample(t, "### Avro topics", strings.NewReplacer("/etc/deltaflow/reading.avsc", schema)), noEnv)
+	getenv := func(k string) string {
+		if k == "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD" {
+			return "pw"
+		}
+		return ""
+	}
+	cfg, err := Load(readmeExample(t, "### Avro topics", strings.NewReplacer("http://registry:8081", fake.URL())), getenv)
 	if err != nil {
 		t.Fatalf("the README's example: %v", err)
 	}
-	m, err := mapping.New(cfg.Tables[0].mappingConfig("tables[0]"), cfg.Tables[0].PartitionColumns)
+	if err := cfg.resolveSchemas(t.Context(), nil, actors.NewHealth(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapping.New(cfg.Tables[0].mappingConfig("tables[0]", cfg.schemas), cfg.Tables[0].PartitionColumns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,9 @@ var keySpecs = map[string]keySpec{
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)` or kafka.partition/offset/timestamp/key/topic.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
-	"table.format":                          {doc: "How record values are encoded: `json` (objects) or `avro` (Avro binary bodies without a header, all written with `schema_file`'s schema). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
-	"table.schema_file":                     {doc: "The Avro schema (`.avsc`) the records of `format: avro` are written with.", def: "—"},
+	"table.format":                          {doc: "How record values are encoded: `json` (objects) or `avro`: with `schema_file`, Avro binary bodies without a header, all written with that schema; without it, records in the schema registry's wire format (a zero byte, the 4-byte schema id, the body), each read with the writer schema its id names (`schema_registry`). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
+	"table.schema_file":                     {doc: "The Avro schema (`.avsc`) the records of `format: avro` are written with, for a topic produced without a schema registry.", def: "—"},
+	"table.subject":                         {doc: "The registry subject whose latest schema makes the columns of a `format: avro` table without `schema_file` and `columns` (asked at each start; the columns' sources are checked against it too).", def: "`<topic>-value` (the first topic's, Confluent's TopicNameStrategy)"},
 	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
 	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
 	"storage.endpoint":                      {env: "MINIO_ENDPOINT", doc: "S3/MinIO endpoint, `host:port` or `http(s)://host:port`; for s3:// tables.", def: "$AWS_ENDPOINT_URL"},
@@ -123,6 +124,14 @@ var keySpecs = map[string]keySpec{
 	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
 	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
 	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},
+	"schema_registry.url":                   {env: "DELTAFLOW_SCHEMA_REGISTRY_URL", doc: "The Confluent-API schema registry (`http(s)://host:port`), or several, tried in turn. Every `format: avro` table without a `schema_file` reads its records' writer schemas from it: each schema id is fetched once, off the actors (the partitions of the tables that wait for it stop there meanwhile; a registry down or slow is waited out with backoff, never a dead letter), kept in memory and in the NATS KV bucket, so a restart while the registry is down decodes every id seen before. An id the registry does not have (404) makes its records dead letters.", def: "— (no registry)"},
+	"schema_registry.user":                  {doc: "Basic auth user.", def: "—"},
+	"schema_registry.password":              {env: "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD", doc: "Basic auth password; never printed or logged. Refused credentials (401/403) fail the start, naming this key.", def: "—"},
+	"schema_registry.token":                 {env: "DELTAFLOW_SCHEMA_REGISTRY_TOKEN", doc: "Bearer token, instead of a user and password; never printed or logged.", def: "—"},
+	"schema_registry.ca_file":               {doc: "PEM CA bundle to trust for an https registry instead of the system pool.", def: "—"},
+	"schema_registry.cert_file":             {doc: "PEM client certificate (mutual TLS); with key_file.", def: "—"},
+	"schema_registry.key_file":              {doc: "PEM client key; with cert_file.", def: "—"},
+	"schema_registry.timeout":               {doc: "Bound on one request to the registry."},
 	"control.max_pause":                     {doc: "A pause by the control service (`nats req deltaflow.<table>.control.pause ''`) ends by itself after this long (a pause may ask for less: `'{\"duration\": \"30s\"}'`; docs/events.md), with a `pause` event (`by: max_pause`), so a forgotten or hostile pause cannot stop ingestion for good; pausing again while paused does not extend it. `deltaflow_paused` is 1 meanwhile. At most 24h."},
 	"maintenance.log_cleanup":               {doc: "After a checkpoint, delete log files older than the table's `delta.logRetentionDuration` (default 30 days), at most once a day, as Spark does with `delta.enableExpiredLogCleanup`; a table setting that property to false is left alone."},
 }
@@ -270,9 +279,23 @@ func ConfigDoc() string {
 const formatsDoc = `
 ## Formats
 
-` + "`table.format: avro`" + ` reads each record value as an Avro binary body written with ` + "`schema_file`" + `'s
-record schema (no header, no schema id: the Schema Registry's framing is not read yet). Without ` + "`columns`" + `,
-every field of the record is a column, in schema order, with the Delta type Spark's ` + "`from_avro`" + ` gives it:
+` + "`table.format: avro`" + ` reads each record value as Avro, in one of two ways:
+
+- with ` + "`schema_file`" + `, as an Avro binary body written with that record schema (no header, no schema id);
+- with ` + "`schema_registry.url`" + ` and no ` + "`schema_file`" + `, in the Confluent wire format a Schema Registry's
+  serializers write: a zero byte, the 4-byte big-endian schema id, the body. Each record is read with the writer
+  schema its id names, fetched from the registry the first time the id is seen (the table's partitions wait at
+  that record meanwhile: a registry that is down or slow is waited out, never a dead letter) and kept in memory
+  and in the NATS KV bucket. The table's columns come from the latest version of ` + "`subject`" + ` (default
+  ` + "`<topic>-value`" + `) at start; a record written with an older or newer version is read into them by
+  field name, as Avro schema resolution does: a field its writer schema lacks is null, one of a wider type is
+  cast (an int into a long column), and one of an incompatible type (a string into a long column) makes the
+  record a dead letter naming the column. A value without the header, an id the registry does not have (404), a
+  schema that is not Avro or references other subjects' schemas (not resolved yet) make dead letters too.
+  Refused credentials (401/403) fail the start.
+
+Without ` + "`columns`" + `, every field of the record is a column, in schema order, with the Delta type Spark's
+` + "`from_avro`" + ` gives it:
 
 | Avro | Column |
 |---|---|

@@ -12,7 +12,6 @@ import (
 
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
-	"github.com/deltaflow/deltaflow/mapping"
 )
 
 // RouteConfig is one entry of the `tables` list: a table (every key of the
@@ -149,6 +148,10 @@ func (c *Config) validateRoutes() []error {
 		section := fmt.Sprintf("tables[%d]", i)
 		bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(section+"."+format, args...)) }
 		tableErrs := t.validate(section)
+		m, err := c.checkedMapper(t.TableConfig, section)
+		if err != nil {
+			tableErrs = append(tableErrs, err) // names <section>.columns[i]... or <section>.partition_columns[i]
+		}
 		errs = append(errs, tableErrs...)
 		if j, dup := names[t.Name]; dup && t.Name != "" {
 			bad("name: %q is also tables[%d]'s name", t.Name, j)
@@ -165,6 +168,9 @@ func (c *Config) validateRoutes() []error {
 			bad("uri: %q is tables[%d]'s table (%q)", t.URI, j, c.Tables[j].URI)
 		}
 		uris[tableIdentity(t.URI)] = i
+		if t.readsRegistry() && len(t.Topics) == 0 && t.Subject == "" {
+			bad("subject: the table's topics come from topic_regex only: say which registry subject makes its columns")
+		}
 		if len(t.Topics) == 0 && t.TopicRegex == "" {
 			bad("topics: none, and no topic_regex: give the topics that feed the table")
 		}
@@ -178,12 +184,8 @@ func (c *Config) validateRoutes() []error {
 				bad("topic_regex: %v", err)
 			}
 		}
-		if t.Where != "" && len(tableErrs) == 0 {
-			m, err := mapping.New(t.mappingConfig(section), t.PartitionColumns)
-			if err == nil {
-				_, err = m.Where(t.Where)
-			}
-			if err != nil {
+		if t.Where != "" && m != nil {
+			if _, err := m.Where(t.Where); err != nil {
 				bad("where: %v", err)
 			}
 		}

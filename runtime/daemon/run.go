@@ -148,17 +148,10 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	if err := pingKafka(ctx, cfg, opts.ConnectTimeout, logger); err != nil {
 		return nil, false, err
 	}
-	routes := cfg.Routes()
-	opened := make([]*openedRoute, len(routes))
-	for i, r := range routes {
-		if opened[i], err = openRoute(ctx, cfg, r, opts.ConnectTimeout, logger, metrics.Table(r.Table.Name)); err != nil {
-			return nil, false, err
-		}
-	}
-	ready.tableLoaded.Store(true)
-
+	// NATS before the tables: the schema registry's schemas seen before
+	// are kept in its KV bucket, and a registry table's columns need them.
 	bopts := []bridge.Opt{bridge.WithVersion(opts.Version)}
-	for _, r := range routes {
+	for _, r := range cfg.Routes() {
 		bopts = append(bopts, bridge.WithTable(r.Table.Name))
 	}
 	bctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
@@ -169,6 +162,18 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	}
 	defer b.Close()
 	ready.bridge.Store(b)
+	if err := cfg.resolveSchemas(ctx, b.SchemaStore(registryKey(cfg.SchemaRegistry.URL)), health, logger); err != nil {
+		return nil, false, err
+	}
+
+	routes := cfg.Routes()
+	opened := make([]*openedRoute, len(routes))
+	for i, r := range routes {
+		if opened[i], err = openRoute(ctx, cfg, r, opts.ConnectTimeout, logger, metrics.Table(r.Table.Name)); err != nil {
+			return nil, false, err
+		}
+	}
+	ready.tableLoaded.Store(true)
 	engineCfg, err := cfg.EngineConfig(nil)
 	if err != nil {
 		return nil, false, err
@@ -190,7 +195,11 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 		engineRoutes = append(engineRoutes, o.engine)
 	}
 	reg.MustRegister(collector)
-	engine, err := actors.NewEngine(engineCfg, actors.Deps{Metrics: metrics, Health: health, Logger: logger}, engineRoutes...)
+	deps := actors.Deps{Metrics: metrics, Health: health, Logger: logger}
+	if cfg.schemas != nil {
+		deps.Schemas = cfg.schemas
+	}
+	engine, err := actors.NewEngine(engineCfg, deps, engineRoutes...)
 	if err != nil {
 		return nil, false, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // wantTypes are the Delta types delta-rs reads for reading.avsc's
@@ -36,41 +37,13 @@ var wantTypes = map[string]string{"id": "string", "kind": "string", "other_kind"
 // produced, as delta-rs and DuckDB read them; records that are not Avro of
 // the schema are dead letters.
 func TestAvroTopic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real servers; skipped with -short")
-	}
 	const count, bad = 300, 3
-	brokers, s3 := testenv.Kafka(t), testenv.MinIO(t)
-	py := testenv.Python(t)
-	bin := scenario.Binary(t)
-	dir := t.TempDir()
 	// A field of every Avro type a column is derived from.
 	schema := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "reading.avsc")
-	topic := scenario.Unique("avro-readings")
-	kcfg := kafka.DefaultConfig()
-	kcfg.Brokers = brokers
-	if err := kafka.CreateTopic(t.Context(), kcfg, topic, 3, -1); err != nil {
-		t.Fatal(err)
-	}
-
-	produced := python(t, py, filepath.Join(scenario.RepoRoot(t), "scripts", "avroproduce.py"), "--brokers", strings.Join(brokers, ","),
-		"--topic", topic, "--schema", schema, "--count", strconv.Itoa(count), "--seed", "7", "--bad", strconv.Itoa(bad))
-
-	name := strings.ReplaceAll(topic, "-", "_")
-	uri := "s3://" + s3.Bucket + "/" + name
 	// No columns, no partition_columns: the schema's fields, unpartitioned.
-	config := filepath.Join(dir, "deltaflow.yaml")
-	yaml := fmt.Sprintf("table:\n  name: %s\n  format: avro\n  schema_file: %s\nflush:\n  interval: 1s\nlog:\n  format: text\n"+
-		"nats:\n  dlq_max_bytes: 16MiB\n", name, schema)
-	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	servers := scenario.Servers{Brokers: brokers, NATSURL: testenv.NATS(t), S3: s3}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	run := exec.CommandContext(ctx, bin, "run", "--config", config, "--until-latest")
-	run.Env = servers.Env(topic, scenario.Unique("avro-group"), uri, "127.0.0.1:0")
-	out, err := run.CombinedOutput()
+	f := newFormatTopic(t, "avro-readings", "  format: avro\n  schema_file: "+schema+"\n")
+	produced := f.produce(nil, "--schema", schema, "--count", strconv.Itoa(count), "--seed", "7", "--bad", strconv.Itoa(bad))
+	out, err := f.run()
 	if err != nil {
 		t.Fatalf("run --until-latest: %v\n%s", err, out)
 	}
@@ -78,6 +51,77 @@ func TestAvroTopic(t *testing.T) {
 		t.Errorf("run --until-latest did not commit %d rows and %d dead letters:\n%s", count, bad, out)
 	}
 
+	types, rows := readTable(t, f.s3, f.uri)
+	if !maps.Equal(types, wantTypes) {
+		t.Errorf("columns as delta-rs reads them:\n got %v\nwant %v", types, wantTypes)
+	}
+	if g, w := canonical(t, rows), canonical(t, produced); g != w {
+		t.Errorf("rows differ from what was produced:\n got %.2000s\nwant %.2000s", g, w)
+	}
+}
+
+// formatTopic is a topic of three partitions on the real broker, a table
+// on MinIO for it, and the deltaflow binary's configuration between them.
+type formatTopic struct {
+	t            *testing.T
+	brokers      []string
+	s3           storage.S3Config
+	py, bin      string
+	topic, group string
+	uri, config  string
+	servers      scenario.Servers
+}
+
+// newFormatTopic makes a topic named after prefix and the configuration
+// of a table of it whose table section has table's keys (indented), with
+// more sections after it (extra). It skips the test with -short.
+func newFormatTopic(t *testing.T, prefix, table string, extra ...string) *formatTopic {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real servers; skipped with -short")
+	}
+	f := &formatTopic{t: t, brokers: testenv.Kafka(t), s3: testenv.MinIO(t), py: testenv.Python(t), bin: scenario.Binary(t),
+		topic: scenario.Unique(prefix), group: scenario.Unique(prefix + "-group")}
+	kcfg := kafka.DefaultConfig()
+	kcfg.Brokers = f.brokers
+	if err := kafka.CreateTopic(t.Context(), kcfg, f.topic, 3, -1); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.ReplaceAll(f.topic, "-", "_")
+	f.uri = "s3://" + f.s3.Bucket + "/" + name
+	f.config = filepath.Join(t.TempDir(), "deltaflow.yaml")
+	yaml := "table:\n  name: " + name + "\n" + table + "flush:\n  interval: 1s\nlog:\n  format: text\nnats:\n  dlq_max_bytes: 16MiB\n" +
+		strings.Join(extra, "")
+	if err := os.WriteFile(f.config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.servers = scenario.Servers{Brokers: f.brokers, NATSURL: testenv.NATS(t), S3: f.s3}
+	return f
+}
+
+// produce runs scripts/avroproduce.py on the topic with args, env added
+// to its environment, and returns what it printed.
+func (f *formatTopic) produce(env []string, args ...string) []byte {
+	f.t.Helper()
+	return pythonEnv(f.t, f.py, env, filepath.Join(scenario.RepoRoot(f.t), "scripts", "avroproduce.py"),
+		append([]string{"--brokers", strings.Join(f.brokers, ","), "--topic", f.topic}, args...)...)
+}
+
+// run runs `deltaflow run --until-latest` on the topic, env added to its
+// environment.
+func (f *formatTopic) run(env ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(f.t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, f.bin, "run", "--config", f.config, "--until-latest")
+	cmd.Env = append(f.servers.Env(f.topic, f.group, f.uri, "127.0.0.1:0"), env...)
+	return cmd.CombinedOutput()
+}
+
+// readTable reads the table at uri with delta-rs (and DuckDB, which must
+// agree): each column's type (" null" after a nullable one's) and the rows
+// as JSON, rendered by scripts/deltars.py.
+func readTable(t *testing.T, s3 storage.S3Config, uri string) (map[string]string, json.RawMessage) {
+	t.Helper()
 	read := testenv.DeltaRS(t, append(os.Environ(), testenv.EnvMinIOEndpoint+"="+s3.Endpoint,
 		testenv.EnvMinIOAccessKey+"="+s3.AccessKey, testenv.EnvMinIOSecretKey+"="+string(s3.SecretKey)),
 		"read", uri, "--rows", "--duckdb")
@@ -95,27 +139,23 @@ func TestAvroTopic(t *testing.T) {
 	if err := json.Unmarshal(read, &table); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
+	types := map[string]string{}
 	for _, f := range table.Schema.Fields {
-		got[f.Name], _ = f.Type.(string)
+		types[f.Name], _ = f.Type.(string)
 		if f.Nullable {
-			got[f.Name] += " null"
+			types[f.Name] += " null"
 		}
 	}
-	if !maps.Equal(got, wantTypes) {
-		t.Errorf("columns as delta-rs reads them:\n got %v\nwant %v", got, wantTypes)
-	}
-	if g, w := canonical(t, table.Rows), canonical(t, produced); g != w {
-		t.Errorf("rows differ from what was produced:\n got %.2000s\nwant %.2000s", g, w)
-	}
+	return types, table.Rows
 }
 
-// python runs a script with the test's Python and returns its stdout.
-func python(t *testing.T, py, script string, args ...string) []byte {
+// pythonEnv is python with env added to this process's environment.
+func pythonEnv(t *testing.T, py string, env []string, script string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,0 +1,169 @@
+package actors
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/avro"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/deltaflow/deltaflow/bridge/kafka"
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
+	"github.com/deltaflow/deltaflow/mapping"
+	"github.com/deltaflow/deltaflow/schemareg"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+const (
+	plugV1 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"seq","type":"long"}]}`
+	plugV2 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"seq","type":"long"},
+		{"name":"volts","type":["null","double"],"default":null}]}`
+)
+
+// A record whose writer schema the process has not fetched waits for it,
+// off the actors, while the registry is down: its partition stops there
+// (nothing dead-lettered, nothing skipped), the engine reports the
+// registry degraded, and once the registry answers every record is
+// committed once.
+func TestRecordsWaitForTheirSchema(t *testing.T) {
+	fake := srfake.New()
+	defer fake.Close()
+	v1, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := schemareg.New(t.Context(), schemareg.Config{URL: []string{fake.URL()}}, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, latest, _, err := reg.Latest(t.Context(), topic+"-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h := newHarness(t, nil)
+	store, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.mapper, err = mapping.New(mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.store, h.table = store, delta.NewTable(store)
+	if _, err := h.table.Create(t.Context(), h.mapper.Schema(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.schemas, h.health = reg, NewHealth()
+
+	v2, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	down.Store(true)
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		if down.Load() {
+			http.Error(w, "registry restarting", http.StatusServiceUnavailable)
+		}
+		return down.Load()
+	})
+
+	// Every partition: v1 records, then v2 records, then v1 again.
+	produceWire(h, v1, plugV1, 0, 20)
+	produceWire(h, v2, plugV2, 20, 40)
+	produceWire(h, v1, plugV1, 40, 60)
+
+	r := h.start(Config{}, nil)
+	defer r.stop(t)
+	// The v1 records before the first v2 one of each partition commit;
+	// the rest waits for schema v2.
+	waitFor(t, func() bool { return h.health.Degraded()[componentSchemaRegistry] != "" })
+	time.Sleep(time.Second) // a flush interval and more
+	if got := committedRecords(h); got >= int64(h.records) {
+		t.Fatalf("%d records committed while schema %d was unreachable", got, v2)
+	}
+	down.Store(false)
+	h.waitCommitted(r, 30*time.Second)
+	if why := h.health.Degraded()[componentSchemaRegistry]; why != "" {
+		t.Errorf("still degraded once fetched: %s", why)
+	}
+	checkSeqs(h, 60)
+}
+
+// checkSeqs asserts the table holds rows seq 0..n-1 once each (so no
+// record was dead-lettered or doubled).
+func checkSeqs(h *harness, n int) {
+	h.t.Helper()
+	s, err := h.table.Snapshot(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	schema, _ := s.Schema()
+	seen := map[int64]int{}
+	for _, a := range s.Files() {
+		rows, err := delta.ReadDataFile(h.t.Context(), h.store, schema, nil, a)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, r := range rows {
+			seen[r[1].(int64)]++
+		}
+	}
+	for seq := range int64(n) {
+		if seen[seq] != 1 {
+			h.t.Errorf("seq %d is in the table %d times", seq, seen[seq])
+		}
+	}
+	if len(seen) != n {
+		h.t.Errorf("%d distinct rows, want %d", len(seen), n)
+	}
+}
+
+// produceWire sends records seq [from, to) in the Confluent wire format,
+// written with schema id, keyed by seq (spread over the partitions).
+func produceWire(h *harness, id int, schema string, from, to int) {
+	h.t.Helper()
+	p, err := kafka.NewProducer(h.kcfg, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer p.Close()
+	enc := avro.MustParse(schema)
+	for seq := from; seq < to; seq++ {
+		v := map[string]any{"id": "plug", "seq": int64(seq)}
+		if strings.Contains(schema, "volts") {
+			v["volts"] = 230.0
+		}
+		value, err := sr.AppendEncode(nil, v, new(sr.ConfluentHeader), id, nil, func(b []byte, v any) ([]byte, error) { return enc.AppendEncode(b, v) })
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		p.ProduceAsync(h.t.Context(), &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(seq)), Value: value})
+	}
+	if err := p.Flush(h.t.Context()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.records += to - from
+}
+
+// committedRecords is how many records the table's txns hold.
+func committedRecords(h *harness) int64 {
+	s, err := h.table.Snapshot(h.t.Context())
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for p := int32(0); p < 3; p++ {
+		if v, ok := s.TxnVersion(ledger.AppID("deltaflow", topic, p)); ok {
+			n += v + 1
+		}
+	}
+	return n
+}

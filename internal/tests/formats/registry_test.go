@@ -1,0 +1,184 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/deltaflow/deltaflow/internal/tests/scenario"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// TestRegistryAvroTopic: a topic written by confluent-kafka's
+// AvroSerializer (the Confluent wire format) through a schema registry
+// (franz-go's srfake, over HTTP, with basic auth), in two schema versions
+// (the second adds a nullable field and widens a float to a double), read
+// with `format: avro` and no columns: the table's columns are the latest
+// version's, each record is read with its own writer schema (the first
+// version's rows hold null in the new field), and delta-rs and DuckDB read
+// exactly what was produced; records without the header are dead letters.
+// The registry is down when deltaflow starts (it waits, and goes on once
+// it is back), and down again at a second start (the schemas seen before,
+// kept in the NATS KV, decode the new records); a wrong password fails the
+// start naming the key.
+func TestRegistryAvroTopic(t *testing.T) {
+	const count, bad = 150, 3
+	registry := testenv.SchemaRegistry(t, "deltaflow", "registry-s3cret")
+	f := newFormatTopic(t, "registry-readings", "  format: avro\n",
+		"schema_registry:\n  url: "+registry.URL()+"\n  user: deltaflow\n")
+	v1 := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "reading.avsc")
+	v2 := evolve(t, v1, filepath.Join(t.TempDir(), "reading-v2.avsc"))
+	produce := func(schema string, seed, bad int) []map[string]any {
+		t.Helper()
+		return decodeRows(t, f.produce([]string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"}, "--schema", schema,
+			"--count", strconv.Itoa(count), "--seed", strconv.Itoa(seed), "--bad", strconv.Itoa(bad), "--registry", registry.URL()))
+	}
+	want := append(produce(v1, 7, bad), produce(v2, 8, 0)...)
+	run := func(password string) ([]byte, error) { return f.run("DELTAFLOW_SCHEMA_REGISTRY_PASSWORD=" + password) }
+
+	// A wrong password: the start fails, naming the key and the variable.
+	out, err := run("wrong")
+	if err == nil || !bytes.Contains(out, []byte("DELTAFLOW_SCHEMA_REGISTRY_PASSWORD")) || !bytes.Contains(out, []byte("refused the credentials")) {
+		t.Fatalf("run with a wrong password: %v; want a failure naming DELTAFLOW_SCHEMA_REGISTRY_PASSWORD\n%s", err, out)
+	}
+	if bytes.Contains(out, []byte("wrong")) {
+		t.Errorf("the password is in the output:\n%s", out)
+	}
+
+	// The registry is down at start: deltaflow waits for it.
+	registry.Stop()
+	back := time.AfterFunc(4*time.Second, registry.Start)
+	defer back.Stop()
+	out, err = run("registry-s3cret")
+	if err != nil {
+		t.Fatalf("run --until-latest: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("waiting for the subject's latest schema")) {
+		t.Errorf("no wait for the registry logged:\n%s", out)
+	}
+	if !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", 2*count))) || !bytes.Contains(out, []byte(fmt.Sprintf("dead_letters=%d ", bad))) {
+		t.Errorf("run --until-latest did not commit %d rows and %d dead letters:\n%s", 2*count, bad, out)
+	}
+	checkTable(t, f.s3, f.uri, v2, want)
+
+	// More records of both versions, then the registry is down for the
+	// whole of a second run: what the KV kept decodes them.
+	want = append(want, produce(v1, 9, 0)...)
+	want = append(want, produce(v2, 10, 0)...)
+	registry.Stop()
+	if out, err = run("registry-s3cret"); err != nil {
+		t.Fatalf("run --until-latest with the registry down: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("seen before stands in")) || !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", 2*count))) {
+		t.Errorf("the second run did not decode %d rows with the schemas kept:\n%s", 2*count, out)
+	}
+	checkTable(t, f.s3, f.uri, v2, want)
+}
+
+// evolve writes the second version of the schema at from to path: a new
+// nullable field, and ratio widened from float to double.
+func evolve(t *testing.T, from, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	fields := schema["fields"].([]any)
+	for _, f := range fields {
+		if f := f.(map[string]any); f["name"] == "ratio" {
+			f["type"] = "double"
+		}
+	}
+	schema["fields"] = append(fields, map[string]any{"name": "note", "type": []any{"null", "string"}, "default": nil})
+	if b, err = json.Marshal(schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkTable reads the table at uri with delta-rs and DuckDB: its columns
+// are schema's fields, its rows exactly want (a field a row's writer did
+// not have is null).
+func checkTable(t *testing.T, s3 storage.S3Config, uri, schema string, want []map[string]any) {
+	t.Helper()
+	b, err := os.ReadFile(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Fields []struct {
+			Name string `json:"name"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, f := range s.Fields {
+		fields = append(fields, f.Name)
+	}
+	wantTypes := maps.Clone(wantTypes)
+	wantTypes["ratio"], wantTypes["note"] = "double", "string null"
+	types, rows := readTable(t, s3, uri)
+	if !maps.Equal(types, wantTypes) {
+		t.Errorf("columns as delta-rs reads them:\n got %v\nwant %v", types, wantTypes)
+	}
+	got, exp := rowSet(t, decodeRows(t, rows), fields), rowSet(t, want, fields)
+	if len(got) != len(exp) {
+		t.Fatalf("%d rows, %d produced", len(got), len(exp))
+	}
+	for i := range got {
+		if got[i] != exp[i] {
+			t.Fatalf("rows differ from what was produced; first difference:\n got %s\nwant %s", got[i], exp[i])
+		}
+	}
+}
+
+// decodeRows decodes avroproduce.py's rows, numbers as written.
+func decodeRows(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var rows []map[string]any
+	if err := dec.Decode(&rows); err != nil {
+		t.Fatalf("rows %.200s: %v", b, err)
+	}
+	return rows
+}
+
+// rowSet renders rows as sorted JSON lines, each with every one of fields
+// (null where the row lacks it).
+func rowSet(t *testing.T, rows []map[string]any, fields []string) []string {
+	t.Helper()
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		full := maps.Clone(r)
+		for _, f := range fields {
+			if _, ok := full[f]; !ok {
+				full[f] = nil
+			}
+		}
+		b, err := json.Marshal(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}

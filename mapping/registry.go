@@ -1,0 +1,151 @@
+package mapping
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+)
+
+// Schemas looks up the writer schemas of records in the Confluent wire
+// format (a zero magic byte, a 4-byte big-endian schema id, the body) by
+// id. It must be safe for concurrent use and must not block: Map runs on
+// an actor, and a schema it does not have yet is fetched elsewhere.
+type Schemas interface {
+	// Schema returns schema id's text; known is false while it has not
+	// been fetched, and err says why it never will be (the registry has
+	// no such id), which makes the record a dead letter.
+	Schema(id int) (text string, known bool, err error)
+}
+
+// SchemaPendingError is Map's error for a record whose writer schema is
+// not known yet: not a dead letter. The caller fetches schema ID (off its
+// goroutine) and maps the record again.
+type SchemaPendingError struct{ ID int }
+
+func (e *SchemaPendingError) Error() string {
+	return "mapping: schema id " + strconv.Itoa(e.ID) + " is not fetched yet"
+}
+
+// wireHeader is the Confluent wire format's header: magic byte 0 and the id.
+const wireHeader = 5
+
+// parseWireHeader returns the schema id and body of a Confluent
+// wire-format value.
+func parseWireHeader(value []byte) (int, []byte, error) {
+	switch {
+	case len(value) < wireHeader:
+		return 0, nil, fmt.Errorf("%d bytes, shorter than the 5-byte schema registry header", len(value))
+	case value[0] != 0:
+		return 0, nil, fmt.Errorf("magic byte %d, want 0 (a schema registry header)", value[0])
+	}
+	id := binary.BigEndian.Uint32(value[1:wireHeader])
+	if id > 1<<31-1 {
+		return 0, nil, fmt.Errorf("schema id %d out of range", id)
+	}
+	return int(id), value[wireHeader:], nil
+}
+
+// writerPlans are a plan's compiled walks, one per writer schema id,
+// shared by the plan's Mappers: compiled once per process.
+type writerPlans struct {
+	schemas Schemas
+	mu      sync.Mutex
+	byID    map[int]writerPlan
+}
+
+// writerPlan is a writer schema compiled for a plan, or why it cannot be
+// read (every record written with it is a dead letter).
+type writerPlan struct {
+	build func(p *plan) values
+	err   error
+}
+
+// compiled returns id's walk for p, compiling it the first time; pending
+// is true while the schema is not fetched.
+func (w *writerPlans) compiled(p *plan, id int) (wp writerPlan, pending bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wp, ok := w.byID[id]; ok {
+		return wp, false
+	}
+	text, known, err := w.schemas.Schema(id)
+	switch {
+	case err != nil:
+		wp.err = err
+	case !known:
+		return wp, true
+	default:
+		wp.build, wp.err = compileWriter(text, p)
+	}
+	w.byID[id] = wp
+	return wp, false
+}
+
+// compileWriter compiles a writer schema for p's paths. A path the writer
+// schema lacks reads null (a field removed, or not added yet).
+func compileWriter(text string, p *plan) (func(p *plan) values, error) {
+	schema, err := parseAvroSchema([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	return compileAvro(schema, p, true)
+}
+
+// registryValues reads Confluent wire-format records: each value's header
+// names its writer schema, whose compiled walk reads the body.
+type registryValues struct {
+	p     *plan
+	plans *writerPlans
+	byID  map[int]values // this Mapper's readers, by schema id
+	cur   values         // the current record's
+	curID int
+}
+
+func newRegistryValues(plans *writerPlans) func(p *plan) values {
+	return func(p *plan) values {
+		return &registryValues{p: p, plans: plans, byID: map[int]values{}, curID: -1}
+	}
+}
+
+func (r *registryValues) resolve(value []byte) error {
+	id, body, err := parseWireHeader(value)
+	if err != nil {
+		return &MapError{Reason: "not schema registry Avro: " + err.Error()}
+	}
+	if id != r.curID || r.cur == nil {
+		if err := r.use(id); err != nil {
+			return err
+		}
+	}
+	return r.cur.resolve(body)
+}
+
+// use makes schema id's reader the current one.
+func (r *registryValues) use(id int) error {
+	v := r.byID[id]
+	if v == nil {
+		wp, pending := r.plans.compiled(r.p, id)
+		switch {
+		case pending:
+			return &SchemaPendingError{ID: id}
+		case wp.err != nil:
+			return &MapError{Reason: fmt.Sprintf("schema id %d: %v", id, wp.err)}
+		}
+		v = wp.build(r.p)
+		r.byID[id] = v
+	}
+	r.cur, r.curID = v, id
+	return nil
+}
+
+func (r *registryValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	return r.cur.cast(c, a, out)
+}
+
+func (r *registryValues) kindOf(node int) string { return r.cur.kindOf(node) }
+
+// ErrSchemaNotFound is what a Schemas says for an id the registry does
+// not have (HTTP 404, error code 40403): the record is a dead letter.
+var ErrSchemaNotFound = errors.New("not found in the schema registry")

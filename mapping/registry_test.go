@@ -1,0 +1,165 @@
+package mapping
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+// schemaMap is a Schemas over a map, below the interface that
+// schemareg.Registry implements (its own tests use a real registry API).
+type schemaMap struct {
+	mu      sync.Mutex
+	schemas map[int]string
+	missing map[int]error
+}
+
+func (s *schemaMap) Schema(id int) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.missing[id]; err != nil {
+		return "", true, err
+	}
+	text, ok := s.schemas[id]
+	return text, ok, nil
+}
+
+// wire prefixes an Avro body with the Confluent header naming id.
+func wire(id int, body []byte) []byte {
+	b := []byte{0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], uint32(id))
+	return append(b, body...)
+}
+
+const (
+	plugV1 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"power","type":"int"}]}`
+	// v2 adds a field and widens power to long.
+	plugV2 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"power","type":"long"},
+		{"name":"volts","type":["null","double"],"default":null}]}`
+	// v3 drops volts and makes power a string: incompatible.
+	plugV3 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"power","type":"string"}]}`
+)
+
+// Registry records are read with the writer schema their header names,
+// into the columns of the table's schema: a field the writer lacks is
+// null, a widened one is cast, an incompatible one is a dead letter naming
+// the column and both types; an id not fetched yet is pending, not a dead
+// letter, and one the registry lacks is a dead letter.
+func TestMapRegistryAvro(t *testing.T) {
+	schemas := &schemaMap{schemas: map[int]string{1: plugV1, 3: plugV3}, missing: map[int]error{9: ErrSchemaNotFound}}
+	m, err := New(Config{Format: Avro, Registry: schemas, Schema: plugV2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Schema().Fields; len(got) != 3 || got[1].Type != delta.Long || got[2].Name != "volts" {
+		t.Fatalf("columns %v, want id, power long, volts from the table's schema", got)
+	}
+	var row Row
+	if err := m.Map(&Record{Value: wire(1, encodeAvro(t, plugV1, map[string]any{"id": "p1", "power": int32(7)}))}, &row); err != nil {
+		t.Fatal(err)
+	}
+	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("p1")), parquet.Int64Value(7), parquet.NullValue()})
+
+	v2 := wire(2, encodeAvro(t, plugV2, map[string]any{"id": "p2", "power": int64(1) << 40, "volts": 230.5}))
+	err = m.Map(&Record{Value: v2}, &row)
+	if pending, ok := errors.AsType[*SchemaPendingError](err); !ok || pending.ID != 2 {
+		t.Fatalf("an unfetched id: %v, want a SchemaPendingError for id 2", err)
+	}
+	schemas.mu.Lock()
+	schemas.schemas[2] = plugV2
+	schemas.mu.Unlock()
+	if err := m.Map(&Record{Value: v2}, &row); err != nil {
+		t.Fatal(err)
+	}
+	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("p2")), parquet.Int64Value(1 << 40), parquet.DoubleValue(230.5)})
+
+	for _, c := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"incompatible", wire(3, encodeAvro(t, plugV3, map[string]any{"id": "p3", "power": "high"})), "power"},
+		{"unknown to the registry", wire(9, []byte{2, 'x'}), "schema id 9: not found in the schema registry"},
+		{"no header", encodeAvro(t, plugV1, map[string]any{"id": "plug-1", "power": int32(7)}), "magic byte 12"},
+		{"short", []byte{0, 0, 1}, "shorter than the 5-byte schema registry header"},
+		{"body of another schema", wire(1, []byte{0xff}), "not Avro"},
+	} {
+		err := m.Map(&Record{Value: c.value}, &row)
+		if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), c.want) {
+			t.Errorf("%s: %v, want a MapError saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Mapping a registry record allocates nothing once its schema is compiled.
+func TestMapRegistryAvroDoesNotAllocate(t *testing.T) {
+	schemas := &schemaMap{schemas: map[int]string{1: plugV1, 2: plugV2}}
+	m, err := New(Config{Format: Avro, Registry: schemas, Schema: plugV2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []*Record{
+		{Value: wire(1, encodeAvro(t, plugV1, map[string]any{"id": "p1", "power": int32(7)}))},
+		{Value: wire(2, encodeAvro(t, plugV2, map[string]any{"id": "p2", "power": int64(8), "volts": nil}))},
+	}
+	var row Row
+	row.Arena = new(Arena)
+	for _, r := range recs { // compile each id once
+		if err := m.Map(r, &row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := m.Map(recs[i%2], &row); err != nil {
+			t.Fatal(err)
+		}
+		if i++; i%64 == 0 {
+			row.Arena.Reset()
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Map allocates %.1f times per registry record", allocs)
+	}
+}
+
+// A column whose source the table's schema does not have is refused at
+// start, naming the column, as with a schema file.
+func TestMapRegistryAvroChecksSources(t *testing.T) {
+	_, err := New(Config{Format: Avro, Registry: &schemaMap{}, Schema: plugV1,
+		Columns: []Column{{Name: "watts", Type: "long", Source: "watts"}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "table.columns[0].source") {
+		t.Fatalf("err = %v, want one naming table.columns[0].source", err)
+	}
+}
+
+// FuzzWireHeader: any value is mapped or a *MapError, never a panic, and a
+// pending schema only for a well-formed header naming an unknown id.
+func FuzzWireHeader(f *testing.F) {
+	m, err := New(Config{Format: Avro, Registry: &schemaMap{schemas: map[int]string{1: plugV1}}, Schema: plugV1}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(wire(1, []byte{4, 'p', '1', 14}))
+	f.Add(wire(2, nil))
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff, 1})
+	f.Fuzz(func(t *testing.T, value []byte) {
+		var row Row
+		err := m.Map(&Record{Value: value}, &row)
+		if pending, ok := errors.AsType[*SchemaPendingError](err); ok {
+			if len(value) < 5 || value[0] != 0 || pending.ID == 1 {
+				t.Fatalf("pending %d for %x", pending.ID, value)
+			}
+			return
+		}
+		if _, ok := errors.AsType[*MapError](err); err != nil && !ok {
+			t.Fatalf("error %v is neither a MapError nor pending", err)
+		}
+	})
+}
