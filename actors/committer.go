@@ -15,6 +15,7 @@ import (
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/ledger"
+	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
 )
@@ -31,7 +32,10 @@ type committerConfig struct {
 	backoff       Backoff       // pipeline rebuilds after failures
 	retry         retryPolicy   // storage and DLQ operations, before an epoch is given up
 	pipeline      *pipelineConfig
-	outbox        Outbox
+	// pipelineOf makes the pipeline of another mapper's rows, into the
+	// table's evolved schema (evolve).
+	pipelineOf func(m *mapping.Mapper, tableSchema *delta.StructType) (*pipelineConfig, error)
+	outbox     Outbox
 	// group commits the Kafka group offsets every table's commits allow.
 	group   *groupOffsets
 	fetch   *fetcher
@@ -219,6 +223,10 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 	case *rebuild:
 		if m.gen == c.gen {
 			c.spawnPipeline(ctx)
+		}
+	case *schemaChanged:
+		if m.gen == c.gen {
+			c.evolve(ctx, m)
 		}
 	case *recheckPartitions:
 		for _, p := range m.partitions {
@@ -789,6 +797,14 @@ func (c *committer) dropEpoch() {
 // snapshot re-read, Kafka re-seeked to the committed offsets and a new
 // generation built (after a backoff when a failure caused it).
 func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
+	c.abortWith(ctx, reason, failure, nil)
+}
+
+// abortWith is abort with work done off the actor before the log is
+// re-read (a schema evolution's commit); what the work returns is applied
+// on the actor before the next generation is built. The work failing is
+// the log's re-read failing.
+func (c *committer) abortWith(ctx actor.Context, reason string, failure bool, before func(context.Context) (func(), error)) {
 	c.cfg.logger.Warn("aborting in-flight epochs", "reason", reason, "generation", c.gen)
 	if c.pipeline != nil {
 		ctx.Stop(c.pipeline)
@@ -809,7 +825,14 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 	// dropped generation waits, and is then ignored.
 	ctx2, snap, gen := c.ctx, c.snap, c.gen
 	c.offActor(ctx, func() func(actor.Context) {
-		err := c.cfg.table.Update(ctx2, snap)
+		var apply func()
+		var err error
+		if before != nil {
+			apply, err = before(ctx2)
+		}
+		if err == nil {
+			err = c.cfg.table.Update(ctx2, snap)
+		}
 		return func(ctx actor.Context) {
 			if err != nil {
 				// Without the log's state no generation can be built, so a
@@ -819,6 +842,9 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 				// the table (with retries) before building the next
 				// pipeline. The waiters stay queued across the restart.
 				panic(fmt.Errorf("committer: re-read table after abort: %w", err))
+			}
+			if apply != nil {
+				apply()
 			}
 			self, system := ctx.Self(), ctx.ActorSystem()
 			time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })
@@ -831,4 +857,48 @@ func (c *committer) newGeneration() {
 	c.gen++
 	c.cfg.pipeline.reg.reset(c.gen)
 	c.cfg.budget.NewGeneration(c.gen)
+}
+
+// schemaChanged is a reader's news that the record it stopped at is
+// written with a schema whose new fields make new columns
+// (mapping.SchemaChangeError).
+type schemaChanged struct {
+	gen uint64
+	id  int
+	add []mapping.Column
+}
+
+// evolve adds a schema's new columns to the table: the generation is
+// dropped (what it read is read again), the table's schema evolved in a
+// commit of its own, and the next generation maps with the evolved
+// mapping, from the record that brought the change on. A failure to
+// commit the schema restarts the committer, whose pipeline meets the
+// change again.
+func (c *committer) evolve(ctx actor.Context, m *schemaChanged) {
+	mapper, err := c.cfg.pipeline.mapper.Evolved(m.add)
+	if err != nil {
+		c.abort(ctx, fmt.Sprintf("schema id %d: evolve the mapping: %v", m.id, err), true)
+		return
+	}
+	names := make([]string, len(m.add))
+	for i, col := range m.add {
+		names[i] = col.Name
+	}
+	c.cfg.logger.Info("schema evolution: the writer schema adds columns", "schema_id", m.id, "columns", names)
+	table, pipelineOf := c.cfg.table, c.cfg.pipelineOf
+	c.abortWith(ctx, fmt.Sprintf("schema id %d adds columns %v", m.id, names), false, func(ctx context.Context) (func(), error) {
+		snap, _, err := table.EnsureSchema(ctx, mapper.Schema(), mapper.PartitionColumns(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("add columns %v of schema id %d: %w", names, m.id, err)
+		}
+		schema, err := snap.Schema()
+		if err != nil {
+			return nil, err
+		}
+		pcfg, err := pipelineOf(mapper, schema)
+		if err != nil {
+			return nil, err
+		}
+		return func() { c.cfg.pipeline = pcfg }, nil
+	})
 }

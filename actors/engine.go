@@ -565,35 +565,43 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 	if writer.PageBufferSize == 0 {
 		writer.PageBufferSize = streamPageSize
 	}
-	dataSchema := r.Mapper.DataSchema()
-	if r.TableSchema != nil {
-		var err error
-		if dataSchema, err = delta.MapColumns(r.TableSchema, dataSchema); err != nil {
+	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
+	fetch := e.fetch
+	// pipelineOf is the pipeline of mapper m's rows into the table of
+	// tableSchema: made again when the table's schema evolves.
+	pipelineOf := func(m *mapping.Mapper, tableSchema *delta.StructType) (*pipelineConfig, error) {
+		dataSchema := m.DataSchema()
+		if tableSchema != nil {
+			var err error
+			if dataSchema, err = delta.MapColumns(tableSchema, dataSchema); err != nil {
+				return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
+			}
+		}
+		// What each open file's writer costs, reserved by the readers
+		// before they make a buffer open one (materialized partition
+		// columns, which differ by buffer, are settled by the buffer).
+		probe, err := delta.NewFileWriter(io.Discard, dataSchema, writer)
+		if err != nil {
 			return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
 		}
+		bcfg := &bufferConfig{fileMemory: probe.FixedMemory(),
+			store: r.Table.Store(), dataSchema: dataSchema, tableSchema: tableSchema, partitionColumns: r.PartitionColumns,
+			writer: writer, committer: t.committer, budget: t.budget, health: t.health, metrics: t.metrics,
+			retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,
+		}
+		return &pipelineConfig{tableName: r.Name, mapper: pathLimited(m, bcfg), where: t.where, buffer: bcfg, committer: t.committer, reg: t.reg,
+			metrics: t.metrics, logger: t.logger, unrouted: func(topic string) *unrouted { return e.unroutedFor(i, topic) },
+			behind: func(gen uint64, p tp, from, need int64, schema int) { fetch.behind(i, gen, p, from, need, schema) }}, nil
 	}
-	// What each open file's writer costs, reserved by the readers before
-	// they make a buffer open one (materialized partition columns, which
-	// differ by buffer, are settled by the buffer).
-	probe, err := delta.NewFileWriter(io.Discard, dataSchema, writer)
+	pcfg, err := pipelineOf(r.Mapper, r.TableSchema)
 	if err != nil {
-		return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
+		return nil, err
 	}
-	retry := retryPolicy{backoff: e.cfg.RetryBackoff, maxElapsed: e.cfg.MaxRetry} // storage and DLQ operations
-	bcfg := &bufferConfig{fileMemory: probe.FixedMemory(),
-		store: r.Table.Store(), dataSchema: dataSchema, tableSchema: r.TableSchema, partitionColumns: r.PartitionColumns,
-		writer: writer, committer: t.committer, budget: t.budget, health: t.health, metrics: t.metrics,
-		retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,
-	}
-	fetch := e.fetch
-	pcfg := &pipelineConfig{tableName: r.Name, mapper: pathLimited(r.Mapper, bcfg), where: t.where, buffer: bcfg, committer: t.committer, reg: t.reg,
-		metrics: t.metrics, logger: t.logger, unrouted: func(topic string) *unrouted { return e.unroutedFor(i, topic) },
-		behind: func(gen uint64, p tp, from, need int64, schema int) { fetch.behind(i, gen, p, from, need, schema) }}
 	return &committerConfig{
 		name: r.Name, sink: i, app: r.App, table: r.Table, flushInterval: r.FlushInterval,
 		starts: ledger.Policy{StartOffset: e.cfg.StartOffset, OnDataLoss: e.cfg.OnDataLoss}, kafka: e.cons, fatal: e.fail,
 		epochTimeout: max(2*r.FlushInterval, e.cfg.MaxRetry+time.Minute), idleEpochs: 3,
-		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, outbox: r.Outbox,
+		backoff: e.cfg.Backoff, retry: retry, pipeline: pcfg, pipelineOf: pipelineOf, outbox: r.Outbox,
 		group: e.group, fetch: fetch, budget: t.budget, health: t.health, metrics: t.metrics,
 		logger: t.logger, eventTime: r.EventTimeColumn, maintenance: t.maintenance, progress: t.progress,
 	}, nil

@@ -115,6 +115,9 @@ type reader struct {
 	// them, which it does once every reader has sealed.
 	awaiting int
 	sealing  []*messages.Seal
+	// evolving is set once the reader met a record whose schema adds
+	// columns: it takes nothing more (see committer.evolve).
+	evolving bool
 }
 
 // readLimit bounds what a reader consumes while the committer isolates the
@@ -142,7 +145,7 @@ func newReader(cfg *pipelineConfig, gen uint64, p tp, from int64, epoch uint64, 
 func (r *reader) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *messages.Fetch:
-		if m.Gen != r.gen || m.From != r.expect {
+		if m.Gen != r.gen || m.From != r.expect || r.evolving {
 			// Fetched before the pipeline was rebuilt, or after the reader
 			// stopped for room: handed again from where it continues.
 			m.Done()
@@ -224,6 +227,13 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 			schema = pending.ID
 			break
 		}
+		if change, ok := errors.AsType[*mapping.SchemaChangeError](err); ok {
+			// The committer evolves the table and builds the next
+			// generation, which maps this record; this one reads no more.
+			r.evolving = true
+			c.Send(r.cfg.committer, &schemaChanged{gen: r.gen, id: change.ID, add: change.Add})
+			break
+		}
 		if err != nil {
 			reason := err.Error()
 			size := letterMemory(kr.Key, kr.Value, reason)
@@ -268,7 +278,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 	}
 	r.row.Arena, r.row.Values = nil, nil
 	r.rec = mapping.Record{} // its key and value hold the batch they were decompressed in
-	if need == 0 && schema == 0 {
+	if need == 0 && schema == 0 && !r.evolving {
 		switch {
 		case m.Skip == nil || cut:
 		case r.limit == nil || m.Skip.LastOffset <= r.limit.last:

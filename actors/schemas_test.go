@@ -33,35 +33,9 @@ const (
 // registry degraded, and once the registry answers every record is
 // committed once.
 func TestRecordsWaitForTheirSchema(t *testing.T) {
-	fake := srfake.New()
-	defer fake.Close()
-	v1, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := schemareg.New(t.Context(), schemareg.Config{URL: []string{fake.URL()}}, nil, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, latest, _, err := reg.Latest(t.Context(), topic+"-value")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake, reg, v1, latest := plugRegistry(t)
 
-	h := newHarness(t, nil)
-	store, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.mapper, err = mapping.New(mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest}, nil); err != nil {
-		t.Fatal(err)
-	}
-	h.store, h.table = store, delta.NewTable(store)
-	if _, err := h.table.Create(t.Context(), h.mapper.Schema(), nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	h.schemas, h.health = reg, NewHealth()
-
+	h := registryHarness(t, reg, mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest})
 	v2, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV2})
 	if err != nil {
 		t.Fatal(err)
@@ -166,4 +140,86 @@ func committedRecords(h *harness) int64 {
 		}
 	}
 	return n
+}
+
+// Records of a newer writer schema whose new field makes a new column
+// evolve the table while running: the column is added (nullable), the
+// records of both versions are committed once each, the newer ones with
+// the field's values and the older ones null in it.
+func TestSchemaEvolutionAddsColumns(t *testing.T) {
+	fake, reg, v1, latest := plugRegistry(t)
+	v2, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := registryHarness(t, reg, mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest, Evolve: true})
+	produceWire(h, v1, plugV1, 0, 20)
+	produceWire(h, v2, plugV2, 20, 40)
+	produceWire(h, v1, plugV1, 40, 60)
+	r := h.start(Config{}, nil)
+	defer r.stop(t)
+	h.waitCommitted(r, 30*time.Second)
+	s, err := h.table.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := s.Schema()
+	if f := schema.Field("volts"); f == nil || f.Type != delta.Double || !f.Nullable {
+		t.Fatalf("table schema %v: want a nullable double column volts", schema.Fields)
+	}
+	checkSeqs(h, 60)
+	for _, a := range s.Files() {
+		rows, err := delta.ReadDataFile(t.Context(), h.store, schema, nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rows {
+			seq, volts := row[1].(int64), row[2]
+			if want := seq >= 20 && seq < 40; (volts == 230.0) != want || (volts == nil) == want {
+				t.Errorf("seq %d: volts %v", seq, volts)
+			}
+		}
+	}
+}
+
+// registryHarness is newHarness with a table of mc's mapping, reading
+// through reg.
+func registryHarness(t *testing.T, reg *schemareg.Registry, mc mapping.Config) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	store, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.mapper, err = mapping.New(mc, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.store, h.table = store, delta.NewTable(store)
+	if _, err := h.table.Create(t.Context(), h.mapper.Schema(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.schemas, h.health = reg, NewHealth()
+	return h
+}
+
+// plugRegistry is a registry (srfake, over HTTP) holding plugV1 under the
+// topic's subject, with the Registry that asked it for its latest schema:
+// v1's id and text.
+func plugRegistry(t *testing.T) (*srfake.Registry, *schemareg.Registry, int, string) {
+	t.Helper()
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	v1, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := schemareg.New(t.Context(), schemareg.Config{URL: []string{fake.URL()}}, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, latest, _, err := reg.Latest(t.Context(), topic+"-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, reg, v1, latest
 }

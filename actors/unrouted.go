@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,13 +46,23 @@ type unroutedCheck struct {
 }
 
 // takenElsewhere reports whether another table reading the topic takes
-// rec: it maps there and passes that table's filter.
+// rec: it maps there and passes that table's filter. A record whose
+// writer schema that table's mapping has not settled yet (not fetched, or
+// adding columns there) may be taken: it counts as taken, so that it is
+// never dead-lettered here and written there.
 func (c *unroutedCheck) takenElsewhere(rec *mapping.Record) bool {
 	defer c.arena.Reset()
 	c.row.Arena = &c.arena
 	for i, o := range c.others {
 		c.mappers[i].StartBatch()
-		if c.mappers[i].Map(rec, &c.row) == nil && o.where.Match(&c.row) {
+		err := c.mappers[i].Map(rec, &c.row)
+		if err == nil && o.where.Match(&c.row) {
+			return true
+		}
+		if _, pending := errors.AsType[*mapping.SchemaPendingError](err); pending {
+			return true
+		}
+		if _, change := errors.AsType[*mapping.SchemaChangeError](err); change {
 			return true
 		}
 	}

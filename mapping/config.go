@@ -58,8 +58,14 @@ type Config struct {
 	// Schema is the Avro schema that makes the columns when there are
 	// none, and that the columns' sources are checked against, with
 	// Registry: the subject's latest version. Empty with Columns: not
-	// checked.
+	// checked. Columns made of it with a Registry are all nullable: a
+	// later version of the schema may drop any field.
 	Schema string `yaml:"-"`
+	// Evolve, with a Registry, makes a writer schema's top-level fields
+	// that no column reads new columns: Map refuses the first record of
+	// such a schema with a *SchemaChangeError, and the Mapper that
+	// Evolved returns maps it.
+	Evolve bool `yaml:"-"`
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
@@ -351,6 +357,11 @@ func (c *Config) format() (*avroSchema, error) {
 		if len(c.Columns) == 0 {
 			if c.Columns, err = avroColumns(schema); err != nil {
 				return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
+			}
+			if c.Registry != nil {
+				for i := range c.Columns {
+					c.Columns[i].Nullable = new(true)
+				}
 			}
 		}
 	case len(c.Columns) == 0: // a registry that had no schema for the subject

@@ -27,6 +27,7 @@ type Record struct {
 
 // plan is the compiled, immutable part of a Mapper, shared by clones.
 type plan struct {
+	cfg       Config // what it was compiled from, its columns settled
 	cols      []planColumn
 	nodes     []node // JSON path prefixes; nodes[0] is the record itself
 	strict    bool
@@ -149,6 +150,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		return nil, err
 	}
 	p := &plan{
+		cfg:       cfg,
 		strict:    cfg.Mode != Permissive,
 		maxBytes:  cfg.MaxRecordBytes,
 		partNames: append([]string(nil), partitionColumns...),

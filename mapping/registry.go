@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -26,6 +28,23 @@ type SchemaPendingError struct{ ID int }
 
 func (e *SchemaPendingError) Error() string {
 	return "mapping: schema id " + strconv.Itoa(e.ID) + " is not fetched yet"
+}
+
+// SchemaChangeError is Map's error for the first record of a writer schema
+// with top-level fields no column reads, when the Config evolves: not a
+// dead letter. Add are their columns (nullable); the Mapper Evolved(Add)
+// returns maps the record.
+type SchemaChangeError struct {
+	ID  int
+	Add []Column
+}
+
+func (e *SchemaChangeError) Error() string {
+	names := make([]string, len(e.Add))
+	for i, c := range e.Add {
+		names[i] = c.Name
+	}
+	return fmt.Sprintf("mapping: schema id %d adds columns %s", e.ID, strings.Join(names, ", "))
 }
 
 // wireHeader is the Confluent wire format's header: magic byte 0 and the id.
@@ -56,10 +75,12 @@ type writerPlans struct {
 }
 
 // writerPlan is a writer schema compiled for a plan, or why it cannot be
-// read (every record written with it is a dead letter).
+// read (every record written with it is a dead letter), or the columns it
+// adds to an evolving plan.
 type writerPlan struct {
 	build func(p *plan) values
 	err   error
+	add   []Column
 }
 
 // compiled returns id's walk for p, compiling it the first time; pending
@@ -77,7 +98,7 @@ func (w *writerPlans) compiled(p *plan, id int) (wp writerPlan, pending bool) {
 	case !known:
 		return wp, true
 	default:
-		wp.build, wp.err = compileWriter(text, p)
+		wp = compileWriter(text, p)
 	}
 	w.byID[id] = wp
 	return wp, false
@@ -85,12 +106,51 @@ func (w *writerPlans) compiled(p *plan, id int) (wp writerPlan, pending bool) {
 
 // compileWriter compiles a writer schema for p's paths. A path the writer
 // schema lacks reads null (a field removed, or not added yet).
-func compileWriter(text string, p *plan) (func(p *plan) values, error) {
+func compileWriter(text string, p *plan) writerPlan {
 	schema, err := parseAvroSchema([]byte(text))
+	if err != nil {
+		return writerPlan{err: err}
+	}
+	if p.cfg.Evolve {
+		if add := newColumns(schema, p); len(add) > 0 {
+			return writerPlan{add: add}
+		}
+	}
+	build, err := compileAvro(schema, p, true)
+	return writerPlan{build: build, err: err}
+}
+
+// newColumns are the columns of schema's top-level fields that no column
+// of p is named after, nullable; a field of a type no column holds is
+// left out (a column with a path to its values can read it).
+func newColumns(schema *avroSchema, p *plan) []Column {
+	if schema.root.typ != "record" {
+		return nil
+	}
+	var add []Column
+	for _, f := range schema.root.fields {
+		if p.schema.Field(f.name) != nil {
+			continue
+		}
+		if typ, _, err := avroColumnType(f.typ); err == nil {
+			add = append(add, Column{Name: f.name, Type: typ, Source: f.name, Nullable: new(true)})
+		}
+	}
+	return add
+}
+
+// Evolved returns a Mapper like m with the columns add after its own, as a
+// SchemaChangeError says them.
+func (m *Mapper) Evolved(add []Column) (*Mapper, error) {
+	cfg := m.p.cfg
+	cfg.Columns = append(slices.Clone(cfg.Columns), add...)
+	cfg.Schema = "" // the columns were checked against it; the new ones are another version's
+	n, err := New(cfg, m.p.partNames)
 	if err != nil {
 		return nil, err
 	}
-	return compileAvro(schema, p, true)
+	n.p.paths, n.now = m.p.paths, m.now
+	return n, nil
 }
 
 // registryValues reads Confluent wire-format records: each value's header
@@ -132,6 +192,8 @@ func (r *registryValues) use(id int) error {
 			return &SchemaPendingError{ID: id}
 		case wp.err != nil:
 			return &MapError{Reason: fmt.Sprintf("schema id %d: %v", id, wp.err)}
+		case len(wp.add) > 0:
+			return &SchemaChangeError{ID: id, Add: wp.add}
 		}
 		v = wp.build(r.p)
 		r.byID[id] = v

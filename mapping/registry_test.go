@@ -163,3 +163,59 @@ func FuzzWireHeader(f *testing.F) {
 		}
 	})
 }
+
+// An evolving mapping meets a writer schema with new fields: the record is
+// refused with the columns they make (nullable; a field of a type no
+// column holds is left out), and the evolved Mapper maps it and the older
+// versions' records, null in the new columns. Without Evolve the new field
+// is ignored.
+func TestMapRegistryAvroEvolves(t *testing.T) {
+	const v3 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"power","type":"long"},
+		{"name":"volts","type":["null","double"],"default":null},{"name":"room","type":"string","default":""},
+		{"name":"tags","type":{"type":"array","items":"string"},"default":[]}]}`
+	schemas := &schemaMap{schemas: map[int]string{1: plugV1, 2: plugV2, 3: v3}}
+	m, err := New(Config{Format: Avro, Registry: schemas, Schema: plugV1, Evolve: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Schema().Fields {
+		if !f.Nullable {
+			t.Errorf("column %s made of the registry's schema is not nullable", f.Name)
+		}
+	}
+	var row Row
+	v1 := wire(1, encodeAvro(t, plugV1, map[string]any{"id": "p1", "power": int32(7)}))
+	v3rec := wire(3, encodeAvro(t, v3, map[string]any{"id": "p3", "power": int64(9), "volts": 231.0, "room": "hall", "tags": []string{"a"}}))
+	if err := m.Map(&Record{Value: v1}, &row); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Map(&Record{Value: v3rec}, &row)
+	change, ok := errors.AsType[*SchemaChangeError](err)
+	if !ok || change.ID != 3 || len(change.Add) != 2 || change.Add[0].Name != "volts" || change.Add[1].Name != "room" {
+		t.Fatalf("a schema with new fields: %v, want a SchemaChangeError adding volts and room", err)
+	}
+	evolved, err := m.Evolved(change.Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evolved.Schema().Fields; len(got) != 4 || got[3].Name != "room" || !got[3].Nullable {
+		t.Fatalf("evolved columns %v", got)
+	}
+	if err := evolved.Map(&Record{Value: v3rec}, &row); err != nil {
+		t.Fatal(err)
+	}
+	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("p3")), parquet.Int32Value(9),
+		parquet.DoubleValue(231), parquet.ByteArrayValue([]byte("hall"))})
+	if err := evolved.Map(&Record{Value: v1}, &row); err != nil {
+		t.Fatal(err)
+	}
+	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("p1")), parquet.Int32Value(7), parquet.NullValue(), parquet.NullValue()})
+
+	fixed, err := New(Config{Format: Avro, Registry: schemas, Schema: plugV1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fixed.Map(&Record{Value: v3rec}, &row); err != nil {
+		t.Fatalf("without Evolve: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/storage"
@@ -22,7 +25,8 @@ import (
 func clearConfigEnv(t *testing.T) {
 	for _, v := range []string{"KAFKA_BOOTSTRAP", "KAFKA_TOPIC", "KAFKA_GROUP", "MINIO_ENDPOINT", "MINIO_ACCESS_KEY",
 		"MINIO_SECRET_KEY", "MINIO_CA_FILE", "NATS_URL", "NATS_PASSWORD", "DELTAFLOW_TABLE_URI", "DELTAFLOW_LOG_LEVEL",
-		"DELTAFLOW_HTTP_LISTEN", "FLUSH_INTERVAL", "DELTAFLOW_CONFIG"} {
+		"DELTAFLOW_HTTP_LISTEN", "FLUSH_INTERVAL", "DELTAFLOW_CONFIG", "DELTAFLOW_SCHEMA_REGISTRY_URL",
+		"DELTAFLOW_SCHEMA_REGISTRY_PASSWORD", "DELTAFLOW_SCHEMA_REGISTRY_TOKEN"} {
 		t.Setenv(v, "")
 	}
 }
@@ -195,6 +199,46 @@ func TestConfigCheckProbe(t *testing.T) {
 	if !strings.Contains(out, "kafka  FAILED") || !strings.Contains(out, "connection refused") || !strings.Contains(out, "store  ok") ||
 		!strings.Contains(errs, "the kafka probe failed") {
 		t.Errorf("closed broker:\n%s%s", out, errs)
+	}
+}
+
+// With a table reading the schema registry, --probe asks it for the
+// subject's latest schema and checks the columns against it: the
+// subject's id and column count when all is well; refused credentials and
+// a column the schema lacks fail the probe, named.
+func TestConfigCheckProbeRegistry(t *testing.T) {
+	clearConfigEnv(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "readings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	fake := srfake.New(srfake.WithAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("deltaflow:pw"))))
+	defer fake.Close()
+	if _, _, err := fake.RegisterSchema("readings-value", sr.Schema{Schema: `{"type": "record", "name": "Reading", "fields": [
+		{"name": "kind", "type": "string"}, {"name": "power", "type": ["null", "double"]}]}`}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	base := "kafka: {brokers: [" + cluster.ListenAddrs()[0] + "], topic: readings}\nnats: {listen: " + freeAddr(t) +
+		", store_dir: " + filepath.Join(dir, "nats") + "}\nschema_registry: {url: " + fake.URL() + ", user: deltaflow}\n"
+	probe := func(table, password string) (int, string, string) {
+		t.Setenv("DELTAFLOW_SCHEMA_REGISTRY_PASSWORD", password)
+		f := writeConfigFile(t, base+"table: {uri: "+filepath.Join(dir, "t")+", format: avro"+table+"}\n")
+		return run(t, "config", "check", "--config", f, "--probe")
+	}
+	code, out, errs := probe("", "pw")
+	if code != 0 || !strings.Contains(out, "schema_registry  ok") || !strings.Contains(out, "subject readings-value: schema id 1, 2 columns") {
+		t.Errorf("exit %d:\n%s%s", code, out, errs)
+	}
+	code, out, errs = probe("", "wrong")
+	if code != 1 || !strings.Contains(out, "schema_registry  FAILED") || !strings.Contains(out, "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD") ||
+		!strings.Contains(errs, "the schema_registry probe failed") || strings.Contains(out+errs, "wrong") {
+		t.Errorf("wrong password: exit %d:\n%s%s", code, out, errs)
+	}
+	code, out, errs = probe(", columns: [{name: watts, type: double, source: watts}]", "pw")
+	if code != 1 || !strings.Contains(out, "table.columns[0].source: watts: no field") {
+		t.Errorf("a column the schema lacks: exit %d:\n%s%s", code, out, errs)
 	}
 }
 

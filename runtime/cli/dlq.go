@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"text/tabwriter"
@@ -370,7 +371,15 @@ func runReplay(ctx context.Context, out IO, tf *tableFlags, df *dlqFlags, opts d
 // configuration says); a dry run only reads it.
 func replayTarget(ctx context.Context, cfg *daemon.Config, dryRun bool) (dlqreplay.Target, error) {
 	var t dlqreplay.Target
-	var err error
+	rctx, cancel := context.WithTimeout(ctx, daemon.DefaultConnectTimeout)
+	schemas, err := cfg.ResolveSchemas(rctx, slog.New(slog.DiscardHandler))
+	cancel()
+	if err != nil {
+		return t, err
+	}
+	if schemas != nil {
+		t.Schemas = schemas
+	}
 	if !dryRun {
 		t.Table, t.Snapshot, t.Mapper, err = daemon.OpenTable(ctx, cfg, nil)
 	} else if t.Table, t.Snapshot, err = readTable(ctx, cfg); err == nil {

@@ -66,6 +66,7 @@ type TableConfig struct {
 	Format             mapping.Format   `yaml:"format"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
+	SchemaEvolution    string           `yaml:"schema_evolution"`
 	CheckpointInterval int              `yaml:"checkpoint_interval"`
 	Compression        string           `yaml:"compression"`
 
@@ -160,6 +161,7 @@ func DefaultConfig() Config {
 			MaxRecordBytes:     ByteSize(m.MaxRecordBytes),
 			Columns:            m.Columns,
 			Format:             mapping.JSON,
+			SchemaEvolution:    EvolveAddColumns,
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
@@ -474,6 +476,9 @@ func (t TableConfig) validate(section string) []error {
 	if t.MaxRecordBytes > 1<<30 {
 		bad("max_record_bytes must be <= 1GiB, got %s", t.MaxRecordBytes)
 	}
+	if t.SchemaEvolution != EvolveAddColumns && t.SchemaEvolution != EvolveNone {
+		bad("schema_evolution: unknown %q (want %s or %s)", t.SchemaEvolution, EvolveAddColumns, EvolveNone)
+	}
 	if t.Subject != "" && !t.readsRegistry() {
 		bad("subject: only a format: avro table without schema_file reads a registry subject")
 	}
@@ -494,9 +499,16 @@ func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) 
 		SchemaFile: t.SchemaFile, Key: section}
 	if schemas != nil && t.readsRegistry() {
 		mc.Registry, mc.Schema = schemas, t.latest
+		mc.Evolve = t.SchemaEvolution == EvolveAddColumns && len(t.Columns) == 0
 	}
 	return mc
 }
+
+// What table.schema_evolution may say.
+const (
+	EvolveAddColumns = "add_columns"
+	EvolveNone       = "none"
+)
 
 // checkedMapper compiles table t's mapping (its keys under section) as
 // far as the configuration says it: a table reading the registry before

@@ -53,6 +53,7 @@ var keySpecs = map[string]keySpec{
 	"table.format":                          {doc: "How record values are encoded: `json` (objects) or `avro`: with `schema_file`, Avro binary bodies without a header, all written with that schema; without it, records in the schema registry's wire format (a zero byte, the 4-byte schema id, the body), each read with the writer schema its id names (`schema_registry`). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
 	"table.schema_file":                     {doc: "The Avro schema (`.avsc`) the records of `format: avro` are written with, for a topic produced without a schema registry.", def: "—"},
 	"table.subject":                         {doc: "The registry subject whose latest schema makes the columns of a `format: avro` table without `schema_file` and `columns` (asked at each start; the columns' sources are checked against it too).", def: "`<topic>-value` (the first topic's, Confluent's TopicNameStrategy)"},
+	"table.schema_evolution":                {doc: "What a registry table without `columns` does with a writer schema that has top-level fields no column reads: `add_columns` adds a nullable column for each (of a type a column holds) while running, in a commit of its own before the first rows that hold it (the records read since the last commit are read again); `none` leaves them out. Older rows read null in the new columns."},
 	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
 	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
 	"storage.endpoint":                      {env: "MINIO_ENDPOINT", doc: "S3/MinIO endpoint, `host:port` or `http(s)://host:port`; for s3:// tables.", def: "$AWS_ENDPOINT_URL"},
@@ -287,10 +288,13 @@ const formatsDoc = `
   schema its id names, fetched from the registry the first time the id is seen (the table's partitions wait at
   that record meanwhile: a registry that is down or slow is waited out, never a dead letter) and kept in memory
   and in the NATS KV bucket. The table's columns come from the latest version of ` + "`subject`" + ` (default
-  ` + "`<topic>-value`" + `) at start; a record written with an older or newer version is read into them by
-  field name, as Avro schema resolution does: a field its writer schema lacks is null, one of a wider type is
-  cast (an int into a long column), and one of an incompatible type (a string into a long column) makes the
-  record a dead letter naming the column. A value without the header, an id the registry does not have (404), a
+  ` + "`<topic>-value`" + `) at start, all nullable (a later version may drop any field); a record written with
+  an older or newer version is read into them by field name, as Avro schema resolution does: a field its
+  writer schema lacks is null, one of a wider type is cast (an int into a long column), and one of an
+  incompatible type (a string into a long column) makes the record a dead letter naming the column. A writer
+  schema with top-level fields no column reads adds them as nullable columns while running
+  (` + "`schema_evolution: add_columns`" + `, the default, without ` + "`columns`" + `): the table's schema is evolved in
+  a commit of its own, and the records read since the last commit are read again into the new columns. A value without the header, an id the registry does not have (404), a
   schema that is not Avro or references other subjects' schemas (not resolved yet) make dead letters too.
   Refused credentials (401/403) fail the start.
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,8 @@ const (
 	ProbeKafka = "kafka"
 	ProbeStore = "store"
 	ProbeNATS  = "nats"
+	// ProbeSchemaRegistry is asked only when a table reads the registry.
+	ProbeSchemaRegistry = "schema_registry"
 )
 
 // ProbeResult is one dependency's answer to Probe.
@@ -36,17 +39,15 @@ type ProbeResult struct {
 	Millis int64  `json:"ms"`
 }
 
-// Probe asks, concurrently and each within timeout, the three services
-// cfg names: Kafka for the topic's metadata (a topic the brokers do not
-// know fails), the table's store for a put-if-absent probe object (deleted
-// after), and NATS (bridge.Ping). Results come in the order kafka, store,
-// nats. Nothing is written but the probe object (and the directories a
-// local table and the embedded server's store would have).
+// Probe asks, concurrently and each within timeout, the services cfg
+// names: Kafka for the topic's metadata (a topic the brokers do not know
+// fails), the table's store for a put-if-absent probe object (deleted
+// after), NATS (bridge.Ping), and when a table reads it, the schema
+// registry for each such table's subject (probeRegistry). Results come in
+// that order. Nothing is written but the probe object (and the
+// directories a local table and the embedded server's store would have).
 func Probe(ctx context.Context, cfg *Config, timeout time.Duration) []ProbeResult {
-	probes := []struct {
-		name, target string
-		run          func(context.Context) (string, error)
-	}{
+	probes := []probe{
 		{ProbeKafka, fmt.Sprintf("%v topic %s", cfg.Kafka.Brokers, cfg.Kafka.Topic), func(ctx context.Context) (string, error) {
 			info, err := kafka.Ping(ctx, cfg.Kafka, nil)
 			if err == nil {
@@ -60,6 +61,11 @@ func Probe(ctx context.Context, cfg *Config, timeout time.Duration) []ProbeResul
 		{ProbeNATS, natsTarget(cfg.NATS), func(ctx context.Context) (string, error) {
 			return bridge.Ping(ctx, cfg.NATS)
 		}},
+	}
+	if len(cfg.registryTables()) > 0 {
+		probes = append(probes, probe{ProbeSchemaRegistry, secret.RedactURL(strings.Join(cfg.SchemaRegistry.URL, ",")), func(ctx context.Context) (string, error) {
+			return probeRegistry(ctx, cfg)
+		}})
 	}
 	out := make([]ProbeResult, len(probes))
 	var wg sync.WaitGroup
@@ -80,6 +86,12 @@ func Probe(ctx context.Context, cfg *Config, timeout time.Duration) []ProbeResul
 	}
 	wg.Wait()
 	return out
+}
+
+// probe is one dependency Probe asks: run says what it found.
+type probe struct {
+	name, target string
+	run          func(context.Context) (string, error)
 }
 
 // withinTimeout words an error that is the deadline passing as such.

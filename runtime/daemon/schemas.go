@@ -12,37 +12,46 @@ import (
 	"time"
 
 	"github.com/deltaflow/deltaflow/actors"
+	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/schemareg"
 )
 
-// registryTables are the table sections of c that read the schema
-// registry, with the topic whose subject they default to.
-func (c *Config) registryTables() (tables []*TableConfig, topics []string) {
-	if len(c.Tables) == 0 {
-		if c.Table.readsRegistry() {
-			return []*TableConfig{&c.Table}, []string{c.Kafka.Topic}
-		}
-		return nil, nil
-	}
-	for i := range c.Tables {
-		if t := &c.Tables[i]; t.readsRegistry() {
-			topic := ""
-			if len(t.Topics) > 0 {
-				topic = t.Topics[0]
-			}
-			tables, topics = append(tables, &t.TableConfig), append(topics, topic)
-		}
-	}
-	return tables, topics
+// registryTable is a table section that reads the schema registry.
+type registryTable struct {
+	*TableConfig
+	section string // "table", "tables[2]"
+	topic   string // the first topic: its subject is the default
 }
 
-// subjectOf is the registry subject whose latest schema makes table t's
-// columns: table.subject, or Confluent's TopicNameStrategy for topic.
-func subjectOf(t *TableConfig, topic string) string {
+// registryTables are the table sections of c that read the schema
+// registry.
+func (c *Config) registryTables() []registryTable {
+	if len(c.Tables) == 0 {
+		if c.Table.readsRegistry() {
+			return []registryTable{{TableConfig: &c.Table, section: "table", topic: c.Kafka.Topic}}
+		}
+		return nil
+	}
+	var out []registryTable
+	for i := range c.Tables {
+		if t := &c.Tables[i]; t.readsRegistry() {
+			rt := registryTable{TableConfig: &t.TableConfig, section: fmt.Sprintf("tables[%d]", i)}
+			if len(t.Topics) > 0 {
+				rt.topic = t.Topics[0]
+			}
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// subject is the registry subject whose latest schema makes the table's
+// columns: table.subject, or Confluent's TopicNameStrategy for its topic.
+func (t registryTable) subject() string {
 	if t.Subject != "" {
 		return t.Subject
 	}
-	return topic + "-value"
+	return t.topic + "-value"
 }
 
 // resolveSchemas connects the schema registry when some table reads it,
@@ -52,7 +61,7 @@ func subjectOf(t *TableConfig, topic string) string {
 // answer is waited for, with /readyz saying so, unless a schema seen
 // before (store) stands in; refused credentials fail the start.
 func (c *Config) resolveSchemas(ctx context.Context, store schemareg.Store, health *actors.Health, logger *slog.Logger) error {
-	tables, topics := c.registryTables()
+	tables := c.registryTables()
 	if len(tables) == 0 {
 		return nil
 	}
@@ -61,13 +70,52 @@ func (c *Config) resolveSchemas(ctx context.Context, store schemareg.Store, heal
 		return err
 	}
 	c.schemas = reg
-	for i, t := range tables {
-		subject := subjectOf(t, topics[i])
-		if t.latest, err = latestSchema(ctx, reg, subject, health, logger); err != nil {
+	for _, t := range tables {
+		if t.latest, err = latestSchema(ctx, reg, t.subject(), health, logger); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ResolveSchemas connects the schema registry for the tables that read it
+// and asks it for their subjects' latest schemas, as run does (but without
+// the schemas kept in NATS), so that MappingConfig decodes their records.
+// It returns the registry, nil when no table reads one; it waits for a
+// registry that does not answer until ctx ends.
+func (c *Config) ResolveSchemas(ctx context.Context, logger *slog.Logger) (*schemareg.Registry, error) {
+	if err := c.resolveSchemas(ctx, nil, actors.NewHealth(), logger); err != nil {
+		return nil, err
+	}
+	return c.schemas, nil
+}
+
+// probeRegistry asks the registry for each registry table's subject's
+// latest schema, as a start does, and checks the table's columns against
+// it: what `config check --probe` says of the registry.
+func probeRegistry(ctx context.Context, cfg *Config) (string, error) {
+	reg, err := schemareg.New(ctx, cfg.SchemaRegistry, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, t := range cfg.registryTables() {
+		id, text, _, err := reg.Latest(ctx, t.subject())
+		if errors.Is(err, schemareg.ErrUnauthorized) {
+			return "", fmt.Errorf("%w: %s", err, credentialsHint)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", t.section, err)
+		}
+		view := *t.TableConfig
+		view.latest = text
+		m, err := mapping.New(view.mappingConfig(t.section, reg), view.PartitionColumns)
+		if err != nil {
+			return "", err
+		}
+		found = append(found, fmt.Sprintf("subject %s: schema id %d, %d columns", t.subject(), id, len(m.Schema().Fields)))
+	}
+	return strings.Join(found, "; "), nil
 }
 
 // registryKey names the registry in the schema store's keys: a digest of
@@ -79,6 +127,9 @@ func registryKey(urls []string) string {
 	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
 	return hex.EncodeToString(sum[:8])
 }
+
+// credentialsHint says where the registry's credentials come from.
+const credentialsHint = "check schema_registry.user and $DELTAFLOW_SCHEMA_REGISTRY_PASSWORD (or $DELTAFLOW_SCHEMA_REGISTRY_TOKEN)"
 
 // registryWait is the longest wait between two asks of a registry that
 // does not answer at start.
@@ -101,8 +152,7 @@ func latestSchema(ctx context.Context, reg *schemareg.Registry, subject string, 
 			}
 			return text, nil
 		case errors.Is(err, schemareg.ErrUnauthorized):
-			return "", fmt.Errorf("schema_registry: %w: check schema_registry.user and $DELTAFLOW_SCHEMA_REGISTRY_PASSWORD "+
-				"(or $DELTAFLOW_SCHEMA_REGISTRY_TOKEN)", err)
+			return "", fmt.Errorf("schema_registry: %w: %s", err, credentialsHint)
 		case ctx.Err() != nil:
 			return "", fmt.Errorf("schema_registry: subject %s: %w", subject, ctx.Err())
 		}

@@ -64,7 +64,21 @@ type Target struct {
 	Snapshot *delta.Snapshot // advances with each commit
 	Mapper   *mapping.Mapper
 	Writer   delta.WriterOptions
+	// Schemas fetches the writer schemas the Mapper lacks, for a table
+	// reading a schema registry (nil otherwise).
+	Schemas SchemaFetcher
 }
+
+// SchemaFetcher fetches a writer schema a record names (a
+// *schemareg.Registry), waiting out a registry that does not answer until
+// ctx ends.
+type SchemaFetcher interface {
+	Fetch(ctx context.Context, id int, retrying func(error)) error
+}
+
+// schemaWait bounds how long a letter waits for its writer schema: a
+// registry down longer leaves the letter in the stream.
+const schemaWait = 30 * time.Second
 
 // Options shape a replay.
 type Options struct {
@@ -237,7 +251,7 @@ func (r *replay) letter(ctx context.Context, l bridge.StoredLetter) error {
 	if l.Timestamp != 0 {
 		rec.Timestamp = time.UnixMilli(l.Timestamp)
 	}
-	if err := r.t.Mapper.Map(&rec, &r.row); err != nil {
+	if err := r.mapLetter(ctx, &rec); err != nil {
 		r.fail(l, err.Error())
 		return nil
 	}
@@ -247,6 +261,23 @@ func (r *replay) letter(ctx context.Context, l bridge.StoredLetter) error {
 		return nil
 	}
 	return r.write(ctx, l)
+}
+
+// mapLetter maps rec into r.row, fetching its writer schema first when it
+// is one the mapper does not have.
+func (r *replay) mapLetter(ctx context.Context, rec *mapping.Record) error {
+	err := r.t.Mapper.Map(rec, &r.row)
+	pending, ok := errors.AsType[*mapping.SchemaPendingError](err)
+	if !ok || r.t.Schemas == nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(ctx, schemaWait)
+	defer cancel()
+	var last error
+	if err := r.t.Schemas.Fetch(fctx, pending.ID, func(err error) { last = err }); err != nil {
+		return fmt.Errorf("schema id %d: %w (last: %v)", pending.ID, err, last)
+	}
+	return r.t.Mapper.Map(rec, &r.row)
 }
 
 func (r *replay) fail(l bridge.StoredLetter, reason string) {

@@ -4,17 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/twmb/avro"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/schemareg"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -31,6 +36,16 @@ type rig struct {
 
 // newRig starts it; maxPayload 0 keeps the server's default.
 func newRig(t *testing.T, maxPayload int32) *rig {
+	t.Helper()
+	m, err := mapping.New(mapping.DefaultConfig(), mapping.DefaultPartitionColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRigOf(t, maxPayload, m)
+}
+
+// newRigOf is newRig with a table of m's mapping.
+func newRigOf(t *testing.T, maxPayload int32, m *mapping.Mapper) *rig {
 	t.Helper()
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
 		MaxPayload: maxPayload, NoLog: true, NoSigs: true})
@@ -55,10 +70,6 @@ func newRig(t *testing.T, maxPayload int32) *rig {
 	}
 	t.Cleanup(nc.Close)
 	src, err := bridge.OpenDLQ(ctx, nc, bridge.DefaultDLQStream(testTable))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := mapping.New(mapping.DefaultConfig(), mapping.DefaultPartitionColumns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +289,69 @@ func TestReplayTruncatedLetterStays(t *testing.T) {
 		if n := len(r.devices()); n != 0 {
 			t.Errorf("table holds %d rows", n)
 		}
+	}
+}
+
+// Letters of a registry topic are mapped with the writer schema each
+// names, fetched from the registry when the mapper lacks it; one whose id
+// the registry does not have stays, saying so.
+func TestReplayFetchesWriterSchemas(t *testing.T) {
+	const (
+		v1 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"}]}`
+		v2 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"volts","type":["null","double"],"default":null}]}`
+	)
+	fake := srfake.New()
+	defer fake.Close()
+	id1, _, err := fake.RegisterSchema("plugs-value", sr.Schema{Schema: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2, _, err := fake.RegisterSchema("plugs-value", sr.Schema{Schema: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := schemareg.New(t.Context(), schemareg.Config{URL: []string{fake.URL()}}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, latest, _, err := reg.Latest(t.Context(), "plugs-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapping.New(mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigOf(t, 0, m)
+	r.target.Schemas = reg
+	encode := func(id int, schema string, v map[string]any) []byte {
+		b, err := sr.AppendEncode(nil, v, new(sr.ConfluentHeader), id, nil, func(b []byte, v any) ([]byte, error) {
+			return avro.MustParse(schema).AppendEncode(b, v)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	letters := []messages.DeadLetter{
+		{Offset: 1, Value: encode(id1, v1, map[string]any{"id": "dev-1"})},
+		{Offset: 2, Value: encode(id2, v2, map[string]any{"id": "dev-2", "volts": 230.0})},
+		{Offset: 3, Value: encode(99, v1, map[string]any{"id": "dev-3"})},
+	}
+	for i := range letters {
+		letters[i].Topic, letters[i].Reason = "plugs", "the registry was gone"
+	}
+	if err := r.bridge.PublishDLQ(t.Context(), letters); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(t.Context(), r.target, r.src, Options{App: "deltaflow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Replayed != 2 || res.FailedCount != 1 || !strings.Contains(res.Failures[0].Reason, "schema id 99: not found in the schema registry") {
+		t.Errorf("replay: %+v", res)
+	}
+	if got := r.devices(); !slices.Equal(got, []string{"dev-1", "dev-2"}) {
+		t.Errorf("rows %v, want dev-1 and dev-2", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,23 +20,43 @@ import (
 
 // TestRegistryAvroTopic: a topic written by confluent-kafka's
 // AvroSerializer (the Confluent wire format) through a schema registry
-// (franz-go's srfake, over HTTP, with basic auth), in two schema versions
-// (the second adds a nullable field and widens a float to a double), read
-// with `format: avro` and no columns: the table's columns are the latest
-// version's, each record is read with its own writer schema (the first
-// version's rows hold null in the new field), and delta-rs and DuckDB read
-// exactly what was produced; records without the header are dead letters.
-// The registry is down when deltaflow starts (it waits, and goes on once
-// it is back), and down again at a second start (the schemas seen before,
-// kept in the NATS KV, decode the new records); a wrong password fails the
-// start naming the key.
+// (franz-go's srfake, over HTTP, with basic auth), in three schema
+// versions (the second adds a nullable field and widens a float to a
+// double, the third adds a field), read with `format: avro` and no
+// columns: the table's columns are the latest version's at start, each
+// record is read with its own writer schema (older versions' rows hold
+// null in the newer fields), a version that adds a field while running
+// adds its column, and delta-rs and DuckDB read exactly what was produced;
+// records without the header are dead letters. The registry is down when
+// deltaflow starts (it waits, and goes on once it is back), down for a
+// whole second start (the schemas kept in the NATS KV decode the new
+// records), and down when the third version first appears (the partition
+// waits for it); a wrong password fails the start naming the key.
 func TestRegistryAvroTopic(t *testing.T) {
 	const count, bad = 150, 3
 	registry := testenv.SchemaRegistry(t, "deltaflow", "registry-s3cret")
 	f := newFormatTopic(t, "registry-readings", "  format: avro\n",
 		"schema_registry:\n  url: "+registry.URL()+"\n  user: deltaflow\n")
 	v1 := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "reading.avsc")
-	v2 := evolve(t, v1, filepath.Join(t.TempDir(), "reading-v2.avsc"))
+	// v2 widens ratio from float to double and adds a nullable field; v3
+	// adds a field with a default.
+	v2 := evolve(t, v1, filepath.Join(t.TempDir(), "reading-v2.avsc"), func(fields []any) []any {
+		for _, f := range fields {
+			if f := f.(map[string]any); f["name"] == "ratio" {
+				f["type"] = "double"
+			}
+		}
+		return append(fields, map[string]any{"name": "note", "type": []any{"null", "string"}, "default": nil})
+	})
+	v3 := evolve(t, v2, filepath.Join(t.TempDir(), "reading-v3.avsc"), func(fields []any) []any {
+		return append(fields, map[string]any{"name": "room", "type": "string", "default": ""})
+	})
+	// Every column made of a registry's schema is nullable.
+	types := map[string]string{}
+	for name, typ := range wantTypes {
+		types[name] = strings.TrimSuffix(typ, " null") + " null"
+	}
+	types["ratio"], types["note"] = "double null", "string null"
 	produce := func(schema string, seed, bad int) []map[string]any {
 		t.Helper()
 		return decodeRows(t, f.produce([]string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"}, "--schema", schema,
@@ -67,7 +88,7 @@ func TestRegistryAvroTopic(t *testing.T) {
 	if !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", 2*count))) || !bytes.Contains(out, []byte(fmt.Sprintf("dead_letters=%d ", bad))) {
 		t.Errorf("run --until-latest did not commit %d rows and %d dead letters:\n%s", 2*count, bad, out)
 	}
-	checkTable(t, f.s3, f.uri, v2, want)
+	checkTable(t, f.s3, f.uri, types, want)
 
 	// More records of both versions, then the registry is down for the
 	// whole of a second run: what the KV kept decodes them.
@@ -80,12 +101,29 @@ func TestRegistryAvroTopic(t *testing.T) {
 	if !bytes.Contains(out, []byte("seen before stands in")) || !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", 2*count))) {
 		t.Errorf("the second run did not decode %d rows with the schemas kept:\n%s", 2*count, out)
 	}
-	checkTable(t, f.s3, f.uri, v2, want)
+	checkTable(t, f.s3, f.uri, types, want)
+
+	// v3 adds a field while deltaflow runs: its start takes v2 from the KV
+	// (the registry is down), the first v3 record waits for its schema
+	// until the registry is back, and then adds the column.
+	registry.Start()
+	want = append(want, produce(v3, 11, 0)...)
+	registry.Stop()
+	back = time.AfterFunc(4*time.Second, registry.Start)
+	defer back.Stop()
+	if out, err = run("registry-s3cret"); err != nil {
+		t.Fatalf("run --until-latest with a new schema: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("fetching a schema from the registry")) || !bytes.Contains(out, []byte("schema evolution: the writer schema adds columns")) ||
+		!bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", count))) {
+		t.Errorf("the third run did not wait for schema v3, add its column and commit %d rows:\n%s", count, out)
+	}
+	types["room"] = "string null"
+	checkTable(t, f.s3, f.uri, types, want)
 }
 
-// evolve writes the second version of the schema at from to path: a new
-// nullable field, and ratio widened from float to double.
-func evolve(t *testing.T, from, path string) string {
+// evolve writes to path the schema at from with its fields edited.
+func evolve(t *testing.T, from, path string, edit func(fields []any) []any) string {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -95,13 +133,7 @@ func evolve(t *testing.T, from, path string) string {
 	if err := json.Unmarshal(b, &schema); err != nil {
 		t.Fatal(err)
 	}
-	fields := schema["fields"].([]any)
-	for _, f := range fields {
-		if f := f.(map[string]any); f["name"] == "ratio" {
-			f["type"] = "double"
-		}
-	}
-	schema["fields"] = append(fields, map[string]any{"name": "note", "type": []any{"null", "string"}, "default": nil})
+	schema["fields"] = edit(schema["fields"].([]any))
 	if b, err = json.Marshal(schema); err != nil {
 		t.Fatal(err)
 	}
@@ -112,39 +144,22 @@ func evolve(t *testing.T, from, path string) string {
 }
 
 // checkTable reads the table at uri with delta-rs and DuckDB: its columns
-// are schema's fields, its rows exactly want (a field a row's writer did
-// not have is null).
-func checkTable(t *testing.T, s3 storage.S3Config, uri, schema string, want []map[string]any) {
+// have types, its rows are exactly want (a field a row's writer did not
+// have is null).
+func checkTable(t *testing.T, s3 storage.S3Config, uri string, types map[string]string, want []map[string]any) {
 	t.Helper()
-	b, err := os.ReadFile(schema)
-	if err != nil {
-		t.Fatal(err)
+	got, rows := readTable(t, s3, uri)
+	if !maps.Equal(got, types) {
+		t.Errorf("columns as delta-rs reads them:\n got %v\nwant %v", got, types)
 	}
-	var s struct {
-		Fields []struct {
-			Name string `json:"name"`
-		} `json:"fields"`
+	fields := slices.Collect(maps.Keys(types))
+	have, exp := rowSet(t, decodeRows(t, rows), fields), rowSet(t, want, fields)
+	if len(have) != len(exp) {
+		t.Fatalf("%d rows, %d produced", len(have), len(exp))
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	var fields []string
-	for _, f := range s.Fields {
-		fields = append(fields, f.Name)
-	}
-	wantTypes := maps.Clone(wantTypes)
-	wantTypes["ratio"], wantTypes["note"] = "double", "string null"
-	types, rows := readTable(t, s3, uri)
-	if !maps.Equal(types, wantTypes) {
-		t.Errorf("columns as delta-rs reads them:\n got %v\nwant %v", types, wantTypes)
-	}
-	got, exp := rowSet(t, decodeRows(t, rows), fields), rowSet(t, want, fields)
-	if len(got) != len(exp) {
-		t.Fatalf("%d rows, %d produced", len(got), len(exp))
-	}
-	for i := range got {
-		if got[i] != exp[i] {
-			t.Fatalf("rows differ from what was produced; first difference:\n got %s\nwant %s", got[i], exp[i])
+	for i := range have {
+		if have[i] != exp[i] {
+			t.Fatalf("rows differ from what was produced; first difference:\n got %s\nwant %s", have[i], exp[i])
 		}
 	}
 }
