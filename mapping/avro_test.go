@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/internal/sim"
+
 	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/avro"
 )
@@ -153,23 +155,8 @@ func checkValues(t *testing.T, got, want []parquet.Value) {
 	}
 }
 
-// sensorSchema is the sensor event as an Avro producer would write it: its
-// payload a nested record rather than a JSON string.
-const sensorSchema = `{"type": "record", "name": "SensorEvent", "fields": [
-	{"name": "device_id", "type": "string"},
-	{"name": "device_type", "type": "string"},
-	{"name": "ingested_at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
-	{"name": "payload", "type": {"type": "record", "name": "Payload", "fields": [
-		{"name": "linkquality", "type": ["null", "int"], "default": null},
-		{"name": "contact", "type": ["null", "boolean"], "default": null},
-		{"name": "battery", "type": ["null", "int"], "default": null},
-		{"name": "power", "type": ["null", "double"], "default": null},
-		{"name": "voltage", "type": ["null", "double"], "default": null},
-		{"name": "current", "type": ["null", "double"], "default": null},
-		{"name": "energy", "type": ["null", "double"], "default": null},
-		{"name": "state", "type": ["null", "string"], "default": null}
-	]}}
-]}`
+// sensorSchema is the sensor event as an Avro producer would write it.
+const sensorSchema = sim.AvroSchema
 
 // sensorAvroConfig maps sensorSchema's records to the Spark job's columns
 // (raw_payload left out: Avro has no payload string).
@@ -285,6 +272,24 @@ func BenchmarkMapAvroSensor(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchMap(b, m, sensorAvroMix(b, 4096))
+}
+
+// BenchmarkMapRegistryAvroSensor is BenchmarkMapAvroSensor's records in
+// the registry's wire format: the header and the writer schema's lookup
+// on top of the walk.
+func BenchmarkMapRegistryAvroSensor(b *testing.B) {
+	cfg := sensorAvroConfig(b)
+	cfg.SchemaFile, cfg.Schema = "", sensorSchema
+	cfg.Registry = &schemaMap{schemas: map[int]string{7: sensorSchema}}
+	m, err := New(cfg, DefaultPartitionColumns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := sensorAvroMix(b, 4096)
+	for _, r := range recs {
+		r.Value = wire(7, r.Value)
+	}
+	benchMap(b, m, recs)
 }
 
 // TestMapAvroAgreesWithTheEncoder: records of random values of every type

@@ -421,3 +421,22 @@ func (e bad) append(s *Sim, b []byte, ev *Event) []byte {
 	b = appendPayload(b, ev, e.override)
 	return append(b, `"}`...)
 }
+
+// AvroSchema is the sensor event as an Avro producer writes it: its
+// payload a nested record rather than a JSON string (for the Avro tests
+// and `deltaflow bench --format avro`).
+const AvroSchema = `{"type": "record", "name": "SensorEvent", "fields": [
+	{"name": "device_id", "type": "string"},
+	{"name": "device_type", "type": "string"},
+	{"name": "ingested_at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+	{"name": "payload", "type": {"type": "record", "name": "Payload", "fields": [
+		{"name": "linkquality", "type": ["null", "int"], "default": null},
+		{"name": "contact", "type": ["null", "boolean"], "default": null},
+		{"name": "battery", "type": ["null", "int"], "default": null},
+		{"name": "power", "type": ["null", "double"], "default": null},
+		{"name": "voltage", "type": ["null", "double"], "default": null},
+		{"name": "current", "type": ["null", "double"], "default": null},
+		{"name": "energy", "type": ["null", "double"], "default": null},
+		{"name": "state", "type": ["null", "string"], "default": null}
+	]}}
+]}`

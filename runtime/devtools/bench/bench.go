@@ -61,6 +61,9 @@ type Options struct {
 	// flush, backpressure, table columns...) every stage uses; the bench
 	// sets brokers, topic, group, table, NATS and HTTP. Empty: defaults.
 	Config string
+	// Format is the throughput stages' records: json (default) or avro
+	// (the same events through a schema registry; Config must be empty).
+	Format string
 	// FlushInterval of the daemon; 0: the configuration default (60s).
 	FlushInterval time.Duration
 	// Throughput runs the three stages (the default mode).
@@ -133,6 +136,17 @@ func (o *Options) setDefaults() error {
 	if o.TablesIdle <= 0 {
 		o.TablesIdle = 30 * time.Second
 	}
+	switch o.Format {
+	case "":
+		o.Format = FormatJSON
+	case FormatJSON:
+	case FormatAvro:
+		if o.Config != "" {
+			return fmt.Errorf("bench: --format avro makes its own configuration; --config is for json")
+		}
+	default:
+		return fmt.Errorf("bench: unknown --format %q (want json or avro)", o.Format)
+	}
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -186,6 +200,13 @@ type Report struct {
 	Date       string `json:"date"`
 
 	FlushIntervalSeconds float64 `json:"flush_interval_seconds"`
+	// Format is the throughput stages' records' (Options.Format).
+	Format string `json:"format,omitempty"`
+
+	// DecodeJSONEPS is the JSON decode stage's rate in an Avro run, and
+	// DecodeVsJSON the Avro decode stage's rate over it.
+	DecodeJSONEPS float64 `json:"decode_json_eps,omitempty"`
+	DecodeVsJSON  float64 `json:"decode_vs_json,omitempty"`
 
 	ConsumeEPS         float64 `json:"consume_eps,omitempty"`
 	DecodeEPS          float64 `json:"decode_eps,omitempty"`
@@ -336,6 +357,13 @@ func (k *kafkaEnv) createTopic(ctx context.Context, name string, n int) error {
 // produce writes events simulated records (rate 0: as fast as possible)
 // and returns their key+value bytes.
 func (k *kafkaEnv) produce(ctx context.Context, topic string, events, devices int, rate float64, seed int64) (int64, error) {
+	return k.produceWith(ctx, topic, events, devices, rate, seed, nil)
+}
+
+// produceWith is produce with each event's value encoded by encode (nil:
+// the simulator's JSON).
+func (k *kafkaEnv) produceWith(ctx context.Context, topic string, events, devices int, rate float64, seed int64,
+	encode func(b []byte, ev sim.Event) ([]byte, error)) (int64, error) {
 	p, err := kafka.NewProducer(k.config(topic), nil)
 	if err != nil {
 		return 0, err
@@ -351,7 +379,12 @@ func (k *kafkaEnv) produce(ctx context.Context, topic string, events, devices in
 		if ctx.Err() != nil {
 			return total, ctx.Err()
 		}
-		key, value, _ := s.Next(nil)
+		key, value, ev := s.Next(nil)
+		if encode != nil {
+			if value, err = encode(nil, ev); err != nil {
+				return total, err
+			}
+		}
 		total += int64(len(key) + len(value))
 		p.ProduceAsync(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: time.Now()})
 		if (i+1)%batch == 0 {
@@ -363,7 +396,9 @@ func (k *kafkaEnv) produce(ctx context.Context, topic string, events, devices in
 	return total, p.Flush(ctx)
 }
 
-// throughput runs the three stages on the same records.
+// throughput runs the three stages on the same records: the simulator's
+// JSON, or with Options.Format avro the same events in Avro through a
+// schema registry, after a decode stage of the JSON for comparison.
 func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error {
 	topic := k.prefix + "throughput"
 	if err := k.createTopic(ctx, topic, o.Partitions); err != nil {
@@ -375,7 +410,7 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 		return fmt.Errorf("produce: %w", err)
 	}
 	fmt.Fprintf(o.Log, "bench: produced %d events (%.1f MB) in %s\n", o.Events, float64(bytes)/1e6, time.Since(start).Round(time.Millisecond))
-	rep.Events, rep.InputBytes = int64(o.Events), bytes
+	rep.Events, rep.InputBytes, rep.Format = int64(o.Events), bytes, FormatJSON
 
 	table := o.Table
 	if table == "" {
@@ -385,25 +420,55 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 	}
 	rep.Table = table
 	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, stage := range []string{StageConsume, StageDecode, StageE2E} {
-		a := stageArgs{stage: stage, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-" + stage + "-" + nonce,
-			events: int64(o.Events), flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config}
+	stage := func(stage, name, topic, config string, bytes int64) (StageReport, *stageRun, error) {
+		a := stageArgs{stage: stage, brokers: strings.Join(k.brokers, ","), topic: topic, group: "bench-" + name + "-" + nonce,
+			events: int64(o.Events), flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: config}
 		if stage == StageE2E {
 			a.table, a.natsDir, a.untilLatest = table, natsDirFor(o.Dir, stage), true
 		}
 		if o.CPUProfile != "" {
-			a.cpuProfile = o.CPUProfile + "." + stage
+			a.cpuProfile = o.CPUProfile + "." + name
 		}
 		if o.MemProfile != "" {
-			a.memProfile = o.MemProfile + "." + stage
+			a.memProfile = o.MemProfile + "." + name
 		}
-		fmt.Fprintf(o.Log, "bench: stage %s ...\n", stage)
+		fmt.Fprintf(o.Log, "bench: stage %s ...\n", name)
 		run, err := runChild(ctx, o, a, nil)
 		if err != nil {
-			return fmt.Errorf("stage %s: %w", stage, err)
+			return StageReport{}, nil, fmt.Errorf("stage %s: %w", name, err)
 		}
-		sr := stageReport(stage, run, bytes)
-		if stage == StageE2E {
+		sr := stageReport(name, run, bytes)
+		return sr, run, nil
+	}
+	config := o.Config
+	if o.Format == FormatAvro {
+		sr, _, err := stage(StageDecode, stageDecodeJSON, topic, config, bytes)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Log, "bench: stage %s: %.0f events/s\n", sr.Name, sr.EPS)
+		rep.Stages = append(rep.Stages, sr)
+		topic = k.prefix + "throughput-avro"
+		if err := k.createTopic(ctx, topic, o.Partitions); err != nil {
+			return err
+		}
+		a, err := newAvroTopic(o.Dir, topic)
+		if err != nil {
+			return err
+		}
+		defer a.close()
+		if bytes, err = k.produceAvro(ctx, a, topic, o.Events, o.Devices); err != nil {
+			return fmt.Errorf("produce avro: %w", err)
+		}
+		fmt.Fprintf(o.Log, "bench: produced the events in Avro (%.1f MB)\n", float64(bytes)/1e6)
+		rep.InputBytes, rep.Format, config = bytes, FormatAvro, a.config
+	}
+	for _, name := range []string{StageConsume, StageDecode, StageE2E} {
+		sr, run, err := stage(name, name, topic, config, bytes)
+		if err != nil {
+			return err
+		}
+		if name == StageE2E {
 			sum, err := summarize(ctx, table, o.S3)
 			if err != nil {
 				return err
@@ -426,7 +491,7 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 				rep.FirstCommitSeconds = round3(sum.FirstCommit.Sub(run.assigned).Seconds())
 			}
 		}
-		fmt.Fprintf(o.Log, "bench: stage %s: %.0f events/s, peak RSS %.1f MiB\n", stage, sr.EPS, float64(sr.PeakRSSBytes)/(1<<20))
+		fmt.Fprintf(o.Log, "bench: stage %s: %.0f events/s, peak RSS %.1f MiB\n", name, sr.EPS, float64(sr.PeakRSSBytes)/(1<<20))
 		rep.Stages = append(rep.Stages, sr)
 	}
 	for _, s := range rep.Stages {
@@ -435,6 +500,8 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 			rep.ConsumeEPS = s.EPS
 		case StageDecode:
 			rep.DecodeEPS = s.EPS
+		case stageDecodeJSON:
+			rep.DecodeJSONEPS = s.EPS
 		case StageE2E:
 			rep.E2EEPS, rep.E2EPeakRSSBytes, rep.E2ECPUSeconds = s.EPS, s.PeakRSSBytes, s.CPUSeconds
 		}
@@ -444,6 +511,9 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 	}
 	if rep.DecodeEPS > 0 {
 		rep.E2EVsDecode = round3(rep.E2EEPS / rep.DecodeEPS)
+	}
+	if rep.DecodeJSONEPS > 0 {
+		rep.DecodeVsJSON = round3(rep.DecodeEPS / rep.DecodeJSONEPS)
 	}
 	return nil
 }
@@ -482,9 +552,12 @@ func PrintReport(w io.Writer, r *Report) {
 	if len(r.Stages) > 0 {
 		fmt.Fprintf(w, "\n%d events, %.1f MB, %d partitions, kafka %s, GOMAXPROCS=%d of %d CPUs, %s\n",
 			r.Events, float64(r.InputBytes)/1e6, r.Partitions, r.Kafka, r.GoMaxProcs, r.NumCPU, r.GoVersion)
-		fmt.Fprintf(w, "%-8s %10s %9s %12s %9s %9s %9s %10s %9s\n", "stage", "events", "seconds", "events/s", "in MB/s", "CPU s", "CPU s/M", "peak RSS", "start s")
+		if r.Format == FormatAvro {
+			fmt.Fprintf(w, "records in Avro through a schema registry: decode %.2f× the JSON decode stage's rate\n", r.DecodeVsJSON)
+		}
+		fmt.Fprintf(w, "%-11s %10s %9s %12s %9s %9s %9s %10s %9s\n", "stage", "events", "seconds", "events/s", "in MB/s", "CPU s", "CPU s/M", "peak RSS", "start s")
 		for _, s := range r.Stages {
-			fmt.Fprintf(w, "%-8s %10d %9.3f %12.0f %9.1f %9.2f %9.2f %7.1f MiB %9.3f\n", s.Name, s.Events, s.Seconds, s.EPS, s.InputMBps,
+			fmt.Fprintf(w, "%-11s %10d %9.3f %12.0f %9.1f %9.2f %9.2f %7.1f MiB %9.3f\n", s.Name, s.Events, s.Seconds, s.EPS, s.InputMBps,
 				s.CPUSeconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20), s.StartSeconds)
 		}
 		fmt.Fprintf(w, "e2e / consume %.2f, e2e / decode %.2f; %d commits, %d files, %d rows committed, first commit after %.3f s (flush interval %gs)\n",

@@ -25,6 +25,11 @@ const (
 	// idle daemon at most 2 MiB and no wake-ups beyond its flush timer.
 	TargetTablesVsOneTable = 0.9
 	TargetExtraTableRSS    = 2 << 20
+
+	// Binary formats (bench --format avro): decoding is cheaper than
+	// JSON's, and e2e keeps up with it.
+	TargetDecodeVsJSON      = 1.5
+	TargetBinaryE2EVsDecode = 0.6
 )
 
 // Check returns one PASS/FAIL (or SKIP) line per target. It is
@@ -43,6 +48,10 @@ func Check(r *Report) []string {
 		line(r.E2EEPS >= TargetE2EVsDecode*r.DecodeEPS, "e2e/decode >= 0.5", "e2e %.0f/s vs decode %.0f/s = %.2f", r.E2EEPS, r.DecodeEPS, r.E2EEPS/r.DecodeEPS)
 	} else {
 		skip("e2e/decode >= 0.5", "no throughput run")
+	}
+	if r.Format == FormatAvro {
+		line(r.DecodeVsJSON >= TargetDecodeVsJSON, "decode avro/json >=1.5", "avro %.0f/s vs json %.0f/s = %.2f", r.DecodeEPS, r.DecodeJSONEPS, r.DecodeVsJSON)
+		line(r.E2EVsDecode >= TargetBinaryE2EVsDecode, "avro e2e/decode >= 0.6", "%.2f", r.E2EVsDecode)
 	}
 	switch {
 	case r.E2EPeakRSSBytes == 0:

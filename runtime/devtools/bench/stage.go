@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -32,6 +33,9 @@ const (
 	StageConsume = "consume" // fetch and discard
 	StageDecode  = "decode"  // fetch, decode and map to rows, no output
 	StageE2E     = "e2e"     // daemon.Run: the daemon itself
+	// stageDecodeJSON is the decode stage of the JSON records in an Avro
+	// run, for comparison.
+	stageDecodeJSON = "decode-json"
 )
 
 // stageArgs are the flags of a stage child. The parent builds them with
@@ -226,6 +230,9 @@ func consumeStage(ctx context.Context, a stageArgs, out *childOut) (childResult,
 		return res, err
 	}
 	defer cons.Close()
+	if _, err := cfg.ResolveSchemas(ctx, slog.New(slog.DiscardHandler)); err != nil {
+		return res, err
+	}
 	m, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns)
 	if err != nil {
 		return res, err
