@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/deltaflow/deltaflow/runtime/daemon"
 	"github.com/deltaflow/deltaflow/runtime/dlqreplay"
 )
 
@@ -64,7 +65,8 @@ func TestDLQReplayAfterMappingFix(t *testing.T) {
 	listen := freeAddr(t)
 	strict := dlqConfig(t, dir, table, broker, listen, true)
 	fixed := dlqConfig(t, dir, table, broker, listen, false)
-	if code, _, errs := run(t, "run", "--config", strict, "--until-latest"); code != 0 {
+	code, summary, errs := run(t, "run", "--config", strict, "--until-latest", "--json")
+	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
 	var version int64
@@ -97,6 +99,14 @@ func TestDLQReplayAfterMappingFix(t *testing.T) {
 	dead := letters()
 	if len(dead) == 0 || inTable+int64(len(dead)) != records {
 		t.Fatalf("before the fix: %d rows + %d letters, want %d in all, some letters", inTable, len(dead), records)
+	}
+	// run --until-latest --json said so on stdout, alone.
+	var sum daemon.Summary
+	if err := json.Unmarshal([]byte(summary), &sum); err != nil {
+		t.Fatalf("run --json printed %q: %v", summary, err)
+	}
+	if sum.Rows != inTable || sum.DeadLetters != int64(len(dead)) || sum.Commits < 1 || len(sum.Tables) != 1 || sum.Tables[0].Rows != inTable {
+		t.Errorf("run --json summary %+v; the table holds %d rows, the DLQ %d letters", sum, inTable, len(dead))
 	}
 	if !strings.Contains(dead[0].Reason, "contact") {
 		t.Errorf("letter reason %q does not name the column", dead[0].Reason)

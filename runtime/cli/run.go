@@ -17,14 +17,15 @@ const exitStopTimeout = 3
 
 func runCommand(out IO) *cobra.Command {
 	var path string
-	var untilLatest bool
+	var untilLatest, asJSON bool
 	var connectTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "stream Kafka into the Delta table (the daemon)",
 		Long: "run streams the configured Kafka topic into the Delta table until stopped (SIGINT, SIGTERM),\n" +
 			"or with --until-latest until everything in the topic at start is committed, then prints a\n" +
-			"summary line (rows, commits, dead letters, seconds), as a cron job wants.\n\n" +
+			"summary line on stdout (rows, commits, dead letters, seconds; --json: also per table), as a\n" +
+			"cron job wants. The logs go to stderr.\n\n" +
 			"A start fails fast: Kafka, the table's store and NATS each have --connect-timeout to answer,\n" +
 			"or run exits 1 with one line naming the one that did not. `deltaflow config check --probe`\n" +
 			"asks the same questions without starting.\n\n" +
@@ -38,7 +39,7 @@ func runCommand(out IO) *cobra.Command {
 				return err
 			}
 			err = daemon.Run(cmd.Context(), cfg, daemon.RunOptions{UntilLatest: untilLatest, LogOutput: out.Stderr, MemoryLimit: true,
-				ConnectTimeout: connectTimeout})
+				ConnectTimeout: connectTimeout, Summary: out.Stdout, SummaryJSON: asJSON})
 			if errors.Is(err, daemon.ErrStopTimeout) {
 				return exitError{code: exitStopTimeout, err: err}
 			}
@@ -47,6 +48,7 @@ func runCommand(out IO) *cobra.Command {
 	}
 	configFlag(cmd.Flags(), &path, "configuration `FILE` (YAML; see docs/configuration.md); empty: defaults and environment only")
 	cmd.Flags().BoolVar(&untilLatest, "until-latest", false, "stop once everything in the topic at start is committed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --until-latest: print the summary as JSON (snake_case keys)")
 	atLeast(cmd.Flags(), &connectTimeout, "connect-timeout", daemon.DefaultConnectTimeout, time.Millisecond,
 		"give up the start when Kafka, the store or NATS does not answer within this long")
 	bindEnv(cmd.Flags(), "connect-timeout", "DELTAFLOW_CONNECT_TIMEOUT")

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,33 @@ type RunOptions struct {
 	// the table's store and NATS to answer; past it Run fails, naming the
 	// one that did not. Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// Summary, if set, receives what a run with UntilLatest that caught up
+	// did: its summary line, or with SummaryJSON a Summary as JSON.
+	Summary     io.Writer
+	SummaryJSON bool
+}
+
+// Summary is what a run with UntilLatest that caught up did, in all and
+// per table.
+type Summary struct {
+	Rows        int64          `json:"rows"`
+	Commits     int64          `json:"commits"`
+	DeadLetters int64          `json:"dead_letters"`
+	Seconds     float64        `json:"seconds"`
+	Tables      []TableSummary `json:"tables"`
+}
+
+// TableSummary is one table's part of a Summary.
+type TableSummary struct {
+	Table       string `json:"table"`
+	Rows        int64  `json:"rows"`
+	Commits     int64  `json:"commits"`
+	DeadLetters int64  `json:"dead_letters"`
+}
+
+// String is the summary line.
+func (s Summary) String() string {
+	return fmt.Sprintf("caught up: %d rows in %d commits, %d dead letters, %.1fs", s.Rows, s.Commits, s.DeadLetters, s.Seconds)
 }
 
 // memoryLimitOverhead is what the process holds besides the buffered data
@@ -107,15 +135,31 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 	metrics, caughtUp, err := run(ctx, cfg, opts, logger)
 	if caughtUp && err == nil {
 		// After every component has stopped: the run's last line.
-		var rows, commits, letters int64
+		sum := Summary{Seconds: math.Round(time.Since(started).Seconds()*10) / 10}
 		for _, r := range cfg.Routes() {
 			tm := metrics.Table(r.Table.Name)
-			rows, commits, letters = rows+counterValue(tm.Rows), commits+counterValue(tm.Commits), letters+counterValue(tm.DeadLetters)
+			t := TableSummary{Table: r.Table.Name, Rows: counterValue(tm.Rows), Commits: counterValue(tm.Commits),
+				DeadLetters: counterValue(tm.DeadLetters)}
+			sum.Rows, sum.Commits, sum.DeadLetters = sum.Rows+t.Rows, sum.Commits+t.Commits, sum.DeadLetters+t.DeadLetters
+			sum.Tables = append(sum.Tables, t)
 		}
-		secs := time.Since(started).Seconds()
-		logger.Info(fmt.Sprintf("caught up: %d rows in %d commits, %d dead letters, %.1fs", rows, commits, letters, secs),
-			"rows", rows, "commits", commits, "dead_letters", letters, "seconds", math.Round(secs*10)/10)
+		logger.Info(sum.String(), "rows", sum.Rows, "commits", sum.Commits, "dead_letters", sum.DeadLetters, "seconds", sum.Seconds)
+		return writeSummary(opts, sum)
 	}
+	return err
+}
+
+// writeSummary writes sum to opts.Summary, if set.
+func writeSummary(opts RunOptions, sum Summary) error {
+	switch {
+	case opts.Summary == nil:
+		return nil
+	case opts.SummaryJSON:
+		enc := json.NewEncoder(opts.Summary)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	_, err := fmt.Fprintln(opts.Summary, sum)
 	return err
 }
 
