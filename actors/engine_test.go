@@ -687,6 +687,18 @@ func TestUserPause(t *testing.T) {
 	if after := r.engine.Position(); !maps.Equal(before, after) {
 		t.Fatalf("paused, yet positions moved from %v to %v", before, after)
 	}
+	// What waits is the lag, per partition of the table (the lag events).
+	p := r.engine.Progress(t.Context())
+	if len(p.Lag) != 1 || p.Lag[0].Table != testTable || len(p.Lag[0].Uncommitted) != 3 {
+		t.Fatalf("lag %+v; want the table's 3 partitions", p.Lag)
+	}
+	var waiting int64
+	for _, n := range p.Lag[0].Uncommitted {
+		waiting += n
+	}
+	if waiting != 1_000 || p.Uncommitted != 1_000 {
+		t.Errorf("lag sums to %d, uncommitted %d; want the 1000 records produced while paused", waiting, p.Uncommitted)
+	}
 	r.engine.Resume()
 	h.waitCommitted(r, 30*time.Second)
 	r.stop(t)

@@ -29,6 +29,19 @@ type Progress struct {
 	// Paused is true while the control service has paused reading: records
 	// wait on purpose.
 	Paused bool
+	// Lag is every table's: what the lag events say. Empty when the
+	// watermarks are unknown.
+	Lag []TableLag
+}
+
+// TableLag is how far one table is behind its topics.
+type TableLag struct {
+	Table string
+	// Uncommitted is, per owned partition not held for data loss, the
+	// records in Kafka the table does not hold.
+	Uncommitted map[tp]int64
+	// LastCommit is the table's last commit (its start until the first).
+	LastCommit time.Time
 }
 
 // progress is the committer's side of Progress, written by the committer
@@ -96,7 +109,7 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 	ends, endsErr := e.cons.EndOffsets(ctx)
 	var worst Progress
 	for i, t := range e.tables {
-		p := e.tableProgress(i, t, ends, endsErr)
+		p, lag := e.tableProgress(i, t, ends, endsErr)
 		waiting := func(p Progress) bool { return p.Uncommitted != 0 }
 		switch {
 		case i == 0:
@@ -108,13 +121,17 @@ func (e *Engine) Progress(ctx context.Context) Progress {
 		if !p.FailingSince.IsZero() && (worst.FailingSince.IsZero() || p.FailingSince.Before(worst.FailingSince)) {
 			worst.FailingSince = p.FailingSince
 		}
+		if lag != nil {
+			worst.Lag = append(worst.Lag, TableLag{Table: t.route.Name, Uncommitted: lag, LastCommit: p.LastCommit})
+		}
 	}
 	return worst
 }
 
-// tableProgress is table i's Progress; ends are the partitions' end
-// offsets (unknown when endsErr).
-func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error) Progress {
+// tableProgress is table i's Progress, and its records waiting per
+// partition (nil when unknown); ends are the partitions' end offsets
+// (unknown when endsErr).
+func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error) (Progress, map[tp]int64) {
 	p := t.progress
 	out := Progress{Table: t.route.Name, LastCommit: p.lastCommitAt(), Committing: p.committing.Load(),
 		Uncommitted: -1, Paused: e.fetch.userPaused.Load()}
@@ -122,9 +139,10 @@ func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error
 		out.FailingSince = time.Unix(0, f)
 	}
 	if endsErr != nil {
-		return out
+		return out, nil
 	}
 	out.Uncommitted = 0
+	lag := map[tp]int64{}
 	read := e.fetch.position(i)
 	held := *p.held.Load()
 	for part, next := range *p.committed.Load() {
@@ -148,6 +166,7 @@ func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error
 		}
 		t.metrics.Pending.WithLabelValues(part.Topic, partitionLabel(part.Partition)).Set(float64(n))
 		out.Uncommitted += n
+		lag[part] = n
 	}
-	return out
+	return out, lag
 }

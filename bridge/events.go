@@ -118,12 +118,13 @@ type DLQEvent struct {
 	Sequence  uint64 `json:"sequence" doc:"its sequence in that stream"`
 }
 
-// LagEvent reports how far the table is behind the topic.
+// LagEvent reports how far the table is behind one of its topics.
 type LagEvent struct {
 	Header
 	Topic      string          `json:"topic" doc:"Kafka topic"`
-	Partitions map[int32]int64 `json:"partitions" doc:"Kafka partition -> records not yet committed"`
+	Partitions map[int32]int64 `json:"partitions" doc:"Kafka partition -> records in Kafka the table does not hold yet (partitions held for data loss left out)"`
 	Total      int64           `json:"total" doc:"sum over partitions"`
+	Seconds    float64         `json:"seconds" doc:"seconds since the table's last commit while records wait (0 when none do): how long the oldest of them has waited at most"`
 }
 
 // OptimizeEvent is published after an OPTIMIZE (compaction) commit.
@@ -246,7 +247,7 @@ var eventCatalogue = []struct {
 	{&CheckpointEvent{}, "after a Delta checkpoint"},
 	{&ActorEvent{}, "when an actor starts, restarts or stops"},
 	{&DLQEvent{}, "for each record stored in the DLQ"},
-	{&LagEvent{}, "periodically, with the consumer lag"},
+	{&LagEvent{}, "with each stall-watchdog check (every `flush.interval`/4, 1–15 s; none when `watchdog.stall_intervals` is 0), per topic the table reads"},
 	{&OptimizeEvent{}, "after an OPTIMIZE commit"},
 	{&VacuumEvent{}, "after a VACUUM"},
 	{&StalledEvent{}, "when the stall watchdog sees a stall, and when it exits over it"},

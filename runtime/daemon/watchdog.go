@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/deltaflow/deltaflow/actors"
@@ -142,6 +143,7 @@ func runWatchdog(ctx context.Context, w *stallWatch, check time.Duration, d watc
 		pctx, cancel := context.WithTimeout(ctx, check)
 		p := d.engine.Progress(pctx)
 		cancel()
+		publishLag(d.bridge, p.Lag, time.Now())
 		wasStalled := !w.since.IsZero()
 		exits := func() []time.Time {
 			rec, err := d.bridge.WatchdogExits(ctx)
@@ -185,6 +187,29 @@ func runWatchdog(ctx context.Context, w *stallWatch, check time.Duration, d watc
 				"reason", w.reason, "since", w.since)
 			d.stop(fmt.Errorf("%w (%s)", ErrStalled, w.reason))
 			return
+		}
+	}
+}
+
+// publishLag publishes a lag event per table and topic.
+func publishLag(b *bridge.Bridge, lags []actors.TableLag, now time.Time) {
+	for _, l := range lags {
+		byTopic := map[string]*bridge.LagEvent{}
+		for p, n := range l.Uncommitted {
+			ev := byTopic[p.Topic]
+			if ev == nil {
+				ev = &bridge.LagEvent{Topic: p.Topic, Partitions: map[int32]int64{}}
+				byTopic[p.Topic] = ev
+			}
+			ev.Partitions[p.Partition] = n
+			ev.Total += n
+		}
+		tb := b.Table(l.Table)
+		for _, ev := range byTopic {
+			if ev.Total > 0 {
+				ev.Seconds = math.Round(now.Sub(l.LastCommit).Seconds()*10) / 10
+			}
+			_ = tb.Publish(ev)
 		}
 	}
 }

@@ -2,12 +2,16 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/deltaflow/deltaflow/actors"
 	"github.com/deltaflow/deltaflow/bridge"
+	"github.com/deltaflow/deltaflow/ledger"
 )
 
 // The stall watchdog's decisions on a fake clock: a stall needs records
@@ -183,5 +187,61 @@ func TestWatchdogReportsTheStallsAge(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // the age is in whole seconds
 	if later := stall(); later == first {
 		t.Fatalf("stall still reads %q 1.5 s later; want its age now", later)
+	}
+}
+
+// Each watchdog check publishes a lag event per table and topic: records
+// waiting per partition, their sum, and how long since the table's last
+// commit (0 when nothing waits). Before issue 30 nothing published it.
+func TestWatchdogPublishesLag(t *testing.T) {
+	b, err := bridge.New(t.Context(), bridge.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()}, testLogger(),
+		bridge.WithTable("plugs"), bridge.WithTable("doors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	nc, err := nats.Connect(b.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	events := make(chan *nats.Msg, 16)
+	sub, err := nc.ChanSubscribe("deltaflow.*.events.lag", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	engine := staticProgress{LastCommit: now, Lag: []actors.TableLag{
+		{Table: "plugs", LastCommit: now.Add(-90 * time.Second), Uncommitted: map[ledger.TP]int64{{Topic: "plugs", Partition: 0}: 5, {Topic: "plugs", Partition: 1}: 7}},
+		{Table: "doors", LastCommit: now, Uncommitted: map[ledger.TP]int64{{Topic: "doors", Partition: 0}: 0}},
+	}}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	w := &stallWatch{stallAfter: time.Hour, grace: time.Hour, backoff: actors.Backoff{Initial: time.Minute, Max: time.Hour}}
+	go runWatchdog(ctx, w, 20*time.Millisecond, watchdogDeps{engine: engine, bridge: b, metrics: actors.NewMetrics(nil),
+		ready: &readiness{health: actors.NewHealth()}, logger: testLogger(), stop: cancel})
+	got := map[string]bridge.LagEvent{}
+	for len(got) < 2 {
+		select {
+		case m := <-events:
+			var ev bridge.LagEvent
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+			got[m.Subject] = ev
+		case <-time.After(10 * time.Second):
+			t.Fatalf("lag events: %v", got)
+		}
+	}
+	plugs, doors := got["deltaflow.plugs.events.lag"], got["deltaflow.doors.events.lag"]
+	if plugs.Topic != "plugs" || plugs.Total != 12 || plugs.Partitions[1] != 7 || plugs.Seconds < 90 || plugs.Seconds > 100 {
+		t.Errorf("plugs' lag event %+v", plugs)
+	}
+	if doors.Topic != "doors" || doors.Total != 0 || doors.Seconds != 0 {
+		t.Errorf("doors' lag event %+v", doors)
 	}
 }
