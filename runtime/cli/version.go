@@ -26,7 +26,12 @@ func versionCommand(out IO) *cobra.Command {
 		Use:   "version",
 		Short: "print deltaflow's version, VCS revision and Go toolchain",
 		Args:  noArgs,
-		RunE:  func(*cobra.Command, []string) error { return printVersion(out.Stdout, asJSON) },
+		RunE: func(*cobra.Command, []string) error {
+			if w := daemon.ToolchainWarning(goruntime.Version()); w != "" {
+				fmt.Fprintln(out.Stderr, "warning:", w)
+			}
+			return printVersion(out.Stdout, asJSON)
+		},
 	}
 	jsonFlag(cmd.Flags(), &asJSON)
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	goversion "go/version"
 	"io"
 	"log/slog"
 	"math"
@@ -167,6 +168,9 @@ func writeSummary(opts RunOptions, sum Summary) error {
 // and whether UntilLatest caught up.
 func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger) (_ *actors.Metrics, caughtUp bool, _ error) {
 	logger.Info("deltaflow starting", "version", opts.Version, "config", cfg)
+	if w := ToolchainWarning(runtime.Version()); w != "" {
+		logger.Warn(w)
+	}
 	if opts.MemoryLimit {
 		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, os.Getenv)).String())
 	}
@@ -581,6 +585,21 @@ func Version() string {
 		}
 	}
 	return "0.0.0-dev"
+}
+
+// Toolchain is the Go toolchain go.mod names (its toolchain line; a test
+// keeps them equal): what deltaflow is built and tested with.
+const Toolchain = "go1.27.3"
+
+// ToolchainWarning says what is wrong with a binary built with goVersion
+// when that is older than Toolchain (a GOTOOLCHAIN=local build on an older
+// Go), "" otherwise.
+func ToolchainWarning(goVersion string) string {
+	if !goversion.IsValid(goVersion) || goversion.Compare(goVersion, Toolchain) >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("built with %s, older than the %s go.mod names and deltaflow is tested with (its security and "+
+		"runtime fixes are missing): rebuild with GOTOOLCHAIN=%s, or without GOTOOLCHAIN=local, and go fetches it", goVersion, Toolchain, Toolchain)
 }
 
 // Build is what `deltaflow version` and deltaflow_build_info report.

@@ -371,3 +371,24 @@ func metricValue(t *testing.T, body, name string) float64 {
 	t.Fatalf("/metrics lacks %s", name)
 	return 0
 }
+
+// Toolchain is go.mod's toolchain line, and a build with an older Go is
+// told what to do (issue 30: GOTOOLCHAIN=local built silently with
+// go1.26.8).
+func TestToolchainWarning(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "\ntoolchain "+Toolchain+"\n") {
+		t.Errorf("go.mod's toolchain line is not %s: update daemon.Toolchain", Toolchain)
+	}
+	if w := ToolchainWarning("go1.26.8"); !strings.Contains(w, "older than the "+Toolchain) || !strings.Contains(w, "GOTOOLCHAIN="+Toolchain) {
+		t.Errorf("go1.26.8: %q", w)
+	}
+	for _, v := range []string{Toolchain, "go1.27.4", "go1.28rc1", "devel go1.28-abcdef"} {
+		if w := ToolchainWarning(v); w != "" {
+			t.Errorf("%s: %q, want no warning", v, w)
+		}
+	}
+}

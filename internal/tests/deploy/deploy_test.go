@@ -570,8 +570,11 @@ var imageBuildArgs = []string{"-tags", "nonatsserver,nodevtools", "-trimpath",
 // imageBinaryBudget bounds the Pi's binary, stripped linux/arm64, so the
 // image stays under 30 MB with room to spare (distroless/static is about
 // 2 MB). Issue 12 set 20 MiB at 19.8 MiB; config check, restore, dlq
-// ls/show/replay and the start probes added 0.7 MiB (20.5 MiB), so 21 MiB.
-const imageBinaryBudget = 21 << 20
+// ls/show/replay and the start probes added 0.7 MiB (20.5 MiB), so 21 MiB;
+// routes and Avro took it to 20.94 MiB, and the schema registry (franz-go's
+// pkg/sr client, schema evolution, the probe) to 21.06 MiB, so 22 MiB: the
+// image stays near 24 MB.
+const imageBinaryBudget = 22 << 20
 
 // The image's binary, built as the Dockerfile builds it for the Pi, fits
 // the size budget, carries the stamped version and revision, has no
@@ -689,8 +692,23 @@ func TestSeedComposeFile(t *testing.T) {
 		t.Errorf("configs/seed.yaml not mounted read-only at /etc/deltaflow/deltaflow.yaml: %+v", d.Volumes)
 	}
 	withNATS, _ := loadComposeFile(t, "docker-compose.seed.yml", "deltaflow-seed", []string{"Dockerfile", "configs/seed.yaml"}, []string{"nats"}, creds)
-	if _, ok := withNATS.Services["nats"]; !ok {
-		t.Error("--profile nats does not add NATS")
+	n, ok := withNATS.Services["nats"]
+	if !ok {
+		t.Fatal("--profile nats does not add NATS")
+	}
+	// The seed stack's NATS has the main stack's users, no anonymous
+	// client (issue 30: it ran `nats -js` with no users).
+	conf := false
+	for _, v := range n.Volumes {
+		conf = conf || (strings.HasSuffix(v.Source, "deploy/nats/nats.conf") && v.Target == "/etc/nats/deltaflow.conf" && v.ReadOnly)
+	}
+	if !conf || !slices.Equal([]string(n.Command), []string{"-c", "/etc/nats/deltaflow.conf"}) {
+		t.Errorf("seed nats: command %v, volumes %+v; want deploy/nats/nats.conf", n.Command, n.Volumes)
+	}
+	for _, k := range []string{"DELTAFLOW_PASSWORD", "VIEWER_PASSWORD", "OPERATOR_PASSWORD"} {
+		if v := n.Environment[k]; v == nil || *v == "" {
+			t.Errorf("seed nats: %s not set", k)
+		}
 	}
 	env := func(k string) string {
 		if v, ok := d.Environment[k]; ok && v != nil {
@@ -704,7 +722,7 @@ func TestSeedComposeFile(t *testing.T) {
 	}
 	if cfg.Table.URI != "s3a://sensor-data/delta/sensor_events" || !slices.Equal(cfg.Kafka.Brokers, []string{"kafka:9092"}) ||
 		cfg.Kafka.Topic != "sensor-events" || cfg.Storage.Endpoint != "minio:9000" || cfg.NATS.URL != "nats://nats:4222" ||
-		cfg.Storage.AccessKey != "seed" || cfg.Flush.Interval != time.Minute {
+		cfg.Storage.AccessKey != "seed" || cfg.Flush.Interval != time.Minute || cfg.NATS.User != "deltaflow" || cfg.NATS.Password == "" {
 		t.Errorf("configs/seed.yaml does not target the seed stack: %s", cfg)
 	}
 }
