@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -366,5 +367,78 @@ func TestProduce(t *testing.T) {
 	}
 	if code, _, _ := run(t, "produce", "--bad-ratio", "2"); code != 2 {
 		t.Errorf("bad flag: exit %d", code)
+	}
+}
+
+// TestREADMEMonitoringRecipe runs the README's monitoring recipe after its
+// quickstart, as written but for the durations and directories: a second
+// demo starts beside the first one's table (before issue 30 it refused,
+// and `nats sub` found no server), and the nats CLI sees its commit
+// events.
+func TestREADMEMonitoringRecipe(t *testing.T) {
+	bin, natsCLI := binary(t), testenv.Tool(t, "nats")
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipe, _ := strings.Cut(string(readme), "While a demo runs")
+	_, recipe, _ = strings.Cut(recipe, "```sh\n")
+	recipe, _, _ = strings.Cut(recipe, "```")
+	lines := strings.Split(strings.TrimSpace(recipe), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "./deltaflow demo ") || !strings.HasPrefix(lines[1], "nats sub ") {
+		t.Fatalf("the README's monitoring recipe is not a demo and a nats sub:\n%s", recipe)
+	}
+	dir := t.TempDir()
+	// The quickstart's demo ran before, in ./data.
+	if code, _, errs := run(t, "demo", "--duration", "2s", "--data", filepath.Join(dir, "data")); code != 0 {
+		t.Fatalf("the quickstart's demo: exit %d: %s", code, errs)
+	}
+	args := strings.Fields(strings.TrimSuffix(strings.TrimSpace(strings.Split(lines[0], "#")[0]), "&"))
+	for i, a := range args {
+		switch {
+		case a == "2m":
+			args[i] = "20s"
+		case strings.HasPrefix(a, "./data"):
+			args[i] = filepath.Join(dir, strings.TrimPrefix(a, "./"))
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	demo := exec.CommandContext(ctx, bin, args[1:]...)
+	demo.Dir = dir
+	stdout, err := demo.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	demo.Stderr = &stderr
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = demo.Process.Kill(); _ = demo.Wait() }()
+	// The demo says where its NATS listens (4222, the nats CLI's default,
+	// unless taken).
+	out := bufio.NewScanner(stdout)
+	server := ""
+	for server == "" && out.Scan() {
+		if f := strings.Fields(out.Text()); len(f) > 1 && f[0] == "nats" {
+			server = f[1]
+		}
+	}
+	if server == "" {
+		t.Fatalf("the second demo did not start: %s", stderr.String())
+	}
+	go func() {
+		for out.Scan() {
+		}
+	}()
+	subArgs := strings.Fields(strings.Split(lines[1], "#")[0])[1:]
+	for i, a := range subArgs {
+		subArgs[i] = strings.Trim(a, "'")
+	}
+	sub := exec.CommandContext(ctx, natsCLI, append([]string{"--server", server}, append(subArgs, "--count", "12", "--raw")...)...)
+	got, err := sub.CombinedOutput()
+	if err != nil || !bytes.Contains(got, []byte(`"type":"io.deltaflow.v1.commit"`)) {
+		t.Fatalf("nats sub: %v\n%s\ndemo stderr:\n%s", err, got, stderr.String())
 	}
 }
