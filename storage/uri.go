@@ -48,6 +48,18 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	return openURI(uri, opts, os.Getenv)
 }
 
+// CheckCredentials reports what an s3:// (or s3a://) store at uri lacks to
+// be opened: its endpoint or keys, in opts or the environment (getenv), as
+// Open would say it; nil for other stores, and for a URI Open refuses
+// otherwise.
+func CheckCredentials(uri string, opts Options, getenv func(string) string) error {
+	if u, err := url.Parse(uri); err != nil || (u.Scheme != "s3" && u.Scheme != "s3a") {
+		return nil
+	}
+	_, err := s3Config(opts, getenv)
+	return err
+}
+
 func openURI(uri string, opts Options, getenv func(string) string) (Store, error) {
 	if uri == "" {
 		return nil, fmt.Errorf("open store: empty URI")

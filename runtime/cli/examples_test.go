@@ -104,7 +104,7 @@ func (ex *exampleSetup) run(t *testing.T, line string, args []string) {
 // and where they run instead.
 var readmeSkipped = map[string]string{
 	"./deltaflow demo --duration 30s":  "TestDemo (e2e_test.go) runs the demo",
-	"./deltaflow demo --duration 2m &": "TestDemo (e2e_test.go) runs the demo",
+	"./deltaflow demo --duration 2m --data ./data-live &": "TestREADMEMonitoringRecipe (e2e_test.go) runs it",
 }
 
 // TestREADMEExamplesRun: every deltaflow command in the README's shell

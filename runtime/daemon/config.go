@@ -22,6 +22,7 @@ import (
 	"github.com/deltaflow/deltaflow/internal/secret"
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/schemareg"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // Config is the deltaflow configuration file (configs/deltaflow.yaml). A
@@ -225,7 +226,8 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err := cfg.expandInstanceID(); err != nil {
 		return nil, withLines(err, lines, fromEnv)
 	}
-	if err := cfg.Validate(); err != nil {
+	err := errors.Join(cfg.Validate(), cfg.checkCredentials(getenv))
+	if err != nil {
 		err = withLines(err, lines, fromEnv)
 		if path != "" {
 			return nil, fmt.Errorf("config %s: %w", path, err)
@@ -233,6 +235,25 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// checkCredentials names the credentials run needs that neither the file
+// nor the environment gives: an s3:// table's endpoint and keys, an
+// external NATS server's password for nats.user. Without them every
+// start fails (a refused login, anonymous S3 requests), so the
+// configuration is not valid.
+func (c *Config) checkCredentials(getenv func(string) string) error {
+	var errs []error
+	for _, r := range c.Routes() {
+		if err := storage.CheckCredentials(r.Table.URI, c.StorageOptions(), getenv); err != nil {
+			errs = append(errs, fmt.Errorf("storage: table %s: %w", r.Table.URI, err))
+			break // the same for every table
+		}
+	}
+	if n := c.NATS; n.URL != "" && n.User != "" && n.Password == "" {
+		errs = append(errs, fmt.Errorf("nats.password: empty: nats.user %q logs in to %s with it; set $NATS_PASSWORD", n.User, secret.RedactURL(n.URL)))
+	}
+	return errors.Join(errs...)
 }
 
 func implementsUnmarshaler(t reflect.Type) bool {

@@ -31,13 +31,22 @@ func noEnv(string) string { return "" }
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// credsEnv is an environment with m and the S3 credentials run needs
+// (checkCredentials) from the AWS variables, which override no key of the
+// file.
+func credsEnv(m map[string]string) func(string) string {
+	env := map[string]string{"AWS_ENDPOINT_URL": "http://s3.test:9000", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test-secret"}
+	maps.Copy(env, m)
+	return envMap(env)
+}
+
 func TestGoodConfigs(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.good.yaml")
 	if len(files) == 0 {
 		t.Fatal("no good configs")
 	}
 	for _, f := range files {
-		if _, err := Load(f, noEnv); err != nil {
+		if _, err := Load(f, credsEnv(nil)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -419,16 +428,33 @@ func TestInstanceIDHostname(t *testing.T) {
 	if err != nil || cfg.Kafka.InstanceID != "" {
 		t.Errorf("no instance_id: %q, %v", cfg.Kafka.InstanceID, err)
 	}
-	cfg, err = Load("../../configs/seed.yaml", noEnv)
+	cfg, err = Load("../../configs/seed.yaml", credsEnv(map[string]string{"NATS_PASSWORD": "pw"}))
 	if err != nil || cfg.Kafka.InstanceID != "deltaflow-pi-1" {
 		t.Errorf("literal instance_id: %v, %v", cfg, err)
+	}
+}
+
+// The Pi's configuration with none of the credentials its deployment gives
+// in the environment is invalid, naming each and its variables (issue 30:
+// config check said valid, and run failed at the first connection).
+func TestMissingCredentials(t *testing.T) {
+	_, err := Load("../../configs/deltaflow.yaml", noEnv)
+	for _, want := range []string{"storage (line 11): table s3://lake/sensor_events: s3 access key not set", "$MINIO_ACCESS_KEY",
+		`nats.password: empty: nats.user "deltaflow"`, "$NATS_PASSWORD"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v; want it to say %q", err, want)
+		}
+	}
+	_, err = Load("../../configs/deltaflow.yaml", envMap(map[string]string{"MINIO_ACCESS_KEY": "a", "NATS_PASSWORD": "c"}))
+	if err == nil || !strings.Contains(err.Error(), "s3 secret key not set") || strings.Contains(err.Error(), "nats.password") {
+		t.Errorf("error %v; want only the secret key named", err)
 	}
 }
 
 // TestShippedConfigs loads configs/*.yaml as the compose stack and a
 // workstation use them.
 func TestShippedConfigs(t *testing.T) {
-	cfg, err := Load("../../configs/deltaflow.yaml", envMap(map[string]string{"MINIO_ACCESS_KEY": "a", "MINIO_SECRET_KEY": "b"}))
+	cfg, err := Load("../../configs/deltaflow.yaml", envMap(map[string]string{"MINIO_ACCESS_KEY": "a", "MINIO_SECRET_KEY": "b", "NATS_PASSWORD": "c"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +541,7 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("the single form's own view differs from it")
 	}
 
-	cfg, err = Load("testdata/routes.good.yaml", envMap(map[string]string{"FLUSH_INTERVAL": "7s"}))
+	cfg, err = Load("testdata/routes.good.yaml", credsEnv(map[string]string{"FLUSH_INTERVAL": "7s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +581,7 @@ func TestRoutes(t *testing.T) {
 // TestREADMERoutesExample: the README's tables example is a valid
 // configuration of the three tables it shows.
 func TestREADMERoutesExample(t *testing.T) {
-	cfg, err := Load(readmeExample(t, "### Several topics, several tables", nil), noEnv)
+	cfg, err := Load(readmeExample(t, "### Several topics, several tables", nil), credsEnv(nil))
 	if err != nil {
 		t.Fatalf("the README's example: %v", err)
 	}
@@ -577,13 +603,8 @@ func TestREADMEAvroExample(t *testing.T) {
 		{"name": "kind", "type": "string"}, {"name": "power", "type": ["null", "double"]}]}`}); err != nil {
 		t.Fatal(err)
 	}
-	getenv := func(k string) string {
-		if k == "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD" {
-			return "pw"
-		}
-		return ""
-	}
-	cfg, err := Load(readmeExample(t, "### Avro topics", strings.NewReplacer("http://registry:8081", fake.URL())), getenv)
+	cfg, err := Load(readmeExample(t, "### Avro topics", strings.NewReplacer("http://registry:8081", fake.URL())),
+		credsEnv(map[string]string{"DELTAFLOW_SCHEMA_REGISTRY_PASSWORD": "pw"}))
 	if err != nil {
 		t.Fatalf("the README's example: %v", err)
 	}

@@ -65,7 +65,8 @@ func readmeMigration(t *testing.T, r *rig, table, checkpoint string, wantRows in
 		"nats://nats:4222", r.nats, "/etc/deltaflow/deltaflow.yaml", cfg)
 	// docker-compose.seed.yml's environment, and the Dockerfile's.
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"MINIO_ACCESS_KEY=" + s3.AccessKey, "MINIO_SECRET_KEY=" + string(s3.SecretKey), "NATS_URL=" + r.nats, "DELTAFLOW_CONFIG=" + cfg}
+		"MINIO_ACCESS_KEY=" + s3.AccessKey, "MINIO_SECRET_KEY=" + string(s3.SecretKey), "NATS_URL=" + r.nats, "NATS_PASSWORD=seed-nats",
+		"DELTAFLOW_CONFIG=" + cfg}
 
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
