@@ -103,7 +103,7 @@ func (ex *exampleSetup) run(t *testing.T, line string, args []string) {
 // readmeSkipped are the README's deltaflow commands this test does not run,
 // and where they run instead.
 var readmeSkipped = map[string]string{
-	"./deltaflow demo --duration 30s":  "TestDemo (e2e_test.go) runs the demo",
+	"./deltaflow demo --duration 30s":                     "TestDemo (e2e_test.go) runs the demo",
 	"./deltaflow demo --duration 2m --data ./data-live &": "TestREADMEMonitoringRecipe (e2e_test.go) runs it",
 }
 
