@@ -57,7 +57,7 @@ func TestBadConfigs(t *testing.T) {
 		file   string
 		errMsg string
 	}{
-		{"unknown_key.bad.yaml", "kafka.borkers (line 2): unknown key"},
+		{"unknown_key.bad.yaml", "kafka.borkers (line 2): unknown key; did you mean kafka.brokers?"},
 		{"unknown_section.bad.yaml", "sink (line 1): unknown key"},
 		{"flush_zero.bad.yaml", "flush.interval (line 2) must be > 0, got 0s"},
 		{"flush_negative.bad.yaml", "flush.interval (line 2) must be > 0, got -5s"},
@@ -104,7 +104,7 @@ func TestBadConfigs(t *testing.T) {
 		{"routes_feed.bad.yaml", "tables[0].topics: none, and no topic_regex"},
 		{"routes_feed.bad.yaml", "tables[1].topic_regex (line 6): error parsing regexp"},
 		{"routes_where.bad.yaml", `tables[0].where (line 5): filter: at position 1, watts > 100: no column "watts"`},
-		{"routes_keys.bad.yaml", "tables[1].wher (line 8): unknown key"},
+		{"routes_keys.bad.yaml", "tables[1].wher (line 8): unknown key; did you mean tables[1].where?"},
 		{"routes_values.bad.yaml", `tables[1].columns[0].type (line 9): unknown type "varchar"`},
 		{"routes_values.bad.yaml", "tables[1].topics[1] (line 7): empty topic name"},
 		{"routes_values.bad.yaml", "tables[1].flush.interval (line 11) must be > 0, got 0s"},
@@ -717,5 +717,25 @@ func TestAvroTablesHaveNoSensorDefaults(t *testing.T) {
 	}
 	if len(b.Columns) != 2 || !slices.Equal(b.PartitionColumns, []string{"device_type"}) {
 		t.Errorf("tables[1]: columns %v, partition columns %v; want its own", b.Columns, b.PartitionColumns)
+	}
+}
+
+// An unknown key is told the key it most likely misspells, if one is near
+// (issue 30: kafka.broker got no hint).
+func TestUnknownKeySuggestion(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"kafka:\n  broker: k:9092\n", "kafka.broker (line 2): unknown key; did you mean kafka.brokers?"},
+		{"tabel:\n  uri: ./t\n", "tabel (line 1): unknown key; did you mean table?"},
+		{"flush:\n  intervall: 1s\n", "flush.intervall (line 2): unknown key; did you mean flush.interval?"},
+		{"sink:\n  x: 1\n", "sink (line 1): unknown key"},
+	} {
+		f := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(f, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(f, noEnv)
+		if err == nil || !strings.Contains(err.Error(), c.want) || (!strings.Contains(c.want, "mean") && strings.Contains(err.Error(), "mean")) {
+			t.Errorf("%q: %v; want %q", c.yaml, err, c.want)
+		}
 	}
 }

@@ -150,7 +150,11 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 			k, v := n.Content[i], n.Content[i+1]
 			f, ok := fields[k.Value]
 			if !ok {
-				w.fail(joinKey(key, k.Value), k, "unknown key")
+				if near := nearestKey(k.Value, fields); near != "" {
+					w.fail(joinKey(key, k.Value), k, "unknown key; did you mean %s?", joinKey(key, near))
+				} else {
+					w.fail(joinKey(key, k.Value), k, "unknown key")
+				}
 				continue
 			}
 			var fdef reflect.Value
@@ -396,4 +400,44 @@ func setPath(m *yaml.Node, path []string, leaf *yaml.Node) {
 	section := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	m.Content = append(m.Content, key, section)
 	setPath(section, path[1:], leaf)
+}
+
+// nearestKey is the key of fields that name is most likely a misspelling
+// of (at most two edits away, and fewer than half its letters), or "".
+func nearestKey(name string, fields map[string]reflect.StructField) string {
+	best, bestDist := "", 0
+	for k := range fields {
+		d := editDistance(name, k)
+		if d > 2 || 2*d >= len(k) {
+			continue
+		}
+		if best == "" || d < bestDist || d == bestDist && k < best {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, with a
+// transposition of neighbours one edit (borkers, brokers).
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
