@@ -198,13 +198,20 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	cfg := DefaultConfig()
 	var lines keyLines
 	var tables *yaml.Node
+	// Every error is reported in one run: a key the file or the
+	// environment gets wrong keeps its default, and the rest is checked.
+	// located are the errors that say where their key was set.
+	var located []error
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
 		if lines, tables, err = decode(data, &cfg); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			if lines == nil { // not YAML
+				return nil, fmt.Errorf("config %s: %w", path, err)
+			}
+			located = append(located, err)
 		}
 	}
 	// The environment overrides the file, decoded and checked as the file
@@ -212,23 +219,14 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	envDoc, fromEnv := envDocument(getenv)
 	if envDoc != nil {
 		if _, err := decodeNode(envDoc, &cfg, fromEnv); err != nil {
-			return nil, err
+			located = append(located, err)
 		}
 	}
-	if err := cfg.resolveTables(tables); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	if err := cfg.singleOrList(lines, fromEnv); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
+	located = append(located, cfg.resolveTables(tables), cfg.singleOrList(lines, fromEnv))
 	cfg.deriveDefaults()
-	cfg.formatDefaults(lines)
-	if err := cfg.expandInstanceID(); err != nil {
-		return nil, withLines(err, lines, fromEnv)
-	}
-	err := errors.Join(cfg.Validate(), cfg.checkCredentials(getenv))
-	if err != nil {
-		err = withLines(err, lines, fromEnv)
+	located = append(located, cfg.formatDefaults(lines))
+	rest := errors.Join(cfg.expandInstanceID(), cfg.Validate(), cfg.checkCredentials(getenv))
+	if err := errors.Join(append(located, withLines(rest, lines, fromEnv))...); err != nil {
 		if path != "" {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
@@ -310,16 +308,29 @@ func (c *Config) deriveDefaults() {
 
 // formatDefaults drops the Spark job's columns and partition columns from
 // the tables of a binary format that the file does not give them: such a
-// table's columns are its schema's fields, unpartitioned.
-func (c *Config) formatDefaults(lines keyLines) {
+// table's columns are its schema's fields, unpartitioned. A JSON table
+// whose file gives columns but not partition columns keeps the default
+// ones, which must be among its columns.
+func (c *Config) formatDefaults(lines keyLines) error {
+	var errs []error
 	settle := func(t *TableConfig, section string) {
+		_, columnsGiven := lines[section+".columns"]
+		_, partitionsGiven := lines[section+".partition_columns"]
 		if t.Format == mapping.JSON {
+			if columnsGiven && !partitionsGiven && !namesColumns(t.Columns, t.PartitionColumns) {
+				// The default partition columns are the default columns':
+				// say so rather than name a key the file does not have.
+				errs = append(errs, fmt.Errorf("%s.columns (line %d): replaces the default columns, and the default %s.partition_columns %v "+
+					"names columns it lacks: give %s.partition_columns too ([] for none)", section, lines[section+".columns"], section,
+					t.PartitionColumns, section))
+				t.PartitionColumns = []string{}
+			}
 			return
 		}
-		if _, given := lines[section+".columns"]; !given {
+		if !columnsGiven {
 			t.Columns = nil
 		}
-		if _, given := lines[section+".partition_columns"]; !given {
+		if !partitionsGiven {
 			t.PartitionColumns = []string{}
 		}
 	}
@@ -327,6 +338,17 @@ func (c *Config) formatDefaults(lines keyLines) {
 	for i := range c.Tables {
 		settle(&c.Tables[i].TableConfig, fmt.Sprintf("tables[%d]", i))
 	}
+	return errors.Join(errs...)
+}
+
+// namesColumns reports whether every name is a column's.
+func namesColumns(cols []mapping.Column, names []string) bool {
+	for _, n := range names {
+		if !slices.ContainsFunc(cols, func(c mapping.Column) bool { return c.Name == n }) {
+			return false
+		}
+	}
+	return true
 }
 
 // defaultNATSStoreDir keeps the embedded server's JetStream store next to a

@@ -739,3 +739,25 @@ func TestUnknownKeySuggestion(t *testing.T) {
 		}
 	}
 }
+
+// A file's errors are reported in one run, each with its line: a key the
+// walk refuses keeps its default and the rest is checked (issue 30: a bad
+// http.listen appeared only once the others were fixed, and an empty
+// column name had no line); columns given without partition columns are
+// told that the default partition columns need them.
+func TestEveryErrorInOneRun(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	yaml := "table:\n  uri: ./t\n  columns:\n    - name: device_id\n      type: string\n    - name: \"\"\n      type: string\n" +
+		"http:\n  listen: bad\nkafka:\n  broker: x\n  fetch_max_bytes: lots\n"
+	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(f, noEnv)
+	for _, want := range []string{"kafka.broker (line 11): unknown key", `kafka.fetch_max_bytes (line 12): "lots" is not an integer`,
+		"table.columns[1].name (line 6): empty column name", `http.listen (line 9): "bad" is not host:port`,
+		"table.columns (line 3): replaces the default columns"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+}

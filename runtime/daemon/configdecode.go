@@ -85,16 +85,38 @@ func decode(data []byte, cfg *Config) (keyLines, *yaml.Node, error) {
 
 // decodeNode is decode of a parsed document; fromEnv names the variable
 // behind each key an environment document sets (see envDocument).
+//
+// A key the walk refuses is left out and the rest decoded, so that the
+// caller can check the rest too and report every error of a file in one
+// run; the error says what was refused.
 func decodeNode(doc *yaml.Node, cfg *Config, fromEnv map[string]string) (keyLines, error) {
-	w := walker{lines: keyLines{}, env: fromEnv}
+	w := walker{lines: keyLines{}, env: fromEnv, refused: map[*yaml.Node]bool{}}
 	w.walk(doc, reflect.TypeFor[Config](), reflect.ValueOf(keyDefaults()), "", "")
-	if len(w.errs) > 0 {
-		return nil, errors.Join(w.errs...)
-	}
+	dropRefused(doc, w.refused)
 	if err := doc.Decode(cfg); err != nil {
-		return nil, err // the walk checked every value: not expected
+		return nil, errors.Join(append(w.errs, err)...) // the walk checked every value left: not expected
 	}
-	return w.lines, nil
+	return w.lines, errors.Join(w.errs...)
+}
+
+// dropRefused removes the key-value pairs whose key is refused from the
+// mappings under n.
+func dropRefused(n *yaml.Node, refused map[*yaml.Node]bool) {
+	if len(refused) == 0 {
+		return
+	}
+	if n.Kind == yaml.MappingNode {
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !refused[n.Content[i]] {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		dropRefused(c, refused)
+	}
 }
 
 // walker walks a YAML node tree against a Go type.
@@ -102,10 +124,29 @@ type walker struct {
 	lines keyLines
 	env   map[string]string // key → variable, for a document of the environment
 	errs  []error
+	// refused are the key nodes of the values the walk refused: left out
+	// of the decoding (dropRefused).
+	refused map[*yaml.Node]bool
 }
 
 func (w *walker) fail(key string, n *yaml.Node, format string, args ...any) {
 	w.errs = append(w.errs, &keyError{key: key, line: n.Line, env: w.env[key], msg: fmt.Sprintf(format, args...)})
+}
+
+// refusedAt reports whether an error since the first before is key's
+// own, or one of its list's items: its value is refused whole (a section's
+// keys are refused one by one).
+func (w *walker) refusedAt(before int, key string) bool {
+	for _, err := range w.errs[before:] {
+		ke, ok := err.(*keyError)
+		if !ok {
+			continue
+		}
+		if item, isItem := strings.CutPrefix(ke.key, key+"["); ke.key == key || isItem && strings.HasSuffix(item, "]") && !strings.Contains(item, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // walk checks node n against type t. key is the path with list indexes (for
@@ -155,13 +196,18 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, def reflect.Value, key, docK
 				} else {
 					w.fail(joinKey(key, k.Value), k, "unknown key")
 				}
+				w.refused[k] = true
 				continue
 			}
 			var fdef reflect.Value
 			if def.IsValid() {
 				fdef = def.FieldByIndex(f.Index)
 			}
+			before := len(w.errs)
 			w.walk(v, f.Type, fdef, joinKey(key, k.Value), joinKey(docKey, k.Value))
+			if w.refusedAt(before, joinKey(key, k.Value)) {
+				w.refused[k] = true // the key keeps its default
+			}
 			if v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode {
 				w.lines[joinKey(key, k.Value)] = k.Line // a section or list is where its key is
 			}
@@ -307,6 +353,10 @@ func withLines(err error, lines keyLines, fromEnv map[string]string) error {
 	for _, e := range errs {
 		if _, ok := e.(interface{ Unwrap() []error }); ok {
 			out = append(out, withLines(e, lines, fromEnv))
+			continue
+		}
+		if _, located := e.(*keyError); located {
+			out = append(out, e) // the walk said where
 			continue
 		}
 		out = append(out, annotate(e, keys, lines, fromEnv))
