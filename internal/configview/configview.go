@@ -8,6 +8,7 @@ package configview
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -73,6 +74,28 @@ func NodeLogValue(n *yaml.Node) slog.Value {
 			items = append(items, item.Value)
 		}
 		return slog.AnyValue(items)
+	}
+	return scalarLogValue(n)
+}
+
+// scalarLogValue is a scalar as its YAML type says: a JSON log shows a
+// number, a boolean or null as such, not as a string.
+func scalarLogValue(n *yaml.Node) slog.Value {
+	switch n.ShortTag() {
+	case "!!int":
+		if i, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+			return slog.Int64Value(i)
+		}
+	case "!!float":
+		if f, err := strconv.ParseFloat(n.Value, 64); err == nil {
+			return slog.Float64Value(f)
+		}
+	case "!!bool":
+		if b, err := strconv.ParseBool(n.Value); err == nil {
+			return slog.BoolValue(b)
+		}
+	case "!!null":
+		return slog.AnyValue(nil)
 	}
 	return slog.StringValue(n.Value)
 }

@@ -2,7 +2,9 @@ package configview_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,30 @@ func TestLogValueShowsEveryKeyAndNoSecret(t *testing.T) {
 	}
 	if strings.Contains(got, "hunter2") {
 		t.Errorf("log line shows the secret: %s", got)
+	}
+}
+
+// A JSON log shows numbers, booleans and nulls as such (issue 30: every
+// value of the start-up JSON log was a string).
+func TestLogValueKeepsScalarTypes(t *testing.T) {
+	type typed struct {
+		Count   int           `yaml:"count"`
+		Ratio   float64       `yaml:"ratio"`
+		On      bool          `yaml:"on"`
+		Missing *bool         `yaml:"missing"`
+		Wait    time.Duration `yaml:"wait"`
+		Name    string        `yaml:"name"`
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "s", configview.LogValue(typed{Count: 3, Ratio: 0.5, On: true, Wait: time.Second, Name: "12"}))
+	var line struct {
+		S map[string]any `json:"s"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"count": 3.0, "ratio": 0.5, "on": true, "missing": nil, "wait": "1s", "name": "12"}
+	if !maps.Equal(line.S, want) {
+		t.Errorf("logged %v, want %v", line.S, want)
 	}
 }

@@ -761,3 +761,26 @@ func TestEveryErrorInOneRun(t *testing.T) {
 		}
 	}
 }
+
+// The effective configuration says each column's nullability, not null
+// (issue 30: `nullable: null` for every column of config check).
+func TestEffectiveColumnsSayNullable(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Table.Columns[1].Nullable = new(false)
+	n, err := cfg.EffectiveNode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if strings.Contains(s, "nullable: null") || strings.Count(s, "nullable: true") != len(cfg.Table.Columns)-1 ||
+		strings.Count(s, "nullable: false") != 1 {
+		t.Errorf("effective configuration:\n%s", s)
+	}
+	if cfg.Table.Columns[0].Nullable != nil {
+		t.Error("Effective changed the configuration's own columns")
+	}
+}

@@ -3,12 +3,14 @@ package daemon
 import (
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/internal/configview"
+	"github.com/deltaflow/deltaflow/mapping"
 )
 
 // Effective returns the configuration as the daemon runs it: with the
@@ -16,12 +18,27 @@ import (
 // section's zero fields, the DLQ stream named after the table).
 func (c Config) Effective() Config {
 	c.Kafka = c.Kafka.Effective()
+	c.Table.Columns = effectiveColumns(c.Table.Columns)
+	c.Tables = slices.Clone(c.Tables)
+	for i := range c.Tables {
+		c.Tables[i].Columns = effectiveColumns(c.Tables[i].Columns)
+	}
 	if len(c.Tables) == 0 {
 		c.NATS = c.NATS.Effective(c.Table.Name)
 	} else if c.NATS = c.NATS.Effective(c.Tables[0].Name); c.NATS.DLQStream == bridge.DefaultDLQStream(c.Tables[0].Name) {
 		c.NATS.DLQStream = bridge.DefaultDLQStream("<NAME>") // each table's own
 	}
 	return c
+}
+
+// effectiveColumns is cols with each one's nullability said (true when
+// the file leaves it out), not null.
+func effectiveColumns(cols []mapping.Column) []mapping.Column {
+	out := slices.Clone(cols)
+	for i := range out {
+		out[i].Nullable = new(out[i].IsNullable())
+	}
+	return out
 }
 
 // EffectiveNode is the effective configuration as a YAML mapping node, keys in
