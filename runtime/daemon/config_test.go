@@ -784,3 +784,21 @@ func TestEffectiveColumnsSayNullable(t *testing.T) {
 		t.Error("Effective changed the configuration's own columns")
 	}
 }
+
+// A YAML syntax error names the line at fault (issue 30: a key indented
+// one space short was reported on the line before it), scanner errors as
+// parser errors.
+func TestYAMLSyntaxErrorLine(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"table:\n  uri: ./t\n kafka:\n  brokers: [a]\n", "yaml: line 3: did not find expected key"},
+		{"table:\n  uri: ./t\nflush:\n  interval: 1s\n   max_bytes: 1MiB\n", "yaml: line 5: mapping values are not allowed"},
+	} {
+		f := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(f, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(f, noEnv); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want %q", c.yaml, err, c.want)
+		}
+	}
+}

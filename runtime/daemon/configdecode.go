@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,7 +75,7 @@ func (c *Config) resolveTables(node *yaml.Node) error {
 func decode(data []byte, cfg *Config) (keyLines, *yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, nil, err
+		return nil, nil, syntaxLine(err)
 	}
 	if len(root.Content) == 0 {
 		return nil, nil, nil // empty file
@@ -490,4 +491,26 @@ func editDistance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// yamlLine is the line a YAML syntax error names.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxLine corrects the line of a YAML parser error, which the YAML
+// library counts from 0 (its scanner errors, from 1): a key indented one
+// space short was reported on the line before it.
+func syntaxLine(err error) error {
+	msg := err.Error()
+	m := yamlLine.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return err
+	}
+	rest := msg[m[1]:]
+	parser := strings.HasPrefix(rest, "did not find expected") || strings.HasPrefix(rest, "found undefined tag handle") ||
+		strings.HasPrefix(rest, "found incompatible YAML document") || strings.HasPrefix(rest, "found duplicate %")
+	if !parser {
+		return err
+	}
+	n, _ := strconv.Atoi(msg[m[2]:m[3]])
+	return fmt.Errorf("yaml: line %d: %s", n+1, rest)
 }
