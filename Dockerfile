@@ -26,7 +26,7 @@ ARG REVISION=
 # -tags nonatsserver: no embedded nats-server (NATS runs as its own service
 # in the stack; nats.url is required); nodevtools: no demo, produce or bench
 # (the demo needs the embedded server; the tools belong on a dev machine).
-# 19.8 MiB instead of 29.6 MiB for arm64 (README, "Binary size").
+# About 10 MiB less than the full build (docs/operations.md, "Binary size").
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \

@@ -173,9 +173,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltaflow_lag_records",
 			Help: "Records between the last one read and the partition's high watermark, by topic and partition."}, []string{"topic", "partition"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_errors_total",
-			Help: "Failed operations against a server, by component (storage, nats, kafka)."}, []string{"component"}),
+			Help: "Failed operations against a server, by component (storage, nats, kafka, schema_registry)."}, []string{"component"}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_retries_total",
-			Help: "Operations retried after a backoff, by component (storage, nats, kafka)."}, []string{"component"}),
+			Help: "Operations retried after a backoff, by component (storage, nats; the schema registry's fetches count in deltaflow_errors_total)."}, []string{"component"}),
 		Unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltaflow_unrouted_records_total",
 			Help: "Records of a topic that no route's filter (where) took, by topic: skipped, or dead-lettered with unrouted: dlq."}, []string{"topic"}),
 		Stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltaflow_stalled",
@@ -183,8 +183,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	// The components are known up front, so each series exists (at 0)
 	// from the start and rate() sees the first error.
-	for _, c := range []string{componentStorage, componentNATS, componentKafka} {
+	for _, c := range []string{componentStorage, componentNATS, componentKafka, componentSchemaRegistry} {
 		m.Errors.WithLabelValues(c)
+	}
+	for _, c := range []string{componentStorage, componentNATS} { // what retryPolicy retries
 		m.Retries.WithLabelValues(c)
 	}
 	if reg != nil {

@@ -30,6 +30,7 @@ func EventsDoc() string {
 	for _, h := range [][2]string{
 		{HeaderError, "why the record was rejected (cut to 2 KiB)"},
 		{HeaderTopic, "Kafka topic"},
+		{HeaderTopicID, "Kafka topic ID, when the brokers have IDs (a topic deleted and created again under its name has a new one)"},
 		{HeaderPartition, "Kafka partition"},
 		{HeaderOffset, "Kafka offset"},
 		{HeaderKey, "Kafka key, as is if printable UTF-8"},
@@ -39,7 +40,7 @@ func EventsDoc() string {
 		{HeaderValueSHA256, "hex SHA-256 of the whole value, when the body was truncated"},
 		{HeaderKeyTruncated, "original key length, when the key was too long for a header (4 KiB) and `Deltaflow-Key` holds its first bytes"},
 		{HeaderKeySHA256, "hex SHA-256 of the whole key, when the key was cut"},
-		{"Nats-Msg-Id", "`<topic>/<partition>/<offset>`, deduplicated for 24h"},
+		{"Nats-Msg-Id", "`<topic>/<partition>/<offset>/<topic id>` (`<topic>/<partition>/<offset>` without an ID), deduplicated for 24h"},
 	} {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", h[0], h[1])
 	}
