@@ -20,6 +20,13 @@ import (
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("bridge: invalid config")
 
+// configError is a bad key of the nats section, named as the
+// configuration names it (nats.url: ...): it is ErrInvalidConfig.
+type configError struct{ msg string }
+
+func (e *configError) Error() string        { return e.msg }
+func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
+
 // Config is the `nats` section of the deltaflow configuration. The zero value
 // is valid and means: run an embedded nats-server with JetStream on
 // 127.0.0.1:4222, storing under data/nats. Every zero field takes the default
@@ -161,10 +168,10 @@ var (
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("%w: nats.%s: %s", ErrInvalidConfig, key, fmt.Sprintf(format, args...))
+		return &configError{msg: "nats." + key + ": " + fmt.Sprintf(format, args...)}
 	}
 	if c.embedded() && !embeddedAvailable {
-		return bad("url", "required: %v", ErrNoEmbeddedServer)
+		return bad("url", "required: this build has no embedded NATS server (the image's, -tags nonatsserver); set nats.url or $NATS_URL to the NATS server")
 	}
 	if !c.embedded() {
 		for _, u := range strings.Split(c.URL, ",") {

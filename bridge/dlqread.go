@@ -86,18 +86,33 @@ func (b *Bridge) DLQ(ctx context.Context) (*DLQReader, error) {
 // Name is the stream's name.
 func (r *DLQReader) Name() string { return r.name }
 
-// Letter returns the letter at seq; jetstream.ErrMsgNotFound when there is
-// none (never stored, deleted or expired).
+// Letter returns the letter at seq; a *NoLetterError (which is
+// jetstream.ErrMsgNotFound) when there is none.
 func (r *DLQReader) Letter(ctx context.Context, seq uint64) (StoredLetter, error) {
 	m, err := r.stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return StoredLetter{}, fmt.Errorf("dlq %s: no letter at sequence %d (replayed, deleted or expired; deltaflow dlq ls lists them): %w", r.name, seq, err)
+		return StoredLetter{}, &NoLetterError{Stream: r.name, Seq: seq}
 	}
 	if err != nil {
 		return StoredLetter{}, fmt.Errorf("dlq %s sequence %d: %w", r.name, seq, err)
 	}
 	return parseLetter(m)
 }
+
+// NoLetterError says a DLQ stream holds no letter at a sequence (never
+// stored, replayed, deleted or expired), in deltaflow's words rather than
+// the JetStream API's (code=404 err_code=10037).
+type NoLetterError struct {
+	Stream string
+	Seq    uint64
+}
+
+func (e *NoLetterError) Error() string {
+	return fmt.Sprintf("dlq %s: no letter at sequence %d (never stored, replayed, deleted or expired; deltaflow dlq ls lists them)", e.Stream, e.Seq)
+}
+
+// Is makes it jetstream.ErrMsgNotFound.
+func (e *NoLetterError) Is(target error) bool { return target == jetstream.ErrMsgNotFound }
 
 // Letters calls fn with every letter from sequence from on, in order, up to
 // the last one stored when Letters began: letters stored meanwhile wait for

@@ -120,6 +120,12 @@ func TestDLQReplayAfterMappingFix(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dlq replay: exit %d: %s%s", code, out, errs)
 	}
+	// A replayed letter is gone, said in deltaflow's words, not the
+	// JetStream API's (issue 30: "nats: API error: code=404 err_code=10037").
+	if code, _, errs := run(t, "dlq", "show", "1", "--config", fixed); code == 0 || !strings.Contains(errs, "no letter at sequence 1") ||
+		strings.Contains(errs, "err_code") {
+		t.Errorf("dlq show 1 after the replay: exit %d: %s", code, errs)
+	}
 	var res dlqreplay.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)

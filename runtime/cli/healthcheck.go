@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -73,20 +74,24 @@ func healthURL(target, config string, getenv func(string) string) (string, error
 	return "http://" + net.JoinHostPort(host, port) + "/healthz", nil
 }
 
-func healthcheck(ctx context.Context, url string, timeout time.Duration) error {
+func healthcheck(ctx context.Context, endpoint string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", url, err)
+		// A *url.Error says the method and URL itself: keep its cause.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s: %w", endpoint, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
+		return fmt.Errorf("%s: %s", endpoint, resp.Status)
 	}
 	return nil
 }

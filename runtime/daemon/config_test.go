@@ -65,10 +65,10 @@ func TestBadConfigs(t *testing.T) {
 		{"bad_size.bad.yaml", `flush.max_bytes (line 2): invalid size "32 parsecs"`},
 		{"ftp.bad.yaml", `table.uri (line 2): unsupported scheme "ftp"`},
 		{"sasl.bad.yaml", `kafka.sasl.mechanism (line 2): unknown "KERBEROS"`},
-		{"nats_creds.bad.yaml", "nats.creds_file: requires nats.url"},
+		{"nats_creds.bad.yaml", "nats.creds_file (line 2): requires nats.url"},
 		// A blank credential would let anyone in (issue 29, item 7).
 		{"nats_empty_password.bad.yaml", `nats.password: empty: the embedded server would admit anyone sending nats.user "admin"`},
-		{"nats_blank_token.bad.yaml", "nats.token: is blank"},
+		{"nats_blank_token.bad.yaml", "nats.token (line 2): is blank"},
 		{"max_pause.bad.yaml", "control.max_pause (line 2) must be > 0 and at most 24h0m0s, got 720h0m0s"},
 		{"column_type.bad.yaml", `table.columns[0].type (line 3): unknown type "varchar"`},
 		{"partition_unknown.bad.yaml", `table.partition_columns[0] (line 2): unknown column "device_kind"`},

@@ -25,6 +25,8 @@ func TestRunFailsFast(t *testing.T) {
 	}{
 		{"kafka", func(cfg *Config) { cfg.Kafka.Brokers = []string{freeAddr(t)} },
 			[]string{"kafka: no broker answered", "connection refused"}},
+		{"kafka silent", func(cfg *Config) { cfg.Kafka.Brokers = []string{silentAddr(t)} },
+			[]string{"kafka: ", "no answer within --connect-timeout 2s"}},
 		{"store", func(cfg *Config) {
 			cfg.Table.URI = "s3://lake/sensor_events"
 			cfg.Storage.Endpoint, cfg.Storage.AccessKey, cfg.Storage.SecretKey = freeAddr(t), "a", "b"
@@ -64,6 +66,27 @@ func TestRunFailsFast(t *testing.T) {
 			}
 		})
 	}
+}
+
+// silentAddr is a listener that takes connections and never answers: a
+// broker that hangs.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return l.Addr().String()
 }
 
 // TestUntilLatestSummary: --until-latest ends with one line saying what it

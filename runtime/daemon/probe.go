@@ -77,7 +77,7 @@ func Probe(ctx context.Context, cfg *Config, timeout time.Duration) []ProbeResul
 			detail, err := p.run(ctx)
 			r := ProbeResult{Name: p.name, Target: p.target, OK: err == nil, Millis: time.Since(start).Milliseconds()}
 			if err != nil {
-				r.Error = withinTimeout(ctx, err, timeout).Error()
+				r.Error = withinTimeout(ctx, err, "--timeout "+timeout.String()).Error()
 			} else {
 				r.Detail = detail
 			}
@@ -94,13 +94,32 @@ type probe struct {
 	run          func(context.Context) (string, error)
 }
 
-// withinTimeout words an error that is the deadline passing as such.
-func withinTimeout(ctx context.Context, err error, timeout time.Duration) error {
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		return fmt.Errorf("no answer within %s: %w", timeout, err)
+// withinTimeout words an error that is the deadline passing as such,
+// naming the flag that set it (within: "--connect-timeout 30s"), in place
+// of Go's "context deadline exceeded".
+func withinTimeout(ctx context.Context, err error, within string) error {
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() == nil {
+		return err
 	}
-	return err
+	words := "no answer within " + within
+	msg := err.Error()
+	if strings.Contains(msg, context.DeadlineExceeded.Error()) {
+		msg = strings.Replace(msg, context.DeadlineExceeded.Error(), words, 1)
+	} else {
+		msg = words + ": " + msg
+	}
+	return &noAnswer{msg: msg, err: err}
 }
+
+// noAnswer is withinTimeout's error: its words, the deadline's error
+// beneath.
+type noAnswer struct {
+	msg string
+	err error
+}
+
+func (e *noAnswer) Error() string { return e.msg }
+func (e *noAnswer) Unwrap() error { return e.err }
 
 func natsTarget(c bridge.Config) string {
 	if c.URL == "" {

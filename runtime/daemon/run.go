@@ -206,7 +206,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 	b, err := bridge.New(bctx, cfg.NATS, logger, bopts...)
 	cancel()
 	if err != nil {
-		return nil, false, fmt.Errorf("start nats bridge: %w", withinTimeout(bctx, err, opts.ConnectTimeout))
+		return nil, false, fmt.Errorf("start nats bridge: %w", withinTimeout(bctx, err, connectFlag(opts.ConnectTimeout)))
 	}
 	defer b.Close()
 	ready.bridge.Store(b)
@@ -380,13 +380,17 @@ func pingKafka(ctx context.Context, cfg *Config, timeout time.Duration, logger *
 	defer cancel()
 	info, err := kafka.Ping(ctx, cfg.Kafka, logger)
 	if err != nil {
-		return err
+		return withinTimeout(ctx, err, connectFlag(timeout))
 	}
 	if info.Err != nil {
 		logger.Warn("kafka: the topic is not there yet; waiting for it", "err", info.Err)
 	}
 	return nil
 }
+
+// connectFlag names the run flag that bounds a start's connections, with
+// its value, for errors.
+func connectFlag(timeout time.Duration) string { return "--connect-timeout " + timeout.String() }
 
 // counterValue reads a counter of this process.
 func counterValue(c prometheus.Counter) int64 {
@@ -451,7 +455,7 @@ func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, l
 	err = CheckAtomicCommits(pctx, store, cfg.Storage.SingleWriter, logger)
 	cancel()
 	if err != nil {
-		return nil, nil, nil, withinTimeout(pctx, err, connectTimeout)
+		return nil, nil, nil, withinTimeout(pctx, err, connectFlag(connectTimeout))
 	}
 	tbl := delta.NewTable(store, delta.OnCorruptCheckpoint(func(file string, err error) {
 		logger.Warn("corrupt checkpoint: the table is read from an older checkpoint or the JSON commits before it, "+
