@@ -243,4 +243,15 @@ func TestInspectOffsets(t *testing.T) {
 	if out = mustRun(t, "inspect", "offsets", "--config", cfg, "--topic", "y"); !strings.Contains(out, `no txn for app "app" topic "y"`) {
 		t.Errorf("with --config and --topic:\n%s", out)
 	}
+	// The KV mirror of an embedded server is found at nats.listen, as dlq
+	// ls finds it (issue 30: it was skipped without --nats).
+	listen := strings.TrimPrefix(b.ClientURL(), "nats://")
+	if err := os.WriteFile(cfg, []byte(yaml+"nats: {listen: '"+listen+"'}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = mustRun(t, "inspect", "offsets", "--config", cfg, "--json")
+	got = offsetsJSON{}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Partitions) == 0 || got.Partitions[0].KV == nil || got.Partitions[0].KV.Offset != 1 {
+		t.Errorf("with --config and an embedded server at nats.listen: %v\n%s", err, out)
+	}
 }

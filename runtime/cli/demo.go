@@ -194,8 +194,15 @@ producing:
 	if bad == 0 {
 		fmt.Fprintf(out.Stdout, "produced %d events, committed %d rows\n", produced, rows)
 	} else {
+		// The demo has stopped: the letters are in its NATS store, which
+		// dlq ls opens when nothing serves it (the store is next to the
+		// table).
+		list := "deltaflow dlq ls"
+		if filepath.Clean(o.data) != "data" {
+			list = "DELTAFLOW_TABLE_URI=" + tablePath + " " + list
+		}
 		fmt.Fprintf(out.Stdout, "produced %d events (%d malformed), committed %d rows, %d dead letters in stream %s\n"+
-			"  (while it runs: nats --server nats://%s stream view %s)\n", produced, bad, rows, letters, dlqStream, natsAddr, dlqStream)
+			"  (%s lists them)\n", produced, bad, rows, letters, dlqStream, list)
 	}
 	switch {
 	case rows != produced-bad:

@@ -272,6 +272,18 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("delta-rs and DuckDB read %d rows (%v), demo said %s", len(view.Rows), err, m[3])
 	}
 	readmeDuckDB(t, filepath.Join(dir, "sensor_events"), n(3))
+	// The hint after the final line lists the letters, the demo stopped
+	// (issue 30: it said "while it runs: nats ...").
+	hint := regexp.MustCompile(`\(DELTAFLOW_TABLE_URI=(\S+) deltaflow dlq ls lists them\)`).FindStringSubmatch(stdout.String())
+	if hint == nil {
+		t.Fatalf("no dlq ls hint after the final line:\n%s", stdout.String())
+	}
+	t.Setenv("DELTAFLOW_TABLE_URI", hint[1])
+	code, ls, errs := run(t, "dlq", "ls", "--limit", "0", "--json")
+	var letters []letterJSON
+	if err := json.Unmarshal([]byte(ls), &letters); code != 0 || err != nil || strconv.Itoa(len(letters)) != m[4] {
+		t.Errorf("the hint's dlq ls: exit %d, %d letters (%v), want %s: %s", code, len(letters), err, m[4], errs)
+	}
 	t.Logf("%s (demo took %s)", m[0], time.Since(start).Round(time.Millisecond))
 }
 

@@ -52,13 +52,18 @@ func (f *offsetsFlags) register(fs *pflag.FlagSet) {
 // environment variable) from the configuration: with --config, `inspect
 // offsets` looks where `run` writes.
 func (f *offsetsFlags) defaultsFrom(fs *pflag.FlagSet, cfg *daemon.Config) {
+	// nats.url, else the embedded server at nats.listen (as dlq ls finds it).
+	natsURL, err := bridge.ClientURL(cfg.NATS)
+	if err != nil {
+		natsURL = ""
+	}
 	for _, d := range []struct {
 		flag string
 		p    *string
 		v    string
 	}{
 		{"app", &f.app, cfg.Table.AppID}, {"topic", &f.topic, cfg.Kafka.Topic}, {"name", &f.name, cfg.Table.Name},
-		{"nats", &f.natsURL, cfg.NATS.URL}, {"brokers", &f.brokers, strings.Join(cfg.Kafka.Brokers, ",")}, {"group", &f.group, cfg.Kafka.Group},
+		{"nats", &f.natsURL, natsURL}, {"brokers", &f.brokers, strings.Join(cfg.Kafka.Brokers, ",")}, {"group", &f.group, cfg.Kafka.Group},
 	} {
 		if !fs.Changed(d.flag) && d.v != "" {
 			*d.p = d.v
