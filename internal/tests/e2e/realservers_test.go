@@ -93,6 +93,7 @@ func TestRealServers(t *testing.T) {
 		"MINIO_ACCESS_KEY=" + s3.AccessKey,
 		"MINIO_SECRET_KEY=" + string(s3.SecretKey),
 		"NATS_URL=" + natsURL,
+		"NATS_PASSWORD=" + "e2e-password", // as compose gives it (.env); the test server has no users
 		"DELTAFLOW_TABLE_URI=" + tableURI,
 		"DELTAFLOW_HTTP_LISTEN=127.0.0.1:0",
 		"FLUSH_INTERVAL=1s",
