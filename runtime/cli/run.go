@@ -48,7 +48,7 @@ func runCommand(out IO) *cobra.Command {
 	}
 	configFlag(cmd.Flags(), &path, "configuration `FILE` (YAML; see docs/configuration.md); empty: defaults and environment only")
 	cmd.Flags().BoolVar(&untilLatest, "until-latest", false, "stop once everything in the topic at start is committed")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "with --until-latest: print the summary as JSON (snake_case keys)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --until-latest: print the summary as JSON")
 	atLeast(cmd.Flags(), &connectTimeout, "connect-timeout", daemon.DefaultConnectTimeout, time.Millisecond,
 		"give up the start when Kafka, the store or NATS does not answer within this long")
 	bindEnv(cmd.Flags(), "connect-timeout", "DELTAFLOW_CONNECT_TIMEOUT")

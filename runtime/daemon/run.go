@@ -73,7 +73,7 @@ type RunOptions struct {
 type Summary struct {
 	Rows        int64          `json:"rows"`
 	Commits     int64          `json:"commits"`
-	DeadLetters int64          `json:"dead_letters"`
+	DeadLetters int64          `json:"deadLetters"`
 	Seconds     float64        `json:"seconds"`
 	Tables      []TableSummary `json:"tables"`
 }
@@ -83,7 +83,7 @@ type TableSummary struct {
 	Table       string `json:"table"`
 	Rows        int64  `json:"rows"`
 	Commits     int64  `json:"commits"`
-	DeadLetters int64  `json:"dead_letters"`
+	DeadLetters int64  `json:"deadLetters"`
 }
 
 // String is the summary line.
