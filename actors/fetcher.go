@@ -388,6 +388,11 @@ func (f *fetcher) awaitSchema(s *sink, id int) {
 	if f.fetchingSchemas[id] {
 		return
 	}
+	if f.schemas == nil { // a registry mapping without a registry: a wiring fault
+		f.logger.Error("a table's records name schema ids and the engine has no schema registry to fetch them from",
+			"table", s.name, "schema_id", id)
+		return
+	}
 	f.fetchingSchemas[id] = true
 	ctx := f.runCtx
 	go func() {
