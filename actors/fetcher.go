@@ -148,9 +148,7 @@ type fetcher struct {
 
 	// Owned by the loop goroutine.
 	runCtx          context.Context // run's: the schema fetches end with it
-	fetchingSchemas map[int]bool
-
-	// Owned by the loop goroutine.
+	fetchingSchemas map[int]bool    // schema ids being fetched
 	pos       map[tp]int64 // next offset the consumer returns, once known
 	active    map[tp]bool  // partitions fetched; the others owned are paused
 	first     chan struct{}
