@@ -149,10 +149,10 @@ type fetcher struct {
 	// Owned by the loop goroutine.
 	runCtx          context.Context // run's: the schema fetches end with it
 	fetchingSchemas map[int]bool    // schema ids being fetched
-	pos       map[tp]int64 // next offset the consumer returns, once known
-	active    map[tp]bool  // partitions fetched; the others owned are paused
-	first     chan struct{}
-	firstOnce sync.Once
+	pos             map[tp]int64    // next offset the consumer returns, once known
+	active          map[tp]bool     // partitions fetched; the others owned are paused
+	first           chan struct{}
+	firstOnce       sync.Once
 	// lagMeasured is when measureLag last asked for the lag.
 	lagMeasured time.Time
 	// lastData is when each partition last returned records (or a batch
