@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -63,6 +65,13 @@ func TestRunFailsFast(t *testing.T) {
 			}
 			if took > 5*time.Second {
 				t.Errorf("Run took %s to give up (connect timeout 2s)", took)
+			}
+			// Nothing is created by a start that fails (issue 30: a taken
+			// NATS port failed after the table was made).
+			if p, local := localPath(cfg.Table.URI); local {
+				if _, err := os.Stat(filepath.Join(p, "_delta_log")); err == nil {
+					t.Errorf("the failed start created the table at %s", p)
+				}
 			}
 		})
 	}
