@@ -21,7 +21,7 @@ func EventsDoc() string {
 		{fmt.Sprintf(EventsSubjectT, "<table>", "<kind>"), EventsSubject, "events (core NATS, fire-and-forget), JSON bodies below"},
 		{fmt.Sprintf(strings.Replace(DLQSubjectT, "%d", "%s", 1), "<table>", "<topic>", "<partition>"), DLQSubject, "dead letters, stored in stream `" + DLQStreamPrefix + "<TABLE>`; body = original record value"},
 		{fmt.Sprintf(ControlGroupT, "<table>") + ".{" + strings.Join([]string{ControlStatus, ControlFlush, ControlPause, ControlResume}, ",") + "}", ControlSubject, "control: micro service `" + ServiceName + "` (request/reply)"},
-		{"$KV." + DefaultKVBucket + "." + fmt.Sprintf(strings.Replace(OffsetKeyT, "%d", "%s", 1), "<table>", "<topic>", "<partition>"), "$KV." + DefaultKVBucket + ".>", "recovery offsets mirror, KV bucket `" + DefaultKVBucket + "`: `{\"offset\":N,\"version\":V,\"time\":\"RFC3339\"}`"},
+		{"$KV." + DefaultKVBucket + "." + fmt.Sprintf(strings.Replace(OffsetKeyT, "%d", "%s", 1), "<table>", "<topic>", "<partition>"), "$KV." + DefaultKVBucket + ".>", "recovery offsets mirror, KV bucket `" + DefaultKVBucket + "`: `{\"offset\":N,\"next\":N+1,\"version\":V,\"time\":\"RFC3339\"}`: `next` is the next offset to read, what `status` (`committed`, `positions`), `inspect offsets` and Kafka's group offsets call the offset; `offset` is the last one committed, kept for readers of earlier versions"},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", r[0], r[1], r[2])

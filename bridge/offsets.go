@@ -14,12 +14,17 @@ import (
 )
 
 // OffsetRecord is the KV value of one partition's recovery offset, e.g.
-// {"offset":41,"version":7,"time":"2026-06-22T09:15:30Z"}. It is a hint for a
-// fast start and for `nats kv watch`: the Delta log's txn actions are the
-// authority, and recovery corrects the mirror when they differ.
+// {"offset":41,"next":42,"version":7,"time":"2026-06-22T09:15:30Z"}. It is
+// a hint for a fast start and for `nats kv watch`: the Delta log's txn
+// actions are the authority, and recovery corrects the mirror when they
+// differ.
 type OffsetRecord struct {
 	// Offset is the last Kafka offset committed to the table.
 	Offset int64 `json:"offset"`
+	// Next is the next offset to read (Offset + 1, PutOffset sets it): the
+	// meaning the control service's status, inspect offsets and Kafka's
+	// group offsets give "offset".
+	Next int64 `json:"next"`
 	// Version is the Delta table version whose commit holds Offset.
 	Version int64 `json:"version"`
 	// Time is when that version was committed.
@@ -37,6 +42,7 @@ func (b *Bridge) kvHandle() jetstream.KeyValue {
 // equal to the last commit, and the committer is its only writer per table.
 func (b *Bridge) PutOffset(ctx context.Context, topic string, partition int32, rec OffsetRecord) error {
 	key := OffsetKey(b.table, topic, partition)
+	rec.Next = rec.Offset + 1
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("put offset %s: %w", key, err)

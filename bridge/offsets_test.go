@@ -52,7 +52,7 @@ func TestOffsetsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(e.Value()) != `{"offset":9,"version":7,"time":"2026-06-22T09:15:30Z"}` {
+	if string(e.Value()) != `{"offset":9,"next":10,"version":7,"time":"2026-06-22T09:15:30Z"}` {
 		t.Errorf("value = %s", e.Value())
 	}
 
@@ -96,7 +96,7 @@ func TestMirrorCatchesUpAfterOutage(t *testing.T) {
 		fastReconnect, withRetry(10*time.Millisecond, 100*time.Millisecond))
 	m := b.Mirror()
 	rec := func(off int64) OffsetRecord {
-		return OffsetRecord{Offset: off, Version: off / 10, Time: time.Unix(off, 0).UTC()}
+		return OffsetRecord{Offset: off, Next: off + 1, Version: off / 10, Time: time.Unix(off, 0).UTC()}
 	}
 
 	m.Update("topic", 0, rec(10))
