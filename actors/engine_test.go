@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -698,6 +699,9 @@ func TestUserPause(t *testing.T) {
 	}
 	if waiting != 1_000 || p.Uncommitted != 1_000 {
 		t.Errorf("lag sums to %d, uncommitted %d; want the 1000 records produced while paused", waiting, p.Uncommitted)
+	}
+	if secs := testutil.ToFloat64(r.metrics().PendingSeconds); secs < 1 {
+		t.Errorf("deltaflow_uncommitted_seconds %v while records waited 2 s", secs)
 	}
 	r.engine.Resume()
 	h.waitCommitted(r, 30*time.Second)

@@ -52,6 +52,10 @@ type Metrics struct {
 	// Pending is, by topic and partition, the records in Kafka the table
 	// does not hold yet: the high watermark minus the committed offset.
 	Pending *prometheus.GaugeVec
+	// PendingSeconds is how long since the table's last commit while
+	// records wait (0 when none do): the lag in seconds beside Pending's
+	// records.
+	PendingSeconds prometheus.Gauge
 	// DataLoss counts partitions found with an offset the log no longer
 	// continues from, by topic, partition, cause (retention, recreated) and
 	// action (held, skipped); DataLossRecords the records known lost by
@@ -100,6 +104,7 @@ type metricVecs struct {
 	commitLatency, epochDuration, maintenanceTimes *prometheus.HistogramVec
 	buffered, dlqWaiting, dlqFull, tableVersion    *prometheus.GaugeVec
 	lastCommit, newestEvent, pending, held         *prometheus.GaugeVec
+	pendingSeconds                                 *prometheus.GaugeVec
 }
 
 // Metric components of Errors and Retries.
@@ -150,6 +155,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Maintenance runs by task (optimize, vacuum, log_cleanup) and result (done, noop, conflict, error).", "task", "result"),
 		maintenanceTimes: histogram("deltaflow_maintenance_duration_seconds", "Time a maintenance run took, by task.",
 			prometheus.ExponentialBuckets(0.01, 4, 10), "task"),
+		pendingSeconds: gauge("deltaflow_uncommitted_seconds",
+			"Seconds since the table's last commit while records wait in Kafka for it (0 when none do): at most how long the oldest of them has waited; checked by the stall watchdog."),
 		pending: gauge("deltaflow_uncommitted_records",
 			"Records in Kafka the table does not hold yet (high watermark minus committed offset), by topic and partition; checked by the stall watchdog.", "topic", "partition"),
 		dataLoss: counter("deltaflow_data_loss_total",
@@ -192,7 +199,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(v.records, v.deadLetters, v.rows, v.files, v.bytes, v.commits, v.conflicts, v.commitLatency,
 			v.epochDuration, v.buffered, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
-			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.dataLoss, v.dataLossRecords, v.held, v.filtered, v.corruptCheckpoints,
+			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.pendingSeconds, v.dataLoss, v.dataLossRecords, v.held, v.filtered, v.corruptCheckpoints,
 			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled, m.Unrouted)
 	}
 	return m
@@ -229,6 +236,7 @@ func (m *Metrics) Table(name string) *Metrics {
 		MaintenanceRuns:     v.maintenanceRuns.MustCurryWith(l),
 		MaintenanceDuration: v.maintenanceTimes.MustCurryWith(l),
 		Pending:             v.pending.MustCurryWith(l),
+		PendingSeconds:      v.pendingSeconds.WithLabelValues(name),
 		DataLoss:            v.dataLoss.MustCurryWith(l),
 		DataLossRecords:     v.dataLossRecords.MustCurryWith(l),
 		Held:                v.held.MustCurryWith(l),

@@ -168,5 +168,10 @@ func (e *Engine) tableProgress(i int, t *table, ends map[tp]int64, endsErr error
 		out.Uncommitted += n
 		lag[part] = n
 	}
+	waited := 0.0
+	if out.Uncommitted > 0 {
+		waited = time.Since(out.LastCommit).Seconds()
+	}
+	t.metrics.PendingSeconds.Set(waited)
 	return out, lag
 }
