@@ -52,7 +52,7 @@ func TestDLQWaitIsBounded(t *testing.T) {
 	if n := value(t, m.DLQWaiting); n != 0 {
 		t.Errorf("deltaflow_dlq_waiting_letters = %v after the DLQ came back", n)
 	}
-	if n := value(t, m.DeadLetters); n == 0 {
+	if n := m.DeadLetterCount(); n == 0 {
 		t.Error("no dead letters counted")
 	}
 }

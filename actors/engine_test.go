@@ -588,6 +588,13 @@ func TestDeadLetters(t *testing.T) {
 	if rows := len(h.tableRows()); rows+int(info.State.Msgs) != h.records {
 		t.Fatalf("%d rows + %d dead letters != %d records", rows, info.State.Msgs, h.records)
 	}
+	// deltaflow_dlq_records_total says why: the mapping refused them.
+	dead := r.metrics().DeadLetters
+	if n := testutil.ToFloat64(dead.WithLabelValues(reasonMapping)); int(n) != bad ||
+		testutil.ToFloat64(dead.WithLabelValues(reasonUnrouted))+testutil.ToFloat64(dead.WithLabelValues(reasonTooLarge)) != 0 {
+		t.Errorf("dead letters by reason: mapping %v (want %d), unrouted %v, too_large %v", n, bad,
+			testutil.ToFloat64(dead.WithLabelValues(reasonUnrouted)), testutil.ToFloat64(dead.WithLabelValues(reasonTooLarge)))
+	}
 }
 
 // TestEventsAndOffsets: a subscriber on deltaflow.> sees commit, flush,

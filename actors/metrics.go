@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/deltaflow/deltaflow/messages"
 )
@@ -20,8 +21,10 @@ import (
 // *_timestamp_seconds (Unix time), as Prometheus names them.
 type Metrics struct {
 	// A table's series.
-	Records       *prometheus.CounterVec // records consumed, by topic and partition
-	DeadLetters   prometheus.Counter
+	Records *prometheus.CounterVec // records consumed, by topic and partition
+	// DeadLetters counts the records sent to the DLQ by reason class
+	// (reasonMapping, reasonUnrouted, reasonTooLarge, reasonIsolated).
+	DeadLetters   *prometheus.CounterVec
 	Rows          prometheus.Counter // rows committed
 	Files         prometheus.Counter
 	Bytes         prometheus.Counter
@@ -107,6 +110,29 @@ type metricVecs struct {
 	pendingSeconds                                 *prometheus.GaugeVec
 }
 
+// Reason classes of DeadLetters.
+const (
+	reasonMapping  = "mapping"
+	reasonUnrouted = "unrouted"
+	reasonTooLarge = "too_large"
+	reasonIsolated = "isolated"
+)
+
+var deadLetterReasons = []string{reasonMapping, reasonUnrouted, reasonTooLarge, reasonIsolated}
+
+// DeadLetterCount is the table's dead letters of every reason (of a
+// table's Metrics).
+func (m *Metrics) DeadLetterCount() int64 {
+	var sum float64
+	for _, r := range deadLetterReasons {
+		var d dto.Metric
+		if m.DeadLetters.WithLabelValues(r).Write(&d) == nil {
+			sum += d.GetCounter().GetValue()
+		}
+	}
+	return int64(sum)
+}
+
 // Metric components of Errors and Retries.
 const (
 	componentStorage = "storage"
@@ -128,13 +154,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, append([]string{"table"}, labels...))
 	}
 	v := &metricVecs{reg: reg, views: map[string]*Metrics{},
-		records:     counter("deltaflow_records_total", "Kafka records consumed, by table, topic and partition.", "topic", "partition"),
-		deadLetters: counter("deltaflow_dlq_records_total", "Records sent to the dead letter queue."),
-		rows:        counter("deltaflow_rows_committed_total", "Rows committed to the Delta table."),
-		files:       counter("deltaflow_files_committed_total", "Data files committed."),
-		bytes:       counter("deltaflow_bytes_committed_total", "Bytes of data files committed."),
-		commits:     counter("deltaflow_commits_total", "Delta commits written."),
-		conflicts:   counter("deltaflow_commit_conflicts_total", "Epochs dropped because a concurrent commit conflicted."),
+		records: counter("deltaflow_records_total", "Kafka records consumed, by table, topic and partition.", "topic", "partition"),
+		deadLetters: counter("deltaflow_dlq_records_total",
+			"Records sent to the dead letter queue, by reason: mapping (a value the table's mapping refuses), unrouted (no route's filter took it, unrouted: dlq), too_large (a record batch over kafka.max_decompress_bytes), isolated (the record every epoch failed on).",
+			"reason"),
+		rows:      counter("deltaflow_rows_committed_total", "Rows committed to the Delta table."),
+		files:     counter("deltaflow_files_committed_total", "Data files committed."),
+		bytes:     counter("deltaflow_bytes_committed_total", "Bytes of data files committed."),
+		commits:   counter("deltaflow_commits_total", "Delta commits written."),
+		conflicts: counter("deltaflow_commit_conflicts_total", "Epochs dropped because a concurrent commit conflicted."),
 		commitLatency: histogram("deltaflow_commit_duration_seconds", "Time to write one Delta commit.",
 			prometheus.ExponentialBuckets(0.005, 2, 12)),
 		epochDuration: histogram("deltaflow_epoch_duration_seconds", "Time from sealing an epoch to its commit.",
@@ -217,7 +245,7 @@ func (m *Metrics) Table(name string) *Metrics {
 	l := prometheus.Labels{"table": name}
 	t := &Metrics{vecs: v, now: m.now,
 		Records:             v.records.MustCurryWith(l),
-		DeadLetters:         v.deadLetters.WithLabelValues(name),
+		DeadLetters:         v.deadLetters.MustCurryWith(l),
 		Rows:                v.rows.WithLabelValues(name),
 		Files:               v.files.WithLabelValues(name),
 		Bytes:               v.bytes.WithLabelValues(name),
@@ -247,6 +275,9 @@ func (m *Metrics) Table(name string) *Metrics {
 	}
 	for _, a := range []string{"committer", "pipeline", "maintenance"} {
 		t.Restarts.WithLabelValues(a)
+	}
+	for _, r := range deadLetterReasons {
+		t.DeadLetters.WithLabelValues(r)
 	}
 	for _, task := range []string{taskOptimize, taskVacuum, taskLogCleanup} {
 		for _, r := range []string{resultDone, resultNoop, resultConflict, resultError} {

@@ -96,6 +96,7 @@ type reader struct {
 	lastOffset int64 // last offset consumed in this epoch, -1 if none
 	records    int64
 	dead       []messages.DeadLetter
+	deadBy     map[string]int // the epoch's dead letters by reason class (Metrics.DeadLetters)
 	routes     map[string]*route
 	touched    []*route // routes of the current Fetch, by route.idx
 	batches    [][]parquet.Row
@@ -134,7 +135,7 @@ type readLimit struct {
 func newReader(cfg *pipelineConfig, gen uint64, p tp, from int64, epoch uint64, pipeline *actor.PID, limit *readLimit) actor.Producer {
 	return func() actor.Actor {
 		r := &reader{cfg: cfg, gen: gen, tp: p, expect: from, epoch: epoch, pipeline: pipeline,
-			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}, limit: limit}
+			mapper: cfg.mapper.Clone(), lastOffset: -1, routes: map[string]*route{}, limit: limit, deadBy: map[string]int{}}
 		if u := cfg.unrouted(p.Topic); u != nil {
 			r.unrouted = u.checker()
 		}
@@ -217,11 +218,13 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 		// Map writes the row's values straight into the slab.
 		r.row.Values = mem.values[used : used+ncols : used+ncols]
 		err := r.mapper.Map(&r.rec, &r.row)
+		class := reasonMapping
 		if err == nil && r.cfg.where != nil && !r.cfg.where.Match(&r.row) {
 			if err = r.leftOut(); err == nil {
 				r.consumed(kr.Offset)
 				continue
 			}
+			class = reasonUnrouted
 		}
 		if pending, ok := errors.AsType[*mapping.SchemaPendingError](err); ok {
 			schema = pending.ID
@@ -241,6 +244,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 				break
 			}
 			r.cfg.buffer.budget.Add(r.gen, size) // given back when the epoch ends
+			r.deadBy[class]++
 			r.dead = append(r.dead, messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 				Key: bytes.Clone(kr.Key), Value: bytes.Clone(kr.Value), Timestamp: kr.Timestamp.UnixMilli(), Reason: reason})
 			r.consumed(kr.Offset)
@@ -386,6 +390,7 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 // batch with the letter, so a restart neither reads it again nor loses it.
 func (r *reader) skipBatch(s *messages.SkippedBatch) {
 	r.cfg.buffer.budget.Add(r.gen, letterMemory(nil, nil, s.Reason))
+	r.deadBy[reasonTooLarge]++
 	r.dead = append(r.dead, messages.DeadLetter{Topic: r.tp.Topic, Partition: r.tp.Partition, Offset: s.Offset,
 		LastOffset: s.LastOffset, Reason: s.Reason})
 	r.lastOffset, r.expect = s.LastOffset, s.LastOffset+1
@@ -401,6 +406,7 @@ func (r *reader) deadLetterPoison(kr *kgo.Record) {
 		dl.Key, dl.Value = bytes.Clone(kr.Key), bytes.Clone(kr.Value)
 	}
 	r.cfg.buffer.budget.Add(r.gen, letterMemory(dl.Key, dl.Value, dl.Reason)) // given back when the epoch ends
+	r.deadBy[reasonIsolated]++
 	r.dead = append(r.dead, dl)
 	r.consumed(kr.Offset)
 }
@@ -434,6 +440,9 @@ func (r *reader) handleSeal(c actor.Context, m *messages.Seal) {
 	r.cfg.logger.Debug("sealed", "partition", r.tp, "epoch", m.Epoch, "last", r.lastOffset, "records", r.records)
 	c.Send(r.cfg.committer, &messages.Sealed{Gen: r.gen, Epoch: m.Epoch, Topic: r.tp.Topic, Partition: r.tp.Partition,
 		LastOffset: r.lastOffset, Records: r.records, DeadLetters: r.dead})
-	r.cfg.metrics.DeadLetters.Add(float64(len(r.dead)))
+	for class, n := range r.deadBy {
+		r.cfg.metrics.DeadLetters.WithLabelValues(class).Add(float64(n))
+	}
+	clear(r.deadBy)
 	r.epoch, r.lastOffset, r.records, r.dead = m.Epoch+1, -1, 0, nil
 }

@@ -452,6 +452,14 @@ func TestRoutesWhereAndUnrouted(t *testing.T) {
 			if want := map[string]int{UnroutedSkip: 0, UnroutedDLQ: lost}[mode]; letters != want {
 				t.Errorf("%d dead letters, want %d", letters, want)
 			}
+			// deltaflow_dlq_records_total says they were unrouted.
+			var unrouted float64
+			for _, tb := range r.engine.tables {
+				unrouted += testutil.ToFloat64(tb.metrics.DeadLetters.WithLabelValues(reasonUnrouted))
+			}
+			if want := map[string]int{UnroutedSkip: 0, UnroutedDLQ: lost}[mode]; int(unrouted) != want {
+				t.Errorf("deltaflow_dlq_records_total{reason=unrouted} %v, want %d", unrouted, want)
+			}
 		})
 	}
 }

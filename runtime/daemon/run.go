@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions) error {
 		for _, r := range cfg.Routes() {
 			tm := metrics.Table(r.Table.Name)
 			t := TableSummary{Table: r.Table.Name, Rows: counterValue(tm.Rows), Commits: counterValue(tm.Commits),
-				DeadLetters: counterValue(tm.DeadLetters)}
+				DeadLetters: tm.DeadLetterCount()}
 			sum.Rows, sum.Commits, sum.DeadLetters = sum.Rows+t.Rows, sum.Commits+t.Commits, sum.DeadLetters+t.DeadLetters
 			sum.Tables = append(sum.Tables, t)
 		}
