@@ -109,9 +109,13 @@ type Consumer struct {
 	ready     chan struct{} // closed once cl and adm are set: the group can assign before NewClient returns
 	closeOnce sync.Once
 
-	mu        sync.Mutex
-	owned     map[ledger.TP]*position // partitions we read
-	assignErr error                   // the last failed assignment, for Poll to report
+	mu    sync.Mutex
+	owned map[ledger.TP]*position // partitions we read
+	// assigning holds the partitions whose assignment is being settled, with
+	// the seek the poll loop asked for meanwhile (unseekYet if none): the
+	// handler tells the loop of them before they are owned.
+	assigning map[ledger.TP]int64
+	assignErr error // the last failed assignment, for Poll to report
 }
 
 // subscription is what a consumer reads: topics by name, and topics whose
@@ -175,7 +179,7 @@ func NewConsumer(cfg Config, h Handler, logger *slog.Logger, opts ...ConsumerOpt
 			return nil, fmt.Errorf("kafka: topic pattern %q: %w", r, err)
 		}
 	}
-	c := &Consumer{cfg: cfg, sub: sub, h: h, log: logger, owned: make(map[ledger.TP]*position), ready: make(chan struct{})}
+	c := &Consumer{cfg: cfg, sub: sub, h: h, log: logger, owned: make(map[ledger.TP]*position), assigning: make(map[ledger.TP]int64), ready: make(chan struct{})}
 	kopts, err := cfg.clientOpts(logger)
 	if err != nil {
 		return nil, err
@@ -264,6 +268,9 @@ func (c *Consumer) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	return offsets, nil
 }
 
+// noSeek marks a partition being assigned that no Seek named.
+const noSeek int64 = -3
+
 // assign asks the handler where partitions ps of topic start, resolves "the
 // log start" to a concrete offset (so Seek can return there later), holds
 // what the handler holds, and records ps as owned.
@@ -273,17 +280,29 @@ func (c *Consumer) assign(ctx context.Context, topic string, ps []int32) (map[in
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	c.mu.Lock()
+	for _, p := range ps {
+		c.assigning[ledger.TP{Topic: topic, Partition: p}] = noSeek
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		for _, p := range ps {
+			delete(c.assigning, ledger.TP{Topic: topic, Partition: p})
+		}
+		c.mu.Unlock()
+	}()
 	next, err := c.h.Assigned(ctx, topic, ps)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: assign %s%v: %w", topic, ps, err)
 	}
 	start := make(map[int32]int64, len(ps))
-	var held []int32
+	held := map[int32]bool{}
 	atLogStart := false
 	for _, p := range ps {
 		o, ok := next[p]
 		if o == ledger.Held {
-			held = append(held, p) // placed at the log start, never fetched
+			held[p] = true // placed at the log start, never fetched
 		}
 		if !ok || o < 0 {
 			o, atLogStart = -1, true
@@ -306,15 +325,31 @@ func (c *Consumer) assign(ctx context.Context, topic string, ps []int32) (map[in
 			start[p] = r.Start
 		}
 	}
-	// Pausing before the partitions are consumed keeps a held one from
-	// ever being fetched (revoked resumes it: pauses outlive assignments).
-	c.cl.PauseFetchPartitions(map[string][]int32{topic: held})
+	var holding []int32
 	c.mu.Lock()
-	for p, o := range start {
-		c.owned[ledger.TP{Topic: topic, Partition: p}] = &position{origin: o, next: o, held: slices.Contains(held, p)}
+	for _, p := range ps {
+		tp := ledger.TP{Topic: topic, Partition: p}
+		// A seek the loop asked for while the handler answered is where
+		// the loop believes the partition is: it wins.
+		switch o := c.assigning[tp]; {
+		case o == noSeek:
+		case o == ledger.Held:
+			held[p] = true
+		case o >= 0:
+			start[p], held[p] = o, false
+		default: // back to where it starts
+			held[p] = false
+		}
+		c.owned[tp] = &position{origin: start[p], next: start[p], held: held[p]}
+		if held[p] {
+			holding = append(holding, p)
+		}
 	}
 	c.mu.Unlock()
-	c.log.Info("kafka: partitions assigned", "topic", topic, "start", start, "held", held)
+	// Pausing before the partitions are consumed keeps a held one from
+	// ever being fetched (revoked resumes it: pauses outlive assignments).
+	c.cl.PauseFetchPartitions(map[string][]int32{topic: holding})
+	c.log.Info("kafka: partitions assigned", "topic", topic, "start", start, "held", holding)
 	return start, nil
 }
 
@@ -532,15 +567,20 @@ func byTopic(tps []ledger.TP) map[string][]int32 {
 // committed ones after an aborted epoch. Everything already fetched and not
 // yet returned is discarded, so the next record Poll returns for a partition
 // is the one at its new offset. An offset of -1 returns to where the
-// partition started on assignment; [ledger.Held] holds the partition, and any other
-// offset releases a held one. Partitions not owned are ignored. Call from
-// the poll loop, between two Polls.
+// partition started on assignment; [ledger.Held] holds the partition, and
+// any other offset releases a held one. A partition being assigned starts
+// there; others not owned are ignored. Call from the poll loop, between two
+// Polls.
 func (c *Consumer) Seek(offsets map[ledger.TP]int64) {
 	set := map[string]map[int32]kgo.EpochOffset{}
 	var hold, release []ledger.TP
 	c.mu.Lock()
 	for tp, o := range offsets {
 		pos := c.owned[tp]
+		if _, ok := c.assigning[tp]; ok && pos == nil {
+			c.assigning[tp] = o // applied when the assignment settles
+			continue
+		}
 		if pos == nil {
 			c.log.Warn("kafka: seek on a partition not owned; ignored", "topic", tp.Topic, "partition", tp.Partition, "offset", o)
 			continue

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/ledger"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -557,6 +561,47 @@ func TestHeldPartition(t *testing.T) {
 	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[1]) == 3 })
 	if !slices.Equal(got[1], seq(2, 5)) {
 		t.Fatalf("released partition 1 returned %v, want offsets 2-4", got[1])
+	}
+}
+
+// seekingHandler is a handler that, inside Assigned, makes the seeks the
+// poll loop makes when the engine tells it of an assignment before the
+// consumer has recorded it.
+type seekingHandler struct {
+	handler
+	c    atomic.Pointer[Consumer]
+	seek map[ledger.TP]int64
+}
+
+func (h *seekingHandler) Assigned(ctx context.Context, topic string, ps []int32) (map[int32]int64, error) {
+	h.c.Load().Seek(h.seek)
+	return h.handler.Assigned(ctx, topic, ps)
+}
+
+// TestSeekWhileAssigning: a seek of a partition whose assignment is being
+// settled is where it starts (it was ignored, with a warning, and the
+// partition started where the handler said).
+func TestSeekWhileAssigning(t *testing.T) {
+	cfg := newCluster(t)
+	seed(t, cfg, map[int32]int{0: 10, 1: 10, 2: 10})
+	h := &seekingHandler{
+		handler: handler{start: map[int32]int64{0: 2, 1: 2, 2: ledger.Held}},
+		seek:    ledger.Of(topic, map[int32]int64{0: 5, 1: ledger.Held, 2: 7}),
+	}
+	var logs testenv.SyncBuffer
+	c, err := NewConsumer(cfg, h, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	h.c.Store(c)
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 3 })
+	want := offsets{0: seq(5, 10), 2: seq(7, 10)}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("polled %v, want %v (partition 1 held)", got, want)
+	}
+	if strings.Contains(logs.String(), "not owned") {
+		t.Errorf("the seek was ignored:\n%s", logs.String())
 	}
 }
 
