@@ -222,7 +222,7 @@ func plugRegistry(t *testing.T) (*srfake.Registry, *schemareg.Registry, int, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fake, reg, v1, latest
+	return fake, reg, v1, latest.Text
 }
 
 // A kill loop over a topic whose schema changes inside it (v1, then v2

@@ -31,6 +31,10 @@ const (
 	// (Config.Registry) in the Confluent wire format, each naming its
 	// writer schema.
 	Avro Format = "avro"
+	// JSONSchema records are JSON objects in the Confluent wire format,
+	// each header naming the registry's JSON Schema that validates it
+	// (Config.Registry).
+	JSONSchema Format = "json_schema"
 )
 
 // DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
@@ -47,7 +51,8 @@ type Config struct {
 	// Columns are the table's columns in declared order. With the avro
 	// format, none means one for each field of the schema (docs/configuration.md, Formats).
 	Columns []Column `yaml:"columns"`
-	// Format is how record values are encoded: JSON (the default) or Avro.
+	// Format is how record values are encoded: JSON (the default), Avro
+	// or JSON Schema.
 	Format Format `yaml:"format"`
 	// SchemaFile is the Avro schema (.avsc) the records are written with,
 	// for the avro format: the records carry no schema of their own.
@@ -334,8 +339,10 @@ func (c *Config) format() (*avroSchema, error) {
 		}
 		return nil, nil
 	case Avro:
+	case JSONSchema:
+		return nil, c.jsonSchemaColumns()
 	default:
-		return nil, fmt.Errorf("%s.format: unknown format %q (want json or avro)", c.key(), c.Format)
+		return nil, fmt.Errorf("%s.format: unknown format %q (want json, avro or json_schema)", c.key(), c.Format)
 	}
 	if c.SchemaFile == "" && c.Registry == nil {
 		return nil, fmt.Errorf("%s.schema_file: the avro format needs the schema the records are written with (.avsc), or a schema_registry.url", c.key())
@@ -375,6 +382,26 @@ func (c *Config) format() (*avroSchema, error) {
 	return schema, nil
 }
 
+// jsonSchemaColumns checks a json_schema table's section, and makes its
+// columns of the subject's latest schema when it gives none.
+func (c *Config) jsonSchemaColumns() error {
+	switch {
+	case c.SchemaFile != "":
+		return fmt.Errorf("%s.schema_file: the json_schema format reads its schemas from the schema registry", c.key())
+	case c.Registry == nil:
+		return fmt.Errorf("%s.format: json_schema records name their schemas in a registry: set schema_registry.url", c.key())
+	case len(c.Columns) > 0:
+		return nil
+	case c.Schema == "":
+		return fmt.Errorf("%s.columns: none given, and no schema to make them of", c.key())
+	}
+	var err error
+	if c.Columns, err = jsonSchemaColumns(c.Schema); err != nil {
+		return fmt.Errorf("%s: the registry's schema: %w", c.key(), err)
+	}
+	return nil
+}
+
 // avroValues compiles the Avro reader of plan p, naming the column whose
 // source the schema does not have: of schema's records, or with a
 // registry, of the records' headers' writer schemas.
@@ -385,7 +412,7 @@ func (c *Config) avroValues(schema *avroSchema, p *plan) (func(p *plan) values, 
 		build, err = compileAvro(schema, p, false)
 	}
 	if c.Registry != nil && err == nil {
-		build = newRegistryValues(&writerPlans{schemas: c.Registry, byID: map[int]writerPlan{}})
+		build = newRegistryValues(c.Registry, compileAvroWriter)
 	}
 	if pe, isPath := errors.AsType[*avroPathError](err); isPath {
 		for i, col := range p.cols {

@@ -194,10 +194,13 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		}
 		p.cols = append(p.cols, pc)
 	}
-	if cfg.Format == Avro {
+	switch cfg.Format {
+	case Avro:
 		if p.values, err = cfg.avroValues(schema, p); err != nil {
 			return nil, err
 		}
+	case JSONSchema:
+		p.values = newRegistryValues(cfg.Registry, compileJSONSchemaWriter)
 	}
 	return newMapper(p), nil
 }

@@ -15,10 +15,17 @@ import (
 // id. It must be safe for concurrent use and must not block: Map runs on
 // an actor, and a schema it does not have yet is fetched elsewhere.
 type Schemas interface {
-	// Schema returns schema id's text; known is false while it has not
-	// been fetched, and err says why it never will be (the registry has
-	// no such id), which makes the record a dead letter.
-	Schema(id int) (text string, known bool, err error)
+	// Schema returns schema id; known is false while it has not been
+	// fetched, and err says why it never will be (the registry has no
+	// such id), which makes the record a dead letter.
+	Schema(id int) (s WriterSchema, known bool, err error)
+}
+
+// WriterSchema is a schema a registry holds: its format (Avro or
+// JSONSchema; the registry's AVRO, JSON, PROTOBUF) and its text.
+type WriterSchema struct {
+	Format Format
+	Text   string
 }
 
 // SchemaPendingError is Map's error for a record whose writer schema is
@@ -70,6 +77,7 @@ func parseWireHeader(value []byte) (int, []byte, error) {
 // shared by the plan's Mappers: compiled once per process.
 type writerPlans struct {
 	schemas Schemas
+	compile func(text string, p *plan) writerPlan // the plan's format's
 	mu      sync.Mutex
 	byID    map[int]writerPlan
 }
@@ -91,22 +99,24 @@ func (w *writerPlans) compiled(p *plan, id int) (wp writerPlan, pending bool) {
 	if wp, ok := w.byID[id]; ok {
 		return wp, false
 	}
-	text, known, err := w.schemas.Schema(id)
+	s, known, err := w.schemas.Schema(id)
 	switch {
 	case err != nil:
 		wp.err = err
 	case !known:
 		return wp, true
+	case s.Format != p.cfg.Format:
+		wp.err = fmt.Errorf("a schema of format %s; the table's format is %s", s.Format, p.cfg.Format)
 	default:
-		wp = compileWriter(text, p)
+		wp = w.compile(s.Text, p)
 	}
 	w.byID[id] = wp
 	return wp, false
 }
 
-// compileWriter compiles a writer schema for p's paths. A path the writer
-// schema lacks reads null (a field removed, or not added yet).
-func compileWriter(text string, p *plan) writerPlan {
+// compileAvroWriter compiles an Avro writer schema for p's paths. A path
+// the writer schema lacks reads null (a field removed, or not added yet).
+func compileAvroWriter(text string, p *plan) writerPlan {
 	schema, err := parseAvroSchema([]byte(text))
 	if err != nil {
 		return writerPlan{err: err}
@@ -163,7 +173,8 @@ type registryValues struct {
 	curID int
 }
 
-func newRegistryValues(plans *writerPlans) func(p *plan) values {
+func newRegistryValues(schemas Schemas, compile func(text string, p *plan) writerPlan) func(p *plan) values {
+	plans := &writerPlans{schemas: schemas, compile: compile, byID: map[int]writerPlan{}}
 	return func(p *plan) values {
 		return &registryValues{p: p, plans: plans, byID: map[int]values{}, curID: -1}
 	}
@@ -172,7 +183,7 @@ func newRegistryValues(plans *writerPlans) func(p *plan) values {
 func (r *registryValues) resolve(value []byte) error {
 	id, body, err := parseWireHeader(value)
 	if err != nil {
-		return &MapError{Reason: "not schema registry Avro: " + err.Error()}
+		return &MapError{Reason: "not in the schema registry's wire format: " + err.Error()}
 	}
 	if id != r.curID || r.cur == nil {
 		if err := r.use(id); err != nil {

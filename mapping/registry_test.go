@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"strings"
@@ -16,18 +17,21 @@ import (
 // schemareg.Registry implements (its own tests use a real registry API).
 type schemaMap struct {
 	mu      sync.Mutex
+	format  Format // of every schema; Avro if empty
 	schemas map[int]string
 	missing map[int]error
 }
 
-func (s *schemaMap) Schema(id int) (string, bool, error) {
+func (s *schemaMap) Schema(id int) (WriterSchema, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ws := WriterSchema{Format: cmp.Or(s.format, Avro)}
 	if err := s.missing[id]; err != nil {
-		return "", true, err
+		return ws, true, err
 	}
 	text, ok := s.schemas[id]
-	return text, ok, nil
+	ws.Text = text
+	return ws, ok, nil
 }
 
 // wire prefixes an Avro body with the Confluent header naming id.

@@ -60,8 +60,15 @@ type Store interface {
 	Save(ctx context.Context, key, value string) error
 }
 
-// Store keys: a schema's text by id, and a subject's latest schema id.
-func idKey(id int) string { return "id." + strconv.Itoa(id) }
+// Store keys: a schema's text by id (an Avro schema's as "id.<n>", as
+// before other formats came; the others' "id.<n>.<FORMAT>"), and a
+// subject's latest schema id.
+func idKey(id int, f mapping.Format) string {
+	if f == mapping.Avro {
+		return "id." + strconv.Itoa(id)
+	}
+	return "id." + strconv.Itoa(id) + "." + string(f)
+}
 
 func subjectKey(subject string) string {
 	return "subject." + base64.RawURLEncoding.EncodeToString([]byte(subject))
@@ -74,7 +81,7 @@ type Registry struct {
 	logger *slog.Logger
 
 	mu      sync.RWMutex
-	schemas map[int]string
+	schemas map[int]mapping.WriterSchema
 	missing map[int]error  // ids the registry does not have, or that no table reads
 	latest  map[string]int // subject → latest id, as last seen (also in the store)
 }
@@ -105,7 +112,7 @@ func New(ctx context.Context, cfg Config, store Store, logger *slog.Logger) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("schema_registry: %w", err)
 	}
-	r := &Registry{cl: cl, store: store, logger: logger, schemas: map[int]string{}, missing: map[int]error{},
+	r := &Registry{cl: cl, store: store, logger: logger, schemas: map[int]mapping.WriterSchema{}, missing: map[int]error{},
 		latest: map[string]int{}}
 	if store != nil {
 		stored, err := store.Load(ctx)
@@ -114,8 +121,12 @@ func New(ctx context.Context, cfg Config, store Store, logger *slog.Logger) (*Re
 		}
 		for k, v := range stored {
 			if n, isID := strings.CutPrefix(k, "id."); isID {
+				n, f, _ := strings.Cut(n, ".")
+				if f == "" {
+					f = string(mapping.Avro)
+				}
 				if id, err := strconv.Atoi(n); err == nil {
-					r.schemas[id] = v
+					r.schemas[id] = mapping.WriterSchema{Format: mapping.Format(f), Text: v}
 				}
 			} else if enc, isSubject := strings.CutPrefix(k, "subject."); isSubject {
 				subject, err1 := base64.RawURLEncoding.DecodeString(enc)
@@ -130,23 +141,23 @@ func New(ctx context.Context, cfg Config, store Store, logger *slog.Logger) (*Re
 }
 
 // Schema implements mapping.Schemas.
-func (r *Registry) Schema(id int) (text string, known bool, err error) {
+func (r *Registry) Schema(id int) (s mapping.WriterSchema, known bool, err error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if text, ok := r.schemas[id]; ok {
-		return text, true, nil
+	if s, ok := r.schemas[id]; ok {
+		return s, true, nil
 	}
 	if err := r.missing[id]; err != nil {
-		return "", true, err
+		return s, true, err
 	}
-	return "", false, nil
+	return s, false, nil
 }
 
 // Fetch asks the registry for schema id until it answers or ctx ends:
 // an outage or a slow registry is waited out with backoff (each failure
 // is passed to retrying, which reports it), never made a dead letter. An
-// id the registry does not have, or not an Avro schema, is remembered as
-// such (Schema then says why). Only ErrUnauthorized and ctx's error end
+// id the registry does not have, or a schema no format reads, is
+// remembered as such (Schema then says why). Only ErrUnauthorized and ctx's error end
 // it early.
 func (r *Registry) Fetch(ctx context.Context, id int, retrying func(error)) error {
 	if _, known, _ := r.Schema(id); known {
@@ -178,58 +189,60 @@ func (r *Registry) Fetch(ctx context.Context, id int, retrying func(error)) erro
 	}
 }
 
-// Latest returns the latest version of subject: its id and Avro text.
+// Latest returns the latest version of subject: its id and schema.
 // When the registry cannot be reached, the latest version seen before (by
 // this process or, through the store, an earlier one) stands in for it, so
 // a restart while the registry is down goes on; stale says so.
-func (r *Registry) Latest(ctx context.Context, subject string) (id int, text string, stale bool, err error) {
+func (r *Registry) Latest(ctx context.Context, subject string) (id int, schema mapping.WriterSchema, stale bool, err error) {
 	s, err := r.cl.SchemaByVersion(ctx, subject, -1)
 	if err != nil {
 		switch st := statusOf(err); {
 		case st == http.StatusUnauthorized || st == http.StatusForbidden:
-			return 0, "", false, fmt.Errorf("subject %s: %w (HTTP %d)", subject, ErrUnauthorized, st)
+			return 0, schema, false, fmt.Errorf("subject %s: %w (HTTP %d)", subject, ErrUnauthorized, st)
 		case st == 0: // not reached
 			r.mu.RLock()
 			id, seen := r.latest[subject]
-			text, have := r.schemas[id]
+			schema, have := r.schemas[id]
 			r.mu.RUnlock()
 			if seen && have {
-				return id, text, true, nil
+				return id, schema, true, nil
 			}
 		}
-		return 0, "", false, fmt.Errorf("subject %s: %w", subject, err)
+		return 0, schema, false, fmt.Errorf("subject %s: %w", subject, err)
 	}
-	if err := checkAvro(s.Schema); err != nil {
-		return 0, "", false, fmt.Errorf("subject %s version %d (id %d): %w", subject, s.Version, s.ID, err)
+	schema, err = readable(s.Schema)
+	if err != nil {
+		return 0, schema, false, fmt.Errorf("subject %s version %d (id %d): %w", subject, s.Version, s.ID, err)
 	}
 	if err := r.keep(ctx, s.ID, s.Schema); err != nil {
-		return 0, "", false, err
+		return 0, schema, false, err
 	}
 	if r.store != nil {
 		if err := r.store.Save(ctx, subjectKey(subject), strconv.Itoa(s.ID)); err != nil {
-			return 0, "", false, fmt.Errorf("keep subject %s's latest id: %w", subject, err)
+			return 0, schema, false, fmt.Errorf("keep subject %s's latest id: %w", subject, err)
 		}
 	}
 	r.mu.Lock()
 	r.latest[subject] = s.ID
 	r.mu.Unlock()
-	return s.ID, s.Schema.Schema, false, nil
+	return s.ID, schema, false, nil
 }
 
 // keep remembers schema id, in the store too; a schema deltaflow cannot
 // read is remembered as such.
 func (r *Registry) keep(ctx context.Context, id int, s sr.Schema) error {
-	if err := checkAvro(s); err != nil {
+	schema, err := readable(s)
+	if err != nil {
 		r.forget(id, err)
 		return nil
 	}
 	if r.store != nil {
-		if err := r.store.Save(ctx, idKey(id), s.Schema); err != nil {
+		if err := r.store.Save(ctx, idKey(id, schema.Format), schema.Text); err != nil {
 			return fmt.Errorf("keep schema id %d: %w", id, err)
 		}
 	}
 	r.mu.Lock()
-	r.schemas[id] = s.Schema
+	r.schemas[id] = schema
 	r.mu.Unlock()
 	return nil
 }
@@ -240,16 +253,23 @@ func (r *Registry) forget(id int, why error) {
 	r.mu.Unlock()
 }
 
-// checkAvro refuses what the avro format cannot decode.
-func checkAvro(s sr.Schema) error {
-	switch {
-	case s.Type != sr.TypeAvro:
-		return fmt.Errorf("a %s schema; the table's format is avro", s.Type)
-	case len(s.References) > 0:
-		return fmt.Errorf("the schema references %d other schemas (%s, ...), which deltaflow does not resolve yet",
+// readable is a registry's schema as the mappers take it, or why none
+// can read it.
+func readable(s sr.Schema) (mapping.WriterSchema, error) {
+	ws := mapping.WriterSchema{Text: s.Schema}
+	switch s.Type {
+	case sr.TypeAvro:
+		ws.Format = mapping.Avro
+	case sr.TypeJSON:
+		ws.Format = mapping.JSONSchema
+	default:
+		return ws, fmt.Errorf("a %s schema, which deltaflow does not read yet", s.Type)
+	}
+	if len(s.References) > 0 {
+		return ws, fmt.Errorf("the schema references %d other schemas (%s, ...), which deltaflow does not resolve yet",
 			len(s.References), s.References[0].Subject)
 	}
-	return nil
+	return ws, nil
 }
 
 // statusOf is the HTTP status of a registry's answer, or 0.

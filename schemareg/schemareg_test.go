@@ -5,7 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,8 +76,8 @@ func TestFetch(t *testing.T) {
 	if err := r.Fetch(t.Context(), id, noRetry(t)); err != nil {
 		t.Fatal(err)
 	}
-	if text, known, err := r.Schema(id); !known || err != nil || text != readingV1 {
-		t.Fatalf("Schema(%d) = %q, %v, %v", id, text, known, err)
+	if s, known, err := r.Schema(id); !known || err != nil || s != (mapping.WriterSchema{Format: mapping.Avro, Text: readingV1}) {
+		t.Fatalf("Schema(%d) = %+v, %v, %v", id, s, known, err)
 	}
 	if err := r.Fetch(t.Context(), 999, noRetry(t)); err != nil {
 		t.Fatal(err)
@@ -140,32 +143,53 @@ func TestCredentials(t *testing.T) {
 }
 
 // What a registry gave is kept in the store: a new Registry over it
-// decodes the ids and knows the subject's latest schema while the
-// registry is down.
+// decodes the ids and knows the subjects' latest schemas, and their
+// formats, while the registry is down.
 func TestStoreOutlivesTheRegistry(t *testing.T) {
 	fake := srfake.New()
 	store := &memStore{m: map[string]string{}}
-	id, _, err := fake.RegisterSchema("readings-value", sr.Schema{Schema: readingV1})
-	if err != nil {
-		t.Fatal(err)
+	const alertV1 = `{"type":"object","properties":{"id":{"type":"string"}}}`
+	subjects := map[string]mapping.WriterSchema{
+		"readings-value": {Format: mapping.Avro, Text: readingV1},
+		"alerts-value":   {Format: mapping.JSONSchema, Text: alertV1},
+	}
+	ids := map[string]int{}
+	for subject, ws := range subjects {
+		typ := sr.TypeAvro
+		if ws.Format == mapping.JSONSchema {
+			typ = sr.TypeJSON
+		}
+		id, _, err := fake.RegisterSchema(subject, sr.Schema{Type: typ, Schema: ws.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[subject] = id
 	}
 	first := newRegistry(t, Config{URL: []string{fake.URL()}}, store)
-	if got, _, stale, err := first.Latest(t.Context(), "readings-value"); err != nil || got != id || stale {
-		t.Fatalf("Latest = %d, stale %v, %v; want %d", got, stale, err, id)
+	for subject, want := range subjects {
+		if id, got, stale, err := first.Latest(t.Context(), subject); err != nil || id != ids[subject] || stale || got != want {
+			t.Fatalf("Latest(%s) = %d, %+v, stale %v, %v; want %d, %+v", subject, id, got, stale, err, ids[subject], want)
+		}
 	}
 	fake.Close()
 
 	second := newRegistry(t, Config{URL: []string{fake.URL()}, Timeout: time.Second}, store)
-	if text, known, err := second.Schema(id); !known || err != nil || text != readingV1 {
-		t.Fatalf("Schema(%d) after a restart = %q, %v, %v", id, text, known, err)
+	for subject, want := range subjects {
+		id := ids[subject]
+		if got, known, err := second.Schema(id); !known || err != nil || got != want {
+			t.Fatalf("Schema(%d) after a restart = %+v, %v, %v; want %+v", id, got, known, err, want)
+		}
+		got, ws, stale, err := second.Latest(t.Context(), subject)
+		if err != nil || got != id || !stale || ws != want {
+			t.Fatalf("Latest(%s) with the registry down = %d, %+v, stale %v, %v; want %d, the stored schema, stale", subject, got, ws, stale, err, id)
+		}
 	}
-	got, text, stale, err := second.Latest(t.Context(), "readings-value")
-	if err != nil || got != id || !stale || text != readingV1 {
-		t.Fatalf("Latest with the registry down = %d, %q, stale %v, %v; want %d, the stored text, stale", got, text, stale, err, id)
+	if _, ok := store.m["id."+strconv.Itoa(ids["readings-value"])]; !ok {
+		t.Errorf("an Avro schema is no longer stored under id.<n>, where earlier releases read it: %v", slices.Collect(maps.Keys(store.m)))
 	}
 }
 
-// A schema deltaflow cannot decode as Avro is a reason, not a retry.
+// A schema of a format deltaflow does not read is a reason, not a retry.
 func TestNotAvro(t *testing.T) {
 	fake := srfake.New()
 	defer fake.Close()

@@ -20,19 +20,14 @@ import argparse
 import datetime
 import io
 import json
-import os
 import random
 import struct
-import sys
 import uuid
 
 import fastavro
-from confluent_kafka import Producer
 
+from kafkaproduce import draw_day, draw_instant, draw_text, produce, registry_client
 from rowjson import render
-
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
 
 def value(rng, typ, named):
     """A random value of Avro type typ (as fastavro takes it) and the value
@@ -51,12 +46,10 @@ def value(rng, typ, named):
             s = rng.choice(typ["symbols"])
             return s, s
         if logical == "date":
-            d = datetime.date(2026, 1, 1) + datetime.timedelta(days=rng.randrange(-40000, 40000))
+            d = draw_day(rng)
             return d, d
         if logical in ("timestamp-millis", "timestamp-micros"):
-            unit = 1000 if logical == "timestamp-millis" else 1
-            us = rng.randrange(-2**40, 2**50) // unit * unit
-            ts = EPOCH + datetime.timedelta(microseconds=us)
+            ts = draw_instant(rng, 1000 if logical == "timestamp-millis" else 1)
             return ts, ts
         if logical == "time-millis":
             ms = rng.randrange(0, 86_400_000)
@@ -66,7 +59,7 @@ def value(rng, typ, named):
             return u, u
         return value(rng, base, named)
     if typ == "string":
-        s = "".join(rng.choice("abcxyz é€😀'\"\\") for _ in range(rng.randrange(0, 12)))
+        s = draw_text(rng)
         return s, s
     if typ == "boolean":
         b = rng.random() < 0.5
@@ -97,14 +90,10 @@ def schemaless(schema):
 
 def registry_serializer(url, schema_str, topic):
     """confluent-kafka's AvroSerializer, registering schema_str."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    conf = {"url": url}
-    if os.environ.get("SCHEMA_REGISTRY_USER_INFO"):
-        conf["basic.auth.user.info"] = os.environ["SCHEMA_REGISTRY_USER_INFO"]
-    serializer = AvroSerializer(SchemaRegistryClient(conf), schema_str)
+    serializer = AvroSerializer(registry_client(url), schema_str)
     ctx = SerializationContext(topic, MessageField.VALUE)
     return lambda rec: serializer(rec, ctx)
 
@@ -126,29 +115,16 @@ def main():
     if args.registry:
         encode = registry_serializer(args.registry, json.dumps(raw), args.topic)
     rng = random.Random(args.seed)
-    producer = Producer({"bootstrap.servers": args.brokers, "enable.idempotence": True})
-    failed = []
-
-    def delivered(err, _msg):
-        if err is not None:
-            failed.append(err)
-
-    expected = []
+    values, rows = [], []
     named = {}
-    for i in range(args.count):
+    for _ in range(args.count):
         rec, row = {}, {}
         for field in raw["fields"]:
             rec[field["name"]], row[field["name"]] = value(rng, field["type"], named)
-        producer.produce(args.topic, value=encode(rec), partition=i % 3, on_delivery=delivered)
-        expected.append({k: render(v) for k, v in row.items()})
-        producer.poll(0)
-    for i in range(args.bad):
-        producer.produce(args.topic, value=b"\xff\xff\xff not avro", partition=i % 3, on_delivery=delivered)
-    if producer.flush(60) != 0 or failed:
-        raise SystemExit(f"avroproduce.py: not delivered: {failed or 'flush timed out'}")
-    expected.sort(key=lambda r: json.dumps(r, sort_keys=True))
-    json.dump(expected, sys.stdout, sort_keys=True)
-
+        values.append(encode(rec))
+        rows.append({k: render(v) for k, v in row.items()})
+    values += [b"\xff\xff\xff not avro"] * args.bad
+    produce("avroproduce.py", args.brokers, args.topic, values, rows)
 
 if __name__ == "__main__":
     main()

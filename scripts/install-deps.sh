@@ -161,10 +161,11 @@ venv_install() {
 # extensions here.
 venv_install duckdb duckdb.version "duckdb, duckdb_extension_delta, duckdb_extension_httpfs" \
 	"duckdb==$DUCKDB_VERSION duckdb-extension-delta==$DUCKDB_VERSION duckdb-extension-httpfs==$DUCKDB_VERSION"
-# confluent-kafka + fastavro: a producer of Avro records that is not ours,
-# with its Schema Registry client and serializers (the schemaregistry extra).
-venv_install confluent-kafka avro.version "confluent_kafka, fastavro, confluent_kafka.schema_registry.avro" \
-	"confluent-kafka[schemaregistry]==$CONFLUENT_KAFKA_VERSION fastavro==$FASTAVRO_VERSION"
+# confluent-kafka + fastavro: a producer of Avro and JSON Schema records
+# that is not ours, with its Schema Registry client and serializers (the
+# schemaregistry and json extras).
+venv_install confluent-kafka avro.version "confluent_kafka, fastavro, confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema" \
+	"confluent-kafka[schemaregistry,json]==$CONFLUENT_KAFKA_VERSION fastavro==$FASTAVRO_VERSION"
 # pyspark + delta-spark: the seed's Spark job for the takeover tests.
 venv_install pyspark spark.version "pyspark, delta" "pyspark==$PYSPARK_VERSION delta-spark==$DELTA_SPARK_VERSION"
 

@@ -240,6 +240,12 @@ func TestConfigCheckProbeRegistry(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "table.columns[0].source: watts: no field") {
 		t.Errorf("a column the schema lacks: exit %d:\n%s%s", code, out, errs)
 	}
+	// The subject's schemas are Avro; a json_schema table of it is refused.
+	f := writeConfigFile(t, base+"table: {uri: "+filepath.Join(dir, "t")+", format: json_schema}\n")
+	code, out, errs = run(t, "config", "check", "--config", f, "--probe")
+	if code != 1 || !strings.Contains(out, "subject readings-value holds avro schemas; table.format is json_schema") {
+		t.Errorf("a json_schema table of an Avro subject: exit %d:\n%s%s", code, out, errs)
+	}
 }
 
 // --probe against the real servers (scripts/servers.sh): Kafka knows the

@@ -523,7 +523,7 @@ func (t TableConfig) validate(section string) []error {
 		bad("schema_evolution: unknown %q (want %s or %s)", t.SchemaEvolution, EvolveAddColumns, EvolveNone)
 	}
 	if t.Subject != "" && !t.readsRegistry() {
-		bad("subject: only a format: avro table without schema_file reads a registry subject")
+		bad("subject: only a format: avro table without schema_file, or a format: json_schema one, reads a registry subject")
 	}
 	if t.CheckpointInterval <= 0 {
 		bad("checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
@@ -572,14 +572,18 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 }
 
 // readsRegistry reports whether the table's records are in the schema
-// registry's wire format: Avro without a schema file.
-func (t TableConfig) readsRegistry() bool { return t.Format == mapping.Avro && t.SchemaFile == "" }
+// registry's wire format: Avro without a schema file, or JSON Schema.
+func (t TableConfig) readsRegistry() bool {
+	return t.Format == mapping.Avro && t.SchemaFile == "" || t.Format == mapping.JSONSchema
+}
 
 // unresolvedSchemas stands in for the registry where the configuration is
 // checked without asking it.
 type unresolvedSchemas struct{}
 
-func (unresolvedSchemas) Schema(int) (string, bool, error) { return "", false, nil }
+func (unresolvedSchemas) Schema(int) (mapping.WriterSchema, bool, error) {
+	return mapping.WriterSchema{}, false, nil
+}
 
 // validate checks a flush section (the process's, or a table's own).
 func (f FlushConfig) validate(section string) []error {

@@ -50,9 +50,9 @@ var keySpecs = map[string]keySpec{
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)` or kafka.partition/offset/timestamp/key/topic.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
-	"table.format":                          {doc: "How record values are encoded: `json` (objects) or `avro`: with `schema_file`, Avro binary bodies without a header, all written with that schema; without it, records in the schema registry's wire format (a zero byte, the 4-byte schema id, the body), each read with the writer schema its id names (`schema_registry`). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
+	"table.format":                          {doc: "How record values are encoded: `json` (objects), `json_schema` (JSON objects in the schema registry's wire format, each validated by the JSON Schema its id names: Formats, below) or `avro`: with `schema_file`, Avro binary bodies without a header, all written with that schema; without it, records in the schema registry's wire format (a zero byte, the 4-byte schema id, the body), each read with the writer schema its id names (`schema_registry`). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
 	"table.schema_file":                     {doc: "The Avro schema (`.avsc`) the records of `format: avro` are written with, for a topic produced without a schema registry.", def: "—"},
-	"table.subject":                         {doc: "The registry subject whose latest schema makes the columns of a `format: avro` table without `schema_file` and `columns` (asked at each start; the columns' sources are checked against it too).", def: "`<topic>-value` (the first topic's, Confluent's TopicNameStrategy)"},
+	"table.subject":                         {doc: "The registry subject whose latest schema makes the columns of a `format: avro` table without `schema_file`, or of a `format: json_schema` one, without `columns` (asked at each start; the columns' sources are checked against it too).", def: "`<topic>-value` (the first topic's, Confluent's TopicNameStrategy)"},
 	"table.schema_evolution":                {doc: "What a registry table without `columns` does with a writer schema that has top-level fields no column reads: `add_columns` adds a nullable column for each (of a type a column holds) while running, in a commit of its own before the first rows that hold it (the records read since the last commit are read again); `none` leaves them out. Older rows read null in the new columns."},
 	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
 	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
@@ -125,7 +125,7 @@ var keySpecs = map[string]keySpec{
 	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
 	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
 	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},
-	"schema_registry.url":                   {env: "DELTAFLOW_SCHEMA_REGISTRY_URL", doc: "The Confluent-API schema registry (`http(s)://host:port`), or several, tried in turn. Every `format: avro` table without a `schema_file` reads its records' writer schemas from it: each schema id is fetched once, off the actors (the partitions of the tables that wait for it stop there meanwhile; a registry down or slow is waited out with backoff, never a dead letter), kept in memory and in the NATS KV bucket, so a restart while the registry is down decodes every id seen before. An id the registry does not have (404) makes its records dead letters.", def: "— (no registry)"},
+	"schema_registry.url":                   {env: "DELTAFLOW_SCHEMA_REGISTRY_URL", doc: "The Confluent-API schema registry (`http(s)://host:port`), or several, tried in turn. Every `format: avro` table without a `schema_file`, and every `format: json_schema` table, reads its records' writer schemas from it: each schema id is fetched once, off the actors (the partitions of the tables that wait for it stop there meanwhile; a registry down or slow is waited out with backoff, never a dead letter), kept in memory and in the NATS KV bucket, so a restart while the registry is down decodes every id seen before. An id the registry does not have (404) makes its records dead letters.", def: "— (no registry)"},
 	"schema_registry.user":                  {doc: "Basic auth user.", def: "—"},
 	"schema_registry.password":              {env: "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD", doc: "Basic auth password; never printed or logged. Refused credentials (401/403) fail the start, naming this key.", def: "—"},
 	"schema_registry.token":                 {env: "DELTAFLOW_SCHEMA_REGISTRY_TOKEN", doc: "Bearer token, instead of a user and password; never printed or logged.", def: "—"},
@@ -320,4 +320,30 @@ array or a recursive type, is refused naming the column. Explicit columns read A
 as they read JSON ones, with the same casts (an int or long into a double column, an int too large for an
 integer column is an overflow) and ` + "`mode`" + `; a variant column takes JSON only. A body that does not decode
 with the schema, or has bytes after the record, is a dead letter ("not Avro of the table's schema").
+
+` + "`table.format: json_schema`" + ` reads JSON objects in the Confluent wire format, as Confluent's
+JSONSerializer writes them, through ` + "`schema_registry`" + ` as registry Avro does (the wait for a schema, the
+KV, ` + "`subject`" + `, ` + "`schema_evolution`" + ` by top-level property, 404s and refused credentials alike). Each record is
+validated against the JSON Schema its id names (draft-07 unless the schema's ` + "`$schema`" + ` says another draft;
+formats are annotations, as in Confluent's serializers): a record the schema refuses is a dead letter saying
+where and why (` + "`the writer schema refuses the record: at '/level': got string, want integer`" + `). A ` + "`$ref`" + `
+inside the schema is followed; one to another document (a URL, a file, another subject) is never loaded, and
+makes the records of that schema dead letters. Values are then read as JSON records are, with the same casts,
+` + "`mode`" + ` and variant columns. Without ` + "`columns`" + `, every property of the top-level object is a column, in the
+schema's order, all nullable (a later version may drop a property):
+
+| JSON Schema | Column |
+|---|---|
+| string | string |
+| string with format date-time, date | timestamp, date |
+| integer | long |
+| number | double |
+| boolean | boolean |
+| a type list, oneOf or anyOf of null and one type above | that type |
+
+An object, an array, a property of several types or none has no derived column: the schema is refused
+naming each one, and the route gives ` + "`columns`" + ` instead (paths to the scalars inside, or a variant column
+for the whole value). Kafka Connect's JsonSchemaConverter makes an integer an int64 and a number a float64
+too; Spark has no JSON Schema reader to follow. Validation costs a second parse of each record (see
+docs/performance.md).
 `

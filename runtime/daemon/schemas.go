@@ -71,7 +71,7 @@ func (c *Config) resolveSchemas(ctx context.Context, store schemareg.Store, heal
 	}
 	c.schemas = reg
 	for _, t := range tables {
-		if t.latest, err = latestSchema(ctx, reg, t.subject(), health, logger); err != nil {
+		if t.latest, err = latestSchema(ctx, reg, t, health, logger); err != nil {
 			return err
 		}
 	}
@@ -100,15 +100,18 @@ func probeRegistry(ctx context.Context, cfg *Config) (string, error) {
 	}
 	var found []string
 	for _, t := range cfg.registryTables() {
-		id, text, _, err := reg.Latest(ctx, t.subject())
+		id, schema, _, err := reg.Latest(ctx, t.subject())
 		if errors.Is(err, schemareg.ErrUnauthorized) {
 			return "", fmt.Errorf("%w: %s", err, credentialsHint)
+		}
+		if err == nil {
+			err = t.checkFormat(schema)
 		}
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", t.section, err)
 		}
 		view := *t.TableConfig
-		view.latest = text
+		view.latest = schema.Text
 		m, err := mapping.New(view.mappingConfig(t.section, reg), view.PartitionColumns)
 		if err != nil {
 			return "", err
@@ -135,14 +138,27 @@ const credentialsHint = "check schema_registry.user and $DELTAFLOW_SCHEMA_REGIST
 // does not answer at start.
 const registryWait = 30 * time.Second
 
-// latestSchema asks reg for subject's latest schema until it answers.
-func latestSchema(ctx context.Context, reg *schemareg.Registry, subject string, health *actors.Health, logger *slog.Logger) (string, error) {
+// checkFormat refuses a subject whose schemas are not the table's format.
+func (t registryTable) checkFormat(s mapping.WriterSchema) error {
+	if s.Format != t.Format {
+		return fmt.Errorf("subject %s holds %s schemas; %s.format is %s", t.subject(), s.Format, t.section, t.Format)
+	}
+	return nil
+}
+
+// latestSchema asks reg for the latest schema of t's subject until it
+// answers, and returns its text.
+func latestSchema(ctx context.Context, reg *schemareg.Registry, t registryTable, health *actors.Health, logger *slog.Logger) (string, error) {
 	const component = "schema_registry"
+	subject := t.subject()
 	backoff := 500 * time.Millisecond
 	for {
-		id, text, stale, err := reg.Latest(ctx, subject)
+		id, schema, stale, err := reg.Latest(ctx, subject)
 		switch {
 		case err == nil:
+			if err := t.checkFormat(schema); err != nil {
+				return "", fmt.Errorf("schema_registry: %w", err)
+			}
 			health.Recover(component)
 			if stale {
 				logger.Warn("schema registry unreachable: the subject's latest schema seen before stands in for it",
@@ -150,7 +166,7 @@ func latestSchema(ctx context.Context, reg *schemareg.Registry, subject string, 
 			} else {
 				logger.Info("schema registry: the table's columns come from the subject's latest schema", "subject", subject, "schema_id", id)
 			}
-			return text, nil
+			return schema.Text, nil
 		case errors.Is(err, schemareg.ErrUnauthorized):
 			return "", fmt.Errorf("schema_registry: %w: %s", err, credentialsHint)
 		case ctx.Err() != nil:

@@ -318,7 +318,7 @@ func TestReplayFetchesWriterSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mapping.New(mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest}, nil)
+	m, err := mapping.New(mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest.Text}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

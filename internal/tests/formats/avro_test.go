@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
@@ -42,7 +45,7 @@ func TestAvroTopic(t *testing.T) {
 	schema := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "reading.avsc")
 	// No columns, no partition_columns: the schema's fields, unpartitioned.
 	f := newFormatTopic(t, "avro-readings", "  format: avro\n  schema_file: "+schema+"\n")
-	produced := f.produce(nil, "--schema", schema, "--count", strconv.Itoa(count), "--seed", "7", "--bad", strconv.Itoa(bad))
+	produced := f.produce("avroproduce.py", nil, "--schema", schema, "--count", strconv.Itoa(count), "--seed", "7", "--bad", strconv.Itoa(bad))
 	out, err := f.run()
 	if err != nil {
 		t.Fatalf("run --until-latest: %v\n%s", err, out)
@@ -68,6 +71,7 @@ type formatTopic struct {
 	s3           storage.S3Config
 	py, bin      string
 	topic, group string
+	name         string // the table's
 	uri, config  string
 	servers      scenario.Servers
 }
@@ -88,6 +92,7 @@ func newFormatTopic(t *testing.T, prefix, table string, extra ...string) *format
 		t.Fatal(err)
 	}
 	name := strings.ReplaceAll(f.topic, "-", "_")
+	f.name = name
 	f.uri = "s3://" + f.s3.Bucket + "/" + name
 	f.config = filepath.Join(t.TempDir(), "deltaflow.yaml")
 	yaml := "table:\n  name: " + name + "\n" + table + "flush:\n  interval: 1s\nlog:\n  format: text\nnats:\n  dlq_max_bytes: 16MiB\n" +
@@ -99,11 +104,12 @@ func newFormatTopic(t *testing.T, prefix, table string, extra ...string) *format
 	return f
 }
 
-// produce runs scripts/avroproduce.py on the topic with args, env added
-// to its environment, and returns what it printed.
-func (f *formatTopic) produce(env []string, args ...string) []byte {
+// produce runs the producer script (avroproduce.py, jsonschemaproduce.py)
+// on the topic with args, env added to its environment, and returns what
+// it printed.
+func (f *formatTopic) produce(script string, env []string, args ...string) []byte {
 	f.t.Helper()
-	return pythonEnv(f.t, f.py, env, filepath.Join(scenario.RepoRoot(f.t), "scripts", "avroproduce.py"),
+	return pythonEnv(f.t, f.py, env, filepath.Join(scenario.RepoRoot(f.t), "scripts", script),
 		append([]string{"--brokers", strings.Join(f.brokers, ","), "--topic", f.topic}, args...)...)
 }
 
@@ -115,6 +121,20 @@ func (f *formatTopic) run(env ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, f.bin, "run", "--config", f.config, "--until-latest")
 	cmd.Env = append(f.servers.Env(f.topic, f.group, f.uri, "127.0.0.1:0"), env...)
 	return cmd.CombinedOutput()
+}
+
+// deadLetters are the reasons of the table's dead letters.
+func (f *formatTopic) deadLetters() []string {
+	f.t.Helper()
+	var reasons []string
+	err := scenario.Letters(f.t.Context(), f.servers.NATSURL, f.name, func(msg jetstream.Msg) error {
+		reasons = append(reasons, msg.Headers().Get(bridge.HeaderError))
+		return nil
+	})
+	if err != nil {
+		f.t.Fatalf("dead letters of %s: %v", f.name, err)
+	}
+	return reasons
 }
 
 // readTable reads the table at uri with delta-rs (and DuckDB, which must

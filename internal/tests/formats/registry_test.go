@@ -59,7 +59,7 @@ func TestRegistryAvroTopic(t *testing.T) {
 	types["ratio"], types["note"] = "double null", "string null"
 	produce := func(schema string, seed, bad int) []map[string]any {
 		t.Helper()
-		return decodeRows(t, f.produce([]string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"}, "--schema", schema,
+		return decodeRows(t, f.produce("avroproduce.py", []string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"}, "--schema", schema,
 			"--count", strconv.Itoa(count), "--seed", strconv.Itoa(seed), "--bad", strconv.Itoa(bad), "--registry", registry.URL()))
 	}
 	want := append(produce(v1, 7, bad), produce(v2, 8, 0)...)
@@ -122,25 +122,98 @@ func TestRegistryAvroTopic(t *testing.T) {
 	checkTable(t, f.s3, f.uri, types, want)
 }
 
-// evolve writes to path the schema at from with its fields edited.
-func evolve(t *testing.T, from, path string, edit func(fields []any) []any) string {
+// TestRegistryJSONSchemaTopic: a topic written by confluent-kafka's
+// JSONSerializer (which validates each record and registers the schema)
+// through a schema registry (srfake over HTTP, basic auth), read with
+// `format: json_schema` and no columns: the columns are the schema's
+// properties with the types docs/configuration.md gives them, records
+// framed with the schema's id that it refuses are dead letters naming
+// where, a second version that adds a property adds its column while
+// running (the first start's schema kept in the KV standing in for the
+// registry, down), and delta-rs and DuckDB read exactly what was produced.
+func TestRegistryJSONSchemaTopic(t *testing.T) {
+	const count, bad = 150, 3
+	registry := testenv.SchemaRegistry(t, "deltaflow", "registry-s3cret")
+	f := newFormatTopic(t, "registry-alerts", "  format: json_schema\n",
+		"schema_registry:\n  url: "+registry.URL()+"\n  user: deltaflow\n")
+	v1 := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "alert.schema.json")
+	v2 := editJSON(t, v1, filepath.Join(t.TempDir(), "alert-v2.schema.json"), func(schema map[string]any) {
+		schema["properties"].(map[string]any)["room"] = map[string]any{"type": "string"}
+	})
+	produce := func(schema string, seed, bad int) []map[string]any {
+		t.Helper()
+		return decodeRows(t, f.produce("jsonschemaproduce.py", []string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"},
+			"--schema", schema, "--registry", registry.URL(), "--count", strconv.Itoa(count), "--seed", strconv.Itoa(seed),
+			"--bad", strconv.Itoa(bad)))
+	}
+	run := func() []byte {
+		t.Helper()
+		out, err := f.run("DELTAFLOW_SCHEMA_REGISTRY_PASSWORD=registry-s3cret")
+		if err != nil {
+			t.Fatalf("run --until-latest: %v\n%s", err, out)
+		}
+		return out
+	}
+	types := map[string]string{"id": "string null", "level": "long null", "count": "long null", "score": "double null",
+		"at": "timestamp null", "day": "date null", "acked": "boolean null"}
+
+	want := produce(v1, 7, bad)
+	out := run()
+	if !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", count))) || !bytes.Contains(out, []byte(fmt.Sprintf("dead_letters=%d ", bad))) {
+		t.Errorf("run --until-latest did not commit %d rows and %d dead letters:\n%s", count, bad, out)
+	}
+	checkTable(t, f.s3, f.uri, types, want)
+	letters := f.deadLetters()
+	for _, l := range letters {
+		if want := "mapping: the writer schema refuses the record: at '/level': got string, want integer"; l != want {
+			t.Errorf("dead letter %q, want %q", l, want)
+		}
+	}
+	if len(letters) != bad {
+		t.Errorf("%d dead letters, want %d", len(letters), bad)
+	}
+
+	// v2 adds a property; deltaflow starts with the registry down (v1,
+	// kept in the KV, stands in for the latest), so the first v2 record
+	// waits for its schema, then adds the column while running.
+	want = append(want, produce(v2, 8, 0)...)
+	registry.Stop()
+	back := time.AfterFunc(4*time.Second, registry.Start)
+	defer back.Stop()
+	out = run()
+	if !bytes.Contains(out, []byte("seen before stands in")) || !bytes.Contains(out, []byte("schema evolution: the writer schema adds columns")) ||
+		!bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", count))) {
+		t.Errorf("the second run did not wait for v2, add its property's column and commit %d rows:\n%s", count, out)
+	}
+	types["room"] = "string null"
+	checkTable(t, f.s3, f.uri, types, want)
+}
+
+// editJSON writes to path the JSON document at from, edited.
+func editJSON(t *testing.T, from, path string, edit func(map[string]any)) string {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(b, &schema); err != nil {
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	schema["fields"] = edit(schema["fields"].([]any))
-	if b, err = json.Marshal(schema); err != nil {
+	edit(doc)
+	if b, err = json.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// evolve writes to path the Avro schema at from with its fields edited.
+func evolve(t *testing.T, from, path string, edit func(fields []any) []any) string {
+	t.Helper()
+	return editJSON(t, from, path, func(schema map[string]any) { schema["fields"] = edit(schema["fields"].([]any)) })
 }
 
 // checkTable reads the table at uri with delta-rs and DuckDB: its columns

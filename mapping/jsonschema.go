@@ -1,0 +1,327 @@
+package mapping
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/valyala/fastjson"
+)
+
+// ErrJSONSchemaTypeNotSupported is wrapped by the error of a JSON Schema
+// whose properties make no columns: objects, arrays, a property with no
+// type or several. The route names such properties in columns (a path to
+// their scalars, or a variant column for the whole value), or leaves them
+// out.
+var ErrJSONSchemaTypeNotSupported = errors.New("no column type for this JSON Schema type")
+
+// jsonSchemaColumns derives a table's columns from a JSON Schema of an
+// object, one per property in the schema's order: string → string (with
+// format date-time → timestamp, date → date), integer → long, number →
+// double, boolean → boolean; a type list or a oneOf/anyOf of null and one
+// type is that type, nullable. Every column is nullable: a property need
+// not be required, and a later version may drop it.
+func jsonSchemaColumns(text string) ([]Column, error) {
+	props, err := jsonSchemaProperties(text)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]Column, 0, len(props))
+	var errs []string
+	for _, pr := range props {
+		typ, err := jsonSchemaColumnType(pr.schema, pr.root)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("property %s: %v", pr.name, err))
+			continue
+		}
+		cols = append(cols, Column{Name: pr.name, Type: typ, Source: pr.name, Nullable: new(true)})
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %s (give columns with paths to the values to keep)", ErrJSONSchemaTypeNotSupported, strings.Join(errs, "; "))
+	}
+	return cols, nil
+}
+
+// jsonSchemaProperty is a top-level property of an object schema.
+type jsonSchemaProperty struct {
+	name   string
+	schema *fastjson.Value
+	root   *fastjson.Value // for local $refs
+}
+
+// jsonSchemaProperties are the top-level properties of an object schema,
+// in the schema's order.
+func jsonSchemaProperties(text string) ([]jsonSchemaProperty, error) {
+	root, err := fastjson.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %w", err)
+	}
+	schema, err := jsonSchemaDeref(root, root)
+	if err != nil {
+		return nil, err
+	}
+	if typ := jsonSchemaTypes(schema); len(typ) != 1 || typ[0] != "object" {
+		return nil, fmt.Errorf("the schema is of %s, not of an object", typeList(typ))
+	}
+	props := schema.GetObject("properties")
+	if props == nil {
+		return nil, errors.New("the schema has no properties")
+	}
+	var out []jsonSchemaProperty
+	var bad error
+	props.Visit(func(k []byte, v *fastjson.Value) {
+		name := string(k)
+		if strings.Contains(name, ".") && bad == nil {
+			bad = fmt.Errorf("property %q: a dot in a name is a path in columns' sources", name)
+		}
+		out = append(out, jsonSchemaProperty{name: name, schema: v, root: root})
+	})
+	return out, bad
+}
+
+// jsonSchemaColumnType is the column type of a property's schema.
+func jsonSchemaColumnType(v, root *fastjson.Value) (string, error) {
+	v, err := jsonSchemaDeref(v, root)
+	if err != nil {
+		return "", err
+	}
+	types := jsonSchemaTypes(v)
+	format := string(v.GetStringBytes("format"))
+	if len(types) == 0 { // a oneOf/anyOf of null and one schema
+		for _, key := range []string{"oneOf", "anyOf"} {
+			for _, b := range v.GetArray(key) {
+				b, err := jsonSchemaDeref(b, root)
+				if err != nil {
+					return "", err
+				}
+				bt := jsonSchemaTypes(b)
+				if len(bt) == 1 && bt[0] == "null" {
+					continue
+				}
+				if len(types) > 0 {
+					return "", fmt.Errorf("%s of several types", key)
+				}
+				types, format = bt, string(b.GetStringBytes("format"))
+			}
+		}
+	}
+	var nonNull []string
+	for _, t := range types {
+		if t != "null" {
+			nonNull = append(nonNull, t)
+		}
+	}
+	if len(nonNull) != 1 {
+		return "", fmt.Errorf("of %s: only one type (or it and null) makes a column", typeList(nonNull))
+	}
+	switch nonNull[0] {
+	case "string":
+		switch format {
+		case "date-time":
+			return "timestamp", nil
+		case "date":
+			return "date", nil
+		}
+		return "string", nil
+	case "integer":
+		return "long", nil
+	case "number":
+		return "double", nil
+	case "boolean":
+		return "boolean", nil
+	}
+	return "", fmt.Errorf("an %s", nonNull[0])
+}
+
+// jsonSchemaTypes is a schema's "type": one name or a list.
+func jsonSchemaTypes(v *fastjson.Value) []string {
+	t := v.Get("type")
+	if t == nil {
+		return nil
+	}
+	if s, err := t.StringBytes(); err == nil {
+		return []string{string(s)}
+	}
+	var out []string
+	for _, e := range t.GetArray() {
+		if s, err := e.StringBytes(); err == nil {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+func typeList(types []string) string {
+	if len(types) == 0 {
+		return "no type"
+	}
+	return strings.Join(types, ", ")
+}
+
+// jsonSchemaDeref follows a schema's local $ref ("#/definitions/Plug",
+// "#/$defs/Plug") to the schema it names, a few hops at most.
+func jsonSchemaDeref(v, root *fastjson.Value) (*fastjson.Value, error) {
+	for range 8 {
+		ref := v.GetStringBytes("$ref")
+		if ref == nil {
+			return v, nil
+		}
+		path, local := strings.CutPrefix(string(ref), "#/")
+		if !local {
+			return nil, fmt.Errorf("$ref %q: only references inside the schema make columns", ref)
+		}
+		keys := strings.Split(path, "/")
+		for i, k := range keys {
+			keys[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(k)
+		}
+		if v = root.Get(keys...); v == nil {
+			return nil, fmt.Errorf("$ref %q: no such schema", ref)
+		}
+	}
+	return nil, errors.New("$ref: too many hops")
+}
+
+// compileJSONSchemaWriter compiles a JSON Schema writer schema: its
+// validator, and with an evolving plan, the columns its new top-level
+// properties add. The records' values are read as JSON records are.
+func compileJSONSchemaWriter(text string, p *plan) writerPlan {
+	validator, err := compileJSONSchema(text)
+	if err != nil {
+		return writerPlan{err: err}
+	}
+	if p.cfg.Evolve {
+		props, err := jsonSchemaProperties(text)
+		if err != nil {
+			return writerPlan{err: err}
+		}
+		var add []Column
+		for _, pr := range props {
+			if p.schema.Field(pr.name) != nil {
+				continue
+			}
+			if typ, err := jsonSchemaColumnType(pr.schema, pr.root); err == nil {
+				add = append(add, Column{Name: pr.name, Type: typ, Source: pr.name, Nullable: new(true)})
+			}
+		}
+		if len(add) > 0 {
+			return writerPlan{add: add}
+		}
+	}
+	return writerPlan{build: func(p *plan) values {
+		return &jsonSchemaValues{json: newJSONValues(p).(*jsonValues), schema: validator, top: map[string]any{}}
+	}}
+}
+
+// jsonSchemaResource is the name a writer schema is compiled under.
+const jsonSchemaResource = "deltaflow:writer-schema"
+
+// compileJSONSchema compiles a registry's JSON Schema (draft-07 unless its
+// $schema says otherwise, as Confluent's serializers write them). It
+// loads nothing: a $ref outside the schema is an error, never a read of a
+// file or a URL the schema names.
+func compileJSONSchema(text string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(jsonSchemaResource, doc); err != nil {
+		return nil, fmt.Errorf("JSON Schema: %w", err)
+	}
+	sch, err := c.Compile(jsonSchemaResource)
+	if err != nil {
+		return nil, fmt.Errorf("JSON Schema: %w", err)
+	}
+	return sch, nil
+}
+
+// noLoader refuses every schema a $ref names outside the writer schema.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s: deltaflow resolves no references outside the schema", url)
+}
+
+// jsonSchemaValues reads JSON records that a JSON Schema validates: a
+// record the schema refuses is a dead letter naming where and why.
+type jsonSchemaValues struct {
+	json   *jsonValues
+	schema *jsonschema.Schema
+	top    map[string]any // the record's instance, reused
+	number []byte         // scratch for a number's text
+}
+
+func (j *jsonSchemaValues) resolve(value []byte) error {
+	if err := j.json.resolve(value); err != nil {
+		return err
+	}
+	clear(j.top)
+	j.json.objs[0].Visit(func(k []byte, v *fastjson.Value) { j.top[string(k)] = j.instance(v) })
+	if err := j.schema.Validate(j.top); err != nil {
+		return &MapError{Reason: "the writer schema refuses the record: " + validationReason(err)}
+	}
+	return nil
+}
+
+// instance is v as the validator takes a document (as jsonschema's
+// UnmarshalJSON decodes one: maps, slices, strings, json.Number, bools and
+// nil), built over the record fastjson parsed rather than parsed again:
+// strings alias the parser's bytes, valid until the next record.
+func (j *jsonSchemaValues) instance(v *fastjson.Value) any {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		m := make(map[string]any, o.Len())
+		o.Visit(func(k []byte, v *fastjson.Value) { m[string(k)] = j.instance(v) })
+		return m
+	case fastjson.TypeArray:
+		vs, _ := v.Array()
+		a := make([]any, len(vs))
+		for i, e := range vs {
+			a[i] = j.instance(e)
+		}
+		return a
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	case fastjson.TypeNumber:
+		j.number = v.MarshalTo(j.number[:0])
+		return json.Number(j.number)
+	case fastjson.TypeTrue:
+		return true
+	case fastjson.TypeFalse:
+		return false
+	}
+	return nil
+}
+
+func (j *jsonSchemaValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	return j.json.cast(c, a, out)
+}
+
+func (j *jsonSchemaValues) kindOf(node int) string { return j.json.kindOf(node) }
+
+// validationReason is a validator's error on one line: each place the
+// record fails ("at '/power': got string, want number").
+func validationReason(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) > 1 {
+		lines = lines[1:] // "jsonschema validation failed with ..."
+	}
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+	}
+	reason := strings.Join(lines, "; ")
+	if len(reason) > maxValidationReason {
+		reason = reason[:maxValidationReason] + "..."
+	}
+	return reason
+}
+
+// maxValidationReason bounds the reason a dead letter carries.
+const maxValidationReason = 1000

@@ -1,0 +1,246 @@
+package mapping
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+const (
+	// alertV1 is a JSON Schema as a producer registers it: draft-07, a
+	// nullable property spelled both ways, a local $ref.
+	alertV1 = `{
+		"$schema": "http://json-schema.org/draft-07/schema#",
+		"title": "Alert", "type": "object",
+		"properties": {
+			"id": {"type": "string"},
+			"level": {"type": "integer", "minimum": 0, "maximum": 5},
+			"score": {"type": ["number", "null"]},
+			"at": {"type": "string", "format": "date-time"},
+			"day": {"oneOf": [{"type": "null"}, {"$ref": "#/definitions/Day"}]},
+			"acked": {"type": "boolean"}
+		},
+		"required": ["id", "level", "at"],
+		"definitions": {"Day": {"type": "string", "format": "date"}}
+	}`
+	// alertV2 adds a property.
+	alertV2 = `{"type": "object", "properties": {"id": {"type": "string"}, "level": {"type": "integer"},
+		"at": {"type": "string", "format": "date-time"}, "room": {"type": "string"}}, "required": ["id"]}`
+)
+
+// Columns come from the subject's latest JSON Schema, in its order, with
+// the types docs/configuration.md gives, all nullable.
+func TestJSONSchemaColumns(t *testing.T) {
+	m, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema}, Schema: alertV1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name string
+		typ  delta.PrimitiveType
+	}{{"id", delta.String}, {"level", delta.Long}, {"score", delta.Double}, {"at", delta.Timestamp},
+		{"day", delta.Date}, {"acked", delta.Boolean}}
+	got := m.Schema().Fields
+	if len(got) != len(want) {
+		t.Fatalf("columns %v, want %v", got, want)
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || got[i].Type != w.typ || !got[i].Nullable {
+			t.Errorf("column %d: %s %v nullable %v, want %s %s nullable", i, got[i].Name, got[i].Type, got[i].Nullable, w.name, w.typ)
+		}
+	}
+
+	for _, c := range []struct{ name, schema, want string }{
+		{"object property", `{"type":"object","properties":{"a":{"type":"string"},"loc":{"type":"object"},"tags":{"type":"array"}}}`,
+			"property loc: an object; property tags: an array"},
+		{"two types", `{"type":"object","properties":{"v":{"type":["string","number"]}}}`, "property v: of string, number"},
+		{"no type", `{"type":"object","properties":{"v":{}}}`, "property v: of no type"},
+		{"not an object", `{"type":"array"}`, "the schema is of array, not of an object"},
+		{"remote ref", `{"type":"object","properties":{"v":{"$ref":"https://example.com/v.json"}}}`, "only references inside the schema"},
+		{"dotted name", `{"type":"object","properties":{"a.b":{"type":"string"}}}`, `property "a.b": a dot`},
+	} {
+		_, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema}, Schema: c.schema}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	if _, err := New(Config{Format: JSONSchema, Schema: alertV1}, nil); err == nil || !strings.Contains(err.Error(), "schema_registry.url") {
+		t.Errorf("json_schema without a registry: %v, want an error naming schema_registry.url", err)
+	}
+}
+
+// Registry JSON records are validated by the writer schema their header
+// names, then read as JSON: a record the schema refuses is a dead letter
+// saying where and why; an id not fetched yet is pending; an Avro id is a
+// dead letter naming both formats.
+func TestMapRegistryJSONSchema(t *testing.T) {
+	schemas := &schemaMap{format: JSONSchema, schemas: map[int]string{1: alertV1}, missing: map[int]error{9: ErrSchemaNotFound}}
+	m, err := New(Config{Format: JSONSchema, Registry: schemas, Schema: alertV1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 5, 7, 30, 0, 0, time.UTC)
+	var row Row
+	rec := `{"id":"a1","level":3,"score":null,"at":"2026-12-05T07:30:00Z","day":"2026-12-05","acked":true}`
+	if err := m.Map(&Record{Value: wire(1, []byte(rec))}, &row); err != nil {
+		t.Fatal(err)
+	}
+	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("a1")), parquet.Int64Value(3), parquet.NullValue(),
+		parquet.Int64Value(at.UnixMicro()), parquet.Int32Value(int32(at.Unix() / 86400)), parquet.BooleanValue(true)})
+
+	err = m.Map(&Record{Value: wire(2, []byte(`{"id":"a2","level":1,"at":"2026-12-05T07:30:00Z"}`))}, &row)
+	if pending, ok := errors.AsType[*SchemaPendingError](err); !ok || pending.ID != 2 {
+		t.Fatalf("an unfetched id: %v, want a SchemaPendingError for id 2", err)
+	}
+
+	avro := &schemaMap{schemas: map[int]string{4: plugV1}}
+	other, err := New(Config{Format: JSONSchema, Registry: avro, Schema: alertV1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Map(&Record{Value: wire(4, []byte(rec))}, &row); err == nil || !strings.Contains(err.Error(), "a schema of format avro; the table's format is json_schema") {
+		t.Errorf("a record of an Avro schema id: %v, want a MapError naming both formats", err)
+	}
+
+	for _, c := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"wrong type", wire(1, []byte(`{"id":"a3","level":"high","at":"2026-12-05T07:30:00Z"}`)), "at '/level': got string, want integer"},
+		{"out of range", wire(1, []byte(`{"id":"a3","level":9,"at":"2026-12-05T07:30:00Z"}`)), "at '/level': maximum"},
+		{"required missing", wire(1, []byte(`{"id":"a3"}`)), "missing properties"},
+		{"not JSON", wire(1, []byte(`{"id":`)), "not JSON"},
+		{"unknown to the registry", wire(9, []byte(`{}`)), "schema id 9: not found in the schema registry"},
+		{"no header", []byte(rec), "magic byte 123"},
+	} {
+		err := m.Map(&Record{Value: c.value}, &row)
+		if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), c.want) {
+			t.Errorf("%s: %v, want a MapError saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A writer schema with new properties evolves the table: the first record
+// of it is a SchemaChangeError naming the nullable columns to add, and the
+// evolved Mapper maps it.
+func TestMapRegistryJSONSchemaEvolves(t *testing.T) {
+	schemas := &schemaMap{format: JSONSchema, schemas: map[int]string{1: alertV1, 2: alertV2}}
+	m, err := New(Config{Format: JSONSchema, Registry: schemas, Schema: alertV1, Evolve: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	v2 := &Record{Value: wire(2, []byte(`{"id":"a2","level":1,"at":"2026-12-05T07:30:00Z","room":"hall"}`))}
+	err = m.Map(v2, &row)
+	change, ok := errors.AsType[*SchemaChangeError](err)
+	if !ok || len(change.Add) != 1 || change.Add[0].Name != "room" || change.Add[0].Type != "string" || !*change.Add[0].Nullable {
+		t.Fatalf("a writer schema with a new property: %v, want a SchemaChangeError adding room string", err)
+	}
+	evolved, err := m.Evolved(change.Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := evolved.Map(v2, &row); err != nil {
+		t.Fatal(err)
+	}
+	if got := row.Values[len(row.Values)-1]; string(got.ByteArray()) != "hall" {
+		t.Errorf("room = %v, want hall", got)
+	}
+	if err := evolved.Map(&Record{Value: wire(1, []byte(`{"id":"a1","level":1,"at":"2026-12-05T07:30:00Z"}`))}, &row); err != nil {
+		t.Fatalf("a v1 record after the evolution: %v", err)
+	}
+}
+
+// A writer schema's $ref outside itself is never loaded: not a file the
+// schema names (deltaflow would read the host's files for whoever may
+// register schemas), nor a URL.
+func TestJSONSchemaLoadsNothing(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "other.json")
+	if err := os.WriteFile(secret, []byte(`{"type":"string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + secret, "https://json-schema.example/other.json"} {
+		schema := `{"type":"object","properties":{"v":{"$ref":"` + ref + `"}}}`
+		m, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema, schemas: map[int]string{1: schema}},
+			Columns: []Column{{Name: "v", Type: "string"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row Row
+		err = m.Map(&Record{Value: wire(1, []byte(`{"v":"x"}`))}, &row)
+		if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), "no references outside the schema") {
+			t.Errorf("$ref %s: %v, want a dead letter: deltaflow resolves no references outside the schema", ref, err)
+		}
+	}
+}
+
+// sensorJSONSchema is the seed's records as a JSON Schema describes them.
+const sensorJSONSchema = `{"type": "object", "properties": {"device_id": {"type": "string"}, "device_type": {"type": "string"},
+	"ingested_at": {"type": "string", "format": "date-time"}, "payload": {"type": "string"}},
+	"required": ["device_id", "device_type", "ingested_at", "payload"]}`
+
+// BenchmarkMapRegistryJSONSchemaSensor is BenchmarkMapSensor's records
+// in the wire format, each validated by the JSON Schema its id names
+// before it is mapped into the default columns: the cost of validation.
+func BenchmarkMapRegistryJSONSchemaSensor(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Format, cfg.Registry = JSONSchema, &schemaMap{format: JSONSchema, schemas: map[int]string{1: sensorJSONSchema}}
+	m, err := New(cfg, DefaultPartitionColumns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.SetClock(func() time.Time { return fixedNow })
+	recs := sensorMix(4096)
+	for _, r := range recs {
+		r.Value = wire(1, r.Value)
+	}
+	benchMap(b, m, recs)
+}
+
+// FuzzMapJSONSchema: the document the mapper builds over its own parse is
+// validated as the validator's own decoding of the record would be: the
+// schema refuses a record in the one exactly when it refuses it in the
+// other.
+func FuzzMapJSONSchema(f *testing.F) {
+	m, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema, schemas: map[int]string{1: alertV1}},
+		Schema: alertV1, Mode: Permissive}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	validator, err := compileJSONSchema(alertV1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"id":"a1","level":3,"score":null,"at":"2026-12-05T07:30:00Z","day":"2026-12-05","acked":true}`))
+	f.Add([]byte(`{"id":"a1","level":3.0,"at":"x","extra":[1,{"a":null}]}`))
+	f.Add([]byte(`{"id":"a\u00e9","level":-1,"at":""}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var row Row
+		err := m.Map(&Record{Value: wire(1, body)}, &row)
+		if _, ok := errors.AsType[*MapError](err); err != nil && !ok {
+			t.Fatalf("error %v is no MapError", err)
+		}
+		doc, derr := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		if _, isObject := doc.(map[string]any); derr != nil || !isObject {
+			return
+		}
+		refused := err != nil && strings.Contains(err.Error(), "the writer schema refuses the record")
+		if err != nil && !refused {
+			return // not parsed as JSON by the mapper: never validated
+		}
+		if verr := validator.Validate(doc); (verr != nil) != refused {
+			t.Fatalf("%q: the validator on its own decoding says %v; Map says %v", body, verr, err)
+		}
+	})
+}
