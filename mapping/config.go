@@ -74,6 +74,9 @@ type Config struct {
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
+
+	// derived: the columns were made of Schema (none were given).
+	derived bool
 }
 
 // key is the section errors name.
@@ -365,6 +368,7 @@ func (c *Config) format() (*avroSchema, error) {
 			if c.Columns, err = avroColumns(schema); err != nil {
 				return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
 			}
+			c.derived = true
 			if c.Registry != nil {
 				for i := range c.Columns {
 					c.Columns[i].Nullable = new(true)
@@ -399,6 +403,7 @@ func (c *Config) jsonSchemaColumns() error {
 	if c.Columns, err = jsonSchemaColumns(c.Schema); err != nil {
 		return fmt.Errorf("%s: the registry's schema: %w", c.key(), err)
 	}
+	c.derived = true
 	return nil
 }
 

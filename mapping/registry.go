@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 // Schemas looks up the writer schemas of records in the Confluent wire
@@ -121,6 +123,9 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 	if err != nil {
 		return writerPlan{err: err}
 	}
+	if err := checkWidening(schema, p); err != nil {
+		return writerPlan{err: err}
+	}
 	if p.cfg.Evolve {
 		if add := newColumns(schema, p); len(add) > 0 {
 			return writerPlan{add: add}
@@ -128,6 +133,30 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 	}
 	build, err := compileAvro(schema, p, true)
 	return writerPlan{build: build, err: err}
+}
+
+// checkWidening refuses a writer schema whose top-level field is wider
+// than the column derived from an earlier version (float → double, int →
+// long): cast into the table's type, its values would lose precision or
+// overflow, so its records are dead letters naming the field until the
+// table's column is widened. Columns the route declares take the casts
+// they ask for.
+func checkWidening(schema *avroSchema, p *plan) error {
+	if !p.cfg.derived || schema.root.typ != "record" {
+		return nil
+	}
+	for _, f := range schema.root.fields {
+		col := p.schema.Field(f.name)
+		writer, _, err := avroColumnType(f.typ)
+		if col == nil || err != nil {
+			continue
+		}
+		if (col.Type == delta.Float && writer == "double") || (col.Type == delta.Integer && writer == "long") {
+			return fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s (type widening is not supported yet)",
+				f.name, writer, col.Type, f.name)
+		}
+	}
+	return nil
 }
 
 // newColumns are the columns of schema's top-level fields that no column

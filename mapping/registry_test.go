@@ -168,13 +168,57 @@ func FuzzWireHeader(f *testing.F) {
 	})
 }
 
+// A writer schema that widens a column derived from an earlier version
+// (int → long, float → double) makes its records dead letters naming the
+// field and both types: cast into the table's type they would overflow or
+// lose precision (a double into a float column kept 7 digits of 17).
+// Columns the route declares take the casts they ask for.
+func TestMapRegistryAvroRefusesWidening(t *testing.T) {
+	const (
+		v1 = `{"type":"record","name":"R","fields":[{"name":"n","type":"int"},{"name":"x","type":"float"}]}`
+		v2 = `{"type":"record","name":"R","fields":[{"name":"n","type":"int"},{"name":"x","type":"double"}]}`
+		v3 = `{"type":"record","name":"R","fields":[{"name":"n","type":"long"},{"name":"x","type":"float"}]}`
+	)
+	schemas := &schemaMap{schemas: map[int]string{1: v1, 2: v2, 3: v3}}
+	var row Row
+	for _, evolve := range []bool{false, true} {
+		m, err := New(Config{Format: Avro, Registry: schemas, Schema: v1, Evolve: evolve}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Map(&Record{Value: wire(1, encodeAvro(t, v1, map[string]any{"n": int32(1), "x": float32(0.5)}))}, &row); err != nil {
+			t.Fatal(err)
+		}
+		for id, c := range map[int]struct {
+			rec  map[string]any
+			want string
+		}{
+			2: {map[string]any{"n": int32(2), "x": 0.1234567891234}, "field x: the writer schema's double is wider than the table's float column x"},
+			3: {map[string]any{"n": int64(3), "x": float32(0.5)}, "field n: the writer schema's long is wider than the table's integer column n"},
+		} {
+			err := m.Map(&Record{Value: wire(id, encodeAvro(t, schemas.schemas[id], c.rec))}, &row)
+			if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), c.want) {
+				t.Errorf("evolve %v, schema id %d: %v, want a dead letter saying %q", evolve, id, err, c.want)
+			}
+		}
+	}
+	declared, err := New(Config{Format: Avro, Registry: schemas, Schema: v1,
+		Columns: []Column{{Name: "x", Type: "float"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := declared.Map(&Record{Value: wire(2, encodeAvro(t, v2, map[string]any{"n": int32(2), "x": 0.5}))}, &row); err != nil {
+		t.Errorf("a declared float column of a double: %v, want it cast", err)
+	}
+}
+
 // An evolving mapping meets a writer schema with new fields: the record is
 // refused with the columns they make (nullable; a field of a type no
 // column holds is left out), and the evolved Mapper maps it and the older
 // versions' records, null in the new columns. Without Evolve the new field
 // is ignored.
 func TestMapRegistryAvroEvolves(t *testing.T) {
-	const v3 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"power","type":"long"},
+	const v3 = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"power","type":"int"},
 		{"name":"volts","type":["null","double"],"default":null},{"name":"room","type":"string","default":""},
 		{"name":"tags","type":{"type":"array","items":"string"},"default":[]}]}`
 	schemas := &schemaMap{schemas: map[int]string{1: plugV1, 2: plugV2, 3: v3}}
@@ -189,7 +233,7 @@ func TestMapRegistryAvroEvolves(t *testing.T) {
 	}
 	var row Row
 	v1 := wire(1, encodeAvro(t, plugV1, map[string]any{"id": "p1", "power": int32(7)}))
-	v3rec := wire(3, encodeAvro(t, v3, map[string]any{"id": "p3", "power": int64(9), "volts": 231.0, "room": "hall", "tags": []string{"a"}}))
+	v3rec := wire(3, encodeAvro(t, v3, map[string]any{"id": "p3", "power": int32(9), "volts": 231.0, "room": "hall", "tags": []string{"a"}}))
 	if err := m.Map(&Record{Value: v1}, &row); err != nil {
 		t.Fatal(err)
 	}

@@ -290,8 +290,12 @@ const formatsDoc = `
   and in the NATS KV bucket. The table's columns come from the latest version of ` + "`subject`" + ` (default
   ` + "`<topic>-value`" + `) at start, all nullable (a later version may drop any field); a record written with
   an older or newer version is read into them by field name, as Avro schema resolution does: a field its
-  writer schema lacks is null, one of a wider type is cast (an int into a long column), and one of an
+  writer schema lacks is null, one of a narrower type is cast (an int into a long column), and one of an
   incompatible type (a string into a long column) makes the record a dead letter naming the column. A writer
+  schema that widens a column made of an earlier version (int → long, float → double) makes its records dead
+  letters naming the field and both types, since the table's type would overflow or round its values; Delta
+  type widening (` + "`delta.enableTypeWidening`" + `) is not supported yet, so such a change needs a new table (declared
+  ` + "`columns`" + ` take the casts they ask for, and may give the wider type from the start). A writer
   schema with top-level fields no column reads adds them as nullable columns while running
   (` + "`schema_evolution: add_columns`" + `, the default, without ` + "`columns`" + `): the table's schema is evolved in
   a commit of its own, and the records read since the last commit are read again into the new columns. A value without the header, an id the registry does not have (404), a

@@ -90,6 +90,9 @@ func tablesRun(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error {
 	a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, tables: n,
 		group: "bench-tables-" + strconv.FormatInt(time.Now().UnixNano(), 36), events: int64(per * n), flush: o.FlushInterval,
 		s3: s3FlagsOf(o.S3), config: o.Config, table: uri, natsDir: natsDirFor(o.Dir, "tables"), untilLatest: true}
+	if o.CPUProfile != "" {
+		a.cpuProfile = o.CPUProfile + ".tables"
+	}
 	run, err := runChild(ctx, o, a, nil)
 	if err != nil {
 		return fmt.Errorf("%d tables: %w", n, err)
