@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/deltaflow/deltaflow/delta"
 )
 
@@ -35,6 +37,10 @@ const (
 	// each header naming the registry's JSON Schema that validates it
 	// (Config.Registry).
 	JSONSchema Format = "json_schema"
+	// Protobuf records are Protobuf messages in the Confluent wire format
+	// (the message indexes after the schema id), each read with the
+	// registry's schema its id names (Config.Registry).
+	Protobuf Format = "protobuf"
 )
 
 // DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
@@ -51,8 +57,8 @@ type Config struct {
 	// Columns are the table's columns in declared order. With the avro
 	// format, none means one for each field of the schema (docs/configuration.md, Formats).
 	Columns []Column `yaml:"columns"`
-	// Format is how record values are encoded: JSON (the default), Avro
-	// or JSON Schema.
+	// Format is how record values are encoded: JSON (the default), Avro,
+	// JSON Schema or Protobuf.
 	Format Format `yaml:"format"`
 	// SchemaFile is the Avro schema (.avsc) the records are written with,
 	// for the avro format: the records carry no schema of their own.
@@ -74,6 +80,9 @@ type Config struct {
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
+	// Message, for the protobuf format, is the full name of the message
+	// whose fields make the columns; default the schema's first.
+	Message string `yaml:"message"`
 
 	// derived: the columns were made of Schema (none were given).
 	derived bool
@@ -344,8 +353,10 @@ func (c *Config) format() (*avroSchema, error) {
 	case Avro:
 	case JSONSchema:
 		return nil, c.jsonSchemaColumns()
+	case Protobuf:
+		return nil, c.protobufColumns()
 	default:
-		return nil, fmt.Errorf("%s.format: unknown format %q (want json, avro or json_schema)", c.key(), c.Format)
+		return nil, fmt.Errorf("%s.format: unknown format %q (want json, avro, json_schema or protobuf)", c.key(), c.Format)
 	}
 	if c.SchemaFile == "" && c.Registry == nil {
 		return nil, fmt.Errorf("%s.schema_file: the avro format needs the schema the records are written with (.avsc), or a schema_registry.url", c.key())
@@ -386,14 +397,56 @@ func (c *Config) format() (*avroSchema, error) {
 	return schema, nil
 }
 
+// registryOnly refuses a schema file, or no registry, for a format whose
+// schemas only a registry gives.
+func (c *Config) registryOnly() error {
+	switch {
+	case c.SchemaFile != "":
+		return fmt.Errorf("%s.schema_file: the %s format reads its schemas from the schema registry", c.key(), c.Format)
+	case c.Registry == nil:
+		return fmt.Errorf("%s.format: %s records name their schemas in a registry: set schema_registry.url", c.key(), c.Format)
+	}
+	return nil
+}
+
+// protobufColumns checks a protobuf table's section, and makes its
+// columns of the subject's latest schema's message when it gives none.
+func (c *Config) protobufColumns() error {
+	if err := c.registryOnly(); err != nil {
+		return err
+	}
+	for i, col := range c.Columns {
+		if col.Type == "variant" {
+			return fmt.Errorf("%s.columns[%d].type: a variant column holds JSON values; the format is protobuf", c.key(), i)
+		}
+	}
+	if c.Schema == "" {
+		if len(c.Columns) == 0 {
+			return fmt.Errorf("%s.columns: none given, and no schema to make them of", c.key())
+		}
+		return nil
+	}
+	schema, err := parseProtoSchema(c.Schema)
+	if err == nil {
+		var md protoreflect.MessageDescriptor
+		if md, err = schema.message(c.Message); err == nil && len(c.Columns) == 0 {
+			c.Columns, err = protobufColumns(md)
+			c.derived = true
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: the registry's schema: %w", c.key(), err)
+	}
+	return nil
+}
+
 // jsonSchemaColumns checks a json_schema table's section, and makes its
 // columns of the subject's latest schema when it gives none.
 func (c *Config) jsonSchemaColumns() error {
+	if err := c.registryOnly(); err != nil {
+		return err
+	}
 	switch {
-	case c.SchemaFile != "":
-		return fmt.Errorf("%s.schema_file: the json_schema format reads its schemas from the schema registry", c.key())
-	case c.Registry == nil:
-		return fmt.Errorf("%s.format: json_schema records name their schemas in a registry: set schema_registry.url", c.key())
 	case len(c.Columns) > 0:
 		return nil
 	case c.Schema == "":

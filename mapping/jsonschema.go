@@ -197,16 +197,13 @@ func compileJSONSchemaWriter(text string, p *plan) writerPlan {
 		if err != nil {
 			return writerPlan{err: err}
 		}
-		var add []Column
+		var fields []namedType
 		for _, pr := range props {
-			if p.schema.Field(pr.name) != nil {
-				continue
-			}
 			if typ, err := jsonSchemaColumnType(pr.schema, pr.root); err == nil {
-				add = append(add, Column{Name: pr.name, Type: typ, Source: pr.name, Nullable: new(true)})
+				fields = append(fields, namedType{pr.name, typ})
 			}
 		}
-		if len(add) > 0 {
+		if add := newColumnsOf(fields, p); len(add) > 0 {
 			return writerPlan{add: add}
 		}
 	}

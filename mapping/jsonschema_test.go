@@ -44,20 +44,8 @@ func TestJSONSchemaColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		name string
-		typ  delta.PrimitiveType
-	}{{"id", delta.String}, {"level", delta.Long}, {"score", delta.Double}, {"at", delta.Timestamp},
-		{"day", delta.Date}, {"acked", delta.Boolean}}
-	got := m.Schema().Fields
-	if len(got) != len(want) {
-		t.Fatalf("columns %v, want %v", got, want)
-	}
-	for i, w := range want {
-		if got[i].Name != w.name || got[i].Type != w.typ || !got[i].Nullable {
-			t.Errorf("column %d: %s %v nullable %v, want %s %s nullable", i, got[i].Name, got[i].Type, got[i].Nullable, w.name, w.typ)
-		}
-	}
+	checkNullableColumns(t, m, []namedColumn{{"id", delta.String}, {"level", delta.Long}, {"score", delta.Double},
+		{"at", delta.Timestamp}, {"day", delta.Date}, {"acked", delta.Boolean}})
 
 	for _, c := range []struct{ name, schema, want string }{
 		{"object property", `{"type":"object","properties":{"a":{"type":"string"},"loc":{"type":"object"},"tags":{"type":"array"}}}`,
@@ -75,6 +63,26 @@ func TestJSONSchemaColumns(t *testing.T) {
 	}
 	if _, err := New(Config{Format: JSONSchema, Schema: alertV1}, nil); err == nil || !strings.Contains(err.Error(), "schema_registry.url") {
 		t.Errorf("json_schema without a registry: %v, want an error naming schema_registry.url", err)
+	}
+}
+
+// namedColumn is a column's name and type.
+type namedColumn struct {
+	name string
+	typ  delta.PrimitiveType
+}
+
+// checkNullableColumns checks that m's columns are want, all nullable.
+func checkNullableColumns(t *testing.T, m *Mapper, want []namedColumn) {
+	t.Helper()
+	got := m.Schema().Fields
+	if len(got) != len(want) {
+		t.Fatalf("columns %v, want %v", got, want)
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || got[i].Type != w.typ || !got[i].Nullable {
+			t.Errorf("column %d: %s %v nullable %v, want %s %s nullable", i, got[i].Name, got[i].Type, got[i].Nullable, w.name, w.typ)
+		}
 	}
 }
 

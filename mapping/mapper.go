@@ -201,6 +201,8 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		}
 	case JSONSchema:
 		p.values = newRegistryValues(cfg.Registry, compileJSONSchemaWriter)
+	case Protobuf:
+		p.values = newRegistryValues(cfg.Registry, compileProtobufWriter)
 	}
 	return newMapper(p), nil
 }

@@ -123,11 +123,19 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 	if err != nil {
 		return writerPlan{err: err}
 	}
-	if err := checkWidening(schema, p); err != nil {
+	var fields []namedType
+	if schema.root.typ == "record" {
+		for _, f := range schema.root.fields {
+			if typ, _, err := avroColumnType(f.typ); err == nil {
+				fields = append(fields, namedType{f.name, typ})
+			}
+		}
+	}
+	if err := checkWidening(fields, p); err != nil {
 		return writerPlan{err: err}
 	}
 	if p.cfg.Evolve {
-		if add := newColumns(schema, p); len(add) > 0 {
+		if add := newColumnsOf(fields, p); len(add) > 0 {
 			return writerPlan{add: add}
 		}
 	}
@@ -135,44 +143,37 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 	return writerPlan{build: build, err: err}
 }
 
+// namedType is a writer schema's top-level field and the column type it
+// makes (fields of a type no column holds are left out).
+type namedType struct{ name, typ string }
+
 // checkWidening refuses a writer schema whose top-level field is wider
 // than the column derived from an earlier version (float → double, int →
 // long): cast into the table's type, its values would lose precision or
 // overflow, so its records are dead letters naming the field until the
 // table's column is widened. Columns the route declares take the casts
 // they ask for.
-func checkWidening(schema *avroSchema, p *plan) error {
-	if !p.cfg.derived || schema.root.typ != "record" {
+func checkWidening(fields []namedType, p *plan) error {
+	if !p.cfg.derived {
 		return nil
 	}
-	for _, f := range schema.root.fields {
+	for _, f := range fields {
 		col := p.schema.Field(f.name)
-		writer, _, err := avroColumnType(f.typ)
-		if col == nil || err != nil {
-			continue
-		}
-		if (col.Type == delta.Float && writer == "double") || (col.Type == delta.Integer && writer == "long") {
+		if col != nil && ((col.Type == delta.Float && f.typ == "double") || (col.Type == delta.Integer && f.typ == "long")) {
 			return fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s (type widening is not supported yet)",
-				f.name, writer, col.Type, f.name)
+				f.name, f.typ, col.Type, f.name)
 		}
 	}
 	return nil
 }
 
-// newColumns are the columns of schema's top-level fields that no column
-// of p is named after, nullable; a field of a type no column holds is
-// left out (a column with a path to its values can read it).
-func newColumns(schema *avroSchema, p *plan) []Column {
-	if schema.root.typ != "record" {
-		return nil
-	}
+// newColumnsOf are the columns of a writer schema's top-level fields that
+// no column of p is named after, nullable.
+func newColumnsOf(fields []namedType, p *plan) []Column {
 	var add []Column
-	for _, f := range schema.root.fields {
-		if p.schema.Field(f.name) != nil {
-			continue
-		}
-		if typ, _, err := avroColumnType(f.typ); err == nil {
-			add = append(add, Column{Name: f.name, Type: typ, Source: f.name, Nullable: new(true)})
+	for _, f := range fields {
+		if p.schema.Field(f.name) == nil {
+			add = append(add, Column{Name: f.name, Type: f.typ, Source: f.name, Nullable: new(true)})
 		}
 	}
 	return add

@@ -167,7 +167,9 @@ func (r *Registry) Fetch(ctx context.Context, id int, retrying func(error)) erro
 	for {
 		s, err := r.cl.SchemaByID(ctx, id)
 		if err == nil {
-			return r.keep(ctx, id, s)
+			if err = r.keep(ctx, id, s); err == nil {
+				return nil
+			}
 		}
 		switch status := statusOf(err); {
 		case status == http.StatusNotFound:
@@ -210,11 +212,14 @@ func (r *Registry) Latest(ctx context.Context, subject string) (id int, schema m
 		}
 		return 0, schema, false, fmt.Errorf("subject %s: %w", subject, err)
 	}
-	schema, err = readable(s.Schema)
+	schema, unreadable, err := r.writerSchema(ctx, s.Schema, s.ID)
+	if err == nil && unreadable != nil {
+		err = unreadable
+	}
 	if err != nil {
 		return 0, schema, false, fmt.Errorf("subject %s version %d (id %d): %w", subject, s.Version, s.ID, err)
 	}
-	if err := r.keep(ctx, s.ID, s.Schema); err != nil {
+	if err := r.keepReadable(ctx, s.ID, schema); err != nil {
 		return 0, schema, false, err
 	}
 	if r.store != nil {
@@ -229,13 +234,21 @@ func (r *Registry) Latest(ctx context.Context, subject string) (id int, schema m
 }
 
 // keep remembers schema id, in the store too; a schema deltaflow cannot
-// read is remembered as such.
+// read is remembered as such. An error is the registry's or the store's.
 func (r *Registry) keep(ctx context.Context, id int, s sr.Schema) error {
-	schema, err := readable(s)
-	if err != nil {
-		r.forget(id, err)
+	schema, unreadable, err := r.writerSchema(ctx, s, id)
+	switch {
+	case err != nil:
+		return err
+	case unreadable != nil:
+		r.forget(id, unreadable)
 		return nil
 	}
+	return r.keepReadable(ctx, id, schema)
+}
+
+// keepReadable remembers schema id, in the store too.
+func (r *Registry) keepReadable(ctx context.Context, id int, schema mapping.WriterSchema) error {
 	if r.store != nil {
 		if err := r.store.Save(ctx, idKey(id, schema.Format), schema.Text); err != nil {
 			return fmt.Errorf("keep schema id %d: %w", id, err)
@@ -253,23 +266,32 @@ func (r *Registry) forget(id int, why error) {
 	r.mu.Unlock()
 }
 
-// readable is a registry's schema as the mappers take it, or why none
-// can read it.
-func readable(s sr.Schema) (mapping.WriterSchema, error) {
-	ws := mapping.WriterSchema{Text: s.Schema}
+// writerSchema is a registry's schema id as the mappers take it, or why
+// none can read it (unreadable); err is the registry's failure to answer
+// what a Protobuf schema's references or serialized form need.
+func (r *Registry) writerSchema(ctx context.Context, s sr.Schema, id int) (ws mapping.WriterSchema, unreadable, err error) {
+	ws.Text = s.Schema
 	switch s.Type {
 	case sr.TypeAvro:
 		ws.Format = mapping.Avro
 	case sr.TypeJSON:
 		ws.Format = mapping.JSONSchema
+	case sr.TypeProtobuf:
+		ws.Format = mapping.Protobuf
+		ws.Text, err = r.protobufSet(ctx, s, id)
+		_, bad := errors.AsType[*schemaError](err)
+		if st := statusOf(err); bad || st == http.StatusNotFound || st == http.StatusUnprocessableEntity {
+			return ws, err, nil // the schema, or a reference the registry lacks
+		}
+		return ws, nil, err
 	default:
-		return ws, fmt.Errorf("a %s schema, which deltaflow does not read yet", s.Type)
+		return ws, fmt.Errorf("a %s schema, which deltaflow does not read", s.Type), nil
 	}
 	if len(s.References) > 0 {
-		return ws, fmt.Errorf("the schema references %d other schemas (%s, ...), which deltaflow does not resolve yet",
-			len(s.References), s.References[0].Subject)
+		return ws, fmt.Errorf("the schema references %d other schemas (%s, ...), which deltaflow resolves for Protobuf only",
+			len(s.References), s.References[0].Subject), nil
 	}
-	return ws, nil
+	return ws, nil, nil
 }
 
 // statusOf is the HTTP status of a registry's answer, or 0.

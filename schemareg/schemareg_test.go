@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/deltaflow/deltaflow/mapping"
 )
@@ -189,19 +191,60 @@ func TestStoreOutlivesTheRegistry(t *testing.T) {
 	}
 }
 
-// A schema of a format deltaflow does not read is a reason, not a retry.
-func TestNotAvro(t *testing.T) {
+// serializedFile is a Protobuf file in the registry's serialized form.
+func serializedFile(t *testing.T, fd *descriptorpb.FileDescriptorProto) string {
+	t.Helper()
+	b, err := proto.Marshal(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// A Protobuf schema is kept with the files its references name, fetched
+// from their subjects: one FileDescriptorSet, dependencies first. One in
+// .proto text the registry gives no serialized form of is a reason.
+func TestProtobufReferences(t *testing.T) {
 	fake := srfake.New()
 	defer fake.Close()
-	id, _, err := fake.RegisterSchema("readings-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; message Reading { string id = 1; }`})
+	common := &descriptorpb.FileDescriptorProto{Name: proto.String("common/unit.proto"), Package: proto.String("common"),
+		Syntax: proto.String("proto3"), MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("Unit")}}}
+	reading := &descriptorpb.FileDescriptorProto{Name: proto.String("reading.proto"), Syntax: proto.String("proto3"),
+		Dependency: []string{"common/unit.proto"}, MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("Reading"),
+			Field: []*descriptorpb.FieldDescriptorProto{{Name: proto.String("unit"), Number: proto.Int32(1),
+				Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(), TypeName: proto.String(".common.Unit"),
+				Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()}}}}}
+	if _, _, err := fake.RegisterSchema("common/unit.proto", sr.Schema{Type: sr.TypeProtobuf, Schema: serializedFile(t, common)}); err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := fake.RegisterSchema("readings-value", sr.Schema{Type: sr.TypeProtobuf, Schema: serializedFile(t, reading),
+		References: []sr.SchemaReference{{Name: "common/unit.proto", Subject: "common/unit.proto", Version: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _, err := fake.RegisterSchema("texts-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; message T { string a = 1; }`})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRegistry(t, Config{URL: []string{fake.URL()}}, nil)
-	if err := r.Fetch(t.Context(), id, noRetry(t)); err != nil {
-		t.Fatal(err)
+	for _, id := range []int{id, text} {
+		if err := r.Fetch(t.Context(), id, noRetry(t)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, known, err := r.Schema(id); !known || err == nil || !strings.Contains(err.Error(), "PROTOBUF schema") {
-		t.Fatalf("Schema of a Protobuf id: known %v, err %v", known, err)
+	ws, known, err := r.Schema(id)
+	if !known || err != nil || ws.Format != mapping.Protobuf {
+		t.Fatalf("Schema(%d) = %v, %v, %v", id, ws.Format, known, err)
+	}
+	b, err := base64.StdEncoding.DecodeString(ws.Text)
+	var set descriptorpb.FileDescriptorSet
+	if err == nil {
+		err = proto.Unmarshal(b, &set)
+	}
+	if err != nil || len(set.File) != 2 || set.File[0].GetName() != "common/unit.proto" || set.File[1].GetName() != "reading.proto" {
+		t.Fatalf("the schema's files: %v, %v; want common/unit.proto, then reading.proto", err, set.File)
+	}
+	if _, known, err := r.Schema(text); !known || err == nil || !strings.Contains(err.Error(), "not a serialized file descriptor") {
+		t.Errorf("a .proto text without a serialized form: known %v, %v", known, err)
 	}
 }

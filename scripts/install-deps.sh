@@ -161,11 +161,12 @@ venv_install() {
 # extensions here.
 venv_install duckdb duckdb.version "duckdb, duckdb_extension_delta, duckdb_extension_httpfs" \
 	"duckdb==$DUCKDB_VERSION duckdb-extension-delta==$DUCKDB_VERSION duckdb-extension-httpfs==$DUCKDB_VERSION"
-# confluent-kafka + fastavro: a producer of Avro and JSON Schema records
-# that is not ours, with its Schema Registry client and serializers (the
-# schemaregistry and json extras).
-venv_install confluent-kafka avro.version "confluent_kafka, fastavro, confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema" \
-	"confluent-kafka[schemaregistry,json]==$CONFLUENT_KAFKA_VERSION fastavro==$FASTAVRO_VERSION"
+# confluent-kafka + fastavro: a producer of Avro, JSON Schema and Protobuf
+# records that is not ours, with its Schema Registry client and serializers
+# (the schemaregistry, json and protobuf extras); grpcio-tools gives the
+# Protobuf tests protoc.
+venv_install confluent-kafka avro.version "confluent_kafka, fastavro, confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema, confluent_kafka.schema_registry.protobuf, grpc_tools.protoc" \
+	"confluent-kafka[schemaregistry,json,protobuf]==$CONFLUENT_KAFKA_VERSION fastavro==$FASTAVRO_VERSION grpcio-tools==$GRPCIO_TOOLS_VERSION protobuf==$PYTHON_PROTOBUF_VERSION"
 # pyspark + delta-spark: the seed's Spark job for the takeover tests.
 venv_install pyspark spark.version "pyspark, delta" "pyspark==$PYSPARK_VERSION delta-spark==$DELTA_SPARK_VERSION"
 

@@ -32,9 +32,12 @@ PYARROW_VERSION="26.0.1"
 # PyPI into the same venv, each extension loaded from its package's
 # extensions/ folder.
 DUCKDB_VERSION="1.5.5"
-# The Avro producer deltaflow did not write (scripts/avroproduce.py).
+# The producers deltaflow did not write (scripts/avroproduce.py,
+# jsonschemaproduce.py, protoproduce.py), and protoc for the last.
 CONFLUENT_KAFKA_VERSION="2.16.1"
 FASTAVRO_VERSION="1.13.1"
+GRPCIO_TOOLS_VERSION="1.85.1"
+PYTHON_PROTOBUF_VERSION="7.36.2"
 # The seed's Spark job (scripts/spark), run by the takeover tests: pyspark and
 # delta-spark from PyPI into the same venv; their jars (scripts/spark/session.py
 # names them) from Maven Central through spark.jars.packages into SPARK_IVY.

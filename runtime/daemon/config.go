@@ -67,6 +67,7 @@ type TableConfig struct {
 	Format             mapping.Format   `yaml:"format"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
+	Message            string           `yaml:"message"`
 	SchemaEvolution    string           `yaml:"schema_evolution"`
 	CheckpointInterval int              `yaml:"checkpoint_interval"`
 	Compression        string           `yaml:"compression"`
@@ -523,7 +524,10 @@ func (t TableConfig) validate(section string) []error {
 		bad("schema_evolution: unknown %q (want %s or %s)", t.SchemaEvolution, EvolveAddColumns, EvolveNone)
 	}
 	if t.Subject != "" && !t.readsRegistry() {
-		bad("subject: only a format: avro table without schema_file, or a format: json_schema one, reads a registry subject")
+		bad("subject: only a format: avro table without schema_file, or a json_schema or protobuf one, reads a registry subject")
+	}
+	if t.Message != "" && t.Format != mapping.Protobuf {
+		bad("message: only a format: protobuf table picks a message")
 	}
 	if t.CheckpointInterval <= 0 {
 		bad("checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
@@ -539,7 +543,7 @@ func (t TableConfig) validate(section string) []error {
 // schemas (nil until run connects it).
 func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) mapping.Config {
 	mc := mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
-		SchemaFile: t.SchemaFile, Key: section}
+		SchemaFile: t.SchemaFile, Message: t.Message, Key: section}
 	if schemas != nil && t.readsRegistry() {
 		mc.Registry, mc.Schema = schemas, t.latest
 		mc.Evolve = t.SchemaEvolution == EvolveAddColumns && len(t.Columns) == 0
@@ -572,9 +576,10 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 }
 
 // readsRegistry reports whether the table's records are in the schema
-// registry's wire format: Avro without a schema file, or JSON Schema.
+// registry's wire format: Avro without a schema file, JSON Schema or
+// Protobuf.
 func (t TableConfig) readsRegistry() bool {
-	return t.Format == mapping.Avro && t.SchemaFile == "" || t.Format == mapping.JSONSchema
+	return t.Format == mapping.Avro && t.SchemaFile == "" || t.Format == mapping.JSONSchema || t.Format == mapping.Protobuf
 }
 
 // unresolvedSchemas stands in for the registry where the configuration is

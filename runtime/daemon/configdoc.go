@@ -50,9 +50,10 @@ var keySpecs = map[string]keySpec{
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)` or kafka.partition/offset/timestamp/key/topic.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
-	"table.format":                          {doc: "How record values are encoded: `json` (objects), `json_schema` (JSON objects in the schema registry's wire format, each validated by the JSON Schema its id names: Formats, below) or `avro`: with `schema_file`, Avro binary bodies without a header, all written with that schema; without it, records in the schema registry's wire format (a zero byte, the 4-byte schema id, the body), each read with the writer schema its id names (`schema_registry`). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
+	"table.format":                          {doc: "How record values are encoded: `json` (objects), `json_schema` (JSON objects in the schema registry's wire format, each validated by the JSON Schema its id names: Formats, below), `protobuf` (Protobuf messages in the schema registry's wire format: Formats) or `avro`: with `schema_file`, Avro binary bodies without a header, all written with that schema; without it, records in the schema registry's wire format (a zero byte, the 4-byte schema id, the body), each read with the writer schema its id names (`schema_registry`). With `avro`, `columns` and `partition_columns` have no default: without `columns`, each field of the schema is a column of the type Spark's from_avro gives it (Formats, below), and the table is unpartitioned unless `partition_columns` says otherwise; column sources are paths into the record (`payload.power`)."},
 	"table.schema_file":                     {doc: "The Avro schema (`.avsc`) the records of `format: avro` are written with, for a topic produced without a schema registry.", def: "—"},
-	"table.subject":                         {doc: "The registry subject whose latest schema makes the columns of a `format: avro` table without `schema_file`, or of a `format: json_schema` one, without `columns` (asked at each start; the columns' sources are checked against it too).", def: "`<topic>-value` (the first topic's, Confluent's TopicNameStrategy)"},
+	"table.subject":                         {doc: "The registry subject whose latest schema makes the columns of a `format: avro` table without `schema_file`, or of a `format: json_schema` or `format: protobuf` one, without `columns` (asked at each start; the columns' sources are checked against it too).", def: "`<topic>-value` (the first topic's, Confluent's TopicNameStrategy)"},
+	"table.message":                         {doc: "The full name of the message (`pkg.Reading`) whose fields make the columns of a `format: protobuf` table without `columns`; records of other messages of the schema are read into them by field name.", def: "the schema's first message"},
 	"table.schema_evolution":                {doc: "What a registry table without `columns` does with a writer schema that has top-level fields no column reads: `add_columns` adds a nullable column for each (of a type a column holds) while running, in a commit of its own before the first rows that hold it (the records read since the last commit are read again); `none` leaves them out. Older rows read null in the new columns."},
 	"table.checkpoint_interval":             {doc: "`delta.checkpointInterval` of a table deltaflow creates (a checkpoint every N versions)."},
 	"table.compression":                     {doc: "Data file codec: `snappy` or `zstd` (~40% more CPU, ~33% smaller)."},
@@ -125,7 +126,7 @@ var keySpecs = map[string]keySpec{
 	"watchdog.grace":                        {doc: "A stall lasting this long exits the process non-zero (never while a commit is in flight), for its restart policy (`restart: unless-stopped`) to start a fresh one."},
 	"watchdog.restart_backoff":              {doc: "Least time between two watchdog exits of the table's processes (the NATS KV bucket remembers the last ones), doubling with each exit of the last 4 × `restart_backoff_max`."},
 	"watchdog.restart_backoff_max":          {doc: "Cap of the doubling `restart_backoff`."},
-	"schema_registry.url":                   {env: "DELTAFLOW_SCHEMA_REGISTRY_URL", doc: "The Confluent-API schema registry (`http(s)://host:port`), or several, tried in turn. Every `format: avro` table without a `schema_file`, and every `format: json_schema` table, reads its records' writer schemas from it: each schema id is fetched once, off the actors (the partitions of the tables that wait for it stop there meanwhile; a registry down or slow is waited out with backoff, never a dead letter), kept in memory and in the NATS KV bucket, so a restart while the registry is down decodes every id seen before. An id the registry does not have (404) makes its records dead letters.", def: "— (no registry)"},
+	"schema_registry.url":                   {env: "DELTAFLOW_SCHEMA_REGISTRY_URL", doc: "The Confluent-API schema registry (`http(s)://host:port`), or several, tried in turn. Every `format: avro` table without a `schema_file`, and every `format: json_schema` or `format: protobuf` table, reads its records' writer schemas from it: each schema id is fetched once, off the actors (the partitions of the tables that wait for it stop there meanwhile; a registry down or slow is waited out with backoff, never a dead letter), kept in memory and in the NATS KV bucket, so a restart while the registry is down decodes every id seen before. An id the registry does not have (404) makes its records dead letters.", def: "— (no registry)"},
 	"schema_registry.user":                  {doc: "Basic auth user.", def: "—"},
 	"schema_registry.password":              {env: "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD", doc: "Basic auth password; never printed or logged. Refused credentials (401/403) fail the start, naming this key.", def: "—"},
 	"schema_registry.token":                 {env: "DELTAFLOW_SCHEMA_REGISTRY_TOKEN", doc: "Bearer token, instead of a user and password; never printed or logged.", def: "—"},
@@ -350,4 +351,32 @@ naming each one, and the route gives ` + "`columns`" + ` instead (paths to the s
 for the whole value). Kafka Connect's JsonSchemaConverter makes an integer an int64 and a number a float64
 too; Spark has no JSON Schema reader to follow. Validation costs a second parse of each record (see
 docs/performance.md).
+
+` + "`table.format: protobuf`" + ` reads Protobuf messages in the Confluent wire format, as Confluent's
+ProtobufSerializer writes them (after the schema id, the message indexes that name the record's message in
+its schema), through ` + "`schema_registry`" + ` as registry Avro does (the wait, the KV, ` + "`subject`" + `,
+` + "`schema_evolution`" + ` by top-level field, 404s and refused credentials alike). Each schema is read in the
+registry's serialized form (a file descriptor, asked for with ` + "`format=serialized`" + ` when the registry answers
+with .proto text) with the files its references name, fetched from their subjects; imports of Protobuf's
+well-known types need no reference. A record is read by the message its indexes name, by field name into the
+columns. Without ` + "`columns`" + `, the fields of ` + "`message`" + ` (default: the schema's first message) are the columns, in
+declaration order, all nullable:
+
+| Protobuf | Column |
+|---|---|
+| bool, float, double, string | boolean, float, double, string |
+| int32, sint32, sfixed32 | integer |
+| int64, sint64, sfixed64, uint32, fixed32 | long |
+| uint64, fixed64 | long (a value past 2^63−1 makes the record a dead letter) |
+| enum | string: the value's name (its number for a number the schema does not name) |
+| google.protobuf.Timestamp | timestamp (microseconds: nanoseconds are cut) |
+| the wrappers (google.protobuf.DoubleValue, Int64Value, ...) | their value's type; null when unset |
+
+A field without presence that the record does not set reads its default (0, "", false, the enum's first
+value), as Protobuf's own readers give it; Spark's from_protobuf reads it as null unless its
+` + "`emit.default.values`" + ` option is set. Messages, ` + "`optional`" + ` fields and oneof members that are unset read null.
+Repeated fields, maps, bytes and other messages have no column type yet: the schema is refused naming each,
+and the route gives ` + "`columns`" + ` with paths to the scalars of nested messages (` + "`loc.lat`" + `; below an unset message,
+null). A body that is not the message (` + "`not Protobuf of its writer schema`" + `) or indexes past the schema's
+messages make dead letters.
 `

@@ -132,61 +132,134 @@ func TestRegistryAvroTopic(t *testing.T) {
 // running (the first start's schema kept in the KV standing in for the
 // registry, down), and delta-rs and DuckDB read exactly what was produced.
 func TestRegistryJSONSchemaTopic(t *testing.T) {
-	const count, bad = 150, 3
-	registry := testenv.SchemaRegistry(t, "deltaflow", "registry-s3cret")
-	f := newFormatTopic(t, "registry-alerts", "  format: json_schema\n",
-		"schema_registry:\n  url: "+registry.URL()+"\n  user: deltaflow\n")
+	r := newRegistryTopic(t, "registry-alerts", "json_schema")
 	v1 := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "alert.schema.json")
 	v2 := editJSON(t, v1, filepath.Join(t.TempDir(), "alert-v2.schema.json"), func(schema map[string]any) {
 		schema["properties"].(map[string]any)["room"] = map[string]any{"type": "string"}
 	})
 	produce := func(schema string, seed, bad int) []map[string]any {
-		t.Helper()
-		return decodeRows(t, f.produce("jsonschemaproduce.py", []string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"},
-			"--schema", schema, "--registry", registry.URL(), "--count", strconv.Itoa(count), "--seed", strconv.Itoa(seed),
-			"--bad", strconv.Itoa(bad)))
-	}
-	run := func() []byte {
-		t.Helper()
-		out, err := f.run("DELTAFLOW_SCHEMA_REGISTRY_PASSWORD=registry-s3cret")
-		if err != nil {
-			t.Fatalf("run --until-latest: %v\n%s", err, out)
-		}
-		return out
+		return r.produce("jsonschemaproduce.py", seed, bad, "--schema", schema)
 	}
 	types := map[string]string{"id": "string null", "level": "long null", "count": "long null", "score": "double null",
 		"at": "timestamp null", "day": "date null", "acked": "boolean null"}
+	r.firstRun(produce(v1, 7, registryBad), types, "mapping: the writer schema refuses the record: at '/level': got string, want integer")
+	r.evolveWhileDown(produce(v2, 8, 0), types, "room")
+}
 
-	want := produce(v1, 7, bad)
-	out := run()
-	if !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", count))) || !bytes.Contains(out, []byte(fmt.Sprintf("dead_letters=%d ", bad))) {
-		t.Errorf("run --until-latest did not commit %d rows and %d dead letters:\n%s", count, bad, out)
+// TestRegistryProtobufTopic: a topic written by confluent-kafka's
+// ProtobufSerializer (the schema registered as a serialized file
+// descriptor, its import of another file as a reference, the well-known
+// types' not) through a schema registry (srfake over HTTP, basic auth),
+// read with `format: protobuf` and no columns: the columns are the first
+// message's fields with the types docs/configuration.md gives them, unset
+// fields read their defaults (messages and optional fields null), records
+// whose body is not the message are dead letters, a second version that
+// adds a field adds its column while running (the registry down at the
+// start), and delta-rs and DuckDB read exactly what was produced.
+func TestRegistryProtobufTopic(t *testing.T) {
+	r := newRegistryTopic(t, "registry-protos", "protobuf")
+	v1 := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "proto")
+	// v2 adds a field to the message.
+	v2 := t.TempDir()
+	if err := os.CopyFS(v2, os.DirFS(v1)); err != nil {
+		t.Fatal(err)
 	}
-	checkTable(t, f.s3, f.uri, types, want)
-	letters := f.deadLetters()
+	reading := filepath.Join(v2, "deltaflow", "test", "reading.proto")
+	text, err := os.ReadFile(reading)
+	if err == nil {
+		err = os.WriteFile(reading, bytes.Replace(text, []byte("  Unit unit = 14;\n"), []byte("  Unit unit = 14;\n  string room = 15;\n"), 1), 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(root string, seed, bad int) []map[string]any {
+		return r.produce("protoproduce.py", seed, bad, "--root", root,
+			"--proto", "deltaflow/test/reading.proto", "--message", "deltaflow.test.Reading")
+	}
+	types := map[string]string{"id": "string null", "count": "integer null", "total": "long null", "small": "long null",
+		"big": "long null", "ratio": "float null", "power": "double null", "on": "boolean null", "kind": "string null",
+		"at": "timestamp null", "volts": "double null", "note": "string null", "delta": "long null", "unit": "string null"}
+	r.firstRun(produce(v1, 7, registryBad), types, "mapping: not Protobuf of its writer schema's deltaflow.test.Reading: cannot parse invalid wire-format data")
+	r.evolveWhileDown(produce(v2, 8, 0), types, "room")
+}
+
+// registryCount and registryBad are how many records, and records that
+// are dead letters, each producer run of a registryTopic writes.
+const registryCount, registryBad = 150, 3
+
+// registryTopic is a formatTopic of a registry format, with its registry
+// (srfake over HTTP, basic auth) and what the table should hold so far.
+type registryTopic struct {
+	*formatTopic
+	registry *testenv.Registry
+	want     []map[string]any
+}
+
+func newRegistryTopic(t *testing.T, prefix, format string) *registryTopic {
+	registry := testenv.SchemaRegistry(t, "deltaflow", "registry-s3cret")
+	f := newFormatTopic(t, prefix, "  format: "+format+"\n",
+		"schema_registry:\n  url: "+registry.URL()+"\n  user: deltaflow\n")
+	return &registryTopic{formatTopic: f, registry: registry}
+}
+
+// produce runs the producer script through the registry: registryCount
+// records drawn from seed, then bad dead letters; it returns their rows.
+func (r *registryTopic) produce(script string, seed, bad int, args ...string) []map[string]any {
+	r.t.Helper()
+	return decodeRows(r.t, r.formatTopic.produce(script, []string{"SCHEMA_REGISTRY_USER_INFO=deltaflow:registry-s3cret"},
+		append(args, "--registry", r.registry.URL(), "--count", strconv.Itoa(registryCount), "--seed", strconv.Itoa(seed),
+			"--bad", strconv.Itoa(bad))...))
+}
+
+// run is `deltaflow run --until-latest` with the registry's password.
+func (r *registryTopic) run() []byte {
+	r.t.Helper()
+	out, err := r.formatTopic.run("DELTAFLOW_SCHEMA_REGISTRY_PASSWORD=registry-s3cret")
+	if err != nil {
+		r.t.Fatalf("run --until-latest: %v\n%s", err, out)
+	}
+	return out
+}
+
+// firstRun ingests rows (registryBad of the records produced being dead
+// letters, each with reason letter): the table holds exactly rows, with
+// types.
+func (r *registryTopic) firstRun(rows []map[string]any, types map[string]string, letter string) {
+	r.t.Helper()
+	r.want = append(r.want, rows...)
+	out := r.run()
+	if !bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", registryCount))) || !bytes.Contains(out, []byte(fmt.Sprintf("dead_letters=%d ", registryBad))) {
+		r.t.Errorf("run --until-latest did not commit %d rows and %d dead letters:\n%s", registryCount, registryBad, out)
+	}
+	checkTable(r.t, r.s3, r.uri, types, r.want)
+	letters := r.deadLetters()
 	for _, l := range letters {
-		if want := "mapping: the writer schema refuses the record: at '/level': got string, want integer"; l != want {
-			t.Errorf("dead letter %q, want %q", l, want)
+		if l != letter {
+			r.t.Errorf("dead letter %q, want %q", l, letter)
 		}
 	}
-	if len(letters) != bad {
-		t.Errorf("%d dead letters, want %d", len(letters), bad)
+	if len(letters) != registryBad {
+		r.t.Errorf("%d dead letters, want %d", len(letters), registryBad)
 	}
+}
 
-	// v2 adds a property; deltaflow starts with the registry down (v1,
-	// kept in the KV, stands in for the latest), so the first v2 record
-	// waits for its schema, then adds the column while running.
-	want = append(want, produce(v2, 8, 0)...)
-	registry.Stop()
-	back := time.AfterFunc(4*time.Second, registry.Start)
+// evolveWhileDown ingests rows, written with a later schema version that
+// adds column added, starting deltaflow while the registry is down (the
+// schema kept in the KV stands in for the latest), so that the first of
+// them waits for its schema and then adds the column while running.
+func (r *registryTopic) evolveWhileDown(rows []map[string]any, types map[string]string, added string) {
+	r.t.Helper()
+	r.want = append(r.want, rows...)
+	r.registry.Stop()
+	back := time.AfterFunc(4*time.Second, r.registry.Start)
 	defer back.Stop()
-	out = run()
+	out := r.run()
 	if !bytes.Contains(out, []byte("seen before stands in")) || !bytes.Contains(out, []byte("schema evolution: the writer schema adds columns")) ||
-		!bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", count))) {
-		t.Errorf("the second run did not wait for v2, add its property's column and commit %d rows:\n%s", count, out)
+		!bytes.Contains(out, []byte(fmt.Sprintf("rows=%d ", registryCount))) {
+		r.t.Errorf("the run did not wait for the new version, add its column and commit %d rows:\n%s", registryCount, out)
 	}
-	types["room"] = "string null"
-	checkTable(t, f.s3, f.uri, types, want)
+	types[added] = "string null"
+	checkTable(r.t, r.s3, r.uri, types, r.want)
 }
 
 // editJSON writes to path the JSON document at from, edited.
