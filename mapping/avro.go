@@ -538,20 +538,7 @@ func (v *avroValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 		out.i = s.i
 		return ok, nil
 	case avInt, avLong:
-		switch c.kind {
-		case kInteger:
-			if s.i < math.MinInt32 || s.i > math.MaxInt32 {
-				return failOverflow, nil
-			}
-			out.i = s.i
-		case kLong:
-			out.i = s.i
-		case kFloat, kDouble:
-			out.f = float64(s.i)
-		default:
-			return failType, nil
-		}
-		return ok, nil
+		return castInt(s.i, c, out)
 	case avFloat, avDouble:
 		switch {
 		case c.kind != kFloat && c.kind != kDouble:

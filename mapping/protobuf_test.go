@@ -290,3 +290,26 @@ func BenchmarkMapRegistryProtobuf(b *testing.B) {
 	}
 	benchMap(b, m, recs)
 }
+
+// FuzzMapProtobuf: any body after a schema id is a row or a dead letter,
+// never a panic or a pending schema.
+func FuzzMapProtobuf(f *testing.F) {
+	v1 := readingProto(f)
+	m, err := New(Config{Format: Protobuf, Registry: &schemaMap{format: Protobuf, schemas: map[int]string{1: v1}}, Schema: v1}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(encodeProto(f, v1, 1, 0, func(r *dynamicpb.Message, fs protoreflect.FieldDescriptors) {
+		setMsg(r, fs, "id", protoreflect.ValueOfString("p1"))
+		setMsg(r, fs, "at", protoreflect.ValueOfMessage(timestamppb.New(time.Unix(1e9, 0)).ProtoReflect()))
+	})[5:])
+	f.Add([]byte{2, 2, 10, 2, 'l', '1'})
+	f.Add([]byte{0x7f, 1})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var row Row
+		err := m.Map(&Record{Value: wire(1, body)}, &row)
+		if _, ok := errors.AsType[*MapError](err); err != nil && !ok {
+			t.Fatalf("error %v is no MapError", err)
+		}
+	})
+}
