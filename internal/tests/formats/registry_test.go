@@ -179,7 +179,7 @@ func TestRegistryProtobufTopic(t *testing.T) {
 	types := map[string]string{"id": "string null", "count": "integer null", "total": "long null", "small": "long null",
 		"big": "long null", "ratio": "float null", "power": "double null", "on": "boolean null", "kind": "string null",
 		"at": "timestamp null", "volts": "double null", "note": "string null", "delta": "long null", "unit": "string null"}
-	r.firstRun(produce(v1, 7, registryBad), types, "mapping: not Protobuf of its writer schema's deltaflow.test.Reading: cannot parse invalid wire-format data")
+	r.firstRun(produce(v1, 7, registryBad), types, "mapping: not Protobuf of its writer schema's deltaflow.test.Reading: cannot parse reserved wire type")
 	r.evolveWhileDown(produce(v2, 8, 0), types, "room")
 }
 
