@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/sim"
 )
 
 // readingProto is, as a descriptor, the schema
@@ -32,14 +33,7 @@ import (
 // with extra fields (v2: int64 count, or a new string room = 9).
 func readingProto(t testing.TB, extra ...*descriptorpb.FieldDescriptorProto) string {
 	t.Helper()
-	field := func(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
-		f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(),
-			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String(name)}
-		if typeName != "" {
-			f.TypeName = proto.String(typeName)
-		}
-		return f
-	}
+	field := sim.ProtoField
 	reading := []*descriptorpb.FieldDescriptorProto{
 		field("id", 1, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""),
 		field("count", 2, descriptorpb.FieldDescriptorProto_TYPE_INT32, ""),
@@ -212,12 +206,8 @@ func TestMapRegistryProtobufPaths(t *testing.T) {
 // derived column's type (int32 → int64) makes its records dead letters.
 func TestMapRegistryProtobufEvolves(t *testing.T) {
 	v1 := readingProto(t)
-	room := &descriptorpb.FieldDescriptorProto{Name: proto.String("room"), Number: proto.Int32(9), JsonName: proto.String("room"),
-		Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()}
-	v2 := readingProto(t, room)
-	wide := &descriptorpb.FieldDescriptorProto{Name: proto.String("count"), Number: proto.Int32(2), JsonName: proto.String("count"),
-		Type: descriptorpb.FieldDescriptorProto_TYPE_INT64.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()}
-	v3 := readingProto(t, wide)
+	v2 := readingProto(t, sim.ProtoField("room", 9, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""))
+	v3 := readingProto(t, sim.ProtoField("count", 2, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""))
 	schemas := &schemaMap{format: Protobuf, schemas: map[int]string{1: v1, 2: v2, 3: v3}}
 	m, err := New(Config{Format: Protobuf, Registry: schemas, Schema: v1, Evolve: true}, nil)
 	if err != nil {

@@ -55,7 +55,7 @@ func benchCommand(out IO) *cobra.Command {
 	fs.IntVar(&o.Events, "events", 1_000_000, "events to produce and read")
 	fs.IntVar(&o.Devices, "devices", 50, "simulated devices (half smart plugs, half door sensors)")
 	fs.IntVar(&o.Partitions, "partitions", 3, "partitions of the bench topic")
-	fs.StringVar(&o.Format, "format", bench.FormatJSON, "records of the throughput stages: json, or avro (the same events through a schema registry, after a decode stage of the JSON for comparison)")
+	fs.StringVar(&o.Format, "format", bench.FormatJSON, "records of the throughput stages: json, or avro or protobuf (the same events through a schema registry, after a decode stage of the JSON for comparison)")
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers`; empty: in-process kfake")
 	fs.StringVar(&o.Dir, "dir", "", "work `directory` (tables, logs); empty: a new temp directory")
 	fs.StringVar(&o.Config, "config", "", "deltaflow configuration `FILE` whose kafka/flush/backpressure/table settings the stages use")

@@ -20,13 +20,14 @@ const (
 	FormatAvro = "avro"
 )
 
-// sensorAvroConfig maps sim.AvroSchema's records, in the registry's wire
-// format, to the Spark job's columns (but raw_payload: an Avro record has
-// no payload string); the verbs are the registry's URL and the subject.
-const sensorAvroConfig = `schema_registry:
+// sensorBinaryConfig maps the sensor events in a binary format through a
+// registry (sim.AvroSchema's records, sensorProto's messages) to the Spark
+// job's columns (but raw_payload: a binary record has no payload string);
+// the verbs are the registry's URL, the format and the subject.
+const sensorBinaryConfig = `schema_registry:
   url: %s
 table:
-  format: avro
+  format: %s
   subject: %s
   columns:
     - {name: device_id, type: string, source: device_id, required: true}
@@ -62,7 +63,7 @@ func newAvroTopic(dir, topic string) (*avroTopic, error) {
 		return nil, err
 	}
 	a := &avroTopic{registry: reg, schema: avro.MustParse(sim.AvroSchema), id: id, config: filepath.Join(dir, "avro.yaml")}
-	if err := os.WriteFile(a.config, fmt.Appendf(nil, sensorAvroConfig, reg.URL(), topic+"-value"), 0o600); err != nil {
+	if err := os.WriteFile(a.config, fmt.Appendf(nil, sensorBinaryConfig, reg.URL(), FormatAvro, topic+"-value"), 0o600); err != nil {
 		reg.Close()
 		return nil, err
 	}
@@ -88,8 +89,29 @@ func (a *avroTopic) encode(b []byte, ev sim.Event) ([]byte, error) {
 	})
 }
 
-// produceAvro produces the throughput run's events (the same as the JSON
-// run's: same seed) to topic in Avro.
-func (k *kafkaEnv) produceAvro(ctx context.Context, a *avroTopic, topic string, events, devices int) (int64, error) {
-	return k.produceWith(ctx, topic, events, devices, 0, 1, a.encode)
+// binaryTopic is a topic of the sensor events in a binary format through a
+// schema registry: avroTopic, protoTopic.
+type binaryTopic interface {
+	// encode appends ev in the registry's wire format to b.
+	encode(b []byte, ev sim.Event) ([]byte, error)
+	// configFile is the stages' configuration.
+	configFile() string
+	close()
+}
+
+func (a *avroTopic) configFile() string  { return a.config }
+func (p *protoTopic) configFile() string { return p.config }
+
+// newBinaryTopic is the registry and configuration of a format's topic.
+func newBinaryTopic(format, dir, topic string) (binaryTopic, error) {
+	if format == FormatProtobuf {
+		return newProtoTopic(dir, topic)
+	}
+	return newAvroTopic(dir, topic)
+}
+
+// produceBinary produces the throughput run's events (the same as the
+// JSON run's: same seed) to topic in b's format.
+func (k *kafkaEnv) produceBinary(ctx context.Context, b binaryTopic, topic string, events, devices int) (int64, error) {
+	return k.produceWith(ctx, topic, events, devices, 0, 1, b.encode)
 }

@@ -140,12 +140,12 @@ func (o *Options) setDefaults() error {
 	case "":
 		o.Format = FormatJSON
 	case FormatJSON:
-	case FormatAvro:
+	case FormatAvro, FormatProtobuf:
 		if o.Config != "" {
-			return fmt.Errorf("bench: --format avro makes its own configuration; --config is for json")
+			return fmt.Errorf("bench: --format %s makes its own configuration; --config is for json", o.Format)
 		}
 	default:
-		return fmt.Errorf("bench: unknown --format %q (want json or avro)", o.Format)
+		return fmt.Errorf("bench: unknown --format %q (want json, avro or protobuf)", o.Format)
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -441,27 +441,27 @@ func throughput(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error 
 		return sr, run, nil
 	}
 	config := o.Config
-	if o.Format == FormatAvro {
+	if o.Format != FormatJSON {
 		sr, _, err := stage(StageDecode, stageDecodeJSON, topic, config, bytes)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Log, "bench: stage %s: %.0f events/s\n", sr.Name, sr.EPS)
 		rep.Stages = append(rep.Stages, sr)
-		topic = k.prefix + "throughput-avro"
+		topic = k.prefix + "throughput-" + o.Format
 		if err := k.createTopic(ctx, topic, o.Partitions); err != nil {
 			return err
 		}
-		a, err := newAvroTopic(o.Dir, topic)
+		b, err := newBinaryTopic(o.Format, o.Dir, topic)
 		if err != nil {
 			return err
 		}
-		defer a.close()
-		if bytes, err = k.produceAvro(ctx, a, topic, o.Events, o.Devices); err != nil {
-			return fmt.Errorf("produce avro: %w", err)
+		defer b.close()
+		if bytes, err = k.produceBinary(ctx, b, topic, o.Events, o.Devices); err != nil {
+			return fmt.Errorf("produce %s: %w", o.Format, err)
 		}
-		fmt.Fprintf(o.Log, "bench: produced the events in Avro (%.1f MB)\n", float64(bytes)/1e6)
-		rep.InputBytes, rep.Format, config = bytes, FormatAvro, a.config
+		fmt.Fprintf(o.Log, "bench: produced the events in %s (%.1f MB)\n", o.Format, float64(bytes)/1e6)
+		rep.InputBytes, rep.Format, config = bytes, o.Format, b.configFile()
 	}
 	for _, name := range []string{StageConsume, StageDecode, StageE2E} {
 		sr, run, err := stage(name, name, topic, config, bytes)
@@ -552,8 +552,8 @@ func PrintReport(w io.Writer, r *Report) {
 	if len(r.Stages) > 0 {
 		fmt.Fprintf(w, "\n%d events, %.1f MB, %d partitions, kafka %s, GOMAXPROCS=%d of %d CPUs, %s\n",
 			r.Events, float64(r.InputBytes)/1e6, r.Partitions, r.Kafka, r.GoMaxProcs, r.NumCPU, r.GoVersion)
-		if r.Format == FormatAvro {
-			fmt.Fprintf(w, "records in Avro through a schema registry: decode %.2f× the JSON decode stage's rate\n", r.DecodeVsJSON)
+		if r.Format == FormatAvro || r.Format == FormatProtobuf {
+			fmt.Fprintf(w, "records in %s through a schema registry: decode %.2f× the JSON decode stage's rate\n", r.Format, r.DecodeVsJSON)
 		}
 		fmt.Fprintf(w, "%-11s %10s %9s %12s %9s %9s %9s %10s %9s\n", "stage", "events", "seconds", "events/s", "in MB/s", "CPU s", "CPU s/M", "peak RSS", "start s")
 		for _, s := range r.Stages {

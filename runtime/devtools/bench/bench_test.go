@@ -141,30 +141,35 @@ func TestBenchSteadyShort(t *testing.T) {
 	}
 }
 
-// TestBenchAvroShort runs the throughput stages with --format avro on
-// 20,000 events: a JSON decode stage, then consume, decode and e2e on the
-// same events in Avro through the schema registry, every record mapped
-// and committed, and the two decode rates compared.
-func TestBenchAvroShort(t *testing.T) {
-	dir := t.TempDir()
-	var out strings.Builder
-	r, err := Run(t.Context(), Options{Events: 20_000, Throughput: true, Format: FormatAvro, Dir: dir,
-		Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(out.String())
-	names := make([]string, len(r.Stages))
-	for i, s := range r.Stages {
-		names[i] = s.Name
-		if s.Events != r.Events || s.DeadLetters != 0 {
-			t.Errorf("stage %s: %d events, %d dead letters", s.Name, s.Events, s.DeadLetters)
-		}
-	}
-	if got := strings.Join(names, ","); got != "decode-json,consume,decode,e2e" {
-		t.Errorf("stages %s", got)
-	}
-	if r.Format != FormatAvro || r.RowsCommitted != r.Events || r.DecodeJSONEPS <= 0 || r.DecodeVsJSON <= 0 {
-		t.Errorf("format %q, rows %d of %d, json decode %v/s, ratio %v", r.Format, r.RowsCommitted, r.Events, r.DecodeJSONEPS, r.DecodeVsJSON)
+// TestBenchBinaryShort runs the throughput stages with --format avro and
+// --format protobuf on 20,000 events: a JSON decode stage, then consume,
+// decode and e2e on the same events in the format through the schema
+// registry, every record mapped and committed, and the two decode rates
+// compared.
+func TestBenchBinaryShort(t *testing.T) {
+	for _, format := range []string{FormatAvro, FormatProtobuf} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			var out strings.Builder
+			r, err := Run(t.Context(), Options{Events: 20_000, Throughput: true, Format: format, Dir: dir,
+				Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(out.String())
+			names := make([]string, len(r.Stages))
+			for i, s := range r.Stages {
+				names[i] = s.Name
+				if s.Events != r.Events || s.DeadLetters != 0 {
+					t.Errorf("stage %s: %d events, %d dead letters", s.Name, s.Events, s.DeadLetters)
+				}
+			}
+			if got := strings.Join(names, ","); got != "decode-json,consume,decode,e2e" {
+				t.Errorf("stages %s", got)
+			}
+			if r.Format != format || r.RowsCommitted != r.Events || r.DecodeJSONEPS <= 0 || r.DecodeVsJSON <= 0 {
+				t.Errorf("format %q, rows %d of %d, json decode %v/s, ratio %v", r.Format, r.RowsCommitted, r.Events, r.DecodeJSONEPS, r.DecodeVsJSON)
+			}
+		})
 	}
 }

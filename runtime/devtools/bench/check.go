@@ -26,7 +26,7 @@ const (
 	TargetTablesVsOneTable = 0.9
 	TargetExtraTableRSS    = 2 << 20
 
-	// Binary formats (bench --format avro): decoding is cheaper than
+	// Binary formats (bench --format avro, protobuf): decoding is cheaper than
 	// JSON's, and e2e keeps up with it.
 	TargetDecodeVsJSON      = 1.5
 	TargetBinaryE2EVsDecode = 0.6
@@ -49,9 +49,9 @@ func Check(r *Report) []string {
 	} else {
 		skip("e2e/decode >= 0.5", "no throughput run")
 	}
-	if r.Format == FormatAvro {
-		line(r.DecodeVsJSON >= TargetDecodeVsJSON, "decode avro/json >=1.5", "avro %.0f/s vs json %.0f/s = %.2f", r.DecodeEPS, r.DecodeJSONEPS, r.DecodeVsJSON)
-		line(r.E2EVsDecode >= TargetBinaryE2EVsDecode, "avro e2e/decode >= 0.6", "%.2f", r.E2EVsDecode)
+	if r.Format == FormatAvro || r.Format == FormatProtobuf {
+		line(r.DecodeVsJSON >= TargetDecodeVsJSON, "decode "+r.Format+"/json >=1.5", "%s %.0f/s vs json %.0f/s = %.2f", r.Format, r.DecodeEPS, r.DecodeJSONEPS, r.DecodeVsJSON)
+		line(r.E2EVsDecode >= TargetBinaryE2EVsDecode, r.Format+" e2e/decode >= 0.6", "%.2f", r.E2EVsDecode)
 	}
 	switch {
 	case r.E2EPeakRSSBytes == 0:
