@@ -42,8 +42,19 @@ type protoSlot struct {
 type protoWalk struct {
 	md     protoreflect.MessageDescriptor
 	fields []protoWalkField
-	fds    []protoreflect.FieldDescriptor // by plan node; nil: the message has no such field
-	msgs   []bool                         // by plan node: a message node, whose children read null when it is unset
+	nodes  []protoNode // by plan node, shared by a walk and its messages' walks
+}
+
+// protoNode is what a plan node reads in the message type a walk reads,
+// settled when the walk is compiled.
+type protoNode struct {
+	fd       protoreflect.FieldDescriptor // nil: the message has no such field (null)
+	value    protoreflect.FieldDescriptor // what its value is: fd, or a wrapper's value field
+	kind     protoreflect.Kind            // value's
+	list     bool                         // repeated or a map: no column holds it
+	presence bool                         // unset reads null, not its default
+	message  bool                         // nodes go into it: they read null while it is unset
+	time     bool                         // a google.protobuf.Timestamp
 }
 
 type protoWalkField struct {
@@ -107,7 +118,7 @@ func (v *protoValues) message(indexes []byte) (protoreflect.MessageDescriptor, e
 // compileProtoWalk compiles the walk of message md for the children of
 // plan node at.
 func compileProtoWalk(md protoreflect.MessageDescriptor, p *plan, at int) *protoWalk {
-	w := &protoWalk{md: md, fds: make([]protoreflect.FieldDescriptor, len(p.nodes)), msgs: make([]bool, len(p.nodes))}
+	w := &protoWalk{md: md, nodes: make([]protoNode, len(p.nodes))}
 	w.bind(md, p, at)
 	return w
 }
@@ -120,16 +131,21 @@ func (w *protoWalk) bind(md protoreflect.MessageDescriptor, p *plan, at int) {
 		if fd == nil {
 			continue
 		}
-		w.fds[child] = fd
+		n := &w.nodes[child]
+		*n = protoNode{fd: fd, value: fd, kind: fd.Kind(), list: fd.IsList() || fd.IsMap(), presence: fd.HasPresence()}
 		f := protoWalkField{num: fd.Number(), wire: wireType(fd), node: child}
-		if fd.IsList() || fd.IsMap() {
+		if n.list {
 			f.wire = -1 // never read: a column of it is a type error
 		} else if sub := fd.Message(); sub != nil && len(p.nodes[child].children) > 0 {
-			w.msgs[child] = true
-			f.sub = &protoWalk{md: sub, fds: w.fds, msgs: w.msgs}
+			n.message = true
+			f.sub = &protoWalk{md: sub, nodes: w.nodes}
 			f.sub.bind(sub, p, child)
 		} else if sub != nil {
 			f.timestamp, f.wrapped = sub.FullName() == "google.protobuf.Timestamp", wrapped(sub)
+			n.time = f.timestamp
+			if f.wrapped != nil {
+				n.value, n.kind = f.wrapped, f.wrapped.Kind()
+			}
 		}
 		w.fields = append(w.fields, f)
 	}
@@ -239,57 +255,55 @@ func messageIndexes(body []byte) ([]byte, int, error) {
 }
 
 func (v *protoValues) kindOf(node int) string {
-	if fd := v.cur.fds[node]; fd != nil && v.slots[node].set {
-		return fd.Kind().String()
+	if n := &v.cur.nodes[node]; n.fd != nil && v.slots[node].set {
+		return n.fd.Kind().String()
 	}
 	return "null"
 }
 
 // present reports whether node's value is in the record: set, or unset
 // without presence (its default) inside a message that is there.
-func (v *protoValues) present(node int, fd protoreflect.FieldDescriptor) bool {
+func (v *protoValues) present(node int) bool {
 	if v.slots[node].set {
 		return true
 	}
-	if fd.HasPresence() {
+	if v.cur.nodes[node].presence {
 		return false
 	}
 	parent := v.p.nodes[node].parent
-	return parent == 0 || (v.cur.msgs[parent] && v.present(parent, v.cur.fds[parent]))
+	return parent == 0 || (v.cur.nodes[parent].message && v.present(parent))
 }
 
 func (v *protoValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
-	fd := v.cur.fds[c.node]
+	n := &v.cur.nodes[c.node]
 	switch {
-	case fd != nil && (fd.IsList() || fd.IsMap()):
+	case n.list:
 		return failType, nil
-	case fd == nil || !v.present(c.node, fd):
+	case n.fd == nil || !v.present(c.node):
 		out.null = true
 		return ok, nil
 	}
-	s := v.slots[c.node]
-	if md := fd.Message(); md != nil {
-		if md.FullName() == "google.protobuf.Timestamp" {
-			if c.kind != kTimestamp {
-				return failType, nil
-			}
-			secs := int64(s.u)
-			if secs < -62135596800 || secs > 253402300799 {
-				return failRange, nil
-			}
-			out.i = secs*1_000_000 + s.n/1000
-			return ok, nil
-		}
-		if fd = wrapped(md); fd == nil {
+	s := &v.slots[c.node]
+	switch {
+	case n.time:
+		if c.kind != kTimestamp {
 			return failType, nil
 		}
+		secs := int64(s.u)
+		if secs < -62135596800 || secs > 253402300799 {
+			return failRange, nil
+		}
+		out.i = secs*1_000_000 + s.n/1000
+		return ok, nil
+	case n.kind == protoreflect.MessageKind || n.kind == protoreflect.GroupKind:
+		return failType, nil
 	}
-	return v.castScalar(fd, s, c, a, out)
+	return v.castScalar(n, s, c, a, out)
 }
 
-// castScalar casts a scalar field's wire value into c's type.
-func (v *protoValues) castScalar(fd protoreflect.FieldDescriptor, s protoSlot, c *planColumn, a *Arena, out *cell) (failure, []byte) {
-	switch fd.Kind() {
+// castScalar casts a scalar value's wire value into c's type.
+func (v *protoValues) castScalar(n *protoNode, s *protoSlot, c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	switch n.kind {
 	case protoreflect.StringKind:
 		if c.kind != kString {
 			return failType, nil
@@ -302,7 +316,7 @@ func (v *protoValues) castScalar(fd protoreflect.FieldDescriptor, s protoSlot, c
 		if c.kind != kString {
 			return failType, nil
 		}
-		if ev := fd.Enum().Values().ByNumber(protoreflect.EnumNumber(int32(s.u))); ev != nil {
+		if ev := n.value.Enum().Values().ByNumber(protoreflect.EnumNumber(int32(s.u))); ev != nil {
 			out.b = a.CopyString(string(ev.Name()))
 		} else {
 			v.num = strconv.AppendInt(v.num[:0], int64(int32(s.u)), 10)
@@ -334,7 +348,7 @@ func (v *protoValues) castScalar(fd protoreflect.FieldDescriptor, s protoSlot, c
 		return castInt(int64(s.u), c, out)
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		f := math.Float64frombits(s.u)
-		if fd.Kind() == protoreflect.FloatKind {
+		if n.kind == protoreflect.FloatKind {
 			f = float64(math.Float32frombits(uint32(s.u)))
 		}
 		switch {
