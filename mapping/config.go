@@ -72,6 +72,8 @@ type Config struct {
 	// checked. Columns made of it with a Registry are all nullable: a
 	// later version of the schema may drop any field.
 	Schema string `yaml:"-"`
+	// SchemaOrigin names Schema in the Origin of the columns made of it.
+	SchemaOrigin string `yaml:"-"`
 	// Evolve, with a Registry, makes a writer schema's top-level fields
 	// that no column reads new columns: Map refuses the first record of
 	// such a schema with a *SchemaChangeError, and the Mapper that
@@ -117,7 +119,14 @@ type Column struct {
 	// schema Spark's from_json produces. A non-nullable column is implicitly
 	// required.
 	Nullable *bool `yaml:"nullable"`
+	// Origin says where a column made of a schema came from ("subject
+	// readings-value, schema id 3"): kept in the Delta column's metadata
+	// (OriginKey), where `deltaflow inspect schema` shows it.
+	Origin string `yaml:"-"`
 }
+
+// OriginKey is the Delta column metadata key of a column's Origin.
+const OriginKey = "deltaflow.origin"
 
 // IsNullable reports the column's effective nullability.
 func (c *Column) IsNullable() bool { return c.Nullable == nil || *c.Nullable }
@@ -385,6 +394,7 @@ func (c *Config) format() (*avroSchema, error) {
 					c.Columns[i].Nullable = new(true)
 				}
 			}
+			c.setOrigin()
 		}
 	case len(c.Columns) == 0: // a registry that had no schema for the subject
 		return nil, fmt.Errorf("%s.columns: none given, and no schema to make them of", c.key())
@@ -395,6 +405,13 @@ func (c *Config) format() (*avroSchema, error) {
 		}
 	}
 	return schema, nil
+}
+
+// setOrigin gives the columns made of Schema its origin.
+func (c *Config) setOrigin() {
+	for i := range c.Columns {
+		c.Columns[i].Origin = c.SchemaOrigin
+	}
 }
 
 // registryOnly refuses a schema file, or no registry, for a format whose
@@ -432,6 +449,7 @@ func (c *Config) protobufColumns() error {
 		if md, err = schema.message(c.Message); err == nil && len(c.Columns) == 0 {
 			c.Columns, err = protobufColumns(md)
 			c.derived = true
+			c.setOrigin()
 		}
 	}
 	if err != nil {
@@ -457,6 +475,7 @@ func (c *Config) jsonSchemaColumns() error {
 		return fmt.Errorf("%s: the registry's schema: %w", c.key(), err)
 	}
 	c.derived = true
+	c.setOrigin()
 	return nil
 }
 

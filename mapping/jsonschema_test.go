@@ -40,9 +40,13 @@ const (
 // Columns come from the subject's latest JSON Schema, in its order, with
 // the types docs/configuration.md gives, all nullable.
 func TestJSONSchemaColumns(t *testing.T) {
-	m, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema}, Schema: alertV1}, nil)
+	m, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema}, Schema: alertV1,
+		SchemaOrigin: "subject alerts-value, schema id 1"}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if md := string(m.Schema().Fields[0].Metadata); md != `{"deltaflow.origin":"subject alerts-value, schema id 1"}` {
+		t.Errorf("column metadata %s, want the schema's origin", md)
 	}
 	checkNullableColumns(t, m, []namedColumn{{"id", delta.String}, {"level", delta.Long}, {"score", delta.Double},
 		{"at", delta.Timestamp}, {"day", delta.Date}, {"acked", delta.Boolean}})
@@ -151,8 +155,9 @@ func TestMapRegistryJSONSchemaEvolves(t *testing.T) {
 	v2 := &Record{Value: wire(2, []byte(`{"id":"a2","level":1,"at":"2026-12-05T07:30:00Z","room":"hall"}`))}
 	err = m.Map(v2, &row)
 	change, ok := errors.AsType[*SchemaChangeError](err)
-	if !ok || len(change.Add) != 1 || change.Add[0].Name != "room" || change.Add[0].Type != "string" || !*change.Add[0].Nullable {
-		t.Fatalf("a writer schema with a new property: %v, want a SchemaChangeError adding room string", err)
+	if !ok || len(change.Add) != 1 || change.Add[0].Name != "room" || change.Add[0].Type != "string" || !*change.Add[0].Nullable ||
+		change.Add[0].Origin != "schema id 2" {
+		t.Fatalf("a writer schema with a new property: %v, want a SchemaChangeError adding room string, from schema id 2", err)
 	}
 	evolved, err := m.Evolved(change.Add)
 	if err != nil {

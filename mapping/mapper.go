@@ -175,7 +175,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		if c.src.kind == srcPath {
 			pc.node = p.addPath(c.src.path)
 		}
-		field := delta.StructField{Name: c.Name, Type: c.typ, Nullable: pc.nullable, Metadata: json.RawMessage("{}")}
+		field := delta.StructField{Name: c.Name, Type: c.typ, Nullable: pc.nullable, Metadata: columnMetadata(c.Column)}
 		p.schema.Fields = append(p.schema.Fields, field)
 		for k, j := range partIdx {
 			if j == i {
@@ -205,6 +205,15 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		p.values = newRegistryValues(cfg.Registry, compileProtobufWriter)
 	}
 	return newMapper(p), nil
+}
+
+// columnMetadata is a Delta column's metadata: its origin, if it has one.
+func columnMetadata(c Column) json.RawMessage {
+	if c.Origin == "" {
+		return json.RawMessage("{}")
+	}
+	b, _ := json.Marshal(map[string]string{OriginKey: c.Origin}) // a string map always marshals
+	return b
 }
 
 // addPath adds the nodes of a JSON path and returns the last one.

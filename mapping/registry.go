@@ -111,6 +111,9 @@ func (w *writerPlans) compiled(p *plan, id int) (wp writerPlan, pending bool) {
 		wp.err = fmt.Errorf("a schema of format %s; the table's format is %s", s.Format, p.cfg.Format)
 	default:
 		wp = w.compile(s.Text, p)
+		for i := range wp.add {
+			wp.add[i].Origin = fmt.Sprintf("schema id %d", id)
+		}
 	}
 	w.byID[id] = wp
 	return wp, false

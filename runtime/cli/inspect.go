@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/mapping"
 )
 
 // snapshotJSON is `inspect snapshot --json`.
@@ -278,15 +280,33 @@ func inspectSchema(w io.Writer, s *delta.Snapshot, asJSON bool) error {
 		return writeJSON(w, json.RawMessage(st.SchemaString()))
 	}
 	parts := s.PartitionColumns()
+	// A column made of a registry's schema says which (mapping.OriginKey).
+	origins := make([]string, len(st.Fields))
+	anyOrigin := false
+	for i, f := range st.Fields {
+		var md map[string]any
+		if json.Unmarshal(f.Metadata, &md) == nil {
+			origins[i], _ = md[mapping.OriginKey].(string)
+		}
+		anyOrigin = anyOrigin || origins[i] != ""
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COLUMN\tTYPE\tNULLABLE\tPARTITION")
-	for _, f := range st.Fields {
+	header := "COLUMN\tTYPE\tNULLABLE\tPARTITION"
+	if anyOrigin {
+		header += "\tORIGIN"
+	}
+	fmt.Fprintln(tw, header)
+	for i, f := range st.Fields {
 		typ := f.Type.String()
 		if _, ok := f.Type.(delta.PrimitiveType); !ok {
 			b, _ := json.Marshal(json.RawMessage(mustTypeJSON(f)))
 			typ = string(b)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%t\n", f.Name, typ, f.Nullable, slices.Contains(parts, f.Name))
+		line := fmt.Sprintf("%s\t%s\t%t\t%t", f.Name, typ, f.Nullable, slices.Contains(parts, f.Name))
+		if anyOrigin {
+			line += "\t" + cmp.Or(origins[i], "-")
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }

@@ -75,6 +75,8 @@ type TableConfig struct {
 	// latest is the registry subject's latest schema, once run has asked
 	// for it (resolveSchemas): the columns come from it.
 	latest string
+	// latestOrigin names it: its subject and schema id.
+	latestOrigin string
 }
 
 // StorageConfig is the `storage` section: S3/MinIO access for s3:// tables.
@@ -545,7 +547,7 @@ func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) 
 	mc := mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
 		SchemaFile: t.SchemaFile, Message: t.Message, Key: section}
 	if schemas != nil && t.readsRegistry() {
-		mc.Registry, mc.Schema = schemas, t.latest
+		mc.Registry, mc.Schema, mc.SchemaOrigin = schemas, t.latest, t.latestOrigin
 		mc.Evolve = t.SchemaEvolution == EvolveAddColumns && len(t.Columns) == 0
 	}
 	return mc

@@ -301,7 +301,9 @@ const formatsDoc = `
   (` + "`schema_evolution: add_columns`" + `, the default, without ` + "`columns`" + `): the table's schema is evolved in
   a commit of its own, and the records read since the last commit are read again into the new columns. A value without the header, an id the registry does not have (404), a
   schema that is not Avro or references other subjects' schemas (not resolved yet) make dead letters too.
-  Refused credentials (401/403) fail the start.
+  Refused credentials (401/403) fail the start. Each column made of a registry's schema (in any registry
+  format) keeps where it came from in its Delta column metadata, ` + "`deltaflow.origin`" + `: the subject and schema id
+  it was created from, or the schema id whose records added it; ` + "`deltaflow inspect schema`" + ` shows it.
 
 Without ` + "`columns`" + `, every field of the record is a column, in schema order, with the Delta type Spark's
 ` + "`from_avro`" + ` gives it:

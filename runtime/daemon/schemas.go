@@ -71,7 +71,7 @@ func (c *Config) resolveSchemas(ctx context.Context, store schemareg.Store, heal
 	}
 	c.schemas = reg
 	for _, t := range tables {
-		if t.latest, err = latestSchema(ctx, reg, t, health, logger); err != nil {
+		if t.latest, t.latestOrigin, err = latestSchema(ctx, reg, t, health, logger); err != nil {
 			return err
 		}
 	}
@@ -111,7 +111,7 @@ func probeRegistry(ctx context.Context, cfg *Config) (string, error) {
 			return "", fmt.Errorf("%s: %w", t.section, err)
 		}
 		view := *t.TableConfig
-		view.latest = schema.Text
+		view.latest, view.latestOrigin = schema.Text, schemaOrigin(t.subject(), id)
 		m, err := mapping.New(view.mappingConfig(t.section, reg), view.PartitionColumns)
 		if err != nil {
 			return "", err
@@ -146,9 +146,14 @@ func (t registryTable) checkFormat(s mapping.WriterSchema) error {
 	return nil
 }
 
+// schemaOrigin is the Origin of the columns made of a subject's schema.
+func schemaOrigin(subject string, id int) string {
+	return fmt.Sprintf("subject %s, schema id %d", subject, id)
+}
+
 // latestSchema asks reg for the latest schema of t's subject until it
-// answers, and returns its text.
-func latestSchema(ctx context.Context, reg *schemareg.Registry, t registryTable, health *actors.Health, logger *slog.Logger) (string, error) {
+// answers, and returns its text and origin.
+func latestSchema(ctx context.Context, reg *schemareg.Registry, t registryTable, health *actors.Health, logger *slog.Logger) (text, origin string, err error) {
 	const component = "schema_registry"
 	subject := t.subject()
 	backoff := 500 * time.Millisecond
@@ -157,7 +162,7 @@ func latestSchema(ctx context.Context, reg *schemareg.Registry, t registryTable,
 		switch {
 		case err == nil:
 			if err := t.checkFormat(schema); err != nil {
-				return "", fmt.Errorf("schema_registry: %w", err)
+				return "", "", fmt.Errorf("schema_registry: %w", err)
 			}
 			health.Recover(component)
 			if stale {
@@ -166,11 +171,11 @@ func latestSchema(ctx context.Context, reg *schemareg.Registry, t registryTable,
 			} else {
 				logger.Info("schema registry: the table's columns come from the subject's latest schema", "subject", subject, "schema_id", id)
 			}
-			return schema.Text, nil
+			return schema.Text, schemaOrigin(subject, id), nil
 		case errors.Is(err, schemareg.ErrUnauthorized):
-			return "", fmt.Errorf("schema_registry: %w: %s", err, credentialsHint)
+			return "", "", fmt.Errorf("schema_registry: %w: %s", err, credentialsHint)
 		case ctx.Err() != nil:
-			return "", fmt.Errorf("schema_registry: subject %s: %w", subject, ctx.Err())
+			return "", "", fmt.Errorf("schema_registry: subject %s: %w", subject, ctx.Err())
 		}
 		health.Degrade(component, err.Error())
 		logger.Warn("schema registry: waiting for the subject's latest schema", "subject", subject, "err", err, "retry_in", backoff)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,6 +262,17 @@ func (r *registryTopic) evolveWhileDown(rows []map[string]any, types map[string]
 	}
 	types[added] = "string null"
 	checkTable(r.t, r.s3, r.uri, types, r.want)
+	// `inspect schema` says where each column came from.
+	cmd := exec.CommandContext(r.t.Context(), r.bin, "inspect", "schema", "--config", r.config)
+	cmd.Env = r.servers.Env(r.topic, r.group, r.uri, "127.0.0.1:0")
+	schema, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("inspect schema: %v\n%s", err, schema)
+	}
+	subject := regexp.MustCompile(`(?m)^id\s.*subject ` + regexp.QuoteMeta(r.topic) + `-value, schema id \d+$`)
+	if !subject.Match(schema) || !regexp.MustCompile(`(?m)^`+added+`\s.*\sschema id \d+$`).Match(schema) {
+		r.t.Errorf("inspect schema does not give the columns' origins:\n%s", schema)
+	}
 }
 
 // editJSON writes to path the JSON document at from, edited.
