@@ -114,7 +114,7 @@ func newRoot(out IO) (root *cobra.Command, parsed *bool) {
 		}
 	}
 	add(groupDaemon, runCommand(out), healthcheckCommand(), configCommand(out))
-	add(groupTable, inspectCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
+	add(groupTable, inspectCommand(out), schemaCommand(out), catCommand(out), verifyCommand(out), optimizeCommand(out),
 		vacuumCommand(out), restoreCommand(out), seekCommand(out), takeoverCommand(out), dlqCommand(out))
 	if devToolsBuilt {
 		add(groupDev, dev...)

@@ -303,7 +303,8 @@ const formatsDoc = `
   schema that is not Avro or references other subjects' schemas (not resolved yet) make dead letters too.
   Refused credentials (401/403) fail the start. Each column made of a registry's schema (in any registry
   format) keeps where it came from in its Delta column metadata, ` + "`deltaflow.origin`" + `: the subject and schema id
-  it was created from, or the schema id whose records added it; ` + "`deltaflow inspect schema`" + ` shows it.
+  it was created from, or the schema id whose records added it. ` + "`deltaflow schema show`" + ` shows it with each column,
+  and asks the registry for the subject's latest schema id (` + "`inspect schema`" + ` shows the columns alone).
 
 Without ` + "`columns`" + `, every field of the record is a column, in schema order, with the Delta type Spark's
 ` + "`from_avro`" + ` gives it:

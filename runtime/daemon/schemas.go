@@ -100,15 +100,9 @@ func probeRegistry(ctx context.Context, cfg *Config) (string, error) {
 	}
 	var found []string
 	for _, t := range cfg.registryTables() {
-		id, schema, _, err := reg.Latest(ctx, t.subject())
-		if errors.Is(err, schemareg.ErrUnauthorized) {
-			return "", fmt.Errorf("%w: %s", err, credentialsHint)
-		}
-		if err == nil {
-			err = t.checkFormat(schema)
-		}
+		id, schema, err := latestOf(ctx, reg, t)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", t.section, err)
+			return "", err
 		}
 		view := *t.TableConfig
 		view.latest, view.latestOrigin = schema.Text, schemaOrigin(t.subject(), id)
@@ -119,6 +113,52 @@ func probeRegistry(ctx context.Context, cfg *Config) (string, error) {
 		found = append(found, fmt.Sprintf("subject %s: schema id %d, %d columns", t.subject(), id, len(m.Schema().Fields)))
 	}
 	return strings.Join(found, "; "), nil
+}
+
+// latestOf asks reg for the latest schema of t's subject, once.
+func latestOf(ctx context.Context, reg *schemareg.Registry, t registryTable) (int, mapping.WriterSchema, error) {
+	id, schema, _, err := reg.Latest(ctx, t.subject())
+	if errors.Is(err, schemareg.ErrUnauthorized) {
+		return 0, schema, fmt.Errorf("%w: %s", err, credentialsHint)
+	}
+	if err == nil {
+		err = t.checkFormat(schema)
+	}
+	if err != nil {
+		return 0, schema, fmt.Errorf("%s: %w", t.section, err)
+	}
+	return id, schema, nil
+}
+
+// SubjectSchema is a registry table's subject, and the id of the latest
+// schema the registry has of it, or why it could not say.
+type SubjectSchema struct {
+	Subject  string         `json:"subject"`
+	Format   mapping.Format `json:"format"`
+	LatestID int            `json:"latestId,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// LatestSchemas asks the registry, once each, for the latest schema of the
+// subject of every table of c that reads one (none: nil).
+func (c *Config) LatestSchemas(ctx context.Context) []SubjectSchema {
+	tables := c.registryTables()
+	if len(tables) == 0 {
+		return nil
+	}
+	out := make([]SubjectSchema, len(tables))
+	reg, regErr := schemareg.New(ctx, c.SchemaRegistry, nil, slog.New(slog.DiscardHandler))
+	for i, t := range tables {
+		out[i] = SubjectSchema{Subject: t.subject(), Format: t.Format}
+		err := regErr
+		if err == nil {
+			out[i].LatestID, _, err = latestOf(ctx, reg, t)
+		}
+		if err != nil {
+			out[i].Error = err.Error()
+		}
+	}
+	return out
 }
 
 // registryKey names the registry in the schema store's keys: a digest of

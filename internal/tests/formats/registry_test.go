@@ -262,16 +262,20 @@ func (r *registryTopic) evolveWhileDown(rows []map[string]any, types map[string]
 	}
 	types[added] = "string null"
 	checkTable(r.t, r.s3, r.uri, types, r.want)
-	// `inspect schema` says where each column came from.
-	cmd := exec.CommandContext(r.t.Context(), r.bin, "inspect", "schema", "--config", r.config)
-	cmd.Env = r.servers.Env(r.topic, r.group, r.uri, "127.0.0.1:0")
+	// `schema show` says where each column came from, and the subject's
+	// latest schema id.
+	cmd := exec.CommandContext(r.t.Context(), r.bin, "schema", "show", "--config", r.config)
+	cmd.Env = append(r.servers.Env(r.topic, r.group, r.uri, "127.0.0.1:0"), "DELTAFLOW_SCHEMA_REGISTRY_PASSWORD=registry-s3cret")
 	schema, err := cmd.CombinedOutput()
 	if err != nil {
-		r.t.Fatalf("inspect schema: %v\n%s", err, schema)
+		r.t.Fatalf("schema show: %v\n%s", err, schema)
 	}
-	subject := regexp.MustCompile(`(?m)^id\s.*subject ` + regexp.QuoteMeta(r.topic) + `-value, schema id \d+$`)
-	if !subject.Match(schema) || !regexp.MustCompile(`(?m)^`+added+`\s.*\sschema id \d+$`).Match(schema) {
-		r.t.Errorf("inspect schema does not give the columns' origins:\n%s", schema)
+	subject := regexp.QuoteMeta(r.topic) + `-value`
+	for _, want := range []string{`(?m)^id\s.*subject ` + subject + `, schema id \d+$`, `(?m)^` + added + `\s.*\sschema id \d+$`,
+		`(?m)^subject ` + subject + ` \(\w+\): the registry's latest schema is id \d+$`} {
+		if !regexp.MustCompile(want).Match(schema) {
+			r.t.Errorf("schema show does not match %s:\n%s", want, schema)
+		}
 	}
 }
 
