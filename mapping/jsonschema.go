@@ -161,6 +161,9 @@ func typeList(types []string) string {
 	return strings.Join(types, ", ")
 }
 
+// jsonPointerUnescape undoes a JSON Pointer token's escapes.
+var jsonPointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
+
 // jsonSchemaDeref follows a schema's local $ref ("#/definitions/Plug",
 // "#/$defs/Plug") to the schema it names, a few hops at most.
 func jsonSchemaDeref(v, root *fastjson.Value) (*fastjson.Value, error) {
@@ -175,7 +178,7 @@ func jsonSchemaDeref(v, root *fastjson.Value) (*fastjson.Value, error) {
 		}
 		keys := strings.Split(path, "/")
 		for i, k := range keys {
-			keys[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(k)
+			keys[i] = jsonPointerUnescape.Replace(k)
 		}
 		if v = root.Get(keys...); v == nil {
 			return nil, fmt.Errorf("$ref %q: no such schema", ref)

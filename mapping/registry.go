@@ -23,8 +23,9 @@ type Schemas interface {
 	Schema(id int) (s WriterSchema, known bool, err error)
 }
 
-// WriterSchema is a schema a registry holds: its format (Avro or
-// JSONSchema; the registry's AVRO, JSON, PROTOBUF) and its text.
+// WriterSchema is a schema a registry holds: its format (Avro,
+// JSONSchema or Protobuf, the registry's AVRO, JSON and PROTOBUF) and its
+// text (for Protobuf, the files schemareg resolved: parseProtoSchema).
 type WriterSchema struct {
 	Format Format
 	Text   string

@@ -45,32 +45,47 @@ table:
     - {name: event_date, type: date, source: date(event_time)}
 `
 
-// avroTopic is what an Avro throughput run needs: a schema registry
-// (srfake, served over HTTP for the stage children), the sensor schema
-// registered for the topic, and the stages' configuration.
-type avroTopic struct {
+// registryRun is what a throughput run of a registry format needs: a
+// schema registry (srfake, served over HTTP for the stage children), the
+// topic's schema registered under <topic>-value, and the stages'
+// configuration file.
+type registryRun struct {
 	registry *srfake.Registry
-	schema   *avro.Schema
 	id       int
-	config   string // the stages' configuration file
+	config   string
+}
+
+func newRegistryRun(dir, topic, format string, schema sr.Schema) (registryRun, error) {
+	reg := srfake.New()
+	id, _, err := reg.RegisterSchema(topic+"-value", schema)
+	if err != nil {
+		reg.Close()
+		return registryRun{}, err
+	}
+	r := registryRun{registry: reg, id: id, config: filepath.Join(dir, format+".yaml")}
+	if err := os.WriteFile(r.config, fmt.Appendf(nil, sensorBinaryConfig, reg.URL(), format, topic+"-value"), 0o600); err != nil {
+		reg.Close()
+		return registryRun{}, err
+	}
+	return r, nil
+}
+
+func (r registryRun) close()             { r.registry.Close() }
+func (r registryRun) configFile() string { return r.config }
+
+// avroTopic is an Avro throughput run's registry and sim.AvroSchema.
+type avroTopic struct {
+	registryRun
+	schema *avro.Schema
 }
 
 func newAvroTopic(dir, topic string) (*avroTopic, error) {
-	reg := srfake.New()
-	id, _, err := reg.RegisterSchema(topic+"-value", sr.Schema{Schema: sim.AvroSchema})
+	r, err := newRegistryRun(dir, topic, FormatAvro, sr.Schema{Schema: sim.AvroSchema})
 	if err != nil {
-		reg.Close()
 		return nil, err
 	}
-	a := &avroTopic{registry: reg, schema: avro.MustParse(sim.AvroSchema), id: id, config: filepath.Join(dir, "avro.yaml")}
-	if err := os.WriteFile(a.config, fmt.Appendf(nil, sensorBinaryConfig, reg.URL(), FormatAvro, topic+"-value"), 0o600); err != nil {
-		reg.Close()
-		return nil, err
-	}
-	return a, nil
+	return &avroTopic{registryRun: r, schema: avro.MustParse(sim.AvroSchema)}, nil
 }
-
-func (a *avroTopic) close() { a.registry.Close() }
 
 // encode appends ev as the registry's wire format of sim.AvroSchema to
 // b, with twmb/avro: an encoder deltaflow did not write.
@@ -98,9 +113,6 @@ type binaryTopic interface {
 	configFile() string
 	close()
 }
-
-func (a *avroTopic) configFile() string  { return a.config }
-func (p *protoTopic) configFile() string { return p.config }
 
 // newBinaryTopic is the registry and configuration of a format's topic.
 func newBinaryTopic(format, dir, topic string) (binaryTopic, error) {

@@ -3,11 +3,8 @@ package bench
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -23,14 +20,12 @@ import (
 // schema registry (Options.Format).
 const FormatProtobuf = "protobuf"
 
-// protoTopic is what a Protobuf throughput run needs: a schema registry
-// (srfake over HTTP), sim.ProtoFile registered for the topic in the
-// registry's serialized form, and the stages' configuration.
+// protoTopic is a Protobuf throughput run's registry, sim.ProtoFile
+// registered in the registry's serialized form, and the message it
+// encodes.
 type protoTopic struct {
-	registry *srfake.Registry
-	event    protoreflect.MessageDescriptor
-	id       int
-	config   string
+	registryRun
+	event protoreflect.MessageDescriptor
 }
 
 func newProtoTopic(dir, topic string) (*protoTopic, error) {
@@ -43,21 +38,12 @@ func newProtoTopic(dir, topic string) (*protoTopic, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := srfake.New()
-	id, _, err := reg.RegisterSchema(topic+"-value", sr.Schema{Type: sr.TypeProtobuf, Schema: base64.StdEncoding.EncodeToString(b)})
+	r, err := newRegistryRun(dir, topic, FormatProtobuf, sr.Schema{Type: sr.TypeProtobuf, Schema: base64.StdEncoding.EncodeToString(b)})
 	if err != nil {
-		reg.Close()
 		return nil, err
 	}
-	p := &protoTopic{registry: reg, event: fd.Messages().Get(0), id: id, config: filepath.Join(dir, "protobuf.yaml")}
-	if err := os.WriteFile(p.config, fmt.Appendf(nil, sensorBinaryConfig, reg.URL(), FormatProtobuf, topic+"-value"), 0o600); err != nil {
-		reg.Close()
-		return nil, err
-	}
-	return p, nil
+	return &protoTopic{registryRun: r, event: fd.Messages().Get(0)}, nil
 }
-
-func (p *protoTopic) close() { p.registry.Close() }
 
 // encode appends ev as the registry's wire format of sim.ProtoFile's first
 // message to b, marshaled by protobuf-go: an encoder deltaflow did not
