@@ -41,6 +41,9 @@ const (
 	// (the message indexes after the schema id), each read with the
 	// registry's schema its id names (Config.Registry).
 	Protobuf Format = "protobuf"
+	// Raw keys are bytes the kafka.key source takes as they are (the
+	// default key format).
+	Raw Format = "raw"
 )
 
 // DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
@@ -85,6 +88,11 @@ type Config struct {
 	// Message, for the protobuf format, is the full name of the message
 	// whose fields make the columns; default the schema's first.
 	Message string `yaml:"message"`
+	// KeyFormat is how record keys are encoded: Raw (the default; only
+	// kafka.key reads it, as a string), JSON, or a registry format (Avro,
+	// JSON Schema, Protobuf in the wire format, through Registry), whose
+	// fields the kafka.key.<path> sources read.
+	KeyFormat Format `yaml:"key_format"`
 
 	// derived: the columns were made of Schema (none were given).
 	derived bool
@@ -173,6 +181,7 @@ const (
 	srcKafkaTimestamp
 	srcKafkaKey
 	srcKafkaTopic
+	srcKeyPath // kafka.key.<path>: a field of the decoded key
 )
 
 var kafkaSources = map[string]sourceKind{
@@ -232,6 +241,9 @@ func (c Config) compileColumns() ([]compiledColumn, error) {
 	if len(c.Columns) == 0 {
 		return nil, fmt.Errorf("%s.columns: no columns", c.key())
 	}
+	if err := c.checkKeyFormat(); err != nil {
+		return nil, err
+	}
 	cols := make([]compiledColumn, len(c.Columns))
 	index := make(map[string]int, len(c.Columns))
 	for i, col := range c.Columns {
@@ -249,6 +261,12 @@ func (c Config) compileColumns() ([]compiledColumn, error) {
 		src, err := parseSource(col.Source, col.Name, index, cols)
 		if err != nil {
 			return nil, fmt.Errorf("%s.source: %w", key, err)
+		}
+		if src.kind == srcKeyPath && c.keyFormat() == Raw {
+			return nil, fmt.Errorf("%s.source: %s reads a field of the key: set %s.key_format (json, avro, json_schema or protobuf)", key, col.Source, c.key())
+		}
+		if src.kind == srcKeyPath && typ == delta.Variant {
+			return nil, fmt.Errorf("%s.type: a variant column reads the value, not the key (%s)", key, col.Source)
 		}
 		if allowed, ok := allowedTypes[src.kind]; ok && !containsType(allowed, typ) {
 			return nil, fmt.Errorf("%s.type: source %q cannot fill a %s column", key, sourceOrName(col), typ)
@@ -288,8 +306,12 @@ func parseSource(s, name string, earlier map[string]int, cols []compiledColumn) 
 	if k, ok := kafkaSources[s]; ok {
 		return parsedSource{kind: k}, nil
 	}
+	if rest, ok := strings.CutPrefix(s, "kafka.key."); ok {
+		path, err := splitPath(rest, s, "key path")
+		return parsedSource{kind: srcKeyPath, path: path}, err
+	}
 	if strings.HasPrefix(s, "kafka.") {
-		return parsedSource{}, fmt.Errorf("unknown Kafka metadata %q (want kafka.partition, kafka.offset, kafka.timestamp, kafka.key or kafka.topic)", s)
+		return parsedSource{}, fmt.Errorf("unknown Kafka metadata %q (want kafka.partition, kafka.offset, kafka.timestamp, kafka.key, kafka.key.<path> or kafka.topic)", s)
 	}
 	if inner, ok := strings.CutPrefix(s, "date("); ok {
 		ref, ok := strings.CutSuffix(inner, ")")
@@ -309,13 +331,19 @@ func parseSource(s, name string, earlier map[string]int, cols []compiledColumn) 
 	if strings.ContainsAny(s, "()") {
 		return parsedSource{}, fmt.Errorf("unknown function in %q (want now() or date(<column>))", s)
 	}
-	path := strings.Split(s, ".")
-	for _, seg := range path {
+	path, err := splitPath(s, s, "JSON path")
+	return parsedSource{kind: srcPath, path: path}, err
+}
+
+// splitPath splits a dotted path of source s (a what) into its segments.
+func splitPath(path, s, what string) ([]string, error) {
+	segs := strings.Split(path, ".")
+	for _, seg := range segs {
 		if seg == "" {
-			return parsedSource{}, fmt.Errorf("JSON path %q has an empty segment", s)
+			return nil, fmt.Errorf("%s %q has an empty segment", what, s)
 		}
 	}
-	return parsedSource{kind: srcPath, path: path}, nil
+	return segs, nil
 }
 
 // partitionable are the types a partition column may have: their Delta
@@ -389,7 +417,7 @@ func (c *Config) format() (*avroSchema, error) {
 				return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
 			}
 			c.derived = true
-			if c.Registry != nil {
+			if c.Registry != nil && c.SchemaFile == "" {
 				for i := range c.Columns {
 					c.Columns[i].Nullable = new(true)
 				}
@@ -405,6 +433,29 @@ func (c *Config) format() (*avroSchema, error) {
 		}
 	}
 	return schema, nil
+}
+
+// keyFormat is KeyFormat or its default, Raw.
+func (c *Config) keyFormat() Format {
+	if c.KeyFormat == "" {
+		return Raw
+	}
+	return c.KeyFormat
+}
+
+// checkKeyFormat refuses an unknown key format, or a registry one without
+// a registry.
+func (c *Config) checkKeyFormat() error {
+	switch f := c.keyFormat(); f {
+	case Raw, JSON:
+	case Avro, JSONSchema, Protobuf:
+		if c.Registry == nil {
+			return fmt.Errorf("%s.key_format: %s keys name their schemas in a registry: set schema_registry.url", c.key(), f)
+		}
+	default:
+		return fmt.Errorf("%s.key_format: unknown format %q (want raw, json, avro, json_schema or protobuf)", c.key(), f)
+	}
+	return nil
 }
 
 // setOrigin gives the columns made of Schema its origin.
@@ -488,8 +539,8 @@ func (c *Config) avroValues(schema *avroSchema, p *plan) (func(p *plan) values, 
 	if schema != nil {
 		build, err = compileAvro(schema, p, false)
 	}
-	if c.Registry != nil && err == nil {
-		build = newRegistryValues(c.Registry, compileAvroWriter)
+	if c.Registry != nil && c.SchemaFile == "" && err == nil {
+		build = registryFormatValues(Avro, c.Registry)
 	}
 	if pe, isPath := errors.AsType[*avroPathError](err); isPath {
 		for i, col := range p.cols {

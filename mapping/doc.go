@@ -38,6 +38,11 @@
 //   - kafka.partition (integer or long), kafka.offset (long),
 //     kafka.timestamp (timestamp or date; a zero time is null), kafka.key
 //     and kafka.topic (string). Paths starting with "kafka." are reserved.
+//   - kafka.key.<path>: a field of the record key, decoded as
+//     Config.KeyFormat says (JSON, or a registry format through the same
+//     Registry as the values): a second, smaller plan of the key's paths,
+//     read by the key format's values. A key that cannot be decoded is a
+//     dead letter whose reason starts with "key: "; no key reads null.
 //
 // # Strict and permissive
 //

@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -42,6 +43,10 @@ type plan struct {
 	paths     PathLimits
 	// values makes a Mapper's reader of the records' format.
 	values func(p *plan) values
+	// key, when columns read fields of the record key (kafka.key.<path>),
+	// is the plan of those paths in the key's format: its cols are those
+	// columns, each at its node of key's paths.
+	key *plan
 }
 
 // values finds the values of a plan's source paths in one record's value,
@@ -80,6 +85,7 @@ type planColumn struct {
 	node     int  // srcPath: the node holding the value
 	dataIdx  int  // its (first) leaf column: index in Row.Values, or -1 for a partition column
 	partIdx  int  // index in Row.PartitionValues, or -1
+	keyCol   int  // srcKeyPath: index in the key plan's cols
 	def      int  // definition level of a present value
 	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
 	// A variant has two leaves (metadata, value), and so two nulls.
@@ -122,12 +128,14 @@ type node struct {
 type Mapper struct {
 	p *plan
 	// per record state
-	vals   values  // the record's values in its format
-	micros []int64 // timestamp columns' values, for date()
-	valid  []bool
-	num    []byte // scratch for partition value text
-	cast   cell   // the value values.cast returns
-	now    func() time.Time
+	vals    values  // the record's values in its format
+	keyVals values  // the record key's, with a key plan
+	keyNull bool    // the record has no key: its fields are null
+	micros  []int64 // timestamp columns' values, for date()
+	valid   []bool
+	num     []byte // scratch for partition value text
+	cast    cell   // the value values.cast returns
+	now     func() time.Time
 	// batchNow is now() in µs for the records of the current batch, valid
 	// when haveBatchNow (see StartBatch).
 	batchNow     int64
@@ -199,12 +207,45 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		if p.values, err = cfg.avroValues(schema, p); err != nil {
 			return nil, err
 		}
-	case JSONSchema:
-		p.values = newRegistryValues(cfg.Registry, compileJSONSchemaWriter)
-	case Protobuf:
-		p.values = newRegistryValues(cfg.Registry, compileProtobufWriter)
+	case JSONSchema, Protobuf:
+		p.values = registryFormatValues(cfg.Format, cfg.Registry)
 	}
+	p.key = keyPlan(cfg, p)
 	return newMapper(p), nil
+}
+
+// registryFormatValues reads records of a registry format through schemas.
+func registryFormatValues(f Format, schemas Schemas) func(p *plan) values {
+	switch f {
+	case Avro:
+		return newRegistryValues(schemas, compileAvroWriter)
+	case JSONSchema:
+		return newRegistryValues(schemas, compileJSONSchemaWriter)
+	}
+	return newRegistryValues(schemas, compileProtobufWriter)
+}
+
+// keyPlan is the plan of p's columns that read fields of the record key
+// (cfg.KeyFormat, checked), nil when none does: the key's paths, read by
+// the key format's values.
+func keyPlan(cfg Config, p *plan) *plan {
+	kp := &plan{cfg: Config{Format: cfg.keyFormat(), Registry: cfg.Registry, Key: cfg.key()}, strict: p.strict,
+		nodes: []node{{parent: -1}}, values: newJSONValues, schema: &delta.StructType{}, data: &delta.StructType{}}
+	for i := range p.cols {
+		if c := &p.cols[i]; c.src.kind == srcKeyPath {
+			c.keyCol = len(kp.cols)
+			kc := *c
+			kc.node = kp.addPath(c.src.path)
+			kp.cols = append(kp.cols, kc)
+		}
+	}
+	if len(kp.cols) == 0 {
+		return nil
+	}
+	if kp.cfg.Format != JSON {
+		kp.values = registryFormatValues(kp.cfg.Format, cfg.Registry)
+	}
+	return kp
 }
 
 // columnMetadata is a Delta column's metadata: its origin, if it has one.
@@ -248,8 +289,12 @@ func joinPath(path []string) string {
 }
 
 func newMapper(p *plan) *Mapper {
-	return &Mapper{p: p, vals: p.values(p), micros: make([]int64, len(p.cols)), valid: make([]bool, len(p.cols)),
+	m := &Mapper{p: p, vals: p.values(p), micros: make([]int64, len(p.cols)), valid: make([]bool, len(p.cols)),
 		now: time.Now}
+	if p.key != nil {
+		m.keyVals = p.key.values(p.key)
+	}
+	return m
 }
 
 // Clone returns a Mapper with the same configuration for another goroutine.
@@ -354,6 +399,13 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 			return err
 		}
 	}
+	if p.key != nil {
+		if m.keyNull = rec.Key == nil; !m.keyNull {
+			if err := m.keyVals.resolve(rec.Key); err != nil {
+				return keyError(err)
+			}
+		}
+	}
 	if out.Arena == nil {
 		out.Arena = new(Arena)
 	}
@@ -375,6 +427,12 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 			m.cast = cell{}
 			f, detail = m.vals.cast(c, out.Arena, &m.cast)
 			v = m.cast
+		case srcKeyPath:
+			if v.null = m.keyNull; !v.null {
+				m.cast = cell{}
+				f, detail = m.keyVals.cast(&p.key.cols[c.keyCol], out.Arena, &m.cast)
+				v = m.cast
+			}
 		case srcNow:
 			if !haveNow {
 				nowMicros, haveNow = m.now().UnixMicro(), true
@@ -437,6 +495,15 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 	}
 	out.Size = len(out.Values)*valueSize + out.Arena.Len() - arenaStart
 	return nil
+}
+
+// keyError is the error of a record key that cannot be decoded: a dead
+// letter says it is the key's.
+func keyError(err error) error {
+	if me, ok := errors.AsType[*MapError](err); ok {
+		return &MapError{Reason: "key: " + me.Reason, Column: me.Column, Path: me.Path}
+	}
+	return err
 }
 
 // resize returns s with length n, reallocating only when it is too small
@@ -659,7 +726,12 @@ func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 	case failMissing:
 		e.Reason = "missing required field " + c.Name
 	case failType:
-		got := m.vals.kindOf(c.node)
+		var got string
+		if c.src.kind == srcKeyPath {
+			got = m.keyVals.kindOf(m.p.key.cols[c.keyCol].node)
+		} else {
+			got = m.vals.kindOf(c.node)
+		}
 		want := "number"
 		switch c.typ {
 		case delta.String, delta.Timestamp, delta.Date:

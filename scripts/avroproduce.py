@@ -2,7 +2,7 @@
 """A producer deltaflow did not write, for its Avro tests.
 
   avroproduce.py --brokers B --topic T --schema FILE --count N [--seed S] [--bad K]
-                 [--registry URL]
+                 [--registry URL [--key-schema FILE]]
 
 Writes N records of the record schema in FILE to topic T (partition i % 3
 for record i), each an Avro binary body written by fastavro's
@@ -10,7 +10,10 @@ schemaless_writer (no header), produced by confluent-kafka; then K records
 that are not Avro of the schema. With --registry, each record is written
 by confluent-kafka's AvroSerializer instead, which registers the schema
 under the subject <T>-value and frames the body in the Confluent wire
-format (basic auth from $SCHEMA_REGISTRY_USER_INFO, user:password). Values are drawn from the seed for every
+format (basic auth from $SCHEMA_REGISTRY_USER_INFO, user:password); with
+--key-schema, each record also has a key of that record schema, written by
+an AvroSerializer under the subject <T>-key, whose fields the printed rows
+hold as key_<field>. Values are drawn from the seed for every
 field of the types deltaflow derives columns from (null in a nullable union
 one time in four). Prints the records as the table should hold them, as
 JSON rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted
@@ -88,14 +91,24 @@ def schemaless(schema):
     return encode
 
 
-def registry_serializer(url, schema_str, topic):
-    """confluent-kafka's AvroSerializer, registering schema_str."""
+def registry_serializer(url, schema_str, topic, field="value"):
+    """confluent-kafka's AvroSerializer of the record's field (value or
+    key), registering schema_str."""
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     serializer = AvroSerializer(registry_client(url), schema_str)
-    ctx = SerializationContext(topic, MessageField.VALUE)
+    ctx = SerializationContext(topic, MessageField.KEY if field == "key" else MessageField.VALUE)
     return lambda rec: serializer(rec, ctx)
+
+
+def draw_record(rng, raw, named, prefix=""):
+    """A random record of the record schema raw and its row (the fields
+    named prefix + name)."""
+    rec, row = {}, {}
+    for field in raw["fields"]:
+        rec[field["name"]], row[prefix + field["name"]] = value(rng, field["type"], named)
+    return rec, row
 
 
 def main():
@@ -107,6 +120,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bad", type=int, default=0)
     p.add_argument("--registry")
+    p.add_argument("--key-schema")
     args = p.parse_args()
     with open(args.schema) as f:
         raw = json.load(f)
@@ -114,17 +128,26 @@ def main():
     encode = schemaless(schema)
     if args.registry:
         encode = registry_serializer(args.registry, json.dumps(raw), args.topic)
+    key_raw, encode_key, keys = None, None, None
+    if args.key_schema:
+        with open(args.key_schema) as f:
+            key_raw = json.load(f)
+        encode_key, keys = registry_serializer(args.registry, json.dumps(key_raw), args.topic, "key"), []
     rng = random.Random(args.seed)
     values, rows = [], []
     named = {}
     for _ in range(args.count):
-        rec, row = {}, {}
-        for field in raw["fields"]:
-            rec[field["name"]], row[field["name"]] = value(rng, field["type"], named)
+        rec, row = draw_record(rng, raw, named)
         values.append(encode(rec))
+        if key_raw:
+            key, key_row = draw_record(rng, key_raw, named, "key_")
+            keys.append(encode_key(key))
+            row.update(key_row)
         rows.append({k: render(v) for k, v in row.items()})
     values += [b"\xff\xff\xff not avro"] * args.bad
-    produce("avroproduce.py", args.brokers, args.topic, values, rows)
+    if keys is not None:
+        keys += [None] * args.bad
+    produce("avroproduce.py", args.brokers, args.topic, values, rows, keys)
 
 if __name__ == "__main__":
     main()

@@ -39,8 +39,9 @@ def registry_client(url):
     return SchemaRegistryClient(conf)
 
 
-def produce(script, brokers, topic, values, rows):
-    """Produce values to topic, value i to partition i % 3, and print rows
+def produce(script, brokers, topic, values, rows, keys=None):
+    """Produce values to topic, value i to partition i % 3 (with keys[i]
+    as its key when keys are given), and print rows
     (the rendered rows the table should hold) as a JSON array, sorted as
     deltars.py sorts delta-rs's."""
     producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True})
@@ -51,7 +52,7 @@ def produce(script, brokers, topic, values, rows):
             failed.append(err)
 
     for i, value in enumerate(values):
-        producer.produce(topic, value=value, partition=i % 3, on_delivery=delivered)
+        producer.produce(topic, key=keys[i] if keys else None, value=value, partition=i % 3, on_delivery=delivered)
         producer.poll(0)
     if producer.flush(60) != 0 or failed:
         raise SystemExit(f"{script}: not delivered: {failed or 'flush timed out'}")

@@ -65,6 +65,7 @@ type TableConfig struct {
 	MaxRecordBytes     ByteSize         `yaml:"max_record_bytes"`
 	Columns            []mapping.Column `yaml:"columns"`
 	Format             mapping.Format   `yaml:"format"`
+	KeyFormat          mapping.Format   `yaml:"key_format"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
 	Message            string           `yaml:"message"`
@@ -545,7 +546,10 @@ func (t TableConfig) validate(section string) []error {
 // schemas (nil until run connects it).
 func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) mapping.Config {
 	mc := mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
-		SchemaFile: t.SchemaFile, Message: t.Message, Key: section}
+		SchemaFile: t.SchemaFile, Message: t.Message, KeyFormat: t.KeyFormat, Key: section}
+	if schemas != nil && t.keyReadsRegistry() {
+		mc.Registry = schemas
+	}
 	if schemas != nil && t.readsRegistry() {
 		mc.Registry, mc.Schema, mc.SchemaOrigin = schemas, t.latest, t.latestOrigin
 		mc.Evolve = t.SchemaEvolution == EvolveAddColumns && len(t.Columns) == 0
@@ -566,7 +570,7 @@ const (
 // the schema, and so does `config check --probe`), and gives no mapper.
 func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, error) {
 	mc := t.mappingConfig(section, c.schemas)
-	if c.schemas == nil && c.SchemaRegistry.Enabled() && t.readsRegistry() {
+	if c.schemas == nil && c.SchemaRegistry.Enabled() && (t.readsRegistry() || t.keyReadsRegistry()) {
 		if len(t.Columns) == 0 {
 			return nil, nil
 		}
@@ -582,6 +586,12 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 // Protobuf.
 func (t TableConfig) readsRegistry() bool {
 	return t.Format == mapping.Avro && t.SchemaFile == "" || t.Format == mapping.JSONSchema || t.Format == mapping.Protobuf
+}
+
+// keyReadsRegistry reports whether the table's record keys are in the
+// schema registry's wire format.
+func (t TableConfig) keyReadsRegistry() bool {
+	return t.KeyFormat == mapping.Avro || t.KeyFormat == mapping.JSONSchema || t.KeyFormat == mapping.Protobuf
 }
 
 // unresolvedSchemas stands in for the registry where the configuration is

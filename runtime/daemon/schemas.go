@@ -45,6 +45,20 @@ func (c *Config) registryTables() []registryTable {
 	return out
 }
 
+// keysReadRegistry reports whether some table's record keys are in the
+// schema registry's wire format.
+func (c *Config) keysReadRegistry() bool {
+	if len(c.Tables) == 0 {
+		return c.Table.keyReadsRegistry()
+	}
+	for i := range c.Tables {
+		if c.Tables[i].keyReadsRegistry() {
+			return true
+		}
+	}
+	return false
+}
+
 // subject is the registry subject whose latest schema makes the table's
 // columns: table.subject, or Confluent's TopicNameStrategy for its topic.
 func (t registryTable) subject() string {
@@ -62,7 +76,7 @@ func (t registryTable) subject() string {
 // before (store) stands in; refused credentials fail the start.
 func (c *Config) resolveSchemas(ctx context.Context, store schemareg.Store, health *actors.Health, logger *slog.Logger) error {
 	tables := c.registryTables()
-	if len(tables) == 0 {
+	if len(tables) == 0 && !c.keysReadRegistry() {
 		return nil
 	}
 	reg, err := schemareg.New(ctx, c.SchemaRegistry, store, logger.With("component", "schema_registry"))

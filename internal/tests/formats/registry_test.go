@@ -185,6 +185,28 @@ func TestRegistryProtobufTopic(t *testing.T) {
 	r.evolveWhileDown(produce(v2, 8, 0), types, "room")
 }
 
+// TestRegistryAvroKeyFields: a topic whose keys and values
+// confluent-kafka's AvroSerializer wrote (subjects <T>-key and <T>-value),
+// read with `key_format: avro` and columns of both: kafka.key.<field>
+// sources hold the key's fields, the value's columns its fields, records
+// whose value is not Avro are dead letters, and delta-rs and DuckDB read
+// exactly what was produced.
+func TestRegistryAvroKeyFields(t *testing.T) {
+	r := newRegistryTopic(t, "registry-keyed", "avro", "  key_format: avro\n  partition_columns: []\n  columns:\n"+
+		"    - {name: key_id, type: long, source: kafka.key.id}\n    - {name: key_site, type: string, source: kafka.key.site}\n"+
+		"    - {name: id, type: string}\n    - {name: count, type: integer}\n")
+	rows := r.produce("avroproduce.py", 7, registryBad, "--schema", filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "reading.avsc"),
+		"--key-schema", filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "readingkey.avsc"))
+	types := map[string]string{"key_id": "long null", "key_site": "string null", "id": "string null", "count": "integer null"}
+	for i, row := range rows {
+		rows[i] = map[string]any{}
+		for name := range types {
+			rows[i][name] = row[name]
+		}
+	}
+	r.firstRun(rows, types, "mapping: not in the schema registry's wire format: magic byte 255, want 0 (a schema registry header)")
+}
+
 // registryCount and registryBad are how many records, and records that
 // are dead letters, each producer run of a registryTopic writes.
 const registryCount, registryBad = 150, 3
@@ -197,9 +219,9 @@ type registryTopic struct {
 	want     []map[string]any
 }
 
-func newRegistryTopic(t *testing.T, prefix, format string) *registryTopic {
+func newRegistryTopic(t *testing.T, prefix, format string, tableKeys ...string) *registryTopic {
 	registry := testenv.SchemaRegistry(t, "deltaflow", "registry-s3cret")
-	f := newFormatTopic(t, prefix, "  format: "+format+"\n",
+	f := newFormatTopic(t, prefix, "  format: "+format+"\n"+strings.Join(tableKeys, ""),
 		"schema_registry:\n  url: "+registry.URL()+"\n  user: deltaflow\n")
 	return &registryTopic{formatTopic: f, registry: registry}
 }
