@@ -11,7 +11,9 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/messages/keylog"
 	"github.com/deltaflow/deltaflow/storage"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // bufferConfig is what a buffer needs; shared by the buffers of a pipeline
@@ -22,8 +24,11 @@ type bufferConfig struct {
 	tableSchema      *delta.StructType // nil: partition values keyed as configured
 	partitionColumns []string
 	writer           delta.WriterOptions
-	committer        *actor.PID
-	budget           *Budget
+	// keys, for an upsert table, encode the rows' keys, which each file
+	// reports with its rows' sequences (upsert.Resolve).
+	keys      *upsert.Keys
+	committer *actor.PID
+	budget    *Budget
 	// fileMemory is what an open file's writer holds besides its rows
 	// (delta.FileWriter.FixedMemory), which the reader reserves in the
 	// budget for each file it makes a buffer open.
@@ -48,6 +53,8 @@ type epochFile struct {
 	rows   int64 // rows written
 	mapped int64 // their mapped size (RowBatch.Bytes)
 	budget int64 // bytes accounted in the Budget
+	// keys are the rows' keys and sequences, for an upsert table.
+	keys *keylog.Log
 }
 
 // footprint is what the file holds in memory: its encoded bytes (whole
@@ -59,7 +66,7 @@ func (f *epochFile) footprint() int64 {
 	if f.rows > 0 {
 		open = open * f.mapped / f.rows
 	}
-	return int64(f.out.Cap()) + open + f.fixed
+	return int64(f.out.Cap()) + open + f.fixed + f.keys.Memory()
 }
 
 // bufferMemory is what a buffer costs while it lives, files aside: the
@@ -76,8 +83,10 @@ type buffer struct {
 	key    string // partition directory
 	values map[string]*string
 	files  []*epochFile // ascending epoch
-	ctx    context.Context
-	cancel context.CancelFunc
+	// scratch is where an upsert table's row keys are encoded.
+	scratch []byte
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 func newBuffer(cfg *bufferConfig, gen uint64, key string, values map[string]*string) actor.Producer {
@@ -122,6 +131,9 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 		// the supervisor turns into a pipeline rebuild.
 		panic(fmt.Errorf("buffer %s: write rows of epoch %d: %w", b.key, m.Epoch, err))
 	}
+	if b.cfg.keys != nil {
+		b.logKeys(f, m)
+	}
 	// The reader counted the rows at their mapped size, and reserved the
 	// writer's fixed memory if they were its first of the epoch; once
 	// encoded the rows cost what the file grew by, typically a fraction of
@@ -131,6 +143,21 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 	now := f.footprint()
 	b.cfg.budget.Adjust(b.gen, now-f.budget-m.Bytes-m.Reserved)
 	f.budget = now
+}
+
+// logKeys records the keys of rows just written to f, with their
+// sequences. The reader sent no row with a null key column.
+func (b *buffer) logKeys(f *epochFile, m *messages.RowBatch) {
+	if f.keys == nil {
+		f.keys = new(keylog.Log)
+	}
+	for i, row := range m.Rows {
+		var err error
+		if b.scratch, err = b.cfg.keys.AppendRow(b.scratch[:0], row); err != nil {
+			panic(fmt.Errorf("buffer %s: epoch %d: %w", b.key, m.Epoch, err))
+		}
+		f.keys.Append(b.scratch, m.Seqs[i])
+	}
 }
 
 // file returns the open file of epoch, creating it.
@@ -169,6 +196,7 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 	type encoded struct {
 		data  *chunkFile
 		stats delta.FileStats
+		keys  *keylog.Log
 	}
 	var files []encoded
 	var accounted int64
@@ -177,12 +205,13 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 		if err != nil {
 			panic(fmt.Errorf("buffer %s: finish file of epoch %d: %w", b.key, f.epoch, err))
 		}
-		files = append(files, encoded{&f.out, st})
-		// Closed, the file holds its encoded chunks only: the writer's
-		// memory and the open rows' are given back now, the chunks once
-		// uploaded.
-		b.cfg.budget.Adjust(b.gen, int64(f.out.Cap())-f.budget)
-		accounted += int64(f.out.Cap())
+		files = append(files, encoded{&f.out, st, f.keys})
+		// Closed, the file holds its encoded chunks (and keys) only: the
+		// writer's memory and the open rows' are given back now, the
+		// chunks once uploaded.
+		held := int64(f.out.Cap()) + f.keys.Memory()
+		b.cfg.budget.Adjust(b.gen, held-f.budget)
+		accounted += held
 	}
 	ctx, system, committer := b.ctx, c.ActorSystem(), b.cfg.committer
 	go func() {
@@ -193,6 +222,7 @@ func (b *buffer) handleFlush(c actor.Context, m *messages.Flush) {
 				reply.Err = err
 				break
 			}
+			df.Keys = f.keys
 			reply.Files = append(reply.Files, df)
 		}
 		system.Root.Send(committer, reply)

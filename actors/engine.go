@@ -21,6 +21,7 @@ import (
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/storage"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // Config tunes the engine: what is the process's (the memory budget, the
@@ -100,6 +101,10 @@ type Route struct {
 	// Where, if set, is the filter a row must pass to go to the table (the
 	// language of `cat --where`, over the table's columns).
 	Where string
+	// KeyColumns, if set, make the table an upsert table: one row per key,
+	// each epoch's latest change of a key replacing its row, a tombstone
+	// (Mapper with mapping.Config.Tombstones) deleting it (package upsert).
+	KeyColumns []string
 	// App, FlushInterval, FlushMaxBytes, EventTimeColumn: as Config's.
 	App             string
 	FlushInterval   time.Duration
@@ -584,7 +589,13 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
 		}
-		bcfg := &bufferConfig{fileMemory: probe.FixedMemory(),
+		var keys *upsert.Keys
+		if len(r.KeyColumns) > 0 {
+			if keys, err = upsert.NewKeys(m.DataSchema(), r.KeyColumns); err != nil {
+				return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
+			}
+		}
+		bcfg := &bufferConfig{fileMemory: probe.FixedMemory(), keys: keys,
 			store: r.Table.Store(), dataSchema: dataSchema, tableSchema: tableSchema, partitionColumns: r.PartitionColumns,
 			writer: writer, committer: t.committer, budget: t.budget, health: t.health, metrics: t.metrics,
 			retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,

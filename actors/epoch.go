@@ -6,6 +6,7 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // epochState is the bookkeeping of one epoch, from Seal to commit: which readers
@@ -81,16 +82,33 @@ func (es *epochState) deadLetters() []messages.DeadLetter {
 	return out
 }
 
-// letterMemory is what the epoch's dead letters hold, counted in the
-// memory budget by the readers until the epoch ends.
+// letterMemory is what the epoch's dead letters and deletes hold, counted
+// in the memory budget by the readers until the epoch ends.
 func (es *epochState) letterMemory() int64 {
 	var n int64
 	for _, s := range es.sealed {
 		for _, d := range s.DeadLetters {
 			n += letterMemory(d.Key, d.Value, d.Reason)
 		}
+		n += s.Deletes.KeyBytes() + deleteMemory*int64(s.Deletes.Len())
 	}
 	return n
+}
+
+// changes are an upsert table's changes of the epoch: its files' rows and
+// its readers' deletes.
+func (es *epochState) changes() upsert.Changes {
+	var ch upsert.Changes
+	for i := range es.files {
+		f := &es.files[i]
+		ch.Files = append(ch.Files, upsert.NewFile{Add: addOf(f), Rows: f.Keys})
+	}
+	for _, s := range es.sealed {
+		for i := range s.Deletes.Len() {
+			ch.Deletes.Append(s.Deletes.At(i))
+		}
+	}
+	return ch
 }
 
 // offsets are the last offsets consumed in the epoch, for the partitions
@@ -117,16 +135,22 @@ func (es *epochState) records() int64 {
 	return n
 }
 
-// commitActions are the epoch's commit: an add per data file and a txn per
-// partition that advanced (version = last offset consumed).
-func (es *epochState) commitActions(app string, now time.Time) (actions []delta.Action, rows, bytes int64) {
-	for _, f := range es.files {
-		actions = append(actions, delta.Action{Add: &delta.Add{
-			Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
-			ModificationTime: f.ModificationTime, DataChange: true, Stats: f.Stats,
-		}})
-		rows += f.Rows
-		bytes += f.Size
+// addOf is the add action of a data file.
+func addOf(f *messages.DataFile) *delta.Add {
+	return &delta.Add{Path: f.Path, PartitionValues: f.PartitionValues, Size: f.Size,
+		ModificationTime: f.ModificationTime, DataChange: true, Stats: f.Stats}
+}
+
+// commitActions are the epoch's commit: an add per data file (none for an
+// upsert table, whose changes are resolved when it is written) and a txn
+// per partition that advanced (version = last offset consumed).
+func (es *epochState) commitActions(app string, upserts bool, now time.Time) (actions []delta.Action, rows, bytes int64) {
+	for i := range es.files {
+		if !upserts {
+			actions = append(actions, delta.Action{Add: addOf(&es.files[i])})
+		}
+		rows += es.files[i].Rows
+		bytes += es.files[i].Size
 	}
 	ms := now.UnixMilli()
 	last := es.offsets()

@@ -189,7 +189,7 @@ func TestEpochStateCommitActions(t *testing.T) {
 	es.onFlushed(&messages.Flushed{Epoch: 3, Buffer: "buffer-2", Files: []messages.DataFile{{Path: "b", Size: 30, Rows: 3, Stats: `{"numRecords":3}`}}})
 	es.onFlushed(&messages.Flushed{Epoch: 3, Buffer: "buffer-1", Files: []messages.DataFile{{Path: "a", Size: 20, Rows: 2}}})
 
-	actions, rows, bytes := es.commitActions("app", now)
+	actions, rows, bytes := es.commitActions("app", false, now)
 
 	var got []string
 	for _, a := range actions {

@@ -9,6 +9,8 @@ import (
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/failpoint"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/storage"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // epochCommit is what one epoch writes to the Delta log.
@@ -16,22 +18,56 @@ type epochCommit struct {
 	actions     []delta.Action
 	op          delta.Operation
 	rows, bytes int64
+	// upserts, for an upsert table, are the epoch's changes, resolved into
+	// the commit's first actions when it is written (keys encode them).
+	upserts *upsert.Changes
+	keys    *upsert.Keys
 }
 
 // newEpochCommit builds the epoch's commit: its adds and txns, then the
 // refreshed txns of idle partitions, as a STREAMING UPDATE (Spark's name,
-// with the epoch as its epochId).
-func newEpochCommit(es *epochState, app string, refresh []delta.Txn, now time.Time) epochCommit {
-	actions, rows, bytes := es.commitActions(app, now)
+// with the epoch as its epochId; output mode Update for an upsert table,
+// whose keys are keys, else Append).
+func newEpochCommit(es *epochState, app string, keys *upsert.Keys, refresh []delta.Txn, now time.Time) epochCommit {
+	actions, rows, bytes := es.commitActions(app, keys != nil, now)
 	for i := range refresh {
 		actions = append(actions, delta.Action{Txn: &refresh[i]})
 	}
-	return epochCommit{actions: actions, rows: rows, bytes: bytes, op: delta.Operation{
+	ec := epochCommit{actions: actions, rows: rows, bytes: bytes, op: delta.Operation{
 		Name:       "STREAMING UPDATE",
 		Parameters: map[string]any{"outputMode": "Append", "queryId": app, "epochId": fmt.Sprint(es.epoch)},
 		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(es.files)), "numRemovedFiles": "0",
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}}
+	if keys != nil {
+		ch := es.changes()
+		ec.upserts, ec.keys = &ch, keys
+		ec.op.Parameters["outputMode"] = "Update"
+	}
+	return ec
+}
+
+// resolve makes an upsert epoch's changes the first actions of its commit
+// after snap (upsert.Resolve), and its metrics say what they did.
+func (ec *epochCommit) resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, now time.Time) error {
+	res, err := upsert.Resolve(ctx, store, snap, ec.keys, *ec.upserts, now)
+	if err != nil {
+		return fmt.Errorf("resolve upserts: %w", err)
+	}
+	var adds, removes int
+	for _, a := range res.Actions {
+		if a.Add != nil {
+			adds++
+		} else if a.Remove != nil {
+			removes++
+		}
+	}
+	ec.actions = append(res.Actions, ec.actions...)
+	ec.op.Metrics["numAddedFiles"], ec.op.Metrics["numRemovedFiles"] = fmt.Sprint(adds), fmt.Sprint(removes)
+	ec.op.Metrics["numOutputRows"] = fmt.Sprint(res.Rows)
+	ec.op.Metrics["numTargetRowsDeleted"] = fmt.Sprint(res.Replaced)
+	ec.op.Metrics["numSourceRowsSuperseded"] = fmt.Sprint(res.Superseded)
+	return nil
 }
 
 // epochWriter makes an epoch durable: it publishes the epoch's dead letters,
@@ -126,6 +162,18 @@ func (w epochWrite) run() (out epochOutcome) {
 	// stall watchdog never exits the process meanwhile.
 	w.progress.committing.Store(true)
 	start := time.Now()
+	if w.commit.upserts != nil {
+		// Resolved against the snapshot the commit follows: a winner that
+		// removed a file this one re-adds is a conflict (re-read), never a
+		// lost delete.
+		err := retry(w.ctx, w.writer.retry, func() error {
+			return w.commit.resolve(w.ctx, w.writer.table.Store(), w.snap, start)
+		}, w.onCommitRetry)
+		if err != nil {
+			out.commit = commitResult{err: err}
+			return out
+		}
+	}
 	out.commit = w.writer.commit(w.ctx, w.snap, *w.commit, w.onCommitRetry)
 	out.committed, out.took = time.Now(), time.Since(start)
 	if out.commit.conflict == nil && out.commit.err == nil && w.snap.CheckpointDue() {

@@ -174,7 +174,7 @@ func TestEpochWriterCommit(t *testing.T) {
 			}
 			es := newEpochState(4, tps(0), messages.ReasonTimer, time.Now())
 			es.onSealed(&messages.Sealed{Topic: topic, Epoch: 4, Partition: 0, LastOffset: 9})
-			ec := newEpochCommit(es, app, nil, time.Now())
+			ec := newEpochCommit(es, app, nil, nil, time.Now())
 			retries := 0
 			res := epochWriter{table: tbl, retry: tc.policy}.commit(t.Context(), snap, ec, func(int, error) { retries++ })
 
@@ -222,7 +222,7 @@ func TestNewEpochCommit(t *testing.T) {
 	old := int64(1)
 	refresh := []delta.Txn{{AppID: ledger.AppID("app", topic, 0), Version: 7, LastUpdated: &old}}
 
-	ec := newEpochCommit(es, "app", refresh, now)
+	ec := newEpochCommit(es, "app", nil, refresh, now)
 
 	var got []string
 	for _, a := range ec.actions {

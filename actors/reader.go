@@ -13,6 +13,7 @@ import (
 
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/messages"
+	"github.com/deltaflow/deltaflow/messages/keylog"
 )
 
 // fetchMem is the memory the rows of one Fetch live in: the arena holding
@@ -25,8 +26,13 @@ type fetchMem struct {
 	values []parquet.Value
 	rows   []parquet.Row
 	route  []int32 // route index of each mapped row, in record order
-	refs   atomic.Int32
-	done   func() // the Fetch's Done, on the part that ends it
+	// seqs are the mapped rows' offsets, in record order, for an upsert
+	// table (the sequences of its changes); seqSlab is where each route's
+	// are laid out.
+	seqs    []int64
+	seqSlab []int64
+	refs    atomic.Int32
+	done    func() // the Fetch's Done, on the part that ends it
 }
 
 var fetchMems = sync.Pool{New: func() any { return new(fetchMem) }}
@@ -97,11 +103,15 @@ type reader struct {
 	records    int64
 	dead       []messages.DeadLetter
 	deadBy     map[string]int // the epoch's dead letters by reason class (Metrics.DeadLetters)
-	routes     map[string]*route
-	touched    []*route // routes of the current Fetch, by route.idx
-	batches    [][]parquet.Row
-	row        mapping.Row
-	rec        mapping.Record
+	// deletes are the keys the epoch's tombstones delete, for an upsert
+	// table; keyBuf is where a key is encoded.
+	deletes *keylog.Log
+	keyBuf  []byte
+	routes  map[string]*route
+	touched []*route // routes of the current Fetch, by route.idx
+	batches [][]parquet.Row
+	row     mapping.Row
+	rec     mapping.Record
 
 	// unsent is what the part of a Fetch being mapped will add to the
 	// budget when sent.
@@ -188,13 +198,14 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 	if n := len(m.Records) * ncols; cap(mem.values) < n {
 		mem.values = make([]parquet.Value, n)
 	}
-	mem.route = mem.route[:0]
+	mem.route, mem.seqs = mem.route[:0], mem.seqs[:0]
 	mem.done = m.Done
 	r.row.Arena = &mem.arena
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
 	data := 0
-	cut := false // the rest of the Fetch is past the limit
+	keys := r.cfg.buffer.keys // an upsert table's
+	cut := false              // the rest of the Fetch is past the limit
 	for _, kr := range m.Records {
 		if r.limit != nil && kr.Offset > r.limit.last {
 			// Records come in order: no offset up to last is left to read.
@@ -219,12 +230,18 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 		r.row.Values = mem.values[used : used+ncols : used+ncols]
 		err := r.mapper.Map(&r.rec, &r.row)
 		class := reasonMapping
-		if err == nil && r.cfg.where != nil && !r.cfg.where.Match(&r.row) {
+		// A delete is by key: it passes any filter of the row's values.
+		if err == nil && r.cfg.where != nil && !r.row.Delete && !r.cfg.where.Match(&r.row) {
 			if err = r.leftOut(); err == nil {
 				r.consumed(kr.Offset)
 				continue
 			}
 			class = reasonUnrouted
+		}
+		if err == nil && keys != nil { // an upsert row needs its key
+			if r.keyBuf, err = keys.AppendRow(r.keyBuf[:0], r.row.Values); err != nil {
+				err = &mapping.MapError{Reason: err.Error()}
+			}
 		}
 		if pending, ok := errors.AsType[*mapping.SchemaPendingError](err); ok {
 			schema = pending.ID
@@ -247,6 +264,20 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 			r.deadBy[class]++
 			r.dead = append(r.dead, messages.DeadLetter{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 				Key: bytes.Clone(kr.Key), Value: bytes.Clone(kr.Value), Timestamp: kr.Timestamp.UnixMilli(), Reason: reason})
+			r.consumed(kr.Offset)
+			data++
+			continue
+		}
+		if r.row.Delete {
+			size := int64(len(r.keyBuf)) + deleteMemory
+			if need = r.hold(size); need > 0 {
+				break
+			}
+			r.cfg.buffer.budget.Add(r.gen, size) // given back when the epoch ends
+			if r.deletes == nil {
+				r.deletes = new(keylog.Log)
+			}
+			r.deletes.Append(r.keyBuf, kr.Offset)
 			r.consumed(kr.Offset)
 			data++
 			continue
@@ -277,6 +308,9 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 		rt.bytes += int64(r.row.Size)
 		r.unsent += int64(r.row.Size)
 		mem.route = append(mem.route, rt.idx)
+		if keys != nil {
+			mem.seqs = append(mem.seqs, kr.Offset)
+		}
 		r.consumed(kr.Offset)
 		data++
 	}
@@ -335,6 +369,10 @@ func (r *reader) hold(n int64) int64 {
 	return n
 }
 
+// deleteMemory is what a delete holds until its epoch commits, besides its
+// key: its entry in the epoch's key log.
+const deleteMemory = 24
+
 // letterMemory is what a dead letter holds until its epoch commits.
 func letterMemory(key, value []byte, reason string) int64 {
 	return int64(len(key)+len(value)+len(reason)) + 128
@@ -365,6 +403,7 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 	for i, ri := range mem.route {
 		batches[ri] = append(batches[ri], mem.values[i*ncols:(i+1)*ncols:(i+1)*ncols])
 	}
+	seqs := r.routeSeqs(mem)
 	mem.refs.Store(int32(len(r.touched)))
 	for i, rt := range r.touched {
 		// Counted before the buffer writes the rows (and so before the
@@ -372,6 +411,9 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 		// it polls again.
 		r.cfg.buffer.budget.Add(r.gen, rt.bytes+rt.reserved)
 		batch := &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Reserved: rt.reserved, Release: mem.release}
+		if seqs != nil {
+			batch.Seqs = seqs[i]
+		}
 		if rt.pid != nil {
 			c.Send(rt.pid, batch)
 		} else {
@@ -383,6 +425,27 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 	r.touched = r.touched[:0]
 	clear(batches)
 	r.batches = batches
+}
+
+// routeSeqs lays out, for an upsert table, the sequences of each touched
+// route's rows in mem as the rows are (nil for an append table).
+func (r *reader) routeSeqs(mem *fetchMem) [][]int64 {
+	if len(mem.seqs) == 0 {
+		return nil
+	}
+	if cap(mem.seqSlab) < len(mem.seqs) {
+		mem.seqSlab = make([]int64, len(mem.seqs))
+	}
+	out := make([][]int64, len(r.touched))
+	at := 0
+	for i, rt := range r.touched {
+		out[i] = mem.seqSlab[at : at : at+rt.rows]
+		at += rt.rows
+	}
+	for i, ri := range mem.route {
+		out[ri] = append(out[ri], mem.seqs[i])
+	}
+	return out
 }
 
 // skipBatch dead-letters a record batch Kafka would not decompress, naming
@@ -439,10 +502,10 @@ func (r *reader) handleSeal(c actor.Context, m *messages.Seal) {
 	}
 	r.cfg.logger.Debug("sealed", "partition", r.tp, "epoch", m.Epoch, "last", r.lastOffset, "records", r.records)
 	c.Send(r.cfg.committer, &messages.Sealed{Gen: r.gen, Epoch: m.Epoch, Topic: r.tp.Topic, Partition: r.tp.Partition,
-		LastOffset: r.lastOffset, Records: r.records, DeadLetters: r.dead})
+		LastOffset: r.lastOffset, Records: r.records, DeadLetters: r.dead, Deletes: r.deletes})
 	for class, n := range r.deadBy {
 		r.cfg.metrics.DeadLetters.WithLabelValues(class).Add(float64(n))
 	}
 	clear(r.deadBy)
-	r.epoch, r.lastOffset, r.records, r.dead = m.Epoch+1, -1, 0, nil
+	r.epoch, r.lastOffset, r.records, r.dead, r.deletes = m.Epoch+1, -1, 0, nil, nil
 }

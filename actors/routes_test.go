@@ -375,23 +375,10 @@ func TestRoutesKillLoop(t *testing.T) {
 	g.table("plugs", []string{"plugs"}, "", false)
 	g.table("all", []string{"plugs", "doors"}, "", false)
 	g.table("doors", []string{"doors"}, "", false)
-	ctx, cancel := context.WithCancel(t.Context())
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ctx.Err() == nil && i < 20; i++ {
-			g.produce("plugs", 3, 50, int64(100+i))
-			g.produce("doors", 2, 30, int64(200+i))
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	for i := range 6 {
-		r := g.start(Config{FlushInterval: 100 * time.Millisecond})
-		time.Sleep(time.Duration(150+i*70) * time.Millisecond)
-		r.kill()
-	}
-	<-produced
-	cancel()
+	killWhileProducing(t, g.start, func(i int) {
+		g.produce("plugs", 3, 50, int64(100+i))
+		g.produce("doors", 2, 30, int64(200+i))
+	})
 	r := g.start(Config{})
 	defer r.stop(t)
 	waitFor(t, func() bool {
@@ -401,6 +388,27 @@ func TestRoutesKillLoop(t *testing.T) {
 		topics := map[string][]string{"plugs": {"plugs"}, "all": {"plugs", "doors"}, "doors": {"doors"}}[name]
 		g.checkExactlyOnce(name, topics...)
 	}
+}
+
+// killWhileProducing starts engines (start) and kills each without a final
+// commit, six times, while produce(i) runs 20 times 50 ms apart.
+func killWhileProducing(t *testing.T, start func(Config) *running, produce func(i int)) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ctx.Err() == nil && i < 20; i++ {
+			produce(i)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for i := range 6 {
+		r := start(Config{FlushInterval: 100 * time.Millisecond})
+		time.Sleep(time.Duration(150+i*70) * time.Millisecond)
+		r.kill()
+	}
+	<-produced
 }
 
 // TestRoutesWhereAndUnrouted: one topic feeds two tables through their

@@ -34,30 +34,33 @@ func ReadDataFile(ctx context.Context, store storage.Store, schema *StructType, 
 // error the iteration stops.
 func DataFileRows(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
-		for r, err := range scanDataFile(ctx, store, schema, partitionColumns, add) {
-			if !yield(r.row, err) {
+		for r, err := range DataFileIndexedRows(ctx, store, schema, partitionColumns, add) {
+			if !yield(r.Row, err) {
 				return
 			}
 		}
 	}
 }
 
-// scannedRow is a row of a data file with its physical index in the file
-// (deleted rows count), which row tracking's row IDs are based on.
-type scannedRow struct {
-	index uint64
-	row   Row
+// IndexedRow is a row of a data file with its physical index in the file
+// (deleted rows count), which row tracking's row IDs and deletion vectors
+// address.
+type IndexedRow struct {
+	Index uint64
+	Row   Row
 }
 
-// scanDataFile is DataFileRows with each row's physical index.
-func scanDataFile(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[scannedRow, error] {
-	return func(yield func(scannedRow, error) bool) {
+// DataFileIndexedRows is DataFileRows with each row's physical index: what
+// a writer of deletion vectors needs to name the rows it deletes. schema
+// may hold only the columns the caller reads.
+func DataFileIndexedRows(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[IndexedRow, error] {
+	return func(yield func(IndexedRow, error) bool) {
 		key, err := StoreKey(store, add.Path)
 		if err != nil {
-			yield(scannedRow{}, fmt.Errorf("read data file %s: %w", add.Path, err))
+			yield(IndexedRow{}, fmt.Errorf("read data file %s: %w", add.Path, err))
 			return
 		}
-		fail := func(err error) { yield(scannedRow{}, fmt.Errorf("read data file %s: %w", key, err)) }
+		fail := func(err error) { yield(IndexedRow{}, fmt.Errorf("read data file %s: %w", key, err)) }
 		r, err := store.Open(ctx, key)
 		if err != nil {
 			fail(err)
@@ -101,7 +104,7 @@ func scanDataFile(ctx context.Context, store storage.Store, schema *StructType, 
 						fail(err)
 						return
 					}
-					if !yield(scannedRow{index - 1, row}, nil) {
+					if !yield(IndexedRow{index - 1, row}, nil) {
 						rows.Close()
 						return
 					}

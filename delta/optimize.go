@@ -221,10 +221,10 @@ func (t *Table) compact(ctx context.Context, table *StructType, partitionColumns
 	}
 	fileRow := make(Row, len(fileSchema.Fields))
 	for _, f := range b.Files {
-		for r, err := range scanDataFile(ctx, t.store, readSchema, partitionColumns, f) {
+		for r, err := range DataFileIndexedRows(ctx, t.store, readSchema, partitionColumns, f) {
 			if err == nil {
 				for i, j := range dataIdx {
-					fileRow[i] = r.row[j]
+					fileRow[i] = r.Row[j]
 				}
 				if preserve != nil {
 					err = preserve.stable(f, r, fileRow[len(dataIdx):])

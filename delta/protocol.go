@@ -55,6 +55,11 @@ var tableFeatures = []tableFeature{
 	{name: "variantType", reader: true, active: func(_ *Metadata, s *StructType) bool {
 		return anyType(s, func(t DataType) bool { return t == Variant })
 	}},
+	// A table that allows new deletion vectors (an upsert table) must
+	// list the feature before any is written.
+	{name: "deletionVectors", reader: true, active: func(m *Metadata, _ *StructType) bool {
+		return strings.EqualFold(m.Configuration["delta.enableDeletionVectors"], "true")
+	}},
 }
 
 // anyType reports whether match holds for t or for any type nested in it.

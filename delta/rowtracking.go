@@ -130,14 +130,14 @@ func (c *rowTrackingColumns) appendTo(schema *StructType) *StructType {
 // where the file has them, else the file's baseRowId plus the row's index
 // and its defaultRowCommitVersion (PROTOCOL.md "Reader Requirements for
 // Row Tracking").
-func (c *rowTrackingColumns) stable(f *Add, r scannedRow, dst []any) error {
-	n := len(r.row)
-	id, version := r.row[n-2], r.row[n-1]
+func (c *rowTrackingColumns) stable(f *Add, r IndexedRow, dst []any) error {
+	n := len(r.Row)
+	id, version := r.Row[n-2], r.Row[n-1]
 	if id == nil {
 		if f.BaseRowID == nil {
 			return fmt.Errorf("row tracking is enabled but the file has no baseRowId")
 		}
-		id = *f.BaseRowID + int64(r.index)
+		id = *f.BaseRowID + int64(r.Index)
 	}
 	if version == nil {
 		if f.DefaultRowCommitVersion == nil {

@@ -93,6 +93,10 @@ type Config struct {
 	// JSON Schema, Protobuf in the wire format, through Registry), whose
 	// fields the kafka.key.<path> sources read.
 	KeyFormat Format `yaml:"key_format"`
+	// Tombstones makes a record with a null value a delete of its key
+	// (Row.Delete), as a table in upsert mode takes it, rather than a dead
+	// letter.
+	Tombstones bool `yaml:"-"`
 
 	// derived: the columns were made of Schema (none were given).
 	derived bool

@@ -386,15 +386,17 @@ const (
 // parser once Map returns.
 func (m *Mapper) Map(rec *Record, out *Row) error {
 	p := m.p
+	out.Delete = rec.Value == nil
 	switch {
-	case rec.Value == nil:
+	case out.Delete && !p.cfg.Tombstones:
 		return &MapError{Reason: "null value (tombstone)"}
+	case out.Delete:
 	case len(rec.Value) == 0:
 		return &MapError{Reason: "empty value"}
 	case len(rec.Value) > p.maxBytes:
 		return &MapError{Reason: "value too large (" + strconv.Itoa(len(rec.Value)) + " bytes > " + strconv.Itoa(p.maxBytes) + ")"}
 	}
-	if len(p.nodes[0].children) > 0 { // else only non-path sources: any value will do
+	if len(p.nodes[0].children) > 0 && !out.Delete { // else only non-path sources: any value will do
 		if err := m.vals.resolve(rec.Value); err != nil {
 			return err
 		}
@@ -422,6 +424,10 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		var detail []byte
 		switch c.src.kind {
 		case srcPath:
+			if out.Delete {
+				v.null = true
+				break
+			}
 			// Through the Mapper's own cell: a local one passed to an
 			// interface method would be allocated for every column.
 			m.cast = cell{}
@@ -475,7 +481,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 			}
 			v = cell{null: true}
 		}
-		if v.null && c.required {
+		if v.null && c.required && !(out.Delete && c.src.kind == srcPath) {
 			return m.fail(c, failMissing, nil)
 		}
 		if c.kind == kTimestamp {

@@ -27,6 +27,10 @@ type Row struct {
 	Key []byte
 	// Size approximates the row's memory footprint in bytes, for budgets.
 	Size int
+	// Delete says the record was a tombstone (a null value) of a Config
+	// with Tombstones: Values hold the columns that do not read the value
+	// (the key's fields, kafka.*, now()), the others are null.
+	Delete bool
 	// Arena receives the string bytes of Values and PartitionValues;
 	// allocated by Map when nil.
 	Arena *Arena

@@ -1,6 +1,9 @@
 package messages
 
-import "github.com/deltaflow/deltaflow/messages/letter"
+import (
+	"github.com/deltaflow/deltaflow/messages/keylog"
+	"github.com/deltaflow/deltaflow/messages/letter"
+)
 
 // Seal is sent by the committer to every reader to close epoch Epoch: the
 // reader answers Sealed and tags the rows it routes from then on with
@@ -16,7 +19,7 @@ type Seal struct {
 // Epoch+1. LastOffset is the offset of the last record the reader consumed
 // in epochs up to Epoch (routed or dead-lettered), or -1 if it consumed none
 // in this epoch; DeadLetters are the records of the epoch that could not be
-// mapped.
+// mapped; Deletes, for a table in upsert mode, the keys its records deleted.
 type Sealed struct {
 	Gen         uint64
 	Epoch       uint64
@@ -25,6 +28,7 @@ type Sealed struct {
 	LastOffset  int64
 	Records     int64
 	DeadLetters []DeadLetter
+	Deletes     *keylog.Log
 }
 
 // Flush is sent by the committer to every live buffer once all readers
@@ -56,6 +60,9 @@ type DataFile struct {
 	ModificationTime int64 // ms
 	Stats            string
 	Rows             int64
+	// Keys, for a table in upsert mode, are the keys of its rows in row
+	// order, each with its change's sequence.
+	Keys *keylog.Log
 }
 
 // DeadLetter is a record that did not become a row (letter.DeadLetter):

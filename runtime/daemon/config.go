@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,6 +67,8 @@ type TableConfig struct {
 	Columns            []mapping.Column `yaml:"columns"`
 	Format             mapping.Format   `yaml:"format"`
 	KeyFormat          mapping.Format   `yaml:"key_format"`
+	WriteMode          string           `yaml:"write_mode"`
+	KeyColumns         []string         `yaml:"key_columns"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
 	Message            string           `yaml:"message"`
@@ -167,6 +170,7 @@ func DefaultConfig() Config {
 			Columns:            m.Columns,
 			Format:             mapping.JSON,
 			SchemaEvolution:    EvolveAddColumns,
+			WriteMode:          WriteAppend,
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
@@ -532,6 +536,19 @@ func (t TableConfig) validate(section string) []error {
 	if t.Message != "" && t.Format != mapping.Protobuf {
 		bad("message: only a format: protobuf table picks a message")
 	}
+	switch {
+	case t.WriteMode != WriteAppend && t.WriteMode != WriteUpsert:
+		bad("write_mode: unknown %q (want %s or %s)", t.WriteMode, WriteAppend, WriteUpsert)
+	case t.WriteMode == WriteUpsert && len(t.KeyColumns) == 0:
+		bad("key_columns: write_mode upsert needs the columns that identify a row")
+	case t.WriteMode == WriteAppend && len(t.KeyColumns) > 0:
+		bad("key_columns: only a write_mode: upsert table has key columns")
+	}
+	for i, k := range t.KeyColumns {
+		if slices.Contains(t.PartitionColumns, k) {
+			bad("key_columns[%d]: %q is a partition column; a key column must be a data column", i, k)
+		}
+	}
 	if t.CheckpointInterval <= 0 {
 		bad("checkpoint_interval must be > 0, got %d", t.CheckpointInterval)
 	}
@@ -546,7 +563,7 @@ func (t TableConfig) validate(section string) []error {
 // schemas (nil until run connects it).
 func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) mapping.Config {
 	mc := mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
-		SchemaFile: t.SchemaFile, Message: t.Message, KeyFormat: t.KeyFormat, Key: section}
+		SchemaFile: t.SchemaFile, Message: t.Message, KeyFormat: t.KeyFormat, Key: section, Tombstones: t.WriteMode == WriteUpsert}
 	if schemas != nil && t.keyReadsRegistry() {
 		mc.Registry = schemas
 	}
@@ -556,6 +573,26 @@ func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) 
 	}
 	return mc
 }
+
+// What table.write_mode may say.
+const (
+	WriteAppend = "append"
+	WriteUpsert = "upsert"
+)
+
+// createConf is the configuration of the table t creates: its checkpoint
+// interval, and deletion vectors for an upsert table.
+func (t TableConfig) createConf() map[string]string {
+	conf := map[string]string{"delta.checkpointInterval": strconv.Itoa(t.CheckpointInterval)}
+	if t.WriteMode == WriteUpsert {
+		conf[deletionVectorsProperty] = "true"
+	}
+	return conf
+}
+
+// deletionVectorsProperty allows a table's writers to write deletion
+// vectors, which upserts do.
+const deletionVectorsProperty = "delta.enableDeletionVectors"
 
 // What table.schema_evolution may say.
 const (

@@ -33,7 +33,7 @@ func TestRunColumnMappedTable(t *testing.T) {
 	}
 	tbl := delta.NewTable(store)
 	// Create the table, then turn column mapping on as Spark would.
-	s, err := ensureTable(t.Context(), tbl, newMapper(t, cfg.Table.Columns, cfg.Table.PartitionColumns), 10, testLogger())
+	s, err := ensureTable(t.Context(), tbl, newMapper(t, cfg.Table.Columns, cfg.Table.PartitionColumns), TableConfig{CheckpointInterval: 10}, testLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

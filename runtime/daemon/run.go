@@ -362,7 +362,7 @@ func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Du
 	if err := snap.ApplyWriterOptions(&ec.Writer); err != nil { // e.g. materialized partition columns
 		return nil, fmt.Errorf("table %s: %w", uri, err)
 	}
-	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, App: ec.App, FlushInterval: ec.FlushInterval,
+	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, App: ec.App, FlushInterval: ec.FlushInterval,
 		FlushMaxBytes: ec.FlushMaxBytes, Writer: &ec.Writer, Maintenance: &ec.Maintenance,
 		Table: tbl, Mapper: mapper, TableSchema: tableSchema, PartitionColumns: snap.PartitionColumns()}
 	if r.TopicRegex != "" {
@@ -464,7 +464,7 @@ func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, l
 			corrupt.Inc()
 		}
 	}))
-	snap, err := ensureTable(ctx, tbl, mapper, cfg.Table.CheckpointInterval, logger)
+	snap, err := ensureTable(ctx, tbl, mapper, cfg.Table, logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -475,10 +475,9 @@ func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, l
 // schema when the configured columns add to it (delta's EnsureSchema). An
 // incompatible change (a column's type, partitioning) refuses to start,
 // naming the configuration key.
-func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, checkpointInterval int, logger *slog.Logger) (*delta.Snapshot, error) {
+func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t TableConfig, logger *slog.Logger) (*delta.Snapshot, error) {
 	parts := m.PartitionColumns()
-	createConf := map[string]string{"delta.checkpointInterval": strconv.Itoa(checkpointInterval)}
-	snap, done, err := tbl.EnsureSchema(ctx, m.Schema(), parts, createConf)
+	snap, done, err := tbl.EnsureSchema(ctx, m.Schema(), parts, t.createConf())
 	var sce *delta.SchemaChangeError
 	var pe *delta.PartitioningError
 	switch {
@@ -492,6 +491,10 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, check
 	}
 	if done.Created {
 		logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
+	}
+	if t.WriteMode == WriteUpsert && !strings.EqualFold(snap.Metadata().Configuration[deletionVectorsProperty], "true") {
+		return nil, fmt.Errorf("table.write_mode: upsert marks replaced rows in deletion vectors, which table %s does not allow: "+
+			"set its property %s = true (Spark: ALTER TABLE ... SET TBLPROPERTIES ('%[2]s' = true)), or give a new table", tbl.Store().URI(), deletionVectorsProperty)
 	}
 	if done.Evolved {
 		logger.Info("table schema evolved", "version", done.Version, "added", done.Added)

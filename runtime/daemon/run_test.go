@@ -313,7 +313,7 @@ func TestEnsureTableNamesTheKey(t *testing.T) {
 	tbl := delta.NewTable(storage.NewMem())
 	defaults := mapping.DefaultConfig().Columns
 	parts := mapping.DefaultPartitionColumns
-	s, err := ensureTable(t.Context(), tbl, newMapper(t, defaults, parts), 10, testLogger())
+	s, err := ensureTable(t.Context(), tbl, newMapper(t, defaults, parts), TableConfig{CheckpointInterval: 10}, testLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,12 +327,12 @@ func TestEnsureTableNamesTheKey(t *testing.T) {
 			changed[i].Type = "long"
 		}
 	}
-	_, err = ensureTable(t.Context(), tbl, newMapper(t, changed, parts), 10, testLogger())
+	_, err = ensureTable(t.Context(), tbl, newMapper(t, changed, parts), TableConfig{CheckpointInterval: 10}, testLogger())
 	if err == nil || !strings.Contains(err.Error(), `table.columns: column "battery"`) || !strings.Contains(err.Error(), "integer") ||
 		!strings.Contains(err.Error(), "long") {
 		t.Fatalf("type change: %v", err)
 	}
-	_, err = ensureTable(t.Context(), tbl, newMapper(t, defaults, []string{"device_type"}), 10, testLogger())
+	_, err = ensureTable(t.Context(), tbl, newMapper(t, defaults, []string{"device_type"}), TableConfig{CheckpointInterval: 10}, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "table.partition_columns") {
 		t.Fatalf("partition change: %v", err)
 	}

@@ -1,6 +1,7 @@
-// Package roaring decodes the 32-bit Roaring bitmap portable serialization
-// (RoaringFormatSpec), as Delta deletion vectors store it: read-only, no
-// writer, bounded by the bytes present.
+// Package roaring decodes and encodes the 32-bit Roaring bitmap portable
+// serialization (RoaringFormatSpec), as Delta deletion vectors store it:
+// decoding is bounded by the bytes present; encoding writes array and
+// bitmap containers only (encode.go).
 package roaring
 
 import (

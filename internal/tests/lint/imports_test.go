@@ -24,12 +24,16 @@ var forbidden = map[string][]string{
 	"delta/internal/jsonenc":     {module + "/"},
 	"delta/internal/roaring":     {module + "/"},
 	"delta/internal/pqguard":     {module + "/"},
-	// The messages import none of ours but their dead letter's package,
-	// which imports nothing.
+	// The messages import none of ours but their dead letter's and key
+	// log's packages, which import nothing.
 	"messages":        {module + "/actors", module + "/bridge", module + "/runtime", module + "/delta", module + "/storage", module + "/internal"},
 	"messages/letter": {module + "/", "github.com/"},
-	"mapping":         {module + "/actors", module + "/ledger", module + "/bridge", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
-	"bridge":          {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
+	"messages/keylog": {module + "/", "github.com/"},
+	// Upserts are plain functions over delta, as the ledger is.
+	"upsert": {module + "/actors", module + "/bridge", module + "/runtime", module + "/mapping",
+		"github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"mapping": {module + "/actors", module + "/ledger", module + "/bridge", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go", "github.com/nats-io/"},
+	"bridge":  {module + "/actors", module + "/runtime", module + "/delta", "github.com/asynkron/protoactor-go", "github.com/twmb/franz-go"},
 	// The Kafka client speaks the ledger's vocabulary (log ranges, held
 	// partitions, the start policies), so it reaches delta only through it.
 	"bridge/kafka": {module + "/actors", module + "/runtime", "github.com/asynkron/protoactor-go", "github.com/nats-io/"},

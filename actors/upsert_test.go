@@ -1,0 +1,178 @@
+package actors
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/ledger"
+	"github.com/deltaflow/deltaflow/mapping"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// upsertRig is a kfake topic of keyed changes (a JSON key {"id": n}, a
+// JSON value or a tombstone) and an upsert table of it, with the state
+// the table must reach: each key's latest value.
+type upsertRig struct {
+	*routesRig
+	topic string
+	table *routeTable
+	rng   *rand.Rand
+	want  map[int64]string // name by id
+}
+
+func newUpsertRig(t *testing.T) *upsertRig {
+	const topic = "accounts"
+	g := newRoutesRig(t, map[string]int32{topic: 3})
+	m, err := mapping.New(mapping.Config{Mode: mapping.Strict, KeyFormat: mapping.JSON, Tombstones: true, Columns: []mapping.Column{
+		{Name: "id", Type: "long", Source: "kafka.key.id"},
+		{Name: "name", Type: "string", Required: true},
+		{Name: "kafka_offset", Type: "long", Source: "kafka.offset"},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := delta.NewTable(local)
+	if _, err := tbl.Create(t.Context(), m.Schema(), nil, map[string]string{"delta.enableDeletionVectors": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	rt := &routeTable{store: local, route: Route{Name: "accounts", Topics: []string{topic}, Table: tbl, Mapper: m,
+		KeyColumns: []string{"id"}, Outbox: NewOutbox(g.bridge)}}
+	g.tables["accounts"] = rt
+	return &upsertRig{routesRig: g, topic: topic, table: rt, rng: rand.New(rand.NewPCG(1, 2)), want: map[int64]string{}}
+}
+
+// changes produces n random changes of keys 0..keys-1: mostly upserts
+// (several of one key close together), a tenth deletes (tombstones), and
+// records the state they leave. Key k goes to partition k % 3, so its
+// changes keep their order.
+func (u *upsertRig) changes(n, keys int) {
+	u.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(u.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		id := u.rng.Int64N(int64(keys))
+		r := &kgo.Record{Topic: u.topic, Partition: int32(id % 3), Key: fmt.Appendf(nil, `{"id": %d}`, id)}
+		if u.rng.IntN(10) == 0 {
+			delete(u.want, id)
+		} else {
+			name := "n" + strconv.Itoa(u.rng.IntN(1e6))
+			r.Value = fmt.Appendf(nil, `{"name": %q}`, name)
+			u.want[id] = name
+		}
+		recs[i] = r
+	}
+	if err := cl.ProduceSync(u.t.Context(), recs...).FirstErr(); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// caughtUp reports whether the table's offsets reach the topic's end.
+func (u *upsertRig) caughtUp() bool {
+	u.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(u.kcfg.Brokers...))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(u.t.Context(), u.topic)
+	if err != nil {
+		return false
+	}
+	s, err := delta.NewTable(u.table.store).Snapshot(u.t.Context())
+	if err != nil {
+		return false
+	}
+	last := ledger.Last(s, "deltaflow", u.topic)
+	caught := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 && last[o.Partition] < o.Offset-1 {
+			caught = false
+		}
+	})
+	return caught
+}
+
+// check asserts the table holds each key's latest value once, and no
+// deleted key.
+func (u *upsertRig) check() {
+	u.t.Helper()
+	s, err := delta.NewTable(u.table.store).Snapshot(u.t.Context())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	schema, _ := s.Schema()
+	got := map[int64]string{}
+	for _, a := range s.Files() {
+		rows, err := delta.ReadDataFile(u.t.Context(), u.table.store, schema, nil, a)
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		for _, r := range rows {
+			id := r[0].(int64)
+			if _, twice := got[id]; twice {
+				u.t.Errorf("key %d is in the table twice", id)
+			}
+			got[id] = r[1].(string)
+		}
+	}
+	if !maps.Equal(got, u.want) {
+		var wrong []string
+		for id, name := range u.want {
+			if got[id] != name && len(wrong) < 10 {
+				wrong = append(wrong, fmt.Sprintf("%d: %q want %q", id, got[id], name))
+			}
+		}
+		for id, name := range got {
+			if _, live := u.want[id]; !live && len(wrong) < 20 {
+				wrong = append(wrong, fmt.Sprintf("%d: %q, deleted", id, name))
+			}
+		}
+		u.t.Errorf("the table holds %d keys, want %d; first differences: %v", len(got), len(u.want), wrong)
+	}
+}
+
+// TestUpsertTable: changes of 300 keys (updates of one key within an
+// epoch, deletes by tombstone, deleted keys coming back) streamed into an
+// upsert table: it holds each live key once, with its latest value.
+func TestUpsertTable(t *testing.T) {
+	u := newUpsertRig(t)
+	u.changes(2000, 300)
+	r := u.start(Config{})
+	defer r.stop(t)
+	waitFor(t, u.caughtUp)
+	u.check()
+	for range 3 { // while running, over several epochs
+		u.changes(500, 300)
+		time.Sleep(150 * time.Millisecond)
+	}
+	waitFor(t, u.caughtUp)
+	u.check()
+}
+
+// TestUpsertKillLoop: the engine is killed without a final commit again
+// and again while changes stream; the table still holds each live key's
+// latest value once.
+func TestUpsertKillLoop(t *testing.T) {
+	u := newUpsertRig(t)
+	killWhileProducing(t, u.start, func(int) { u.changes(200, 150) })
+	r := u.start(Config{})
+	defer r.stop(t)
+	waitFor(t, u.caughtUp)
+	u.check()
+}

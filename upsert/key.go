@@ -1,0 +1,120 @@
+package upsert
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/delta"
+)
+
+// ErrNullKey is the error of a row whose key column is null: it has no
+// identity to upsert by, and goes to the DLQ.
+var ErrNullKey = errors.New("a key column is null")
+
+// keyTypes are the column types a key column may have: their values encode
+// the same from a mapped row and from a data file read back.
+var keyTypes = []delta.PrimitiveType{delta.String, delta.Integer, delta.Long}
+
+// Keys encodes the key columns of a table's rows as one byte string per
+// row, equal for equal keys whichever side they come from: a row the
+// mapper built (parquet values) or a data file read back (Go values).
+type Keys struct {
+	names []string
+	leaf  []int  // each key column's leaf in a mapped row of data columns
+	long  []bool // integer and long are one kind: a key may widen
+}
+
+// NewKeys returns the encoder of the key columns names of a table whose
+// data columns (its schema without the partition columns) are data.
+func NewKeys(data *delta.StructType, names []string) (*Keys, error) {
+	if len(names) == 0 {
+		return nil, errors.New("no key columns")
+	}
+	k := &Keys{names: slices.Clone(names)}
+	for _, name := range names {
+		leaf, typ := -1, delta.PrimitiveType("")
+		n := 0
+		for _, f := range data.Fields {
+			if f.Name == name {
+				leaf = n
+				typ, _ = f.Type.(delta.PrimitiveType)
+			}
+			n += leaves(f.Type)
+		}
+		switch {
+		case leaf < 0:
+			return nil, fmt.Errorf("key column %q is not a data column (a partition column cannot be a key yet)", name)
+		case !slices.Contains(keyTypes, typ):
+			return nil, fmt.Errorf("key column %q is %v: a key column is a string, integer or long", name, data.Field(name).Type)
+		}
+		k.leaf = append(k.leaf, leaf)
+		k.long = append(k.long, typ != delta.String)
+	}
+	return k, nil
+}
+
+// leaves is the number of Parquet leaf columns a column of type t has in a
+// mapped row: a variant's two (metadata, value), else one.
+func leaves(t delta.DataType) int {
+	if t == delta.Variant {
+		return 2
+	}
+	return 1
+}
+
+// Names are the key columns, in key order.
+func (k *Keys) Names() []string { return k.names }
+
+// AppendRow appends the key of a mapped row (data columns) to dst.
+func (k *Keys) AppendRow(dst []byte, row parquet.Row) ([]byte, error) {
+	for i, leaf := range k.leaf {
+		v := row[leaf]
+		switch {
+		case v.IsNull():
+			return dst, fmt.Errorf("%w: %s", ErrNullKey, k.names[i])
+		case !k.long[i]:
+			dst = appendString(dst, v.ByteArray())
+		case v.Kind() == parquet.Int32:
+			dst = appendLong(dst, int64(v.Int32()))
+		default:
+			dst = appendLong(dst, v.Int64())
+		}
+	}
+	return dst, nil
+}
+
+// AppendValues appends the key of a row read from a data file (the key
+// columns' Go values, in key order) to dst.
+func (k *Keys) AppendValues(dst []byte, vals []any) ([]byte, error) {
+	for i, v := range vals {
+		switch v := v.(type) {
+		case nil:
+			return dst, fmt.Errorf("%w: %s", ErrNullKey, k.names[i])
+		case string:
+			dst = appendString(dst, []byte(v))
+		case int32:
+			dst = appendLong(dst, int64(v))
+		case int64:
+			dst = appendLong(dst, v)
+		default:
+			return dst, fmt.Errorf("key column %s: a %T value", k.names[i], v)
+		}
+	}
+	return dst, nil
+}
+
+// Each value is tagged with its kind and strings are length-prefixed, so
+// that no two keys of different values encode alike.
+func appendString(dst, s []byte) []byte {
+	dst = append(dst, 's')
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendLong(dst []byte, n int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, 'l'), uint64(n))
+}

@@ -1,0 +1,287 @@
+package upsert
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// Result is an epoch's changes resolved against the table: the actions
+// that make them the table's state, and what they did.
+type Result struct {
+	// Actions add the new files (with a deletion vector over their rows
+	// that a later change of the same key superseded; none for a file
+	// whose every row was), and remove and re-add each table file some of
+	// whose rows the epoch replaced or deleted, with its new deletion
+	// vector (none re-added when all its rows are gone).
+	Actions []delta.Action
+	// Rows is the number of rows the epoch adds to the table (its winning
+	// upserts); Superseded the epoch's rows a later change of their key
+	// replaced within it; Replaced the table's rows the epoch marked
+	// deleted (updated or deleted keys); FilesRead the table files whose
+	// key columns were read.
+	Rows, Superseded, Replaced int64
+	FilesRead                  int
+}
+
+// winner is a key's latest change in an epoch: row of new file file, or a
+// delete (file < 0).
+type winner struct {
+	seq  int64
+	file int
+	row  int
+}
+
+// Resolve turns an epoch's changes into the actions of its commit after
+// snap: for every key changed, its latest change wins and every other row
+// of the key, in the epoch's files and in the table, is marked deleted in
+// a deletion vector (written to store). Table files are pruned by the
+// first key column's statistics and only their key columns are read.
+// The table's rows are older than the epoch's changes (the sequence is
+// the Kafka offset, and a key's records share a partition): any row of a
+// changed key is replaced.
+func Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, keys *Keys, ch Changes, now time.Time) (Result, error) {
+	var res Result
+	wins := map[string]winner{}
+	take := func(key []byte, w winner) {
+		if old, ok := wins[string(key)]; !ok || w.seq >= old.seq {
+			wins[string(key)] = w
+		}
+	}
+	for i, f := range ch.Files {
+		for j := range f.Rows.Len() {
+			key, seq := f.Rows.At(j)
+			take(key, winner{seq: seq, file: i, row: j})
+		}
+	}
+	for j := range ch.Deletes.Len() {
+		key, seq := ch.Deletes.At(j)
+		take(key, winner{seq: seq, file: -1, row: j})
+	}
+	if len(wins) == 0 {
+		return res, nil
+	}
+	old, err := replacedRows(ctx, store, snap, keys, wins, &res)
+	if err != nil {
+		return res, err
+	}
+	for i, f := range ch.Files {
+		var superseded []uint64
+		for j := range f.Rows.Len() {
+			key, _ := f.Rows.At(j)
+			if w := wins[string(key)]; w.file != i || w.row != j {
+				superseded = append(superseded, uint64(j))
+			}
+		}
+		res.Superseded += int64(len(superseded))
+		res.Rows += int64(f.Rows.Len() - len(superseded))
+		switch {
+		case len(superseded) == f.Rows.Len(): // left out: VACUUM deletes it
+		case len(superseded) == 0:
+			res.Actions = append(res.Actions, delta.Action{Add: f.Add})
+		default:
+			add, err := withDeletions(ctx, store, f.Add, superseded)
+			if err != nil {
+				return res, err
+			}
+			res.Actions = append(res.Actions, delta.Action{Add: add})
+		}
+	}
+	for _, o := range old {
+		acts, err := replaceFile(ctx, store, o.add, o.rows, now)
+		if err != nil {
+			return res, err
+		}
+		res.Actions = append(res.Actions, acts...)
+	}
+	return res, nil
+}
+
+// oldRows are the rows of a table file that an epoch replaces.
+type oldRows struct {
+	add  *delta.Add
+	rows []uint64
+}
+
+// replacedRows finds the live rows of the table whose key the epoch
+// changed, file by file.
+func replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, keys *Keys, wins map[string]winner, res *Result) ([]oldRows, error) {
+	schema, err := snap.Schema()
+	if err != nil {
+		return nil, err
+	}
+	keySchema := &delta.StructType{}
+	for _, name := range keys.Names() {
+		f := schema.Field(name)
+		if f == nil {
+			return nil, fmt.Errorf("key column %q is not in the table's schema", name)
+		}
+		keySchema.Fields = append(keySchema.Fields, *f)
+	}
+	bounds := newFirstKeys(wins)
+	pruneByName := snap.ColumnMappingMode() == "none"
+	var out []oldRows
+	var buf []byte
+	for _, add := range snap.Files() {
+		if pruneByName && !bounds.mayHold(add.Stats, keys.Names()[0]) {
+			continue
+		}
+		res.FilesRead++
+		var rows []uint64
+		for r, err := range delta.DataFileIndexedRows(ctx, store, keySchema, nil, add) {
+			if err != nil {
+				return nil, fmt.Errorf("read the keys of %s: %w", add.Path, err)
+			}
+			if buf, err = keys.AppendValues(buf[:0], r.Row); err != nil {
+				return nil, fmt.Errorf("%s row %d: %w", add.Path, r.Index, err)
+			}
+			if _, changed := wins[string(buf)]; changed {
+				rows = append(rows, r.Index)
+			}
+		}
+		if len(rows) > 0 {
+			out = append(out, oldRows{add: add, rows: rows})
+			res.Replaced += int64(len(rows))
+		}
+	}
+	return out, nil
+}
+
+// replaceFile removes add and adds it back with rows deleted too (not at
+// all when no row is left).
+func replaceFile(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64, now time.Time) ([]delta.Action, error) {
+	ms := now.UnixMilli()
+	extended := true
+	remove := &delta.Remove{Path: add.Path, DeletionTimestamp: &ms, DataChange: true, ExtendedFileMetadata: &extended,
+		PartitionValues: add.PartitionValues, Size: &add.Size, Stats: add.Stats, Tags: add.Tags,
+		DeletionVector: add.DeletionVector, BaseRowID: add.BaseRowID, DefaultRowCommitVersion: add.DefaultRowCommitVersion}
+	acts := []delta.Action{{Remove: remove}}
+	next, err := withDeletions(ctx, store, add, rows)
+	if err != nil {
+		return nil, err
+	}
+	if next != nil {
+		acts = append(acts, delta.Action{Add: next})
+	}
+	return acts, nil
+}
+
+// withDeletions returns add with a deletion vector of the rows its own
+// deletes plus rows (written to store), or nil when that is every row of
+// the file.
+func withDeletions(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64) (*delta.Add, error) {
+	set, err := delta.LoadDeletionVector(ctx, store, add.DeletionVector)
+	if err != nil {
+		return nil, fmt.Errorf("deletion vector of %s: %w", add.Path, err)
+	}
+	set = set.Union(delta.NewRowIndexSet(rows))
+	if st, err := delta.ParseStats(add.Stats); err == nil && st.NumRecords >= 0 && set.Cardinality() >= st.NumRecords {
+		return nil, nil
+	}
+	dv, err := delta.WriteDeletionVector(ctx, store, set)
+	if err != nil {
+		return nil, fmt.Errorf("deletion vector of %s: %w", add.Path, err)
+	}
+	next := *add
+	next.DeletionVector = dv
+	next.Stats = looseStats(add.Stats)
+	return &next, nil
+}
+
+// looseStats marks stats as no longer tight bounds (tightBounds false), as
+// Spark does once a file has a deletion vector: their minimum and maximum
+// may be of deleted rows.
+func looseStats(stats string) string {
+	if stats == "" {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(stats), &m) != nil {
+		return stats
+	}
+	m["tightBounds"] = json.RawMessage("false")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return stats
+	}
+	return string(b)
+}
+
+// firstKeys are the first key column's values of an epoch's keys, sorted,
+// to prune the table's files by their statistics.
+type firstKeys struct {
+	longs   []int64
+	strings []string
+}
+
+func newFirstKeys(wins map[string]winner) firstKeys {
+	var fk firstKeys
+	for key := range wins {
+		switch key[0] {
+		case 'l':
+			fk.longs = append(fk.longs, int64(binary.BigEndian.Uint64([]byte(key[1:9]))))
+		case 's':
+			n, w := binary.Uvarint([]byte(key[1:]))
+			fk.strings = append(fk.strings, key[1+w:1+w+int(n)])
+		}
+	}
+	slices.Sort(fk.longs)
+	slices.Sort(fk.strings)
+	return fk
+}
+
+// statsTruncation is the length in characters past which a writer may
+// have cut a string statistic (Spark and delta-rs cut at 32): such a
+// maximum is no bound.
+const statsTruncation = 32
+
+// mayHold reports whether a file with stats may hold a row whose first key
+// column, col, has one of the values: false only when its statistics
+// exclude every value.
+func (fk firstKeys) mayHold(stats, col string) bool {
+	st, err := delta.ParseStats(stats)
+	if err != nil || stats == "" {
+		return true
+	}
+	lo, hasLo := st.MinValues[col]
+	hi, hasHi := st.MaxValues[col]
+	if len(fk.longs) > 0 {
+		l, okL := asLong(lo, hasLo)
+		h, okH := asLong(hi, hasHi)
+		if !okL || !okH {
+			return true
+		}
+		i, _ := slices.BinarySearch(fk.longs, l)
+		return i < len(fk.longs) && fk.longs[i] <= h
+	}
+	l, okL := lo.(string)
+	h, okH := hi.(string)
+	if !okL || !hasLo {
+		return true
+	}
+	i, _ := slices.BinarySearch(fk.strings, l)
+	if i == len(fk.strings) {
+		return false
+	}
+	if !okH || utf8.RuneCountInString(h) >= statsTruncation {
+		return true
+	}
+	return strings.Compare(fk.strings[i], h) <= 0
+}
+
+func asLong(v any, ok bool) (int64, bool) {
+	n, isNum := v.(json.Number)
+	if !ok || !isNum {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}

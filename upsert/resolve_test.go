@@ -1,0 +1,222 @@
+package upsert
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/messages/keylog"
+	"github.com/deltaflow/deltaflow/storage"
+)
+
+// upsertTable is a local table in upsert mode (id long key, name string)
+// and the epochs written to it.
+type upsertTable struct {
+	t     *testing.T
+	dir   string
+	store storage.Store
+	table *delta.Table
+	snap  *delta.Snapshot
+	keys  *Keys
+	data  *delta.StructType
+}
+
+func newUpsertTable(t *testing.T) *upsertTable {
+	dir := t.TempDir()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := &delta.StructType{Fields: []delta.StructField{
+		{Name: "id", Type: delta.Long, Nullable: true}, {Name: "name", Type: delta.String, Nullable: true}}}
+	table := delta.NewTable(store)
+	snap, _, err := table.EnsureSchema(t.Context(), data, nil, map[string]string{"delta.enableDeletionVectors": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := NewKeys(data, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &upsertTable{t: t, dir: dir, store: store, table: table, snap: snap, keys: keys, data: data}
+}
+
+// change is one change of an epoch: an upsert of id with name, or a
+// delete of id (name ""), at sequence seq.
+type change struct {
+	id   int64
+	name string
+	seq  int64
+}
+
+// epoch writes the upserts of changes as one data file and commits it with
+// the deletes, resolved.
+func (u *upsertTable) epoch(changes ...change) Result {
+	u.t.Helper()
+	ctx := u.t.Context()
+	var ch Changes
+	var rows []delta.Row
+	var keys keylog.Log
+	for _, c := range changes {
+		key, err := u.keys.AppendValues(nil, []any{c.id})
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		if c.name == "" {
+			ch.Deletes.Append(key, c.seq)
+			continue
+		}
+		rows = append(rows, delta.Row{c.id, c.name})
+		keys.Append(key, c.seq)
+	}
+	if len(rows) > 0 {
+		add, err := delta.WriteDataFile(ctx, u.store, u.data, nil, nil, rows, delta.WriterOptions{})
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		ch.Files = append(ch.Files, NewFile{Add: add, Rows: &keys})
+	}
+	res, err := Resolve(ctx, u.store, u.snap, u.keys, ch, time.Now())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if _, err := u.table.Commit(ctx, u.snap, res.Actions, delta.Operation{Name: "WRITE"}); err != nil {
+		u.t.Fatal(err)
+	}
+	return res
+}
+
+// state is the table as our reader reads it: name by id.
+func (u *upsertTable) state() map[int64]string {
+	u.t.Helper()
+	if err := u.table.Update(u.t.Context(), u.snap); err != nil {
+		u.t.Fatal(err)
+	}
+	out := map[int64]string{}
+	for _, f := range u.snap.Files() {
+		rows, err := delta.ReadDataFile(u.t.Context(), u.store, u.data, nil, f)
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		for _, r := range rows {
+			id := r[0].(int64)
+			if _, twice := out[id]; twice {
+				u.t.Fatalf("key %d twice in the table", id)
+			}
+			out[id] = r[1].(string)
+		}
+	}
+	return out
+}
+
+func (u *upsertTable) check(want map[int64]string) {
+	u.t.Helper()
+	if got := u.state(); !maps.Equal(got, want) {
+		u.t.Fatalf("table %v, want %v", got, want)
+	}
+}
+
+// An epoch's changes of one key collapse to its latest, which replaces the
+// key's row in the table; deletes remove keys (a delete of a key the table
+// lacks is nothing), a file whose rows are all gone leaves the table, a
+// deleted key can come back; delta-rs reads what our reader reads.
+func TestResolve(t *testing.T) {
+	u := newUpsertTable(t)
+	res := u.epoch(change{1, "a", 10}, change{2, "b", 11}, change{3, "c", 12}, change{1, "a2", 13})
+	if res.Rows != 3 || res.Superseded != 1 || res.Replaced != 0 {
+		t.Errorf("epoch 1: %+v, want 3 rows, 1 superseded", res)
+	}
+	u.check(map[int64]string{1: "a2", 2: "b", 3: "c"})
+
+	res = u.epoch(change{2, "b2", 20}, change{3, "", 21}, change{9, "", 22})
+	if res.Rows != 1 || res.Replaced != 2 || res.FilesRead != 1 {
+		t.Errorf("epoch 2: %+v, want 1 row, 2 replaced, 1 file read", res)
+	}
+	u.check(map[int64]string{1: "a2", 2: "b2"})
+
+	// A delete then a later upsert of one key in an epoch: the upsert wins;
+	// an upsert then a later delete: the delete does.
+	u.epoch(change{1, "", 30}, change{1, "a3", 31}, change{2, "b3", 32}, change{2, "", 33})
+	u.check(map[int64]string{1: "a3"})
+
+	u.epoch(change{1, "", 40})
+	u.check(map[int64]string{})
+	if n := u.snap.NumFiles(); n != 0 {
+		t.Errorf("%d files live in an empty table, want 0", n)
+	}
+	u.epoch(change{3, "c2", 50}, change{4, "d", 51})
+	want := map[int64]string{3: "c2", 4: "d"}
+	u.check(want)
+
+	var view struct {
+		Rows, DuckdbRows       []map[string]any
+		RowsError, DuckdbError string
+	}
+	if err := json.Unmarshal(testenv.DeltaRS(t, nil, "read", u.dir, "--rows", "--query", "--duckdb"), &view); err != nil {
+		t.Fatal(err)
+	}
+	for reader, rows := range map[string][]map[string]any{"delta-rs": view.Rows, "DuckDB": view.DuckdbRows} {
+		got := map[int64]string{}
+		for _, r := range rows {
+			got[int64(r["id"].(float64))] = r["name"].(string)
+		}
+		if !maps.Equal(got, want) || len(rows) != len(want) {
+			t.Errorf("%s reads %v, want %v (%s%s)", reader, rows, want, view.RowsError, view.DuckdbError)
+		}
+	}
+}
+
+// Files whose first key column's statistics exclude every changed key are
+// not read.
+func TestResolvePrunesByStats(t *testing.T) {
+	u := newUpsertTable(t)
+	var changes []change
+	for i := range int64(10) {
+		u.epoch(change{i * 100, "x", i*100 + 1}, change{i*100 + 50, "y", i*100 + 2})
+	}
+	res := u.epoch(append(changes, change{450, "z", 2000}, change{451, "", 2001})...)
+	if res.FilesRead != 1 || res.Replaced != 1 {
+		t.Errorf("%+v: want 1 file read (ids 400-450), 1 row replaced", res)
+	}
+	if got := u.state()[450]; got != "z" {
+		t.Errorf("id 450 is %q, want z", got)
+	}
+}
+
+// String keys prune by their minimum, and by their maximum unless a writer
+// may have cut it.
+func TestFirstKeysMayHold(t *testing.T) {
+	keys := func(ss ...string) firstKeys {
+		wins := map[string]winner{}
+		for _, s := range ss {
+			wins[string(appendString(nil, []byte(s)))] = winner{}
+		}
+		return newFirstKeys(wins)
+	}
+	long := fmt.Sprintf("%040d", 5)
+	for _, tc := range []struct {
+		keys     firstKeys
+		min, max string
+		want     bool
+	}{
+		{keys("b"), "a", "c", true},
+		{keys("d"), "a", "c", false},
+		{keys("0"), "a", "c", false},
+		{keys("a", "z"), "b", "c", false},
+		{keys("d"), "a", long, true},
+		{keys("z"), "a", "a" + long, true}, // a cut maximum bounds nothing
+	} {
+		stats := fmt.Sprintf(`{"numRecords":1,"minValues":{"k":%q},"maxValues":{"k":%q}}`, tc.min, tc.max)
+		if got := tc.keys.mayHold(stats, "k"); got != tc.want {
+			t.Errorf("keys %v, [%s, %s]: %v, want %v", tc.keys.strings, tc.min, tc.max, got, tc.want)
+		}
+	}
+	if !slices.Equal(keys("b", "a").strings, []string{"a", "b"}) {
+		t.Error("first keys not sorted")
+	}
+}
