@@ -594,6 +594,10 @@ func (t TableConfig) createConf() map[string]string {
 // vectors, which upserts do.
 const deletionVectorsProperty = "delta.enableDeletionVectors"
 
+// changeDataFeedProperty asks writers for the change data of every change,
+// which upserts do not write yet.
+const changeDataFeedProperty = "delta.enableChangeDataFeed"
+
 // What table.schema_evolution may say.
 const (
 	EvolveAddColumns = "add_columns"

@@ -492,6 +492,11 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t Tab
 	if done.Created {
 		logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
 	}
+	if t.WriteMode == WriteUpsert && strings.EqualFold(snap.Metadata().Configuration[changeDataFeedProperty], "true") {
+		// Its change feed would miss every replaced and deleted row.
+		return nil, fmt.Errorf("table.write_mode: upsert does not write the change data files table %s asks for (%s = true); "+
+			"refusing rather than leave gaps in its change feed", tbl.Store().URI(), changeDataFeedProperty)
+	}
 	if t.WriteMode == WriteUpsert && !strings.EqualFold(snap.Metadata().Configuration[deletionVectorsProperty], "true") {
 		return nil, fmt.Errorf("table.write_mode: upsert marks replaced rows in deletion vectors, which table %s does not allow: "+
 			"set its property %s = true (Spark: ALTER TABLE ... SET TBLPROPERTIES ('%[2]s' = true)), or give a new table", tbl.Store().URI(), deletionVectorsProperty)

@@ -338,6 +338,36 @@ func TestEnsureTableNamesTheKey(t *testing.T) {
 	}
 }
 
+// TestEnsureUpsertTable: a table made for upserts allows deletion vectors
+// (and lists the feature); an existing table that does not, or that keeps
+// a change data feed upserts would leave gaps in, is refused, naming the
+// property.
+func TestEnsureUpsertTable(t *testing.T) {
+	defaults := mapping.DefaultConfig().Columns
+	parts := mapping.DefaultPartitionColumns
+	upserts := TableConfig{CheckpointInterval: 10, WriteMode: WriteUpsert, KeyColumns: []string{"device_id"}}
+	s, err := ensureTable(t.Context(), delta.NewTable(storage.NewMem()), newMapper(t, defaults, parts), upserts, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Protocol(); p.MinReaderVersion != 3 || !slices.Contains(p.ReaderFeatures, "deletionVectors") || !slices.Contains(p.WriterFeatures, "deletionVectors") {
+		t.Errorf("an upsert table's protocol %+v, want reader 3 with deletionVectors", p)
+	}
+	for conf, want := range map[string]string{"": "delta.enableDeletionVectors = true", "delta.enableChangeDataFeed": "change data"} {
+		tbl := delta.NewTable(storage.NewMem())
+		create := map[string]string{}
+		if conf != "" {
+			create[conf], create[deletionVectorsProperty] = "true", "true"
+		}
+		if _, err := tbl.Create(t.Context(), newMapper(t, defaults, parts).Schema(), parts, create); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ensureTable(t.Context(), tbl, newMapper(t, defaults, parts), upserts, testLogger()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a table with %v: %v, want a refusal naming %q", create, err, want)
+		}
+	}
+}
+
 // TestMemoryLimit: the daemon's soft memory limit is the budget plus the
 // overhead, unless GOMEMLIMIT says otherwise.
 func TestMemoryLimit(t *testing.T) {

@@ -66,12 +66,8 @@ func TestRestoreMatchesSpark(t *testing.T) {
 	py, dir := testenv.Spark(t)
 	bin := scenario.Binary(t)
 	work := t.TempDir()
-	out := testenv.RunSpark(t, py, dir, "restore_check.py", "--deltaflow", bin, "--dir", work)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res checkOutput
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		t.Fatalf("restore_check.py output, last line: %v\n%s", err, lines[len(lines)-1])
-	}
+	testenv.RunSparkJSON(t, &res, py, dir, "restore_check.py", "--deltaflow", bin, "--dir", work)
 	if len(res.Cases) != 3 {
 		t.Fatalf("%d cases, want 3", len(res.Cases))
 	}

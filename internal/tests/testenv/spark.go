@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +51,16 @@ func Spark4(t testing.TB) (python, dir string) {
 		missing(t, fmt.Sprintf("pyspark 4 at %s (%v: %s); scripts/install-deps.sh installs it", py, err, out))
 	}
 	return py, filepath.Join(RepoRoot(t), "scripts", "spark4")
+}
+
+// RunSparkJSON is RunSpark decoding the last line the script printed (the
+// JVM may print before it) as JSON into v.
+func RunSparkJSON(t testing.TB, v any, py, dir, script string, args ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(RunSpark(t, py, dir, script, args...))), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
+		t.Fatalf("%s output, last line: %v\n%s", script, err, lines[len(lines)-1])
+	}
 }
 
 // RunSpark runs script, a file of the Spark scripts' directory dir, under
