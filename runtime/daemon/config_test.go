@@ -620,6 +620,21 @@ func TestREADMEAvroExample(t *testing.T) {
 	}
 }
 
+// TestREADMEUpsertExample: the README's upsert example is a valid upsert
+// table whose key is the record key's id.
+func TestREADMEUpsertExample(t *testing.T) {
+	cfg, err := Load(readmeExample(t, "### Upserts: the latest row per key", nil), credsEnv(map[string]string{"KAFKA_TOPIC": "accounts"}))
+	if err != nil {
+		t.Fatalf("the README's example: %v", err)
+	}
+	if cfg.Table.WriteMode != WriteUpsert || !slices.Equal(cfg.Table.KeyColumns, []string{"id"}) {
+		t.Errorf("the README's upsert table: write_mode %q, key_columns %v", cfg.Table.WriteMode, cfg.Table.KeyColumns)
+	}
+	if _, err := mapping.New(cfg.MappingConfig(), cfg.Table.PartitionColumns); err != nil {
+		t.Errorf("the README's upsert table does not map: %v", err)
+	}
+}
+
 // readmeExample writes the first yaml block after the README's heading to
 // a file, through replace when not nil, and returns its path.
 func readmeExample(t *testing.T, heading string, replace *strings.Replacer) string {
