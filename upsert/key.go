@@ -72,39 +72,40 @@ func (k *Keys) Names() []string { return k.names }
 // AppendRow appends the key of a mapped row (data columns) to dst.
 func (k *Keys) AppendRow(dst []byte, row parquet.Row) ([]byte, error) {
 	for i, leaf := range k.leaf {
-		v := row[leaf]
-		switch {
-		case v.IsNull():
-			return dst, fmt.Errorf("%w: %s", ErrNullKey, k.names[i])
-		case !k.long[i]:
-			dst = appendString(dst, v.ByteArray())
-		case v.Kind() == parquet.Int32:
-			dst = appendLong(dst, int64(v.Int32()))
-		default:
-			dst = appendLong(dst, v.Int64())
+		var err error
+		if dst, err = k.appendValue(dst, i, row[leaf]); err != nil {
+			return dst, err
 		}
 	}
 	return dst, nil
 }
 
-// AppendValues appends the key of a row read from a data file (the key
-// columns' Go values, in key order) to dst.
-func (k *Keys) AppendValues(dst []byte, vals []any) ([]byte, error) {
+// AppendColumns appends the key of a row read from a data file (its key
+// columns' values, in key order: delta.DataFileColumns) to dst.
+func (k *Keys) AppendColumns(dst []byte, vals []parquet.Value) ([]byte, error) {
 	for i, v := range vals {
-		switch v := v.(type) {
-		case nil:
-			return dst, fmt.Errorf("%w: %s", ErrNullKey, k.names[i])
-		case string:
-			dst = appendString(dst, []byte(v))
-		case int32:
-			dst = appendLong(dst, int64(v))
-		case int64:
-			dst = appendLong(dst, v)
-		default:
-			return dst, fmt.Errorf("key column %s: a %T value", k.names[i], v)
+		var err error
+		if dst, err = k.appendValue(dst, i, v); err != nil {
+			return dst, err
 		}
 	}
 	return dst, nil
+}
+
+// appendValue appends key column i's value v. A file's integer and long
+// columns, and a mapped row's, encode alike.
+func (k *Keys) appendValue(dst []byte, i int, v parquet.Value) ([]byte, error) {
+	switch {
+	case v.IsNull():
+		return dst, fmt.Errorf("%w: %s", ErrNullKey, k.names[i])
+	case !k.long[i]:
+		return appendString(dst, v.ByteArray()), nil
+	case v.Kind() == parquet.Int32:
+		return appendLong(dst, int64(v.Int32())), nil
+	case v.Kind() == parquet.Int64:
+		return appendLong(dst, v.Int64()), nil
+	}
+	return dst, fmt.Errorf("key column %s: a %v value", k.names[i], v.Kind())
 }
 
 // Each value is tagged with its kind and strings are length-prefixed, so

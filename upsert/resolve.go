@@ -118,14 +118,6 @@ func replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot
 	if err != nil {
 		return nil, err
 	}
-	keySchema := &delta.StructType{}
-	for _, name := range keys.Names() {
-		f := schema.Field(name)
-		if f == nil {
-			return nil, fmt.Errorf("key column %q is not in the table's schema", name)
-		}
-		keySchema.Fields = append(keySchema.Fields, *f)
-	}
 	bounds := newFirstKeys(wins)
 	pruneByName := snap.ColumnMappingMode() == "none"
 	var out []oldRows
@@ -136,11 +128,11 @@ func replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot
 		}
 		res.FilesRead++
 		var rows []uint64
-		for r, err := range delta.DataFileIndexedRows(ctx, store, keySchema, nil, add) {
+		for r, err := range delta.DataFileColumns(ctx, store, schema, keys.Names(), add) {
 			if err != nil {
 				return nil, fmt.Errorf("read the keys of %s: %w", add.Path, err)
 			}
-			if buf, err = keys.AppendValues(buf[:0], r.Row); err != nil {
+			if buf, err = keys.AppendColumns(buf[:0], r.Values); err != nil {
 				return nil, fmt.Errorf("%s row %d: %w", add.Path, r.Index, err)
 			}
 			if _, changed := wins[string(buf)]; changed {

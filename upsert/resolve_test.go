@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 	"github.com/deltaflow/deltaflow/messages/keylog"
@@ -63,7 +65,7 @@ func (u *upsertTable) epoch(changes ...change) Result {
 	var rows []delta.Row
 	var keys keylog.Log
 	for _, c := range changes {
-		key, err := u.keys.AppendValues(nil, []any{c.id})
+		key, err := u.keys.AppendColumns(nil, []parquet.Value{parquet.Int64Value(c.id)})
 		if err != nil {
 			u.t.Fatal(err)
 		}
