@@ -69,8 +69,9 @@ func (m *Metadata) Schema() (*StructType, error) {
 	return ParseSchema(m.SchemaString)
 }
 
-// DeletionVector describes a deletion vector attached to a file. This library
-// never writes one, but keeps it through replay so checkpoints stay faithful.
+// DeletionVector describes a deletion vector attached to a file: read by
+// LoadDeletionVector, written by WriteDeletionVector (upserts), kept
+// through replay so checkpoints stay faithful.
 type DeletionVector struct {
 	StorageType    string `json:"storageType"`
 	PathOrInlineDv string `json:"pathOrInlineDv"`

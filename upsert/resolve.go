@@ -88,7 +88,11 @@ func Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, key
 		case len(superseded) == 0:
 			res.Actions = append(res.Actions, delta.Action{Add: f.Add})
 		default:
-			add, err := withDeletions(ctx, store, f.Add, superseded)
+			dv, err := deletions(ctx, store, f.Add, superseded)
+			if err != nil {
+				return res, err
+			}
+			_, add, err := f.Add.WithDeletionVector(dv, now)
 			if err != nil {
 				return res, err
 			}
@@ -150,26 +154,23 @@ func replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot
 // replaceFile removes add and adds it back with rows deleted too (not at
 // all when no row is left).
 func replaceFile(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64, now time.Time) ([]delta.Action, error) {
-	ms := now.UnixMilli()
-	extended := true
-	remove := &delta.Remove{Path: add.Path, DeletionTimestamp: &ms, DataChange: true, ExtendedFileMetadata: &extended,
-		PartitionValues: add.PartitionValues, Size: &add.Size, Stats: add.Stats, Tags: add.Tags,
-		DeletionVector: add.DeletionVector, BaseRowID: add.BaseRowID, DefaultRowCommitVersion: add.DefaultRowCommitVersion}
-	acts := []delta.Action{{Remove: remove}}
-	next, err := withDeletions(ctx, store, add, rows)
+	dv, err := deletions(ctx, store, add, rows)
 	if err != nil {
 		return nil, err
 	}
-	if next != nil {
-		acts = append(acts, delta.Action{Add: next})
+	if dv == nil {
+		return []delta.Action{{Remove: add.Remove(now)}}, nil
 	}
-	return acts, nil
+	remove, next, err := add.WithDeletionVector(dv, now)
+	if err != nil {
+		return nil, err
+	}
+	return []delta.Action{{Remove: remove}, {Add: next}}, nil
 }
 
-// withDeletions returns add with a deletion vector of the rows its own
-// deletes plus rows (written to store), or nil when that is every row of
-// the file.
-func withDeletions(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64) (*delta.Add, error) {
+// deletions writes the deletion vector of add's own deleted rows plus
+// rows, or returns nil when that is every row of the file.
+func deletions(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64) (*delta.DeletionVector, error) {
 	set, err := delta.LoadDeletionVector(ctx, store, add.DeletionVector)
 	if err != nil {
 		return nil, fmt.Errorf("deletion vector of %s: %w", add.Path, err)
@@ -182,29 +183,7 @@ func withDeletions(ctx context.Context, store storage.Store, add *delta.Add, row
 	if err != nil {
 		return nil, fmt.Errorf("deletion vector of %s: %w", add.Path, err)
 	}
-	next := *add
-	next.DeletionVector = dv
-	next.Stats = looseStats(add.Stats)
-	return &next, nil
-}
-
-// looseStats marks stats as no longer tight bounds (tightBounds false), as
-// Spark does once a file has a deletion vector: their minimum and maximum
-// may be of deleted rows.
-func looseStats(stats string) string {
-	if stats == "" {
-		return ""
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(stats), &m) != nil {
-		return stats
-	}
-	m["tightBounds"] = json.RawMessage("false")
-	b, err := json.Marshal(m)
-	if err != nil {
-		return stats
-	}
-	return string(b)
+	return dv, nil
 }
 
 // firstKeys are the first key column's values of an epoch's keys, sorted,

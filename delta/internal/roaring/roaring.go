@@ -36,7 +36,9 @@ const (
 	noOffsetMax = 4    // run-cookie bitmaps below this many containers have no offsets
 )
 
-// Bitmap is a decoded 32-bit Roaring bitmap.
+// Bitmap is a 32-bit Roaring bitmap, decoded or built (FromSorted, Union).
+// It is never modified once built, so Union shares containers between its
+// operands and its result instead of copying them.
 type Bitmap struct {
 	keys       []uint16 // ascending
 	containers []roaringContainer
@@ -54,6 +56,7 @@ type roaringContainer struct {
 	runs   [][2]uint16 // sorted (start, length-1)
 }
 
+// Contains reports whether v is in the bitmap.
 func (b *Bitmap) Contains(v uint32) bool {
 	i, ok := slices.BinarySearch(b.keys, uint16(v>>16))
 	if !ok {
