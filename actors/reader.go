@@ -230,6 +230,10 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 		r.row.Values = mem.values[used : used+ncols : used+ncols]
 		err := r.mapper.Map(&r.rec, &r.row)
 		class := reasonMapping
+		if errors.Is(err, mapping.ErrSkip) { // a change event's tombstone
+			r.consumed(kr.Offset)
+			continue
+		}
 		// A delete is by key: it passes any filter of the row's values.
 		if err == nil && r.cfg.where != nil && !r.row.Delete && !r.cfg.where.Match(&r.row) {
 			if err = r.leftOut(); err == nil {

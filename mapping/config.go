@@ -46,6 +46,9 @@ const (
 	Raw Format = "raw"
 )
 
+// CDCDebezium is Config.CDC for Debezium's change events.
+const CDCDebezium = "debezium"
+
 // DefaultMaxRecordBytes is the default max_record_bytes: larger values go to
 // the DLQ without being parsed.
 const DefaultMaxRecordBytes = 1 << 20
@@ -97,6 +100,13 @@ type Config struct {
 	// (Row.Delete), as a table in upsert mode takes it, rather than a dead
 	// letter.
 	Tombstones bool `yaml:"-"`
+	// CDC, if CDCDebezium, reads JSON values as Debezium change events:
+	// column paths address the row image (after; before for a delete,
+	// which sets Row.Delete), "cdc.<path>" the envelope (cdc.op,
+	// cdc.source.lsn), a {"schema", "payload"} wrapper (the JSON
+	// converter's schemas.enable) is unwrapped, keys' too, and a
+	// tombstone, which follows its delete, is ErrSkip.
+	CDC string `yaml:"-"`
 
 	// derived: the columns were made of Schema (none were given).
 	derived bool
@@ -437,6 +447,21 @@ func (c *Config) format() (*avroSchema, error) {
 		}
 	}
 	return schema, nil
+}
+
+// checkCDC refuses an unknown change event format, or one over records
+// that are not JSON.
+func (c *Config) checkCDC() error {
+	switch {
+	case c.CDC == "":
+	case c.CDC != CDCDebezium:
+		return fmt.Errorf("%s.cdc: unknown %q (want %s)", c.key(), c.CDC, CDCDebezium)
+	case c.Format != JSON && c.Format != "":
+		return fmt.Errorf("%s.cdc: debezium reads JSON change events (the JSON converter's); the format is %s", c.key(), c.Format)
+	case !c.Tombstones:
+		return fmt.Errorf("%s.cdc: change events update and delete rows: it needs write_mode: upsert", c.key())
+	}
+	return nil
 }
 
 // keyFormat is KeyFormat or its default, Raw.

@@ -1,6 +1,13 @@
 package mapping
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
+
+// ErrSkip is Map's answer for a record that has nothing to write and is
+// no error: a change event's tombstone, after the delete it follows.
+var ErrSkip = errors.New("mapping: nothing to write")
 
 // MapError is why a record cannot be mapped; the record goes to the DLQ with
 // Reason. Reasons are short and stable ("missing required field device_id",

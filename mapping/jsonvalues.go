@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"math"
+	"strconv"
 	"unicode/utf8"
 	"unsafe"
 
@@ -22,6 +23,7 @@ type jsonValues struct {
 	visitAt int                // container being visited
 	missing int                // children of visitAt not found yet
 	visitFn func(k []byte, v *fastjson.Value)
+	deleted bool            // the change event resolved is a delete
 	variant *variantEncoder // for variant columns
 }
 
@@ -56,7 +58,17 @@ func (j *jsonValues) resolve(value []byte) error {
 	if root.Type() != fastjson.TypeObject {
 		return &MapError{Reason: "not a JSON object"}
 	}
+	if p.unwrap {
+		if root, err = unwrapPayload(root); err != nil {
+			return err
+		}
+	}
 	j.objs[0], _ = root.Object()
+	if p.cdc {
+		if err := j.changeEvent(root); err != nil {
+			return err
+		}
+	}
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		if len(n.children) == 0 {
@@ -77,6 +89,45 @@ func (j *jsonValues) resolve(value []byte) error {
 	}
 	return nil
 }
+
+// unwrapPayload is the payload of a value Kafka Connect's JSON converter
+// wrapped with its schema (schemas.enable), else the value itself.
+func unwrapPayload(root *fastjson.Value) (*fastjson.Value, error) {
+	o, _ := root.Object()
+	if o.Len() != 2 || o.Get("schema") == nil {
+		return root, nil
+	}
+	payload := o.Get("payload")
+	if payload == nil || payload.Type() != fastjson.TypeObject {
+		return nil, &MapError{Reason: "payload: not a JSON object"}
+	}
+	return payload, nil
+}
+
+// changeEvent reads a Debezium change event's operation and points the
+// row image node at its image: after for a create, update or snapshot
+// read, before for a delete.
+func (j *jsonValues) changeEvent(root *fastjson.Value) error {
+	image := "after"
+	switch op := root.GetStringBytes("op"); string(op) {
+	case "c", "u", "r":
+	case "d":
+		image = "before"
+	case "":
+		return &MapError{Reason: "not a Debezium change event (no op)"}
+	default:
+		return &MapError{Reason: "Debezium operation " + strconv.Quote(string(op)) + " is not supported"}
+	}
+	j.deleted = image == "before"
+	j.vals[j.p.rowNode] = root.Get(image)
+	if v := j.vals[j.p.rowNode]; v == nil || v.Type() != fastjson.TypeObject {
+		return &MapError{Reason: "Debezium change event without its " + image + " image"}
+	}
+	return nil
+}
+
+// deletes reports whether the change event just resolved deletes its row.
+func (j *jsonValues) deletes() bool { return j.deleted }
 
 // visit records the values of the children of container j.visitAt. Walking
 // the object's members ourselves makes duplicate keys explicit: the first

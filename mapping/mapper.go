@@ -43,6 +43,12 @@ type plan struct {
 	paths     PathLimits
 	// values makes a Mapper's reader of the records' format.
 	values func(p *plan) values
+	// unwrap: a JSON value {"schema": …, "payload": …} (Kafka Connect's
+	// JSON converter with schemas.enable) is read as its payload. cdc:
+	// values are Debezium change events, whose row image (after, or before
+	// for a delete) is node rowNode.
+	unwrap, cdc bool
+	rowNode     int
 	// key, when columns read fields of the record key (kafka.key.<path>),
 	// is the plan of those paths in the key's format: its cols are those
 	// columns, each at its node of key's paths.
@@ -128,9 +134,11 @@ type node struct {
 type Mapper struct {
 	p *plan
 	// per record state
-	vals    values  // the record's values in its format
-	keyVals values  // the record key's, with a key plan
-	keyNull bool    // the record has no key: its fields are null
+	vals    values // the record's values in its format
+	keyVals values // the record key's, with a key plan
+	keyNull bool   // the record has no key: its fields are null
+	// changes, for change events, says whether the record deletes its key.
+	changes interface{ deletes() bool }
 	micros  []int64 // timestamp columns' values, for date()
 	valid   []bool
 	num     []byte // scratch for partition value text
@@ -145,6 +153,9 @@ type Mapper struct {
 // New compiles cfg; partitionColumns name the table's partition columns
 // (string, date, integer, long or boolean columns of cfg).
 func New(cfg Config, partitionColumns []string) (*Mapper, error) {
+	if err := cfg.checkCDC(); err != nil {
+		return nil, err
+	}
 	schema, err := cfg.format()
 	if err != nil {
 		return nil, err
@@ -174,6 +185,10 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 	for _, name := range partitionColumns {
 		p.partKeys = append(p.partKeys, []byte(delta.EscapePartitionName(name)+"="))
 	}
+	if cfg.CDC != "" {
+		p.unwrap, p.cdc = true, true
+		p.rowNode = p.addPath([]string{rowImage})
+	}
 	for i, c := range cols {
 		pc := planColumn{compiledColumn: c, kind: kinds[c.typ], nullable: c.IsNullable(), dataIdx: -1, partIdx: -1}
 		pc.required = c.Required || !pc.nullable
@@ -181,7 +196,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 			pc.def = 1
 		}
 		if c.src.kind == srcPath {
-			pc.node = p.addPath(c.src.path)
+			pc.node = p.addPath(p.imagePath(c.src.path))
 		}
 		field := delta.StructField{Name: c.Name, Type: c.typ, Nullable: pc.nullable, Metadata: columnMetadata(c.Column)}
 		p.schema.Fields = append(p.schema.Fields, field)
@@ -230,7 +245,7 @@ func registryFormatValues(f Format, schemas Schemas) func(p *plan) values {
 // the key format's values.
 func keyPlan(cfg Config, p *plan) *plan {
 	kp := &plan{cfg: Config{Format: cfg.keyFormat(), Registry: cfg.Registry, Key: cfg.key()}, strict: p.strict,
-		nodes: []node{{parent: -1}}, values: newJSONValues, schema: &delta.StructType{}, data: &delta.StructType{}}
+		nodes: []node{{parent: -1}}, values: newJSONValues, schema: &delta.StructType{}, data: &delta.StructType{}, unwrap: p.unwrap}
 	for i := range p.cols {
 		if c := &p.cols[i]; c.src.kind == srcKeyPath {
 			c.keyCol = len(kp.cols)
@@ -246,6 +261,23 @@ func keyPlan(cfg Config, p *plan) *plan {
 		kp.values = registryFormatValues(kp.cfg.Format, cfg.Registry)
 	}
 	return kp
+}
+
+// rowImage is the node key of a change event's row image: no JSON member
+// is looked up by it.
+const rowImage = "\x00row"
+
+// imagePath is where a column's path points in a change event: cdc.<path>
+// into the envelope, any other path into the row image; as it is in any
+// other record.
+func (p *plan) imagePath(path []string) []string {
+	switch {
+	case !p.cdc:
+		return path
+	case path[0] == "cdc" && len(path) > 1:
+		return path[1:]
+	}
+	return append([]string{rowImage}, path...)
 }
 
 // columnMetadata is a Delta column's metadata: its origin, if it has one.
@@ -293,6 +325,9 @@ func newMapper(p *plan) *Mapper {
 		now: time.Now}
 	if p.key != nil {
 		m.keyVals = p.key.values(p.key)
+	}
+	if p.cdc {
+		m.changes = m.vals.(*jsonValues)
 	}
 	return m
 }
@@ -388,6 +423,8 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 	p := m.p
 	out.Delete = rec.Value == nil
 	switch {
+	case out.Delete && p.cdc:
+		return ErrSkip // its change event deleted the key
 	case out.Delete && !p.cfg.Tombstones:
 		return &MapError{Reason: "null value (tombstone)"}
 	case out.Delete:
@@ -400,6 +437,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		if err := m.vals.resolve(rec.Value); err != nil {
 			return err
 		}
+		out.Delete = m.changes != nil && m.changes.deletes()
 	}
 	if p.key != nil {
 		if m.keyNull = rec.Key == nil; !m.keyNull {
@@ -424,7 +462,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		var detail []byte
 		switch c.src.kind {
 		case srcPath:
-			if out.Delete {
+			if rec.Value == nil { // a tombstone: only its key is known
 				v.null = true
 				break
 			}

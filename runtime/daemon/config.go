@@ -69,6 +69,7 @@ type TableConfig struct {
 	KeyFormat          mapping.Format   `yaml:"key_format"`
 	WriteMode          string           `yaml:"write_mode"`
 	KeyColumns         []string         `yaml:"key_columns"`
+	CDC                string           `yaml:"cdc"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
 	Message            string           `yaml:"message"`
@@ -563,7 +564,7 @@ func (t TableConfig) validate(section string) []error {
 // schemas (nil until run connects it).
 func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) mapping.Config {
 	mc := mapping.Config{Mode: t.Mode, MaxRecordBytes: int(t.MaxRecordBytes), Columns: t.Columns, Format: t.Format,
-		SchemaFile: t.SchemaFile, Message: t.Message, KeyFormat: t.KeyFormat, Key: section, Tombstones: t.WriteMode == WriteUpsert}
+		SchemaFile: t.SchemaFile, Message: t.Message, KeyFormat: t.KeyFormat, Key: section, Tombstones: t.WriteMode == WriteUpsert, CDC: t.CDC}
 	if schemas != nil && t.keyReadsRegistry() {
 		mc.Registry = schemas
 	}
