@@ -16,6 +16,8 @@
 #     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
 #   - pyspark 4 in its own venv ($VENV_SPARK4) and the delta-spark 4 jar in
 #     $SPARK4_IVY, for the checks against what delta-spark 4 writes and reads
+#   - PostgreSQL (Debian package), Kafka Connect and Debezium's Postgres
+#     connector (Maven Central): the real change data source (cdc.sh)
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -76,8 +78,7 @@ kafka_want="kafka_2.13:$KAFKA_VERSION slf4j-api:$SLF4J_VERSION log4j:$LOG4J_VERS
 if [[ -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" && "$(cat "$KAFKA_HOME/version" 2>/dev/null)" == "$kafka_want" ]]; then
 	log "kafka: cached ($KAFKA_HOME/libs)"
 else
-	command -v java >/dev/null || die "java not found (Kafka $KAFKA_VERSION needs Java 17+)"
-	command -v mvn >/dev/null || die "mvn not found (apt-get install maven)"
+	need_maven "Kafka $KAFKA_VERSION"
 	log "kafka: fetching Apache Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME/libs"
 	rm -rf "$KAFKA_HOME"
 	mkdir -p "$KAFKA_HOME"
@@ -208,3 +209,6 @@ spark4_dir="$(cd "$(dirname "$0")/spark4" && pwd)"
 grep -q "io.delta:delta-spark_4.2_2.13:$DELTA_SPARK4_VERSION" "$spark4_dir/session.py" ||
 	die "scripts/spark4/session.py does not name delta-spark $DELTA_SPARK4_VERSION (scripts/lib.sh)"
 spark_jars "spark 4" "$VENV_SPARK4/bin/python" "$spark4_dir" "$SPARK4_IVY"
+
+# Change data: PostgreSQL, Kafka Connect and Debezium (cdc.sh install).
+"$(dirname "$0")/cdc.sh" install

@@ -79,3 +79,31 @@ log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 mkdir -p "$BIN" "$STATE"
+
+# free_port prints a free port below the kernel's ephemeral range: a server
+# that restarts on its port (restart) must not find it taken meanwhile by
+# some client's outgoing connection, which only ever get ephemeral ports.
+free_port() {
+	python3 -c 'import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(1000):
+    port = random.randrange(10000, max(low, 10001))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port")'
+}
+
+# need_maven WHAT: fail unless java and mvn are here to fetch and run WHAT
+# (Java 17+ jars from Maven Central).
+need_maven() {
+	command -v java >/dev/null || die "java not found ($1 needs Java 17+)"
+	command -v mvn >/dev/null || die "mvn not found (apt-get install maven)"
+}

@@ -24,27 +24,6 @@ source "$(dirname "$0")/lib.sh"
 ENVFILE="$STATE/env.sh"
 SERVERS=(minio kafka nats)
 
-# free_port prints a free port below the kernel's ephemeral range: a server
-# that restarts on its port (restart) must not find it taken meanwhile by
-# some client's outgoing connection, which only ever get ephemeral ports.
-free_port() {
-	python3 -c 'import random, socket
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for _ in range(1000):
-    port = random.randrange(10000, max(low, 10001))
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    break
-else:
-    raise SystemExit("no free port")'
-}
-
 # kill_one NAME: kill the server whose pid is in $STATE/NAME.pid (TERM, then
 # KILL after 10s: Kafka's controlled shutdown can take a few seconds).
 kill_one() {

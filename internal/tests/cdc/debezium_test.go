@@ -1,0 +1,275 @@
+// Package cdc tests `cdc: debezium` against the real thing: PostgreSQL
+// streamed by Debezium's Postgres connector in Kafka Connect
+// (scripts/cdc.sh) into the real broker, then deltaflow: the Delta table
+// must equal the Postgres table, through SIGKILLs.
+package cdc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltaflow/deltaflow/internal/tests/scenario"
+	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+)
+
+// rig is a PostgreSQL table, its Debezium topics (one with the JSON
+// converter's schemas, one without) and two deltaflow upsert tables of
+// them in local directories.
+type rig struct {
+	t       *testing.T
+	env     []string // cdc.sh's
+	servers scenario.Servers
+	config  string
+	dirs    map[string]string // table directory by table name
+	group   string
+	rng     *rand.Rand
+}
+
+func newRig(t *testing.T) *rig {
+	if testing.Short() {
+		t.Skip("real servers; skipped with -short")
+	}
+	brokers := testenv.Kafka(t)
+	r := &rig{t: t, group: scenario.Unique("cdc-group"), dirs: map[string]string{}, rng: rand.New(rand.NewPCG(3, 4)),
+		servers: scenario.Servers{Brokers: brokers, NATSURL: testenv.NATS(t), S3: testenv.MinIO(t)}}
+	r.env = append(os.Environ(), "DELTAFLOW_STATE="+t.TempDir(), "CDC_KAFKA_BROKERS="+strings.Join(brokers, ","))
+	r.cdc("start")
+	t.Cleanup(func() {
+		cmd := exec.Command(filepath.Join(scenario.RepoRoot(t), "scripts", "cdc.sh"), "stop")
+		cmd.Env = r.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("cdc.sh stop: %v\n%s", err, out)
+		}
+	})
+	r.sql(`CREATE TABLE accounts (id int PRIMARY KEY, name text, balance bigint);
+		INSERT INTO accounts SELECT g, 'a' || g, g * 10 FROM generate_series(1, 200) g;`)
+	prefix := strings.ReplaceAll(scenario.Unique("pg"), "-", "_")
+	plain := strings.TrimSpace(r.cdc("connector", prefix+"-plain", "accounts", prefix+"_plain"))
+	schemas := strings.TrimSpace(r.cdcEnv([]string{"CDC_SCHEMAS_ENABLE=true"}, "connector", prefix+"-schemas", "accounts", prefix+"_schemas"))
+	var yaml strings.Builder
+	yaml.WriteString("tables:\n")
+	for name, topic := range map[string]string{"accounts_plain": plain, "accounts_schemas": schemas} {
+		r.dirs[name] = filepath.Join(t.TempDir(), name)
+		fmt.Fprintf(&yaml, `  - name: %s
+    uri: %s
+    topics: [%s]
+    write_mode: upsert
+    cdc: debezium
+    key_columns: [id]
+    partition_columns: []
+    columns:
+      - {name: id, type: long, required: true}
+      - {name: name, type: string}
+      - {name: balance, type: long}
+`, name, r.dirs[name], topic)
+	}
+	yaml.WriteString("flush:\n  interval: 1s\nlog:\n  format: text\n")
+	r.config = filepath.Join(t.TempDir(), "deltaflow.yaml")
+	if err := os.WriteFile(r.config, []byte(yaml.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// cdc runs scripts/cdc.sh with args and returns its stdout.
+func (r *rig) cdc(args ...string) string { return r.cdcEnv(nil, args...) }
+
+func (r *rig) cdcEnv(env []string, args ...string) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(r.t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(scenario.RepoRoot(r.t), "scripts", "cdc.sh"), args...)
+	cmd.Env = append(r.env, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("cdc.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// sql runs statements in PostgreSQL.
+func (r *rig) sql(statements string) string {
+	r.t.Helper()
+	return r.cdc("psql", "-q", "-At", "-F", ",", "-c", statements)
+}
+
+// account is a row: name and balance by id.
+type account struct {
+	name    string
+	balance int64
+}
+
+// postgres is SELECT * FROM accounts.
+func (r *rig) postgres() map[int64]account {
+	r.t.Helper()
+	out := map[int64]account{}
+	sc := bufio.NewScanner(strings.NewReader(r.sql("SELECT id, name, balance FROM accounts")))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ",")
+		id, _ := strconv.ParseInt(f[0], 10, 64)
+		bal, _ := strconv.ParseInt(f[2], 10, 64)
+		out[id] = account{name: f[1], balance: bal}
+	}
+	return out
+}
+
+// delta is table name as delta-rs reads it (DuckDB must agree); a key
+// twice fails the test.
+func (r *rig) delta(name string) map[int64]account {
+	r.t.Helper()
+	read := testenv.DeltaRS(r.t, nil, "read", r.dirs[name], "--rows", "--query", "--duckdb")
+	testenv.CheckDuckDB(r.t, read)
+	var view struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(read, &view); err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[int64]account{}
+	for _, row := range view.Rows {
+		id := int64(row["id"].(float64))
+		if _, twice := out[id]; twice {
+			r.t.Errorf("%s: key %d twice", name, id)
+		}
+		name, _ := row["name"].(string)
+		bal, _ := row["balance"].(float64)
+		out[id] = account{name: name, balance: int64(bal)}
+	}
+	return out
+}
+
+// runUntilEqual runs `deltaflow run --until-latest` until both tables
+// equal PostgreSQL's (Debezium streams behind the statements), for at most
+// a minute.
+func (r *rig) runUntilEqual(when string) {
+	r.t.Helper()
+	want := r.postgres()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r.run(true)
+		equal := true
+		for name := range r.dirs {
+			if !maps.Equal(r.delta(name), want) {
+				equal = false
+			}
+		}
+		if equal {
+			return
+		}
+		if time.Now().After(deadline) {
+			for name := range r.dirs {
+				got := r.delta(name)
+				r.t.Errorf("%s: %s holds %d rows, PostgreSQL %d: %s", when, name, len(got), len(want), diff(got, want))
+			}
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// run starts deltaflow: with --until-latest, to the end and waits; else
+// in the background, returned to be killed.
+func (r *rig) run(untilLatest bool) *exec.Cmd {
+	r.t.Helper()
+	args := []string{"run", "--config", r.config}
+	if untilLatest {
+		args = append(args, "--until-latest")
+	}
+	cmd := exec.Command(scenario.Binary(r.t), args...)
+	cmd.Env = r.servers.Env("", r.group, "", "127.0.0.1:0")
+	if !untilLatest {
+		if err := cmd.Start(); err != nil {
+			r.t.Fatal(err)
+		}
+		return cmd
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("run --until-latest: %v\n%s", err, out)
+	}
+	return nil
+}
+
+func diff(got, want map[int64]account) string {
+	var out []string
+	for id, w := range want {
+		if g, ok := got[id]; (!ok || g != w) && len(out) < 8 {
+			out = append(out, fmt.Sprintf("%d: %+v (held: %v) want %+v", id, g, ok, w))
+		}
+	}
+	for id, g := range got {
+		if _, ok := want[id]; !ok && len(out) < 16 {
+			out = append(out, fmt.Sprintf("%d: %+v, not in PostgreSQL", id, g))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// workload runs a round of changes: one key updated many times, deletes,
+// deleted keys inserted again, a primary key changed, and one large
+// transaction.
+func (r *rig) workload(round int) {
+	r.t.Helper()
+	base := 1000 * (round + 1)
+	var b strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&b, "UPDATE accounts SET balance = balance + %d WHERE id = 1;\n", i+1)
+	}
+	fmt.Fprintf(&b, "DELETE FROM accounts WHERE id BETWEEN %d AND %d;\n", 10+round*20, 19+round*20)
+	fmt.Fprintf(&b, "INSERT INTO accounts VALUES (%d, 'back', 1), (%d, 'back', 2) ON CONFLICT DO NOTHING;\n", 10+round*20, 11+round*20)
+	fmt.Fprintf(&b, "UPDATE accounts SET id = %d WHERE id = %d;\n", base+999, 100+round)
+	fmt.Fprintf(&b, "BEGIN; INSERT INTO accounts SELECT g, 'tx' || g, g FROM generate_series(%d, %d) g; "+
+		"UPDATE accounts SET name = 'tx-updated' WHERE id BETWEEN %d AND %d; COMMIT;\n", base, base+500, base, base+250)
+	for range 50 {
+		id := 1 + r.rng.IntN(200)
+		fmt.Fprintf(&b, "UPDATE accounts SET balance = %d, name = 'r%d' WHERE id = %d;\n", r.rng.IntN(1e6), round, id)
+	}
+	r.sql(b.String())
+}
+
+// TestDebeziumPostgres: a PostgreSQL table (a snapshot of 200 rows, then
+// updates of one key many times, deletes, re-inserts, a primary key
+// change, a 500-row transaction, random updates) streamed by the real
+// Debezium into two topics (the JSON converter with and without schemas)
+// becomes, in both upsert tables, exactly SELECT * FROM accounts as
+// delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again
+// and again while the changes stream.
+func TestDebeziumPostgres(t *testing.T) {
+	r := newRig(t)
+	r.workload(0)
+	r.runUntilEqual("after the first round")
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for round := 1; round <= 4; round++ {
+			r.workload(round)
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	kills := rand.New(rand.NewPCG(5, 6)) // the workload's goroutine has r.rng
+	for i := range 5 {
+		cmd := r.run(false)
+		time.Sleep(time.Duration(1500+kills.IntN(1500)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %d: %v", i, err)
+		}
+		_ = cmd.Wait()
+	}
+	<-done
+	r.runUntilEqual("after the SIGKILLs")
+}
