@@ -635,6 +635,22 @@ func TestREADMEUpsertExample(t *testing.T) {
 	}
 }
 
+// TestREADMECDCExample: the README's Debezium example is a valid upsert
+// table of change events.
+func TestREADMECDCExample(t *testing.T) {
+	cfg, err := Load(readmeExample(t, "A database's change stream from Debezium", nil), credsEnv(nil))
+	if err != nil {
+		t.Fatalf("the README's example: %v", err)
+	}
+	r := cfg.Tables[0]
+	if r.CDC != "debezium" || r.WriteMode != WriteUpsert {
+		t.Errorf("the README's CDC table: cdc %q, write_mode %q", r.CDC, r.WriteMode)
+	}
+	if _, err := mapping.New(r.mappingConfig("tables[0]", nil), r.PartitionColumns); err != nil {
+		t.Errorf("the README's CDC table does not map: %v", err)
+	}
+}
+
 // readmeExample writes the first yaml block after the README's heading to
 // a file, through replace when not nil, and returns its path.
 func readmeExample(t *testing.T, heading string, replace *strings.Replacer) string {
