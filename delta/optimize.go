@@ -14,11 +14,21 @@ import (
 // DefaultTargetFileSize is OPTIMIZE's default target file size.
 const DefaultTargetFileSize = 128 << 20
 
+// DefaultMaxDeletedRatio is the share of a file's rows its deletion vector
+// may delete before OPTIMIZE rewrites it whatever its size: Spark's
+// spark.databricks.delta.optimize.maxDeletedRowsRatio.
+const DefaultMaxDeletedRatio = 0.05
+
 // OptimizeOptions configures Optimize.
 type OptimizeOptions struct {
 	// TargetSize is the size compacted files aim for; files at or above it
 	// are left alone. 0 means DefaultTargetFileSize.
 	TargetSize int64
+	// MaxDeletedRatio: a file whose deletion vector deletes more than this
+	// share of its rows is rewritten without them whatever its size, alone
+	// if need be (an upsert table's files fill with deleted rows); 0 means
+	// DefaultMaxDeletedRatio, above 1 never.
+	MaxDeletedRatio float64
 	// Filter, if set, limits compaction to partitions it accepts.
 	Filter func(partitionValues map[string]*string) bool
 	// Predicate describes Filter for the commitInfo (e.g. "device_type = 'x'").
@@ -50,7 +60,10 @@ type OptimizeResult struct {
 
 // PlanOptimize bin-packs the small files of each partition (sorted by size)
 // into bins of at most TargetSize bytes; only bins of two or more files are
-// worth rewriting. On clustered tables only unclustered files take part. Files with deletion vectors take part: compaction
+// worth rewriting, or of a file whose deletion vector deletes more than
+// MaxDeletedRatio of its rows (such a file takes part whatever its size,
+// as Spark's OPTIMIZE purges it). On clustered tables only unclustered
+// files take part. Files with deletion vectors take part: compaction
 // rewrites them with the deleted rows left out. Files the table's store
 // cannot read (outside the table root, or with a path that cannot be
 // decoded) are left alone.
@@ -59,15 +72,22 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 	if target <= 0 {
 		target = DefaultTargetFileSize
 	}
+	maxDeleted := opts.MaxDeletedRatio
+	if maxDeleted <= 0 {
+		maxDeleted = DefaultMaxDeletedRatio
+	}
+	purged := map[*Add]bool{}
 	byPartition := map[string][]*Add{}
 	for _, a := range s.files {
 		// Partition values are keyed by physical names under column mapping.
 		logical := s.logicalPartitionValues(a.PartitionValues)
 		// A file a clustering implementation made (clusteringProvider) is
 		// left to it: bin-packing it would undo its clustering.
-		if a.Size >= target || a.ClusteringProvider != nil || opts.Filter != nil && !opts.Filter(logical) {
+		purge := deletedRatio(a) > maxDeleted
+		if a.Size >= target && !purge || a.ClusteringProvider != nil || opts.Filter != nil && !opts.Filter(logical) {
 			continue
 		}
+		purged[a] = purge
 		if _, err := s.root.key(a.Path); err != nil {
 			continue
 		}
@@ -85,7 +105,7 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 		})
 		var cur OptimizeBin
 		flush := func() {
-			if len(cur.Files) > 1 {
+			if len(cur.Files) > 1 || len(cur.Files) == 1 && purged[cur.Files[0]] {
 				bins = append(bins, cur)
 			}
 			cur = OptimizeBin{}
@@ -101,6 +121,19 @@ func PlanOptimize(s *Snapshot, opts OptimizeOptions) []OptimizeBin {
 		flush()
 	}
 	return bins
+}
+
+// deletedRatio is the share of a's rows its deletion vector deletes (0
+// without one, or without a row count in its stats).
+func deletedRatio(a *Add) float64 {
+	if a.DeletionVector == nil {
+		return 0
+	}
+	st, err := ParseStats(a.Stats)
+	if err != nil || st.NumRecords <= 0 {
+		return 0
+	}
+	return float64(a.DeletionVector.Cardinality) / float64(st.NumRecords)
 }
 
 func compareStrings(a, b string) int {

@@ -2,6 +2,8 @@ package delta
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,6 +175,49 @@ func countIDs(t *testing.T, tbl *Table, s *Snapshot) map[int64]int {
 // TestOptimizeRacingAppends: OPTIMIZE commits past concurrent blind appends
 // of real files; afterwards every row is there exactly once and the
 // compacted files are gone from the live set.
+// TestPlanOptimizePurgesDeletedRows: a file whose deletion vector deletes
+// more than MaxDeletedRatio of its rows is rewritten whatever its size,
+// alone if need be; one under the ratio is left as bin-packing says.
+func TestPlanOptimizePurgesDeletedRows(t *testing.T) {
+	tbl, s := newTestTable(t, storage.NewMem())
+	withDV := func(path string, size, deleted int64) *Add {
+		a := fakeAdd(path, str("a"))
+		a.Size, a.Stats = size, `{"numRecords":100}`
+		a.DeletionVector = &DeletionVector{StorageType: "u", PathOrInlineDv: "ab^-aqEH.-t@S}K{vb[*k^", SizeInBytes: 40, Cardinality: deleted}
+		return a
+	}
+	actions := []Action{
+		{Add: withDV("part=a/big-10pct.parquet", 5000, 10)},  // over the target, 10% deleted: purged alone
+		{Add: withDV("part=a/big-2pct.parquet", 5000, 2)},    // 2%: left alone
+		{Add: withDV("part=a/small-50pct.parquet", 200, 50)}, // alone in its bin, but purged
+	}
+	if _, err := tbl.Commit(t.Context(), s, actions, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	planned := func(opts OptimizeOptions) []string {
+		var out []string
+		for _, b := range PlanOptimize(s, opts) {
+			var paths []string
+			for _, f := range b.Files {
+				paths = append(paths, f.Path)
+			}
+			out = append(out, strings.Join(paths, "+"))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"part=a/big-10pct.parquet", "part=a/small-50pct.parquet"}
+	if got := planned(OptimizeOptions{TargetSize: 1000}); !slices.Equal(got, want) {
+		t.Errorf("bins %v, want %v", got, want)
+	}
+	if got := planned(OptimizeOptions{TargetSize: 1000, MaxDeletedRatio: 0.01}); len(got) != 3 {
+		t.Errorf("at 1%%: bins %v, want each file alone", got)
+	}
+	if got := planned(OptimizeOptions{TargetSize: 1000, MaxDeletedRatio: 2}); len(got) != 0 {
+		t.Errorf("never purging: bins %v, want none", got)
+	}
+}
+
 func TestOptimizeRacingAppends(t *testing.T) {
 	for name, newStore := range map[string]func(t *testing.T) (storage.Store, string){
 		"local": func(t *testing.T) (storage.Store, string) {
