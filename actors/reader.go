@@ -234,13 +234,20 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 			r.consumed(kr.Offset)
 			continue
 		}
-		// A delete is by key: it passes any filter of the row's values.
+		// A delete is by key: it passes any filter of the row's values. In
+		// an upsert table, a change the filter leaves out deletes its key:
+		// the key's latest state is not the table's any more.
 		if err == nil && r.cfg.where != nil && !r.row.Delete && !r.cfg.where.Match(&r.row) {
-			if err = r.leftOut(); err == nil {
-				r.consumed(kr.Offset)
-				continue
+			if keys != nil {
+				r.row.Delete = true
+				r.cfg.metrics.Filtered.Inc()
+			} else {
+				if err = r.leftOut(); err == nil {
+					r.consumed(kr.Offset)
+					continue
+				}
+				class = reasonUnrouted
 			}
-			class = reasonUnrouted
 		}
 		if err == nil && keys != nil { // an upsert row needs its key
 			if r.keyBuf, err = keys.AppendRow(r.keyBuf[:0], r.row.Values); err != nil {
