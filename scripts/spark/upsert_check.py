@@ -1,12 +1,14 @@
-"""Spark as the reader and second writer of a table deltaflow upserts.
+"""Spark as the reader and second writer of tables deltaflow upserts.
 
-  upsert_check.py TABLE_DIR CHANGES_JSON
+  upsert_check.py [--merge CHANGES_JSON] TABLE_DIR...
 
-Reads the table (deletion vectors applied), then runs Spark's own MERGE of
-CHANGES_JSON (a list of {"id", "name", "balance", "delete"}: a delete
-removes the id, anything else is upserted) into it, and reads it again.
-Prints {"before": rows, "after": rows}, rows sorted by id. One JVM.
+Reads each table (deletion vectors applied); with --merge, then runs
+Spark's own MERGE of CHANGES_JSON (a list of {"id", "name", "balance",
+"delete"}: a delete removes the id, anything else is upserted) into the
+first table and reads it again. Prints {"before": {dir: rows}, "after":
+rows}, rows sorted by id. One JVM.
 """
+import argparse
 import json
 import sys
 
@@ -21,12 +23,7 @@ def rows(spark, path):
     return sorted((r.asDict() for r in df.select("id", "name", "balance").collect()), key=lambda r: r["id"])
 
 
-def main():
-    path, changes_file = sys.argv[1], sys.argv[2]
-    with open(changes_file) as f:
-        changes = json.load(f)
-    spark = session.build("deltaflow-upsert-check")
-    before = rows(spark, path)
+def merge(spark, path, changes):
     schema = StructType([StructField("id", LongType()), StructField("name", StringType()),
                          StructField("balance", LongType()), StructField("delete", BooleanType())])
     source = spark.createDataFrame([(c["id"], c.get("name"), c.get("balance"), c.get("delete", False)) for c in changes], schema)
@@ -36,8 +33,20 @@ def main():
         .whenMatchedUpdate(set={"name": "s.name", "balance": "s.balance"})
         .whenNotMatchedInsert(condition="NOT s.delete", values={"id": "s.id", "name": "s.name", "balance": "s.balance"})
         .execute())
-    after = rows(spark, path)
-    json.dump({"before": before, "after": after}, sys.stdout)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--merge")
+    p.add_argument("dirs", nargs="+")
+    args = p.parse_args()
+    spark = session.build("deltaflow-upsert-check")
+    out = {"before": {d: rows(spark, d) for d in args.dirs}}
+    if args.merge:
+        with open(args.merge) as f:
+            merge(spark, args.dirs[0], json.load(f))
+        out["after"] = rows(spark, args.dirs[0])
+    json.dump(out, sys.stdout)
     spark.stop()
 
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -247,7 +248,7 @@ func (r *rig) workload(round int) {
 // Debezium into two topics (the JSON converter with and without schemas)
 // becomes, in both upsert tables, exactly SELECT * FROM accounts as
 // delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again
-// and again while the changes stream.
+// and again while the changes stream, read by Spark 3.5 too.
 func TestDebeziumPostgres(t *testing.T) {
 	r := newRig(t)
 	r.workload(0)
@@ -272,4 +273,21 @@ func TestDebeziumPostgres(t *testing.T) {
 	}
 	<-done
 	r.runUntilEqual("after the SIGKILLs")
+
+	// Spark 3.5 reads both tables as PostgreSQL holds the table.
+	py, dir := testenv.Spark(t)
+	var spark struct {
+		Before map[string][]map[string]any
+	}
+	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", slices.Collect(maps.Values(r.dirs))...)
+	want := r.postgres()
+	for name, d := range r.dirs {
+		got := map[int64]account{}
+		for _, row := range spark.Before[d] {
+			got[int64(row["id"].(float64))] = account{name: row["name"].(string), balance: int64(row["balance"].(float64))}
+		}
+		if !maps.Equal(got, want) || len(spark.Before[d]) != len(want) {
+			t.Errorf("Spark reads %d rows of %s, PostgreSQL holds %d: %s", len(spark.Before[d]), name, len(want), diff(got, want))
+		}
+	}
 }

@@ -205,10 +205,11 @@ func TestUpsertTopic(t *testing.T) {
 	}
 	py, dir := testenv.Spark(t)
 	var spark struct {
-		Before, After []map[string]any
+		Before map[string][]map[string]any
+		After  []map[string]any
 	}
-	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", r.dir, changes)
-	if got := accounts(t, spark.Before); !maps.Equal(got, r.want) {
+	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", "--merge", changes, r.dir)
+	if got := accounts(t, spark.Before[r.dir]); !maps.Equal(got, r.want) {
 		t.Errorf("Spark reads %d keys, want %d (%s)", len(got), len(r.want), diff(got, r.want))
 	}
 	for _, c := range merge {
