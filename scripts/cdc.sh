@@ -136,7 +136,8 @@ install() {
 # root), or as is when not root.
 as_postgres() {
 	if [[ "$(id -u)" == 0 ]]; then
-		runuser -u postgres -- "$@"
+		# From /: the caller's directory may be closed to postgres.
+		(cd / && runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
@@ -233,11 +234,12 @@ socket.create_connection((h, int(p)), 3).close()' "$brokers" 2>/dev/null ||
 	: >"$CDC_STATE/connect.log"
 
 	# PostgreSQL. Its data dir must be reachable by the postgres user; a
-	# state dir under /root is not, so then the cluster goes to /tmp.
+	# state dir under /root, or under a private $TMPDIR (test.sh's), is
+	# not, so then the cluster goes to /tmp itself.
 	PG_DATA="$CDC_STATE/pg"
 	PG_DATA_TMP=""
 	if [[ "$(id -u)" == 0 ]] && ! runuser -u postgres -- test -x "$CDC_STATE"; then
-		PG_DATA_TMP="$(mktemp -d "${TMPDIR:-/tmp}/deltaflow-cdc-pg.XXXXXX")"
+		PG_DATA_TMP="$(mktemp -d /tmp/deltaflow-cdc-pg.XXXXXX)"
 		chmod 755 "$PG_DATA_TMP"
 		PG_DATA="$PG_DATA_TMP/pg"
 		log "the postgres user cannot reach $CDC_STATE: the cluster goes to $PG_DATA"
@@ -254,7 +256,7 @@ socket.create_connection((h, int(p)), 3).close()' "$brokers" 2>/dev/null ||
 	PG_ADMIN_PASSWORD="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 	PG_PASSWORD="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 	local pwfile
-	pwfile="$(mktemp)"
+	pwfile="$(mktemp "$(dirname "$PG_DATA")/initdb-pw.XXXXXX")" # where postgres reaches it
 	echo "$PG_ADMIN_PASSWORD" >"$pwfile"
 	[[ "$(id -u)" != 0 ]] || chown postgres: "$pwfile"
 	log "initdb $PG_DATA ($("$PG_BIN/postgres" --version))"
