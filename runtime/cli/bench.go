@@ -71,6 +71,8 @@ func benchCommand(out IO) *cobra.Command {
 	noCredentials(fs, "nats-url", "$NATS_URL")
 	fs.IntVar(&o.Tables, "tables", 1, "also drain the events split over this many topics into as many tables with one daemon, and measure each extra table's idle cost")
 	fs.DurationVar(&o.TablesIdle, "tables-idle", 30*time.Second, "--tables: how long to watch the idle daemon with one table and with all")
+	fs.BoolVar(&o.Upsert, "upsert", false, "also load --upsert-keys keys into an upsert table and drain --events changes to random keys (80% updates, 10% inserts, 10% deletes) end to end")
+	fs.IntVar(&o.UpsertKeys, "upsert-keys", 1_000_000, "upsert mode: keys loaded before the changes")
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	jsonFlag(fs, &f.asJSON)

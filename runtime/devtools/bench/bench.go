@@ -92,6 +92,10 @@ type Options struct {
 	// TablesIdle (default 30s).
 	Tables     int
 	TablesIdle time.Duration
+	// Upsert loads UpsertKeys keys (default 1,000,000) into an upsert table,
+	// then drains Events changes to random keys (see upsertRun).
+	Upsert     bool
+	UpsertKeys int
 	// CPUProfile writes each stage child's CPU profile to CPUProfile.<stage>.
 	CPUProfile string
 	// MemProfile writes each stage child's heap profile at its peak to
@@ -132,6 +136,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.StartupCommits <= 0 {
 		o.StartupCommits = 10_000
+	}
+	if o.UpsertKeys <= 0 {
+		o.UpsertKeys = 1_000_000
 	}
 	if o.TablesIdle <= 0 {
 		o.TablesIdle = 30 * time.Second
@@ -222,6 +229,7 @@ type Report struct {
 
 	Stages  []StageReport  `json:"stages,omitempty"`
 	Tables  *TablesReport  `json:"tables,omitempty"`
+	Upsert  *UpsertReport  `json:"upsert,omitempty"`
 	Latency *LatencyReport `json:"latency,omitempty"`
 	Startup *StartupReport `json:"startup,omitempty"`
 	Steady  []SteadyReport `json:"steady,omitempty"`
@@ -258,6 +266,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Tables > 1 {
 		if err := tablesRun(ctx, o, k, rep); err != nil {
 			return rep, fmt.Errorf("tables: %w", err)
+		}
+	}
+	if o.Upsert {
+		if err := upsertRun(ctx, o, k, rep); err != nil {
+			return rep, fmt.Errorf("upsert: %w", err)
 		}
 	}
 	if o.Latency {
@@ -563,6 +576,11 @@ func PrintReport(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "e2e / consume %.2f, e2e / decode %.2f; %d commits, %d files, %d rows committed, first commit after %.3f s (flush interval %gs)\n",
 			r.E2EVsConsume, r.E2EVsDecode, r.Commits, r.Files, r.RowsCommitted, r.FirstCommitSeconds, r.FlushIntervalSeconds)
 		fmt.Fprintf(w, "table %s\n", r.Table)
+	}
+	if u := r.Upsert; u != nil {
+		fmt.Fprintf(w, "upsert: %d keys loaded in %.1fs (%.0f/s, peak RSS %.1f MiB); %d changes (80%% updates, 10%% inserts, 10%% deletes) in %.1fs: %.0f changes/s e2e, %d commits, CPU %.1fs, peak RSS %.1f MiB\n",
+			u.Keys, u.LoadSeconds, u.LoadEPS, float64(u.LoadRSSBytes)/(1<<20), u.Changes, u.Seconds, u.ChangesPerS, u.Commits,
+			u.CPUSeconds, float64(u.PeakRSSBytes)/(1<<20))
 	}
 	if t := r.Tables; t != nil {
 		fmt.Fprintf(w, "\n%d tables (one topic each, %d events in all): %.0f events/s (%.2f of one table's e2e), %.3f s, %d commits, CPU %.2f s, peak RSS %.1f MiB\n",

@@ -29,7 +29,8 @@ func TestBenchShort(t *testing.T) {
 	jsonPath, pngPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.png")
 	var out strings.Builder
 	_, err := Run(t.Context(), Options{
-		Events: 100_000, Throughput: true, Tables: 3, TablesIdle: 2 * time.Second, Dir: dir, Output: jsonPath, PNG: pngPath,
+		Events: 100_000, Throughput: true, Tables: 3, TablesIdle: 2 * time.Second, Upsert: true, UpsertKeys: 50_000,
+		Dir: dir, Output: jsonPath, PNG: pngPath,
 		Self: []string{os.Args[0]}, ChildEnv: []string{childEnv + "=1"}, Out: &out, Log: testLog{t},
 	})
 	if err != nil {
@@ -83,6 +84,10 @@ func TestBenchShort(t *testing.T) {
 	if tr := r.Tables; tr == nil || tr.Tables != 3 || tr.Events != 99_999 || tr.EPS <= 0 || tr.VsOneTable <= 0 || tr.Commits < 3 ||
 		len(tr.IdleRSSBytes) != 2 || tr.IdleRSSBytes[0] < 1<<20 || tr.IdleRSSBytes[1] < 1<<20 || tr.IdleWakeups[1] <= 0 {
 		t.Errorf("tables report %+v; want 99,999 rows over 3 tables and both idle daemons measured", tr)
+	}
+	if u := r.Upsert; u == nil || u.Keys != 50_000 || u.Changes != 100_000 || u.LoadEPS <= 0 || u.ChangesPerS <= 0 ||
+		u.Commits < 1 || u.PeakRSSBytes < 1<<20 {
+		t.Errorf("upsert report %+v; want 50,000 keys loaded and 100,000 changes drained", u)
 	}
 	lines, err := CheckFiles([]string{jsonPath})
 	if err != nil || len(lines) != 7 {

@@ -47,7 +47,8 @@ type stageArgs struct {
 	group       string
 	events      int64 // consume/decode: stop after this many records
 	table       string
-	tables      int // e2e: above 1, that many routes (see benchRoutes)
+	tables      int  // e2e: above 1, that many routes (see benchRoutes)
+	upsert      bool // e2e: the upsert table (see upsertTable)
 	natsDir     string
 	natsURL     string // external NATS; empty: embedded in natsDir
 	untilLatest bool
@@ -71,6 +72,7 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.Int64Var(&a.events, "stage-events", 0, "internal")
 	fs.StringVar(&a.table, "stage-table", "", "internal")
 	fs.IntVar(&a.tables, "stage-tables", 0, "internal")
+	fs.BoolVar(&a.upsert, "stage-upsert", false, "internal")
 	fs.StringVar(&a.natsDir, "stage-nats-dir", "", "internal")
 	fs.StringVar(&a.natsURL, "stage-nats-url", "", "internal")
 	fs.BoolVar(&a.untilLatest, "stage-until-latest", false, "internal")
@@ -98,6 +100,9 @@ func (a *stageArgs) args() []string {
 	}
 	if a.tables > 1 {
 		out = append(out, "--stage-tables", strconv.Itoa(a.tables))
+	}
+	if a.upsert {
+		out = append(out, "--stage-upsert")
 	}
 	if a.natsURL != "" {
 		out = append(out, "--stage-nats-url", a.natsURL)
@@ -370,6 +375,9 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 	cfg.Log.Level = "info"
 	if a.flush > 0 {
 		cfg.Flush.Interval = a.flush
+	}
+	if a.upsert {
+		upsertTable(cfg)
 	}
 	if a.tables > 1 {
 		benchRoutes(cfg, a.topic, a.table, a.tables)
