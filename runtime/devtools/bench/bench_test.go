@@ -90,7 +90,7 @@ func TestBenchShort(t *testing.T) {
 		t.Errorf("upsert report %+v; want 50,000 keys loaded and 100,000 changes drained", u)
 	}
 	lines, err := CheckFiles([]string{jsonPath})
-	if err != nil || len(lines) != 7 {
+	if err != nil || len(lines) != 8 {
 		t.Errorf("check: %v, %q", err, lines)
 	}
 }

@@ -30,6 +30,11 @@ const (
 	// JSON's, and e2e keeps up with it.
 	TargetDecodeVsJSON      = 1.5
 	TargetBinaryE2EVsDecode = 0.6
+
+	// Upserts (bench --upsert): changes to random keys of a 1,000,000-key
+	// table, end to end on 2 cores, within 128 MiB.
+	TargetUpsertChangesPerS  = 50_000
+	TargetUpsertPeakRSSBytes = 128 << 20
 )
 
 // Check returns one PASS/FAIL (or SKIP) line per target. It is
@@ -67,6 +72,12 @@ func Check(r *Report) []string {
 			float64(t.ExtraTableRSSBytes)/(1<<20), t.ExtraTableWakeupsPerSec)
 	} else {
 		skip("tables e2e >= 0.9", "no --tables run")
+	}
+	if u := r.Upsert; u != nil {
+		line(u.ChangesPerS >= TargetUpsertChangesPerS && u.PeakRSSBytes <= TargetUpsertPeakRSSBytes, "upsert >= 50k/s, 128 MiB",
+			"%.0f changes/s into %d keys, peak RSS %.1f MiB", u.ChangesPerS, u.Keys, float64(u.PeakRSSBytes)/(1<<20))
+	} else {
+		skip("upsert >= 50k/s, 128 MiB", "no --upsert run")
 	}
 	if s := r.Startup; s != nil {
 		line(s.FirstFetchSeconds <= TargetStartupSeconds, "restart <= 1 s", "first fetch after %.3f s on %d commits", s.FirstFetchSeconds, s.Commits)
