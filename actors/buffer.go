@@ -24,9 +24,9 @@ type bufferConfig struct {
 	tableSchema      *delta.StructType // nil: partition values keyed as configured
 	partitionColumns []string
 	writer           delta.WriterOptions
-	// keys, for an upsert table, encode the rows' keys, which each file
-	// reports with its rows' sequences (upsert.Resolve).
-	keys      *upsert.Keys
+	// upsert, for an upsert table, encodes the rows' keys, which each
+	// file reports with its rows' sequences (upsert.Table.Resolve).
+	upsert    *upsert.Table
 	committer *actor.PID
 	budget    *Budget
 	// fileMemory is what an open file's writer holds besides its rows
@@ -131,7 +131,7 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 		// the supervisor turns into a pipeline rebuild.
 		panic(fmt.Errorf("buffer %s: write rows of epoch %d: %w", b.key, m.Epoch, err))
 	}
-	if b.cfg.keys != nil {
+	if b.cfg.upsert != nil {
 		b.logKeys(f, m)
 	}
 	// The reader counted the rows at their mapped size, and reserved the
@@ -153,7 +153,7 @@ func (b *buffer) logKeys(f *epochFile, m *messages.RowBatch) {
 	}
 	for i, row := range m.Rows {
 		var err error
-		if b.scratch, err = b.cfg.keys.AppendRow(b.scratch[:0], row); err != nil {
+		if b.scratch, err = b.cfg.upsert.Keys.AppendRow(b.scratch[:0], row); err != nil {
 			panic(fmt.Errorf("buffer %s: epoch %d: %w", b.key, m.Epoch, err))
 		}
 		f.keys.Append(b.scratch, m.Seqs[i])

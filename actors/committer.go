@@ -493,7 +493,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	}
 	var ec *epochCommit
 	if refresh := c.staleTxns(es); !es.empty() || len(refresh) > 0 {
-		commit := newEpochCommit(es, c.cfg.app, c.cfg.pipeline.buffer.keys, refresh, time.Now())
+		commit := newEpochCommit(es, c.cfg.app, c.cfg.pipeline.buffer.upsert, refresh, time.Now())
 		ec = &commit
 	}
 	write := epochWrite{writer: c.writer, ctx: c.ctx, snap: c.snap, letters: letters, commit: ec,

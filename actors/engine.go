@@ -104,7 +104,10 @@ type Route struct {
 	// KeyColumns, if set, make the table an upsert table: one row per key,
 	// each epoch's latest change of a key replacing its row, a tombstone
 	// (Mapper with mapping.Config.Tombstones) deleting it (package upsert).
-	KeyColumns []string
+	// CopyOnWrite rewrites files without their replaced rows instead of
+	// marking them in deletion vectors.
+	KeyColumns  []string
+	CopyOnWrite bool
 	// App, FlushInterval, FlushMaxBytes, EventTimeColumn: as Config's.
 	App             string
 	FlushInterval   time.Duration
@@ -589,13 +592,15 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
 		}
-		var keys *upsert.Keys
+		var up *upsert.Table
 		if len(r.KeyColumns) > 0 {
-			if keys, err = upsert.NewKeys(m.DataSchema(), r.KeyColumns); err != nil {
+			keys, err := upsert.NewKeys(m.DataSchema(), r.KeyColumns)
+			if err != nil {
 				return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
 			}
+			up = &upsert.Table{Keys: keys, CopyOnWrite: r.CopyOnWrite, Writer: writer}
 		}
-		bcfg := &bufferConfig{fileMemory: probe.FixedMemory(), keys: keys,
+		bcfg := &bufferConfig{fileMemory: probe.FixedMemory(), upsert: up,
 			store: r.Table.Store(), dataSchema: dataSchema, tableSchema: tableSchema, partitionColumns: r.PartitionColumns,
 			writer: writer, committer: t.committer, budget: t.budget, health: t.health, metrics: t.metrics,
 			retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,

@@ -18,18 +18,18 @@ type epochCommit struct {
 	actions     []delta.Action
 	op          delta.Operation
 	rows, bytes int64
-	// upserts, for an upsert table, are the epoch's changes, resolved into
-	// the commit's first actions when it is written (keys encode them).
+	// upserts, for an upsert table (table), are the epoch's changes,
+	// resolved into the commit's first actions when it is written.
 	upserts *upsert.Changes
-	keys    *upsert.Keys
+	table   *upsert.Table
 }
 
 // newEpochCommit builds the epoch's commit: its adds and txns, then the
 // refreshed txns of idle partitions, as a STREAMING UPDATE (Spark's name,
 // with the epoch as its epochId; output mode Update for an upsert table,
-// whose keys are keys, else Append).
-func newEpochCommit(es *epochState, app string, keys *upsert.Keys, refresh []delta.Txn, now time.Time) epochCommit {
-	actions, rows, bytes := es.commitActions(app, keys != nil, now)
+// else Append).
+func newEpochCommit(es *epochState, app string, table *upsert.Table, refresh []delta.Txn, now time.Time) epochCommit {
+	actions, rows, bytes := es.commitActions(app, table != nil, now)
 	for i := range refresh {
 		actions = append(actions, delta.Action{Txn: &refresh[i]})
 	}
@@ -39,9 +39,9 @@ func newEpochCommit(es *epochState, app string, keys *upsert.Keys, refresh []del
 		Metrics: map[string]any{"numAddedFiles": fmt.Sprint(len(es.files)), "numRemovedFiles": "0",
 			"numOutputRows": fmt.Sprint(rows), "numOutputBytes": fmt.Sprint(bytes)},
 	}}
-	if keys != nil {
+	if table != nil {
 		ch := es.changes()
-		ec.upserts, ec.keys = &ch, keys
+		ec.upserts, ec.table = &ch, table
 		ec.op.Parameters["outputMode"] = "Update"
 	}
 	return ec
@@ -50,7 +50,7 @@ func newEpochCommit(es *epochState, app string, keys *upsert.Keys, refresh []del
 // resolve makes an upsert epoch's changes the first actions of its commit
 // after snap (upsert.Resolve), and its metrics say what they did.
 func (ec *epochCommit) resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, now time.Time) error {
-	res, err := upsert.Resolve(ctx, store, snap, ec.keys, *ec.upserts, now)
+	res, err := ec.table.Resolve(ctx, store, snap, *ec.upserts, now)
 	if err != nil {
 		return fmt.Errorf("resolve upserts: %w", err)
 	}

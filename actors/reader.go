@@ -14,6 +14,7 @@ import (
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/messages"
 	"github.com/deltaflow/deltaflow/messages/keylog"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // fetchMem is the memory the rows of one Fetch live in: the arena holding
@@ -204,8 +205,11 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
 	data := 0
-	keys := r.cfg.buffer.keys // an upsert table's
-	cut := false              // the rest of the Fetch is past the limit
+	var keys *upsert.Keys // an upsert table's
+	if u := r.cfg.buffer.upsert; u != nil {
+		keys = u.Keys
+	}
+	cut := false // the rest of the Fetch is past the limit
 	for _, kr := range m.Records {
 		if r.limit != nil && kr.Offset > r.limit.last {
 			// Records come in order: no offset up to last is left to read.

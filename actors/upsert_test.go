@@ -28,7 +28,11 @@ type upsertRig struct {
 	want  map[int64]string // name by id
 }
 
-func newUpsertRig(t *testing.T) *upsertRig {
+func newUpsertRig(t *testing.T) *upsertRig { return newUpsertRigCOW(t, false) }
+
+// newUpsertRigCOW is newUpsertRig, copy-on-write (no deletion vectors) if
+// cow.
+func newUpsertRigCOW(t *testing.T, cow bool) *upsertRig {
 	const topic = "accounts"
 	g := newRoutesRig(t, map[string]int32{topic: 3})
 	m, err := mapping.New(mapping.Config{Mode: mapping.Strict, KeyFormat: mapping.JSON, Tombstones: true, Columns: []mapping.Column{
@@ -44,11 +48,15 @@ func newUpsertRig(t *testing.T) *upsertRig {
 		t.Fatal(err)
 	}
 	tbl := delta.NewTable(local)
-	if _, err := tbl.Create(t.Context(), m.Schema(), nil, map[string]string{"delta.enableDeletionVectors": "true"}); err != nil {
+	conf := map[string]string{"delta.enableDeletionVectors": "true"}
+	if cow {
+		conf = nil
+	}
+	if _, err := tbl.Create(t.Context(), m.Schema(), nil, conf); err != nil {
 		t.Fatal(err)
 	}
 	rt := &routeTable{store: local, route: Route{Name: "accounts", Topics: []string{topic}, Table: tbl, Mapper: m,
-		KeyColumns: []string{"id"}, Outbox: NewOutbox(g.bridge)}}
+		KeyColumns: []string{"id"}, CopyOnWrite: cow, Outbox: NewOutbox(g.bridge)}}
 	g.tables["accounts"] = rt
 	return &upsertRig{routesRig: g, topic: topic, table: rt, rng: rand.New(rand.NewPCG(1, 2)), want: map[int64]string{}}
 }
@@ -163,6 +171,31 @@ func TestUpsertTable(t *testing.T) {
 	}
 	waitFor(t, u.caughtUp)
 	u.check()
+}
+
+// TestUpsertCopyOnWrite: with copy_on_write, the table reaches the same
+// state with no deletion vector: each file holding a replaced row is
+// rewritten without it.
+func TestUpsertCopyOnWrite(t *testing.T) {
+	u := newUpsertRigCOW(t, true)
+	u.changes(2000, 300)
+	r := u.start(Config{})
+	defer r.stop(t)
+	for range 3 {
+		u.changes(500, 300)
+		time.Sleep(150 * time.Millisecond)
+	}
+	waitFor(t, u.caughtUp)
+	u.check()
+	s, err := delta.NewTable(u.table.store).Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range s.Files() {
+		if f.DeletionVector != nil {
+			t.Errorf("%s has a deletion vector", f.Path)
+		}
+	}
 }
 
 // TestUpsertWhereDeletes: in an upsert table with a filter, a change the

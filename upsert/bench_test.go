@@ -77,7 +77,7 @@ func BenchmarkResolve(b *testing.B) {
 			b.ResetTimer()
 			var res Result
 			for b.Loop() {
-				if res, err = Resolve(b.Context(), store, snap, keys, ch, time.Now()); err != nil {
+				if res, err = (&Table{Keys: keys}).Resolve(b.Context(), store, snap, ch, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -17,11 +17,11 @@ import (
 // Result is an epoch's changes resolved against the table: the actions
 // that make them the table's state, and what they did.
 type Result struct {
-	// Actions add the new files (with a deletion vector over their rows
-	// that a later change of the same key superseded; none for a file
-	// whose every row was), and remove and re-add each table file some of
-	// whose rows the epoch replaced or deleted, with its new deletion
-	// vector (none re-added when all its rows are gone).
+	// Actions add the new files (without their rows that a later change
+	// of the same key superseded: a deletion vector, or a rewrite; none
+	// for a file whose every row was), and remove each table file some of
+	// whose rows the epoch replaced or deleted, adding it back with its
+	// new deletion vector, or its rewrite (nothing when no row is left).
 	Actions []delta.Action
 	// Rows is the number of rows the epoch adds to the table (its winning
 	// upserts); Superseded the epoch's rows a later change of their key
@@ -40,16 +40,31 @@ type winner struct {
 	row  int
 }
 
+// Table is an upsert table's settings: its keys, and how its rows are
+// deleted.
+type Table struct {
+	Keys *Keys
+	// CopyOnWrite rewrites a file without its deleted rows (a new file
+	// written with Writer) instead of giving it a deletion vector: for
+	// readers that have none (polars' scan_delta, Presto).
+	CopyOnWrite bool
+	Writer      delta.WriterOptions
+}
+
 // Resolve turns an epoch's changes into the actions of its commit after
 // snap: for every key changed, its latest change wins and every other row
-// of the key, in the epoch's files and in the table, is marked deleted in
-// a deletion vector (written to store). Table files are pruned by the
-// first key column's statistics and only their key columns are read.
-// The table's rows are older than the epoch's changes (the sequence is
-// the Kafka offset, and a key's records share a partition): any row of a
-// changed key is replaced.
-func Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, keys *Keys, ch Changes, now time.Time) (Result, error) {
+// of the key, in the epoch's files and in the table, is deleted: marked in
+// a deletion vector (written to store), or with CopyOnWrite left out of a
+// rewrite of its file. Table files are pruned by the first key column's
+// statistics and only their key columns are read. The table's rows are
+// older than the epoch's changes (the sequence is the Kafka offset, and a
+// key's records share a partition): any row of a changed key is replaced.
+func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, ch Changes, now time.Time) (Result, error) {
 	var res Result
+	if t.CopyOnWrite && snap.ColumnMappingMode() != "none" {
+		return res, fmt.Errorf("copy-on-write upserts into a table with column mapping (%s) are not supported", snap.ColumnMappingMode())
+	}
+	keys := t.Keys
 	wins := map[string]winner{}
 	take := func(key []byte, w winner) {
 		if old, ok := wins[string(key)]; !ok || w.seq >= old.seq {
@@ -88,19 +103,15 @@ func Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, key
 		case len(superseded) == 0:
 			res.Actions = append(res.Actions, delta.Action{Add: f.Add})
 		default:
-			dv, err := deletions(ctx, store, f.Add, superseded)
+			acts, err := t.without(ctx, store, snap, f.Add, superseded, false, now)
 			if err != nil {
 				return res, err
 			}
-			_, add, err := f.Add.WithDeletionVector(dv, now)
-			if err != nil {
-				return res, err
-			}
-			res.Actions = append(res.Actions, delta.Action{Add: add})
+			res.Actions = append(res.Actions, acts...)
 		}
 	}
 	for _, o := range old {
-		acts, err := replaceFile(ctx, store, o.add, o.rows, now)
+		acts, err := t.without(ctx, store, snap, o.add, o.rows, true, now)
 		if err != nil {
 			return res, err
 		}
@@ -151,21 +162,65 @@ func replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot
 	return out, nil
 }
 
-// replaceFile removes add and adds it back with rows deleted too (not at
-// all when no row is left).
-func replaceFile(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64, now time.Time) ([]delta.Action, error) {
+// without is the actions that leave rows out of file add: a live file of
+// the table is removed, and added back with a deletion vector holding
+// rows too, or rewritten without them (CopyOnWrite); an epoch's new file
+// is added so. Nothing is added when no row is left.
+func (t *Table) without(ctx context.Context, store storage.Store, snap *delta.Snapshot, add *delta.Add, rows []uint64, live bool,
+	now time.Time) ([]delta.Action, error) {
+	var acts []delta.Action
+	if live {
+		acts = append(acts, delta.Action{Remove: add.Remove(now)})
+	}
+	var next *delta.Add
+	var err error
+	if t.CopyOnWrite {
+		next, err = t.rewrite(ctx, store, snap, add, rows)
+	} else {
+		next, err = withDeletionVector(ctx, store, add, rows, now)
+	}
+	if err != nil || next == nil {
+		return acts, err
+	}
+	return append(acts, delta.Action{Add: next}), nil
+}
+
+// withDeletionVector is add with a deletion vector of its own deleted rows
+// plus rows, nil when that is every row of the file.
+func withDeletionVector(ctx context.Context, store storage.Store, add *delta.Add, rows []uint64, now time.Time) (*delta.Add, error) {
 	dv, err := deletions(ctx, store, add, rows)
+	if err != nil || dv == nil {
+		return nil, err
+	}
+	_, next, err := add.WithDeletionVector(dv, now)
+	return next, err
+}
+
+// rewrite writes add's live rows but rows as a new file of its partition,
+// nil when none is left.
+func (t *Table) rewrite(ctx context.Context, store storage.Store, snap *delta.Snapshot, add *delta.Add, rows []uint64) (*delta.Add, error) {
+	schema, err := snap.Schema()
 	if err != nil {
 		return nil, err
 	}
-	if dv == nil {
-		return []delta.Action{{Remove: add.Remove(now)}}, nil
+	gone := delta.NewRowIndexSet(rows)
+	var keep []delta.Row
+	for r, err := range delta.DataFileIndexedRows(ctx, store, schema, snap.PartitionColumns(), add) {
+		if err != nil {
+			return nil, fmt.Errorf("rewrite %s: %w", add.Path, err)
+		}
+		if !gone.Contains(r.Index) {
+			keep = append(keep, r.Row)
+		}
 	}
-	remove, next, err := add.WithDeletionVector(dv, now)
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	next, err := delta.WriteDataFile(ctx, store, schema, snap.PartitionColumns(), add.PartitionValues, keep, t.Writer)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rewrite %s: %w", add.Path, err)
 	}
-	return []delta.Action{{Remove: remove}, {Add: next}}, nil
+	return next, nil
 }
 
 // deletions writes the deletion vector of add's own deleted rows plus

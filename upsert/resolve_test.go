@@ -26,9 +26,10 @@ type upsertTable struct {
 	snap  *delta.Snapshot
 	keys  *Keys
 	data  *delta.StructType
+	cow   bool // copy-on-write
 }
 
-func newUpsertTable(t *testing.T) *upsertTable {
+func newUpsertTable(t *testing.T, cow bool) *upsertTable {
 	dir := t.TempDir()
 	store, err := storage.NewLocal(dir)
 	if err != nil {
@@ -37,7 +38,11 @@ func newUpsertTable(t *testing.T) *upsertTable {
 	data := &delta.StructType{Fields: []delta.StructField{
 		{Name: "id", Type: delta.Long, Nullable: true}, {Name: "name", Type: delta.String, Nullable: true}}}
 	table := delta.NewTable(store)
-	snap, _, err := table.EnsureSchema(t.Context(), data, nil, map[string]string{"delta.enableDeletionVectors": "true"})
+	conf := map[string]string{"delta.enableDeletionVectors": "true"}
+	if cow {
+		conf = nil
+	}
+	snap, _, err := table.EnsureSchema(t.Context(), data, nil, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +50,7 @@ func newUpsertTable(t *testing.T) *upsertTable {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &upsertTable{t: t, dir: dir, store: store, table: table, snap: snap, keys: keys, data: data}
+	return &upsertTable{t: t, dir: dir, store: store, table: table, snap: snap, keys: keys, data: data, cow: cow}
 }
 
 // change is one change of an epoch: an upsert of id with name, or a
@@ -83,7 +88,7 @@ func (u *upsertTable) epoch(changes ...change) Result {
 		}
 		ch.Files = append(ch.Files, NewFile{Add: add, Rows: &keys})
 	}
-	res, err := Resolve(ctx, u.store, u.snap, u.keys, ch, time.Now())
+	res, err := (&Table{Keys: u.keys, CopyOnWrite: u.cow}).Resolve(ctx, u.store, u.snap, ch, time.Now())
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -128,7 +133,16 @@ func (u *upsertTable) check(want map[int64]string) {
 // lacks is nothing), a file whose rows are all gone leaves the table, a
 // deleted key can come back; delta-rs reads what our reader reads.
 func TestResolve(t *testing.T) {
-	u := newUpsertTable(t)
+	for _, cow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deletion_vectors", true: "copy_on_write"}[cow], func(t *testing.T) { testResolve(t, cow) })
+	}
+}
+
+// testResolve is TestResolve with deletion vectors or copy-on-write; the
+// latter leaves no vector, and delta-rs's reader that refuses them
+// (to_pyarrow_table) reads the table.
+func testResolve(t *testing.T, cow bool) {
+	u := newUpsertTable(t, cow)
 	res := u.epoch(change{1, "a", 10}, change{2, "b", 11}, change{3, "c", 12}, change{1, "a2", 13})
 	if res.Rows != 3 || res.Superseded != 1 || res.Replaced != 0 {
 		t.Errorf("epoch 1: %+v, want 3 rows, 1 superseded", res)
@@ -159,7 +173,16 @@ func TestResolve(t *testing.T) {
 		Rows, DuckdbRows       []map[string]any
 		RowsError, DuckdbError string
 	}
-	if err := json.Unmarshal(testenv.DeltaRS(t, nil, "read", u.dir, "--rows", "--query", "--duckdb"), &view); err != nil {
+	args := []string{"read", u.dir, "--rows", "--query", "--duckdb"}
+	if cow {
+		args = []string{"read", u.dir, "--rows", "--duckdb"} // to_pyarrow_table: no deletion vectors
+		for _, f := range u.snap.Files() {
+			if f.DeletionVector != nil {
+				t.Errorf("copy-on-write left a deletion vector on %s", f.Path)
+			}
+		}
+	}
+	if err := json.Unmarshal(testenv.DeltaRS(t, nil, args...), &view); err != nil {
 		t.Fatal(err)
 	}
 	for reader, rows := range map[string][]map[string]any{"delta-rs": view.Rows, "DuckDB": view.DuckdbRows} {
@@ -176,7 +199,7 @@ func TestResolve(t *testing.T) {
 // Files whose first key column's statistics exclude every changed key are
 // not read.
 func TestResolvePrunesByStats(t *testing.T) {
-	u := newUpsertTable(t)
+	u := newUpsertTable(t, false)
 	var changes []change
 	for i := range int64(10) {
 		u.epoch(change{i * 100, "x", i*100 + 1}, change{i*100 + 50, "y", i*100 + 2})

@@ -69,6 +69,7 @@ type TableConfig struct {
 	KeyFormat          mapping.Format   `yaml:"key_format"`
 	WriteMode          string           `yaml:"write_mode"`
 	KeyColumns         []string         `yaml:"key_columns"`
+	UpsertStrategy     string           `yaml:"upsert_strategy"`
 	CDC                string           `yaml:"cdc"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
@@ -172,6 +173,7 @@ func DefaultConfig() Config {
 			Format:             mapping.JSON,
 			SchemaEvolution:    EvolveAddColumns,
 			WriteMode:          WriteAppend,
+			UpsertStrategy:     UpsertDeletionVectors,
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
@@ -545,6 +547,9 @@ func (t TableConfig) validate(section string) []error {
 	case t.WriteMode == WriteAppend && len(t.KeyColumns) > 0:
 		bad("key_columns: only a write_mode: upsert table has key columns")
 	}
+	if t.UpsertStrategy != UpsertDeletionVectors && t.UpsertStrategy != UpsertCopyOnWrite {
+		bad("upsert_strategy: unknown %q (want %s or %s)", t.UpsertStrategy, UpsertDeletionVectors, UpsertCopyOnWrite)
+	}
 	for i, k := range t.KeyColumns {
 		if slices.Contains(t.PartitionColumns, k) {
 			bad("key_columns[%d]: %q is a partition column; a key column must be a data column", i, k)
@@ -581,11 +586,23 @@ const (
 	WriteUpsert = "upsert"
 )
 
+// What table.upsert_strategy may say.
+const (
+	UpsertDeletionVectors = "deletion_vectors"
+	UpsertCopyOnWrite     = "copy_on_write"
+)
+
+// deletionVectors reports whether the table is an upsert table that marks
+// replaced rows in deletion vectors.
+func (t TableConfig) deletionVectors() bool {
+	return t.WriteMode == WriteUpsert && t.UpsertStrategy != UpsertCopyOnWrite
+}
+
 // createConf is the configuration of the table t creates: its checkpoint
 // interval, and deletion vectors for an upsert table.
 func (t TableConfig) createConf() map[string]string {
 	conf := map[string]string{"delta.checkpointInterval": strconv.Itoa(t.CheckpointInterval)}
-	if t.WriteMode == WriteUpsert {
+	if t.deletionVectors() {
 		conf[deletionVectorsProperty] = "true"
 	}
 	return conf

@@ -362,7 +362,7 @@ func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Du
 	if err := snap.ApplyWriterOptions(&ec.Writer); err != nil { // e.g. materialized partition columns
 		return nil, fmt.Errorf("table %s: %w", uri, err)
 	}
-	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, App: ec.App, FlushInterval: ec.FlushInterval,
+	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, CopyOnWrite: view.Table.UpsertStrategy == UpsertCopyOnWrite, App: ec.App, FlushInterval: ec.FlushInterval,
 		FlushMaxBytes: ec.FlushMaxBytes, Writer: &ec.Writer, Maintenance: &ec.Maintenance,
 		Table: tbl, Mapper: mapper, TableSchema: tableSchema, PartitionColumns: snap.PartitionColumns()}
 	if r.TopicRegex != "" {
@@ -497,9 +497,10 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t Tab
 		return nil, fmt.Errorf("table.write_mode: upsert does not write the change data files table %s asks for (%s = true); "+
 			"refusing rather than leave gaps in its change feed", tbl.Store().URI(), changeDataFeedProperty)
 	}
-	if t.WriteMode == WriteUpsert && !strings.EqualFold(snap.Metadata().Configuration[deletionVectorsProperty], "true") {
+	if t.deletionVectors() && !strings.EqualFold(snap.Metadata().Configuration[deletionVectorsProperty], "true") {
 		return nil, fmt.Errorf("table.write_mode: upsert marks replaced rows in deletion vectors, which table %s does not allow: "+
-			"set its property %s = true (Spark: ALTER TABLE ... SET TBLPROPERTIES ('%[2]s' = true)), or give a new table", tbl.Store().URI(), deletionVectorsProperty)
+			"set its property %s = true (Spark: ALTER TABLE ... SET TBLPROPERTIES ('%[2]s' = true)), give a new table, "+
+			"or set table.upsert_strategy: copy_on_write", tbl.Store().URI(), deletionVectorsProperty)
 	}
 	if done.Evolved {
 		logger.Info("table schema evolved", "version", done.Version, "added", done.Added)

@@ -353,6 +353,20 @@ func TestEnsureUpsertTable(t *testing.T) {
 	if p := s.Protocol(); p.MinReaderVersion != 3 || !slices.Contains(p.ReaderFeatures, "deletionVectors") || !slices.Contains(p.WriterFeatures, "deletionVectors") {
 		t.Errorf("an upsert table's protocol %+v, want reader 3 with deletionVectors", p)
 	}
+	// Copy-on-write needs no deletion vectors: its table has none, and a
+	// table without them takes it.
+	cow := upserts
+	cow.UpsertStrategy = UpsertCopyOnWrite
+	plain := delta.NewTable(storage.NewMem())
+	for range 2 {
+		s, err := ensureTable(t.Context(), plain, newMapper(t, defaults, parts), cow, testLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(s.Protocol().ReaderFeatures, "deletionVectors") || s.Metadata().Configuration[deletionVectorsProperty] != "" {
+			t.Errorf("a copy-on-write table allows deletion vectors: %+v", s.Protocol())
+		}
+	}
 	for conf, want := range map[string]string{"": "delta.enableDeletionVectors = true", "delta.enableChangeDataFeed": "change data"} {
 		tbl := delta.NewTable(storage.NewMem())
 		create := map[string]string{}
