@@ -108,6 +108,10 @@ type Route struct {
 	// marking them in deletion vectors.
 	KeyColumns  []string
 	CopyOnWrite bool
+	// DeleteWhen, in an upsert table, is a filter (Where's language) that
+	// makes a row that passes it a delete of its key: a compacted topic's
+	// own delete marker (`__deleted = 'true'`).
+	DeleteWhen string
 	// App, FlushInterval, FlushMaxBytes, EventTimeColumn: as Config's.
 	App             string
 	FlushInterval   time.Duration
@@ -266,6 +270,7 @@ type table struct {
 	logger      *slog.Logger
 	progress    *progress // set by Start
 	where       *mapping.Where
+	deleteWhen  *mapping.Where
 }
 
 // ErrTopicRecreated is sent on [Engine.Fatal] when the topic was deleted
@@ -341,6 +346,12 @@ func NewEngine(cfg Config, deps Deps, routes ...Route) (*Engine, error) {
 			var err error
 			if t.where, err = r.Mapper.Where(r.Where); err != nil {
 				return nil, fmt.Errorf("engine: route %s: %w", r.Name, err)
+			}
+		}
+		if r.DeleteWhen != "" {
+			var err error
+			if t.deleteWhen, err = r.Mapper.Where(r.DeleteWhen); err != nil {
+				return nil, fmt.Errorf("engine: route %s: delete when: %w", r.Name, err)
 			}
 		}
 		if r.Maintenance.enabled() {
@@ -605,7 +616,7 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 			writer: writer, committer: t.committer, budget: t.budget, health: t.health, metrics: t.metrics,
 			retry: retry, logger: t.logger, beforeRows: e.cfg.beforeRows,
 		}
-		return &pipelineConfig{tableName: r.Name, mapper: pathLimited(m, bcfg), where: t.where, buffer: bcfg, committer: t.committer, reg: t.reg,
+		return &pipelineConfig{tableName: r.Name, mapper: pathLimited(m, bcfg), where: t.where, deleteWhen: t.deleteWhen, buffer: bcfg, committer: t.committer, reg: t.reg,
 			metrics: t.metrics, logger: t.logger, unrouted: func(topic string) *unrouted { return e.unroutedFor(i, topic) },
 			behind: func(gen uint64, p tp, from, need int64, schema int) { fetch.behind(i, gen, p, from, need, schema) }}, nil
 	}

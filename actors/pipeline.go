@@ -16,6 +16,8 @@ type pipelineConfig struct {
 	tableName string
 	mapper    *mapping.Mapper // cloned for each reader
 	where     *mapping.Where  // the table's filter; nil: every row
+	// deleteWhen, in an upsert table, makes a row a delete of its key.
+	deleteWhen *mapping.Where
 	// unrouted says, per topic, whether the readers of this table decide
 	// which records no route takes (Engine.unroutedFor).
 	unrouted  func(topic string) *unrouted

@@ -238,6 +238,9 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 			r.consumed(kr.Offset)
 			continue
 		}
+		if err == nil && r.cfg.deleteWhen != nil && !r.row.Delete && r.cfg.deleteWhen.Match(&r.row) {
+			r.row.Delete = true
+		}
 		// A delete is by key: it passes any filter of the row's values. In
 		// an upsert table, a change the filter leaves out deletes its key:
 		// the key's latest state is not the table's any more.

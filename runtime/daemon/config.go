@@ -70,6 +70,7 @@ type TableConfig struct {
 	WriteMode          string           `yaml:"write_mode"`
 	KeyColumns         []string         `yaml:"key_columns"`
 	UpsertStrategy     string           `yaml:"upsert_strategy"`
+	DeleteWhen         string           `yaml:"delete_when"`
 	CDC                string           `yaml:"cdc"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
@@ -546,6 +547,8 @@ func (t TableConfig) validate(section string) []error {
 		bad("key_columns: write_mode upsert needs the columns that identify a row")
 	case t.WriteMode == WriteAppend && len(t.KeyColumns) > 0:
 		bad("key_columns: only a write_mode: upsert table has key columns")
+	case t.WriteMode == WriteAppend && t.DeleteWhen != "":
+		bad("delete_when: only a write_mode: upsert table deletes rows")
 	}
 	if t.UpsertStrategy != UpsertDeletionVectors && t.UpsertStrategy != UpsertCopyOnWrite {
 		bad("upsert_strategy: unknown %q (want %s or %s)", t.UpsertStrategy, UpsertDeletionVectors, UpsertCopyOnWrite)
@@ -634,10 +637,28 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 			return nil, nil
 		}
 		mc.Registry = unresolvedSchemas{}
-		_, err := mapping.New(mc, t.PartitionColumns)
+		m, err := mapping.New(mc, t.PartitionColumns)
+		if err == nil {
+			err = t.checkDeleteWhen(m, section)
+		}
 		return nil, err
 	}
-	return mapping.New(mc, t.PartitionColumns)
+	m, err := mapping.New(mc, t.PartitionColumns)
+	if err == nil {
+		err = t.checkDeleteWhen(m, section)
+	}
+	return m, err
+}
+
+// checkDeleteWhen compiles delete_when over m's columns.
+func (t TableConfig) checkDeleteWhen(m *mapping.Mapper, section string) error {
+	if t.DeleteWhen == "" {
+		return nil
+	}
+	if _, err := m.Where(t.DeleteWhen); err != nil {
+		return fmt.Errorf("%s.delete_when: %w", section, err)
+	}
+	return nil
 }
 
 // readsRegistry reports whether the table's records are in the schema

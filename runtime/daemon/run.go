@@ -362,7 +362,8 @@ func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Du
 	if err := snap.ApplyWriterOptions(&ec.Writer); err != nil { // e.g. materialized partition columns
 		return nil, fmt.Errorf("table %s: %w", uri, err)
 	}
-	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, CopyOnWrite: view.Table.UpsertStrategy == UpsertCopyOnWrite, App: ec.App, FlushInterval: ec.FlushInterval,
+	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, CopyOnWrite: view.Table.UpsertStrategy == UpsertCopyOnWrite,
+		DeleteWhen: view.Table.DeleteWhen, App: ec.App, FlushInterval: ec.FlushInterval,
 		FlushMaxBytes: ec.FlushMaxBytes, Writer: &ec.Writer, Maintenance: &ec.Maintenance,
 		Table: tbl, Mapper: mapper, TableSchema: tableSchema, PartitionColumns: snap.PartitionColumns()}
 	if r.TopicRegex != "" {

@@ -26,9 +26,10 @@ import (
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
 )
 
-// rig is a PostgreSQL table, its Debezium topics (one with the JSON
-// converter's schemas, one without) and two deltaflow upsert tables of
-// them in local directories.
+// rig is a PostgreSQL table, its Debezium topics (change events through
+// the JSON converter with schemas and without, and the row images
+// ExtractNewRecordState makes of them) and three deltaflow upsert tables
+// of them in local directories.
 type rig struct {
 	t       *testing.T
 	env     []string // cdc.sh's
@@ -60,22 +61,33 @@ func newRig(t *testing.T) *rig {
 	prefix := strings.ReplaceAll(scenario.Unique("pg"), "-", "_")
 	plain := strings.TrimSpace(r.cdc("connector", prefix+"-plain", "accounts", prefix+"_plain"))
 	schemas := strings.TrimSpace(r.cdcEnv([]string{"CDC_SCHEMAS_ENABLE=true"}, "connector", prefix+"-schemas", "accounts", prefix+"_schemas"))
+	// Debezium's ExtractNewRecordState: the row image itself, a delete
+	// rewritten as its before image with __deleted = "true".
+	flat := strings.TrimSpace(r.cdcEnv([]string{`CDC_CONNECTOR_EXTRA={"transforms": "unwrap", ` +
+		`"transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState", ` +
+		`"transforms.unwrap.delete.tombstone.handling.mode": "rewrite"}`}, "connector", prefix+"-flat", "accounts", prefix+"_flat"))
 	var yaml strings.Builder
 	yaml.WriteString("tables:\n")
-	for name, topic := range map[string]string{"accounts_plain": plain, "accounts_schemas": schemas} {
+	for name, table := range map[string]struct{ topic, keys string }{
+		"accounts_plain":   {plain, "    cdc: debezium\n"},
+		"accounts_schemas": {schemas, "    cdc: debezium\n"},
+		"accounts_flat":    {flat, "    delete_when: \"__deleted = 'true'\"\n"},
+	} {
 		r.dirs[name] = filepath.Join(t.TempDir(), name)
 		fmt.Fprintf(&yaml, `  - name: %s
     uri: %s
     topics: [%s]
     write_mode: upsert
-    cdc: debezium
-    key_columns: [id]
+%s    key_columns: [id]
     partition_columns: []
     columns:
       - {name: id, type: long, required: true}
       - {name: name, type: string}
       - {name: balance, type: long}
-`, name, r.dirs[name], topic)
+`, name, r.dirs[name], table.topic, table.keys)
+		if name == "accounts_flat" {
+			yaml.WriteString("      - {name: __deleted, type: string}\n")
+		}
 	}
 	yaml.WriteString("flush:\n  interval: 1s\nlog:\n  format: text\n")
 	r.config = filepath.Join(t.TempDir(), "deltaflow.yaml")
@@ -245,8 +257,10 @@ func (r *rig) workload(round int) {
 // TestDebeziumPostgres: a PostgreSQL table (a snapshot of 200 rows, then
 // updates of one key many times, deletes, re-inserts, a primary key
 // change, a 500-row transaction, random updates) streamed by the real
-// Debezium into two topics (the JSON converter with and without schemas)
-// becomes, in both upsert tables, exactly SELECT * FROM accounts as
+// Debezium into three topics (change events through the JSON converter
+// with and without schemas, read with cdc: debezium; row images from
+// ExtractNewRecordState, deletes marked __deleted, read with delete_when)
+// becomes, in the three upsert tables, exactly SELECT * FROM accounts as
 // delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again
 // and again while the changes stream, read by Spark 3.5 too.
 func TestDebeziumPostgres(t *testing.T) {
@@ -274,7 +288,7 @@ func TestDebeziumPostgres(t *testing.T) {
 	<-done
 	r.runUntilEqual("after the SIGKILLs")
 
-	// Spark 3.5 reads both tables as PostgreSQL holds the table.
+	// Spark 3.5 reads every table as PostgreSQL holds the table.
 	py, dir := testenv.Spark(t)
 	var spark struct {
 		Before map[string][]map[string]any
