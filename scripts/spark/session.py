@@ -8,10 +8,13 @@ import os
 
 from pyspark.sql import SparkSession
 
-# The jars the seed's image carries: keep in step with scripts/lib.sh.
+# The jars the seed's image carries: keep in step with scripts/lib.sh; and
+# spark-avro, whose from_avro is the tests' oracle of the Avro type mapping
+# (scripts/spark/avro_oracle.py).
 PACKAGES = [
     "io.delta:delta-spark_2.12:3.2.0",
     "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.1",
+    "org.apache.spark:spark-avro_2.12:3.5.1",
 ]
 
 
