@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,4 +226,11 @@ func TestUpsertTopic(t *testing.T) {
 	r.changes(1000, 500)
 	r.run()
 	r.check("deltaflow after Spark's MERGE")
+
+	// verify --deep reads every file with its deletion vector: counts and
+	// stats hold.
+	out, err := exec.CommandContext(t.Context(), scenario.Binary(t), "verify", "--table", r.dir, "--deep").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "OK:") {
+		t.Errorf("verify --deep: %v\n%s", err, out)
+	}
 }
