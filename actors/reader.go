@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -111,8 +112,10 @@ type reader struct {
 	routes  map[string]*route
 	touched []*route // routes of the current Fetch, by route.idx
 	batches [][]parquet.Row
-	row     mapping.Row
-	rec     mapping.Record
+	// seqBatches are an upsert table's sequences of each batch.
+	seqBatches [][]int64
+	row        mapping.Row
+	rec        mapping.Record
 
 	// unsent is what the part of a Fetch being mapped will add to the
 	// budget when sent.
@@ -454,7 +457,8 @@ func (r *reader) routeSeqs(mem *fetchMem) [][]int64 {
 	if cap(mem.seqSlab) < len(mem.seqs) {
 		mem.seqSlab = make([]int64, len(mem.seqs))
 	}
-	out := make([][]int64, len(r.touched))
+	out := slices.Grow(r.seqBatches[:0], len(r.touched))[:len(r.touched)]
+	r.seqBatches = out
 	at := 0
 	for i, rt := range r.touched {
 		out[i] = mem.seqSlab[at : at : at+rt.rows]

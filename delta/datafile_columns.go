@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltaflow/deltaflow/delta/internal/parquetfile"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -28,29 +29,15 @@ type ColumnRow struct {
 // decoding the rest of the file. A column the file lacks reads null.
 func DataFileColumns(ctx context.Context, store storage.Store, schema *StructType, cols []string, add *Add) iter.Seq2[ColumnRow, error] {
 	return func(yield func(ColumnRow, error) bool) {
-		key, err := StoreKey(store, add.Path)
+		df, err := openDataFile(ctx, store, add)
 		if err != nil {
-			yield(ColumnRow{}, fmt.Errorf("read data file %s: %w", add.Path, err))
+			yield(ColumnRow{}, err)
 			return
 		}
-		fail := func(err error) { yield(ColumnRow{}, fmt.Errorf("read data file %s: %w", key, err)) }
-		r, err := store.Open(ctx, key)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer r.Close()
-		f, err := parquet.OpenFile(r, r.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-		if err != nil {
-			fail(err)
-			return
-		}
+		defer df.close()
+		fail := func(err error) { yield(ColumnRow{}, df.errorf(err)) }
+		f, deleted := df.file, df.deleted
 		leaves, err := leafColumns(f, schema, cols)
-		if err != nil {
-			fail(err)
-			return
-		}
-		deleted, err := LoadDeletionVector(ctx, store, add.DeletionVector)
 		if err != nil {
 			fail(err)
 			return
@@ -95,7 +82,7 @@ func leafColumns(f *parquet.File, schema *StructType, cols []string) ([]int, err
 		if ff.Leaf() {
 			leafOf[ff.Name()] = leaf
 		}
-		leaf += leafCount(ff)
+		leaf += parquetfile.CountLeaves(ff)
 	}
 	out := make([]int, len(cols))
 	for i, name := range cols {
@@ -113,17 +100,6 @@ func leafColumns(f *parquet.File, schema *StructType, cols []string) ([]int, err
 		}
 	}
 	return out, nil
-}
-
-func leafCount(n parquet.Node) int {
-	if n.Leaf() {
-		return 1
-	}
-	c := 0
-	for _, f := range n.Fields() {
-		c += leafCount(f)
-	}
-	return c
 }
 
 // chunkValues appends the n values of leaf column leaf of rg to dst (n

@@ -55,30 +55,15 @@ type IndexedRow struct {
 // may hold only the columns the caller reads.
 func DataFileIndexedRows(ctx context.Context, store storage.Store, schema *StructType, partitionColumns []string, add *Add) iter.Seq2[IndexedRow, error] {
 	return func(yield func(IndexedRow, error) bool) {
-		key, err := StoreKey(store, add.Path)
+		df, err := openDataFile(ctx, store, add)
 		if err != nil {
-			yield(IndexedRow{}, fmt.Errorf("read data file %s: %w", add.Path, err))
+			yield(IndexedRow{}, err)
 			return
 		}
-		fail := func(err error) { yield(IndexedRow{}, fmt.Errorf("read data file %s: %w", key, err)) }
-		r, err := store.Open(ctx, key)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer r.Close()
-		f, err := parquet.OpenFile(r, r.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-		if err != nil {
-			fail(err)
-			return
-		}
+		defer df.close()
+		fail := func(err error) { yield(IndexedRow{}, df.errorf(err)) }
+		f, deleted := df.file, df.deleted
 		fr, err := parquetfile.NewRowReader(f, schema, partitionColumns, add.PartitionValues)
-		if err != nil {
-			fail(err)
-			return
-		}
-		// Rows the deletion vector marks (by index in the file) are skipped.
-		deleted, err := LoadDeletionVector(ctx, store, add.DeletionVector)
 		if err != nil {
 			fail(err)
 			return
@@ -122,3 +107,38 @@ func DataFileIndexedRows(ctx context.Context, store storage.Store, schema *Struc
 		}
 	}
 }
+
+// dataFile is an open data file: its Parquet footer read, the rows its
+// deletion vector deletes loaded (by physical index).
+type dataFile struct {
+	key     string
+	file    *parquet.File
+	deleted *RowIndexSet
+	close   func() error
+}
+
+// openDataFile opens add's data file in store and loads its deletion
+// vector; errors name the file. The caller closes it.
+func openDataFile(ctx context.Context, store storage.Store, add *Add) (*dataFile, error) {
+	key, err := StoreKey(store, add.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read data file %s: %w", add.Path, err)
+	}
+	df := &dataFile{key: key}
+	r, err := store.Open(ctx, key)
+	if err != nil {
+		return nil, df.errorf(err)
+	}
+	df.close = r.Close
+	if df.file, err = parquet.OpenFile(r, r.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true)); err == nil {
+		df.deleted, err = LoadDeletionVector(ctx, store, add.DeletionVector)
+	}
+	if err != nil {
+		r.Close()
+		return nil, df.errorf(err)
+	}
+	return df, nil
+}
+
+// errorf wraps err with the file's name.
+func (df *dataFile) errorf(err error) error { return fmt.Errorf("read data file %s: %w", df.key, err) }

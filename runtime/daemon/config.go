@@ -632,22 +632,21 @@ const (
 // the schema, and so does `config check --probe`), and gives no mapper.
 func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, error) {
 	mc := t.mappingConfig(section, c.schemas)
-	if c.schemas == nil && c.SchemaRegistry.Enabled() && (t.readsRegistry() || t.keyReadsRegistry()) {
+	unresolved := c.schemas == nil && c.SchemaRegistry.Enabled() && (t.readsRegistry() || t.keyReadsRegistry())
+	if unresolved {
 		if len(t.Columns) == 0 {
 			return nil, nil
 		}
 		mc.Registry = unresolvedSchemas{}
-		m, err := mapping.New(mc, t.PartitionColumns)
-		if err == nil {
-			err = t.checkDeleteWhen(m, section)
-		}
-		return nil, err
 	}
 	m, err := mapping.New(mc, t.PartitionColumns)
 	if err == nil {
 		err = t.checkDeleteWhen(m, section)
 	}
-	return m, err
+	if unresolved || err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // checkDeleteWhen compiles delete_when over m's columns.

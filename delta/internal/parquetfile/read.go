@@ -57,7 +57,7 @@ func NewRowReader(f *parquet.File, table *schema.StructType, partitionColumns []
 		if id := ff.ID(); id != 0 {
 			byID[id] = ff.Name()
 		}
-		col += countLeaves(ff)
+		col += CountLeaves(ff)
 	}
 	fr.start = make([]int, col)
 	fr.end = make([]int, col)
@@ -106,13 +106,14 @@ func NewRowReader(f *parquet.File, table *schema.StructType, partitionColumns []
 	return fr, nil
 }
 
-func countLeaves(n parquet.Node) int {
+// CountLeaves is the number of leaf columns of n.
+func CountLeaves(n parquet.Node) int {
 	if n.Leaf() {
 		return 1
 	}
 	c := 0
 	for _, f := range n.Fields() {
-		c += countLeaves(f)
+		c += CountLeaves(f)
 	}
 	return c
 }

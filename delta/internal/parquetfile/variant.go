@@ -228,7 +228,7 @@ func newVariantReader(f parquet.Field, first int) (*variantReader, error) {
 	if f.Leaf() || f.Repeated() {
 		return nil, fmt.Errorf("file column %s is no variant group", f.Type())
 	}
-	r := &variantReader{meta: -1, value: -1, first: first, last: first + countLeaves(f)}
+	r := &variantReader{meta: -1, value: -1, first: first, last: first + CountLeaves(f)}
 	leaf := first
 	for _, c := range f.Fields() {
 		switch c.Name() {
@@ -239,7 +239,7 @@ func newVariantReader(f parquet.Field, first int) (*variantReader, error) {
 		case "typed_value":
 			r.sub = parquet.NewSchema("variant", parquet.Group{"v": f}) // a Group: Reconstruct fills structs by its field names
 		}
-		leaf += countLeaves(c)
+		leaf += CountLeaves(c)
 	}
 	if r.meta < 0 || r.value < 0 && r.sub == nil {
 		return nil, errors.New("variant group without metadata and value")

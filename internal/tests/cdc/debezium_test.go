@@ -187,7 +187,7 @@ func (r *rig) runUntilEqual(when string) {
 		if time.Now().After(deadline) {
 			for name := range r.dirs {
 				got := r.delta(name)
-				r.t.Errorf("%s: %s holds %d rows, PostgreSQL %d: %s", when, name, len(got), len(want), diff(got, want))
+				r.t.Errorf("%s: %s holds %d rows, PostgreSQL %d: %s", when, name, len(got), len(want), scenario.MapDiff(got, want))
 			}
 			return
 		}
@@ -215,21 +215,6 @@ func (r *rig) run(untilLatest bool) *exec.Cmd {
 		r.t.Fatalf("run --until-latest: %v\n%s", err, out)
 	}
 	return nil
-}
-
-func diff(got, want map[int64]account) string {
-	var out []string
-	for id, w := range want {
-		if g, ok := got[id]; (!ok || g != w) && len(out) < 8 {
-			out = append(out, fmt.Sprintf("%d: %+v (held: %v) want %+v", id, g, ok, w))
-		}
-	}
-	for id, g := range got {
-		if _, ok := want[id]; !ok && len(out) < 16 {
-			out = append(out, fmt.Sprintf("%d: %+v, not in PostgreSQL", id, g))
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 // workload runs a round of changes: one key updated many times, deletes,
@@ -301,7 +286,7 @@ func TestDebeziumPostgres(t *testing.T) {
 			got[int64(row["id"].(float64))] = account{name: row["name"].(string), balance: int64(row["balance"].(float64))}
 		}
 		if !maps.Equal(got, want) || len(spark.Before[d]) != len(want) {
-			t.Errorf("Spark reads %d rows of %s, PostgreSQL holds %d: %s", len(spark.Before[d]), name, len(want), diff(got, want))
+			t.Errorf("Spark reads %d rows of %s, PostgreSQL holds %d: %s", len(spark.Before[d]), name, len(want), scenario.MapDiff(got, want))
 		}
 	}
 }

@@ -132,7 +132,7 @@ func (r *rig) check(when string) {
 	}
 	for reader, rows := range map[string][]map[string]any{"delta-rs": view.Rows, "DuckDB": view.DuckdbRows} {
 		if got := accounts(r.t, rows); !maps.Equal(got, r.want) {
-			r.t.Errorf("%s: %s reads %d keys, want %d (%s)", when, reader, len(got), len(r.want), diff(got, r.want))
+			r.t.Errorf("%s: %s reads %d keys, want %d (%s)", when, reader, len(got), len(r.want), scenario.MapDiff(got, r.want))
 		}
 	}
 }
@@ -148,24 +148,6 @@ func accounts(t *testing.T, rows []map[string]any) map[int64]account {
 			t.Errorf("key %d twice", id)
 		}
 		out[id] = account{Name: row["name"].(string), Balance: int64(row["balance"].(float64))}
-	}
-	return out
-}
-
-// diff names the first few keys where got and want differ.
-func diff(got, want map[int64]account) []string {
-	var out []string
-	for _, id := range slices.Sorted(maps.Keys(maps.Collect(func(yield func(int64, bool) bool) {
-		for id := range got {
-			yield(id, true)
-		}
-		for id := range want {
-			yield(id, true)
-		}
-	}))) {
-		if g, w := got[id], want[id]; g != w && len(out) < 8 {
-			out = append(out, fmt.Sprintf("%d: %+v want %+v", id, g, w))
-		}
 	}
 	return out
 }
@@ -211,7 +193,7 @@ func TestUpsertTopic(t *testing.T) {
 	}
 	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", "--merge", changes, r.dir)
 	if got := accounts(t, spark.Before[r.dir]); !maps.Equal(got, r.want) {
-		t.Errorf("Spark reads %d keys, want %d (%s)", len(got), len(r.want), diff(got, r.want))
+		t.Errorf("Spark reads %d keys, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
 	}
 	for _, c := range merge {
 		if c.Delete {
@@ -221,7 +203,7 @@ func TestUpsertTopic(t *testing.T) {
 		}
 	}
 	if got := accounts(t, spark.After); !maps.Equal(got, r.want) {
-		t.Errorf("after its MERGE Spark reads %d keys, want %d (%s)", len(got), len(r.want), diff(got, r.want))
+		t.Errorf("after its MERGE Spark reads %d keys, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
 	}
 	r.changes(1000, 500)
 	r.run()
