@@ -146,7 +146,8 @@ func (b *buffer) handleRows(m *messages.RowBatch) {
 }
 
 // logKeys records the keys of rows just written to f, with their
-// sequences. The reader sent no row with a null key column.
+// sequences and offsets. The reader sent no row with a null key or
+// sequence column.
 func (b *buffer) logKeys(f *epochFile, m *messages.RowBatch) {
 	if f.keys == nil {
 		f.keys = new(keylog.Log)
@@ -156,7 +157,13 @@ func (b *buffer) logKeys(f *epochFile, m *messages.RowBatch) {
 		if b.scratch, err = b.cfg.upsert.Keys.AppendRow(b.scratch[:0], row); err != nil {
 			panic(fmt.Errorf("buffer %s: epoch %d: %w", b.key, m.Epoch, err))
 		}
-		f.keys.Append(b.scratch, m.Seqs[i])
+		seq := m.Offsets[i]
+		if seqs := b.cfg.upsert.Sequence; seqs != nil {
+			if seq, err = seqs.Row(row); err != nil {
+				panic(fmt.Errorf("buffer %s: epoch %d: %w", b.key, m.Epoch, err))
+			}
+		}
+		f.keys.Append(b.scratch, seq, m.Offsets[i])
 	}
 }
 

@@ -561,6 +561,7 @@ func (c *committer) epochWritten(ctx actor.Context, es *epochState, ec *epochCom
 	c.cfg.progress.setCommitted(c.base)
 	c.cfg.progress.committedNow(out.committed)
 	c.afterCommit(es, version, ec.rows, ec.bytes, out.committed, out.took)
+	c.cfg.metrics.StaleChanges.Add(float64(ec.stale))
 	if out.checkpointed {
 		if err := c.checkpointed(ctx, version, out.checkpoint); err != nil {
 			// The snapshot now holds the log's state, which is not what

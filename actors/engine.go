@@ -108,6 +108,12 @@ type Route struct {
 	// marking them in deletion vectors.
 	KeyColumns  []string
 	CopyOnWrite bool
+	// SequenceBy, in an upsert table, is the column that orders a key's
+	// changes (else the Kafka offset does); DeletedKeys remembers the
+	// sequences of deleted keys (none: a late change older than a key's
+	// delete brings it back).
+	SequenceBy  string
+	DeletedKeys upsert.DeletedKeys
 	// DeleteWhen, in an upsert table, is a filter (Where's language) that
 	// makes a row that passes it a delete of its key: a compacted topic's
 	// own delete marker (`__deleted = 'true'`).
@@ -610,6 +616,12 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 				return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
 			}
 			up = &upsert.Table{Keys: keys, CopyOnWrite: r.CopyOnWrite, Writer: writer}
+			if r.SequenceBy != "" {
+				if up.Sequence, err = upsert.NewSequence(m.DataSchema(), r.SequenceBy); err != nil {
+					return nil, fmt.Errorf("engine: table %s: sequence_by: %w", r.Name, err)
+				}
+				up.Deleted = r.DeletedKeys
+			}
 		}
 		bcfg := &bufferConfig{fileMemory: probe.FixedMemory(), upsert: up,
 			store: r.Table.Store(), dataSchema: dataSchema, tableSchema: tableSchema, partitionColumns: r.PartitionColumns,

@@ -22,6 +22,8 @@ type epochCommit struct {
 	// resolved into the commit's first actions when it is written.
 	upserts *upsert.Changes
 	table   *upsert.Table
+	// stale is the resolved changes' stale ones (upsert.Result.Stale).
+	stale int64
 }
 
 // newEpochCommit builds the epoch's commit: its adds and txns, then the
@@ -67,6 +69,8 @@ func (ec *epochCommit) resolve(ctx context.Context, store storage.Store, snap *d
 	ec.op.Metrics["numOutputRows"] = fmt.Sprint(res.Rows)
 	ec.op.Metrics["numTargetRowsDeleted"] = fmt.Sprint(res.Replaced)
 	ec.op.Metrics["numSourceRowsSuperseded"] = fmt.Sprint(res.Superseded)
+	ec.op.Metrics["numSourceRowsStale"] = fmt.Sprint(res.Stale)
+	ec.stale = res.Stale
 	return nil
 }
 

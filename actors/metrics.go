@@ -70,6 +70,9 @@ type Metrics struct {
 	// Filtered counts the records the table's route filter (where) left
 	// out.
 	Filtered prometheus.Counter
+	// StaleChanges counts an upsert table's changes ignored as older (by
+	// its sequence_by column) than their key's row or delete.
+	StaleChanges prometheus.Counter
 	// CorruptCheckpoints counts the checkpoint files found corrupt and read
 	// around (from an older checkpoint or the JSON commits), once each.
 	CorruptCheckpoints prometheus.Counter
@@ -103,7 +106,7 @@ type metricVecs struct {
 	records, restarts, maintenanceRuns, dataLoss   *prometheus.CounterVec
 	deadLetters, rows, files, bytes, commits       *prometheus.CounterVec
 	conflicts, futureEvents, dataLossRecords       *prometheus.CounterVec
-	filtered, corruptCheckpoints                   *prometheus.CounterVec
+	filtered, corruptCheckpoints, staleChanges     *prometheus.CounterVec
 	commitLatency, epochDuration, maintenanceTimes *prometheus.HistogramVec
 	buffered, dlqWaiting, dlqFull, tableVersion    *prometheus.GaugeVec
 	lastCommit, newestEvent, pending, held         *prometheus.GaugeVec
@@ -194,6 +197,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Records skipped under kafka.on_data_loss skip because Kafka deleted them before they were read, by topic and partition (a recreated topic's loss cannot be counted).",
 			"topic", "partition"),
 		filtered: counter("deltaflow_filtered_records_total", "Records the table's route filter (where) left out."),
+		staleChanges: counter("deltaflow_upsert_stale_changes_total",
+			"An upsert table's changes ignored because their sequence_by value is older than their key's row in the table or its remembered delete."),
 		corruptCheckpoints: counter("deltaflow_corrupt_checkpoints_total",
 			"Checkpoint files found corrupt, each counted once: the table is read from an older checkpoint or the JSON commits before it, as Spark does, until a newer checkpoint is written."),
 		held: gauge("deltaflow_partition_held",
@@ -227,7 +232,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(v.records, v.deadLetters, v.rows, v.files, v.bytes, v.commits, v.conflicts, v.commitLatency,
 			v.epochDuration, v.buffered, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
-			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.pendingSeconds, v.dataLoss, v.dataLossRecords, v.held, v.filtered, v.corruptCheckpoints,
+			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.pendingSeconds, v.dataLoss, v.dataLossRecords, v.held, v.filtered, v.corruptCheckpoints, v.staleChanges,
 			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled, m.Unrouted)
 	}
 	return m
@@ -269,6 +274,7 @@ func (m *Metrics) Table(name string) *Metrics {
 		DataLossRecords:     v.dataLossRecords.MustCurryWith(l),
 		Held:                v.held.MustCurryWith(l),
 		Filtered:            v.filtered.WithLabelValues(name),
+		StaleChanges:        v.staleChanges.WithLabelValues(name),
 		CorruptCheckpoints:  v.corruptCheckpoints.WithLabelValues(name),
 		FetchPaused:         m.FetchPaused, Paused: m.Paused, Lag: m.Lag, Errors: m.Errors, Retries: m.Retries, Stalled: m.Stalled,
 		Unrouted: m.Unrouted,

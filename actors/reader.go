@@ -28,13 +28,13 @@ type fetchMem struct {
 	values []parquet.Value
 	rows   []parquet.Row
 	route  []int32 // route index of each mapped row, in record order
-	// seqs are the mapped rows' offsets, in record order, for an upsert
-	// table (the sequences of its changes); seqSlab is where each route's
+	// offsets are the mapped rows' offsets, in record order, for an upsert
+	// table (the order of its changes); offsetSlab is where each route's
 	// are laid out.
-	seqs    []int64
-	seqSlab []int64
-	refs    atomic.Int32
-	done    func() // the Fetch's Done, on the part that ends it
+	offsets    []int64
+	offsetSlab []int64
+	refs       atomic.Int32
+	done       func() // the Fetch's Done, on the part that ends it
 }
 
 var fetchMems = sync.Pool{New: func() any { return new(fetchMem) }}
@@ -112,10 +112,10 @@ type reader struct {
 	routes  map[string]*route
 	touched []*route // routes of the current Fetch, by route.idx
 	batches [][]parquet.Row
-	// seqBatches are an upsert table's sequences of each batch.
-	seqBatches [][]int64
-	row        mapping.Row
-	rec        mapping.Record
+	// offsetBatches are an upsert table's offsets of each batch.
+	offsetBatches [][]int64
+	row           mapping.Row
+	rec           mapping.Record
 
 	// unsent is what the part of a Fetch being mapped will add to the
 	// budget when sent.
@@ -202,15 +202,16 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 	if n := len(m.Records) * ncols; cap(mem.values) < n {
 		mem.values = make([]parquet.Value, n)
 	}
-	mem.route, mem.seqs = mem.route[:0], mem.seqs[:0]
+	mem.route, mem.offsets = mem.route[:0], mem.offsets[:0]
 	mem.done = m.Done
 	r.row.Arena = &mem.arena
 	r.mapper.StartBatch()
 	used := 0 // values of mapped rows
 	data := 0
-	var keys *upsert.Keys // an upsert table's
+	var keys *upsert.Keys // an upsert table's, and its sequence column
+	var sequence *upsert.Sequence
 	if u := r.cfg.buffer.upsert; u != nil {
-		keys = u.Keys
+		keys, sequence = u.Keys, u.Sequence
 	}
 	cut := false // the rest of the Fetch is past the limit
 	for _, kr := range m.Records {
@@ -259,8 +260,14 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 				class = reasonUnrouted
 			}
 		}
-		if err == nil && keys != nil { // an upsert row needs its key
-			if r.keyBuf, err = keys.AppendRow(r.keyBuf[:0], r.row.Values); err != nil {
+		// An upsert row needs its key, and its sequence: the offset unless
+		// a column orders the changes.
+		seq := kr.Offset
+		if err == nil && keys != nil {
+			if r.keyBuf, err = keys.AppendRow(r.keyBuf[:0], r.row.Values); err == nil && sequence != nil {
+				seq, err = sequence.Row(r.row.Values)
+			}
+			if err != nil {
 				err = &mapping.MapError{Reason: err.Error()}
 			}
 		}
@@ -298,7 +305,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 			if r.deletes == nil {
 				r.deletes = new(keylog.Log)
 			}
-			r.deletes.Append(r.keyBuf, kr.Offset)
+			r.deletes.Append(r.keyBuf, seq, kr.Offset)
 			r.consumed(kr.Offset)
 			data++
 			continue
@@ -330,7 +337,7 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 		r.unsent += int64(r.row.Size)
 		mem.route = append(mem.route, rt.idx)
 		if keys != nil {
-			mem.seqs = append(mem.seqs, kr.Offset)
+			mem.offsets = append(mem.offsets, kr.Offset)
 		}
 		r.consumed(kr.Offset)
 		data++
@@ -392,7 +399,7 @@ func (r *reader) hold(n int64) int64 {
 
 // deleteMemory is what a delete holds until its epoch commits, besides its
 // key: its entry in the epoch's key log.
-const deleteMemory = 24
+const deleteMemory = 32
 
 // letterMemory is what a dead letter holds until its epoch commits.
 func letterMemory(key, value []byte, reason string) int64 {
@@ -424,7 +431,7 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 	for i, ri := range mem.route {
 		batches[ri] = append(batches[ri], mem.values[i*ncols:(i+1)*ncols:(i+1)*ncols])
 	}
-	seqs := r.routeSeqs(mem)
+	offsets := r.routeOffsets(mem)
 	mem.refs.Store(int32(len(r.touched)))
 	for i, rt := range r.touched {
 		// Counted before the buffer writes the rows (and so before the
@@ -432,8 +439,8 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 		// it polls again.
 		r.cfg.buffer.budget.Add(r.gen, rt.bytes+rt.reserved)
 		batch := &messages.RowBatch{Gen: r.gen, Epoch: r.epoch, Rows: batches[i], Bytes: rt.bytes, Reserved: rt.reserved, Release: mem.release}
-		if seqs != nil {
-			batch.Seqs = seqs[i]
+		if offsets != nil {
+			batch.Offsets = offsets[i]
 		}
 		if rt.pid != nil {
 			c.Send(rt.pid, batch)
@@ -448,24 +455,24 @@ func (r *reader) send(c actor.Context, mem *fetchMem) {
 	r.batches = batches
 }
 
-// routeSeqs lays out, for an upsert table, the sequences of each touched
+// routeOffsets lays out, for an upsert table, the offsets of each touched
 // route's rows in mem as the rows are (nil for an append table).
-func (r *reader) routeSeqs(mem *fetchMem) [][]int64 {
-	if len(mem.seqs) == 0 {
+func (r *reader) routeOffsets(mem *fetchMem) [][]int64 {
+	if len(mem.offsets) == 0 {
 		return nil
 	}
-	if cap(mem.seqSlab) < len(mem.seqs) {
-		mem.seqSlab = make([]int64, len(mem.seqs))
+	if cap(mem.offsetSlab) < len(mem.offsets) {
+		mem.offsetSlab = make([]int64, len(mem.offsets))
 	}
-	out := slices.Grow(r.seqBatches[:0], len(r.touched))[:len(r.touched)]
-	r.seqBatches = out
+	out := slices.Grow(r.offsetBatches[:0], len(r.touched))[:len(r.touched)]
+	r.offsetBatches = out
 	at := 0
 	for i, rt := range r.touched {
-		out[i] = mem.seqSlab[at : at : at+rt.rows]
+		out[i] = mem.offsetSlab[at : at : at+rt.rows]
 		at += rt.rows
 	}
 	for i, ri := range mem.route {
-		out[ri] = append(out[ri], mem.seqs[i])
+		out[ri] = append(out[ri], mem.offsets[i])
 	}
 	return out
 }

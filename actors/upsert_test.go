@@ -29,18 +29,27 @@ type upsertRig struct {
 	want  map[int64]string // name by id
 }
 
-func newUpsertRig(t *testing.T) *upsertRig { return newUpsertRigCOW(t, false) }
+func newUpsertRig(t *testing.T) *upsertRig { return newUpsertRigOf(t, false, false) }
 
 // newUpsertRigCOW is newUpsertRig, copy-on-write (no deletion vectors) if
 // cow.
-func newUpsertRigCOW(t *testing.T, cow bool) *upsertRig {
+func newUpsertRigCOW(t *testing.T, cow bool) *upsertRig { return newUpsertRigOf(t, cow, false) }
+
+// newUpsertRigOf is newUpsertRig, copy-on-write if cow, and if sequenced
+// with a column v (the value's "v") ordering the changes, deleted keys
+// remembered in the bridge's KV and a name "__deleted" marking a delete.
+func newUpsertRigOf(t *testing.T, cow, sequenced bool) *upsertRig {
 	const topic = "accounts"
 	g := newRoutesRig(t, map[string]int32{topic: 3})
-	m, err := mapping.New(mapping.Config{Mode: mapping.Strict, KeyFormat: mapping.JSON, Tombstones: true, Columns: []mapping.Column{
+	cols := []mapping.Column{
 		{Name: "id", Type: "long", Source: "kafka.key.id"},
 		{Name: "name", Type: "string", Required: true},
 		{Name: "kafka_offset", Type: "long", Source: "kafka.offset"},
-	}}, nil)
+	}
+	if sequenced {
+		cols = append(cols, mapping.Column{Name: "v", Type: "long", Source: "v"})
+	}
+	m, err := mapping.New(mapping.Config{Mode: mapping.Strict, KeyFormat: mapping.JSON, Tombstones: true, Columns: cols}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +67,12 @@ func newUpsertRigCOW(t *testing.T, cow bool) *upsertRig {
 	}
 	rt := &routeTable{store: local, route: Route{Name: "accounts", Topics: []string{topic}, Table: tbl, Mapper: m,
 		KeyColumns: []string{"id"}, CopyOnWrite: cow, Outbox: NewOutbox(g.bridge)}}
+	if sequenced {
+		rt.route.SequenceBy, rt.route.DeleteWhen = "v", "name = '__deleted'"
+		if rt.route.DeletedKeys, err = g.bridge.DeletedKeys(t.Context(), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
 	g.tables["accounts"] = rt
 	return &upsertRig{routesRig: g, topic: topic, table: rt, rng: rand.New(rand.NewPCG(1, 2)), want: map[int64]string{}}
 }
@@ -270,4 +285,100 @@ func TestUpsertConcurrentOptimize(t *testing.T) {
 		t.Error("no OPTIMIZE committed while upserts streamed")
 	}
 	t.Logf("%d OPTIMIZEs committed, %d epoch conflicts", optimized, int(testutil.ToFloat64(r.metrics().Conflicts)))
+}
+
+// sequenced is one change of a sequenced rig: an upsert of id with name,
+// or a delete (name ""), at sequence v.
+type sequenced struct {
+	id   int64
+	name string
+	v    int64
+}
+
+// send produces changes in order, each key's to its partition, and
+// records the state they leave by sequence: per key the change with the
+// highest v (at equal ones the later), in best.
+func (u *upsertRig) send(best map[int64]sequenced, changes ...sequenced) {
+	u.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(u.kcfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, len(changes))
+	for i, c := range changes {
+		name := c.name
+		if name == "" {
+			name = "__deleted"
+		}
+		recs[i] = &kgo.Record{Topic: u.topic, Partition: int32(c.id % 3), Key: fmt.Appendf(nil, `{"id": %d}`, c.id),
+			Value: fmt.Appendf(nil, `{"name": %q, "v": %d}`, name, c.v)}
+		if b, ok := best[c.id]; !ok || c.v >= b.v {
+			best[c.id] = c
+		}
+	}
+	if err := cl.ProduceSync(u.t.Context(), recs...).FirstErr(); err != nil {
+		u.t.Fatal(err)
+	}
+	clear(u.want)
+	for id, c := range best {
+		if c.name != "" {
+			u.want[id] = c.name
+		}
+	}
+}
+
+// TestUpsertSequence: with sequence_by, a key's change with the highest
+// sequence wins whatever order the changes arrive in, across epochs: a
+// late change older than the key's row is ignored, and so is one older
+// than the key's delete (remembered in the KV), each counted; a newer one
+// brings a deleted key back.
+func TestUpsertSequence(t *testing.T) {
+	u := newUpsertRigOf(t, false, true)
+	r := u.start(Config{})
+	defer r.stop(t)
+	best := map[int64]sequenced{}
+	step := func(name string, wantStale float64, changes ...sequenced) {
+		t.Helper()
+		u.send(best, changes...)
+		waitFor(t, u.caughtUp)
+		u.check()
+		if got := testutil.ToFloat64(r.metrics().StaleChanges); got != wantStale {
+			t.Errorf("%s: %v stale changes counted, want %v", name, got, wantStale)
+		}
+	}
+	step("older within an epoch", 0, sequenced{1, "a", 10}, sequenced{2, "b", 10}, sequenced{3, "c", 10}, sequenced{1, "a-old", 5})
+	step("older than the row, a delete older than the row, a delete", 2,
+		sequenced{1, "x", 7}, sequenced{3, "", 3}, sequenced{2, "", 20})
+	step("older than the delete", 3, sequenced{2, "late", 15})
+	seqs, err := u.table.route.DeletedKeys.Sequences(t.Context(), []string{"2"})
+	if err != nil || seqs["2"] != 20 {
+		t.Errorf("key 2's delete remembered as %v (%v), want 20", seqs, err)
+	}
+	step("newer than the delete", 3, sequenced{2, "back", 25})
+}
+
+// TestUpsertSequenceKillLoop: changes of random sequences, so that most
+// arrive out of order, stream while the engine is killed again and again:
+// the table ends holding each key's highest-sequence change, no key twice.
+func TestUpsertSequenceKillLoop(t *testing.T) {
+	u := newUpsertRigOf(t, false, true)
+	best := map[int64]sequenced{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	batch := func(int) {
+		changes := make([]sequenced, 150)
+		for i := range changes {
+			c := sequenced{id: rng.Int64N(60), v: rng.Int64N(1000)}
+			if rng.IntN(5) != 0 {
+				c.name = "n" + strconv.Itoa(rng.IntN(1e6))
+			}
+			changes[i] = c
+		}
+		u.send(best, changes...)
+	}
+	killWhileProducing(t, u.start, batch)
+	r := u.start(Config{})
+	defer r.stop(t)
+	waitFor(t, u.caughtUp)
+	u.check()
 }

@@ -43,10 +43,10 @@ type RowBatch struct {
 	Gen   uint64
 	Epoch uint64
 	Rows  []parquet.Row
-	// Seqs, for a table in upsert mode, are the rows' sequences (their
-	// records' offsets), one per row.
-	Seqs  []int64
-	Bytes int64
+	// Offsets, for a table in upsert mode, are the rows' records' offsets,
+	// one per row: the order of changes of equal sequence.
+	Offsets []int64
+	Bytes   int64
 	// Reserved is what the reader counted in the memory budget, besides
 	// Bytes, for the file of the epoch the rows may open (its writer's
 	// fixed memory): the buffer keeps it if it opens the file, and gives

@@ -62,11 +62,11 @@ func BenchmarkResolve(b *testing.B) {
 					id += int64(size.keys) // an insert
 				case r == 1:
 					key, _ := keys.AppendColumns(nil, []parquet.Value{parquet.Int64Value(id)})
-					ch.Deletes.Append(key, i)
+					ch.Deletes.Append(key, i, i)
 					continue
 				}
 				key, _ := keys.AppendColumns(nil, []parquet.Value{parquet.Int64Value(id)})
-				fileKeys.Append(key, i)
+				fileKeys.Append(key, i, i)
 				rows = append(rows, delta.Row{id, "new", i})
 			}
 			add, err := delta.WriteDataFile(b.Context(), store, data, nil, nil, rows, delta.WriterOptions{})

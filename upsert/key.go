@@ -1,10 +1,13 @@
 package upsert
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -36,15 +39,7 @@ func NewKeys(data *delta.StructType, names []string) (*Keys, error) {
 	}
 	k := &Keys{names: slices.Clone(names)}
 	for _, name := range names {
-		leaf, typ := -1, delta.PrimitiveType("")
-		n := 0
-		for _, f := range data.Fields {
-			if f.Name == name {
-				leaf = n
-				typ, _ = f.Type.(delta.PrimitiveType)
-			}
-			n += leaves(f.Type)
-		}
+		leaf, typ := dataLeaf(data, name)
 		switch {
 		case leaf < 0:
 			return nil, fmt.Errorf("key column %q is not a data column (a partition column cannot be a key yet)", name)
@@ -55,6 +50,20 @@ func NewKeys(data *delta.StructType, names []string) (*Keys, error) {
 		k.long = append(k.long, typ != delta.String)
 	}
 	return k, nil
+}
+
+// dataLeaf is column name's leaf in a mapped row of data columns, and its
+// type if primitive: -1 when data has no such column.
+func dataLeaf(data *delta.StructType, name string) (int, delta.PrimitiveType) {
+	n := 0
+	for _, f := range data.Fields {
+		if f.Name == name {
+			typ, _ := f.Type.(delta.PrimitiveType)
+			return n, typ
+		}
+		n += leaves(f.Type)
+	}
+	return -1, ""
 }
 
 // leaves is the number of Parquet leaf columns a column of type t has in a
@@ -118,4 +127,29 @@ func appendString(dst, s []byte) []byte {
 
 func appendLong(dst []byte, n int64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, 'l'), uint64(n))
+}
+
+// Token renders an encoded key as a NATS KV key: its values joined by
+// dots, a number in decimal, a string "s" and then base64url, so that a
+// key of numbers reads as itself (`nats kv get BUCKET 42`).
+func Token(key string) string {
+	var b strings.Builder
+	for len(key) > 0 {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		switch key[0] {
+		case 'l':
+			b.WriteString(strconv.FormatInt(int64(binary.BigEndian.Uint64([]byte(key[1:9]))), 10))
+			key = key[9:]
+		case 's':
+			n, w := binary.Uvarint([]byte(key[1:]))
+			b.WriteByte('s')
+			b.WriteString(base64.RawURLEncoding.EncodeToString([]byte(key[1+w : 1+w+int(n)])))
+			key = key[1+w+int(n):]
+		default:
+			panic(fmt.Sprintf("upsert: not an encoded key: %q", key))
+		}
+	}
+	return b.String()
 }

@@ -57,3 +57,32 @@ func TestNewKeysRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A key's token is a valid NATS KV key that reads as its values, and
+// differs for different keys.
+func TestToken(t *testing.T) {
+	data := &delta.StructType{Fields: []delta.StructField{{Name: "a", Type: delta.String}, {Name: "n", Type: delta.Long}}}
+	k, err := NewKeys(data, []string{"a", "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(a string, n int64) string {
+		key, err := k.AppendColumns(nil, []parquet.Value{parquet.ByteArrayValue([]byte(a)), parquet.Int64Value(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Token(string(key))
+	}
+	for _, tc := range []struct {
+		a    string
+		n    int64
+		want string
+	}{{"ab", 42, "sYWI.42"}, {"", -7, "s.-7"}, {"a.b/ü", 0, "sYS5iL8O8.0"}} {
+		if got := token(tc.a, tc.n); got != tc.want {
+			t.Errorf("(%q, %d): token %q, want %q", tc.a, tc.n, got, tc.want)
+		}
+	}
+	if token("a", 1) == token("a", 10) || token("ab", 1) == token("a", 1) {
+		t.Error("different keys, one token")
+	}
+}

@@ -25,25 +25,39 @@ type Result struct {
 	Actions []delta.Action
 	// Rows is the number of rows the epoch adds to the table (its winning
 	// upserts); Superseded the epoch's rows a later change of their key
-	// replaced within it; Replaced the table's rows the epoch marked
-	// deleted (updated or deleted keys); FilesRead the table files whose
-	// key columns were read.
-	Rows, Superseded, Replaced int64
-	FilesRead                  int
+	// replaced within it; Stale the changes (rows and deletes) older than
+	// their key's row in the table or its remembered delete, ignored;
+	// Replaced the table's rows the epoch marked deleted (updated or
+	// deleted keys); FilesRead the table files whose key columns were
+	// read.
+	Rows, Superseded, Stale, Replaced int64
+	FilesRead                         int
 }
 
 // winner is a key's latest change in an epoch: row of new file file, or a
-// delete (file < 0).
+// delete (file < 0); stale when the table holds a newer state of the key.
 type winner struct {
-	seq  int64
-	file int
-	row  int
+	seq, off  int64
+	file, row int
+	stale     bool
 }
 
-// Table is an upsert table's settings: its keys, and how its rows are
-// deleted.
+// after reports whether change w comes after o: a higher sequence, or an
+// equal one and a later record.
+func (w winner) after(o winner) bool {
+	return w.seq > o.seq || w.seq == o.seq && w.off >= o.off
+}
+
+// Table is an upsert table's settings: its keys, how changes are ordered,
+// and how its rows are deleted.
 type Table struct {
 	Keys *Keys
+	// Sequence, if set, orders the changes of a key (else the Kafka offset
+	// does: a key's records share a partition, and the table's rows are
+	// older than any change read after them). Deleted, with Sequence,
+	// remembers deleted keys.
+	Sequence *Sequence
+	Deleted  DeletedKeys
 	// CopyOnWrite rewrites a file without its deleted rows (a new file
 	// written with Writer) instead of giving it a deletion vector: for
 	// readers that have none (polars' scan_delta, Presto).
@@ -56,47 +70,58 @@ type Table struct {
 // of the key, in the epoch's files and in the table, is deleted: marked in
 // a deletion vector (written to store), or with CopyOnWrite left out of a
 // rewrite of its file. Table files are pruned by the first key column's
-// statistics and only their key columns are read. The table's rows are
-// older than the epoch's changes (the sequence is the Kafka offset, and a
-// key's records share a partition): any row of a changed key is replaced.
+// statistics and only their key columns (and sequence column) are read.
+// With a Sequence, a key whose row in the table, or whose remembered
+// delete, is newer than the epoch's latest change keeps its state (the
+// change is stale), and the deletes that win are remembered before the
+// commit (a commit that fails is re-read, and deletes its keys again).
 func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, ch Changes, now time.Time) (Result, error) {
 	var res Result
 	if t.CopyOnWrite && snap.ColumnMappingMode() != "none" {
 		return res, fmt.Errorf("copy-on-write upserts into a table with column mapping (%s) are not supported", snap.ColumnMappingMode())
 	}
-	keys := t.Keys
 	wins := map[string]winner{}
 	take := func(key []byte, w winner) {
-		if old, ok := wins[string(key)]; !ok || w.seq >= old.seq {
+		if old, ok := wins[string(key)]; !ok || w.after(old) {
 			wins[string(key)] = w
 		}
 	}
 	for i, f := range ch.Files {
 		for j := range f.Rows.Len() {
-			key, seq := f.Rows.At(j)
-			take(key, winner{seq: seq, file: i, row: j})
+			key, seq, off := f.Rows.At(j)
+			take(key, winner{seq: seq, off: off, file: i, row: j})
 		}
 	}
 	for j := range ch.Deletes.Len() {
-		key, seq := ch.Deletes.At(j)
-		take(key, winner{seq: seq, file: -1, row: j})
+		key, seq, off := ch.Deletes.At(j)
+		take(key, winner{seq: seq, off: off, file: -1, row: j})
 	}
 	if len(wins) == 0 {
 		return res, nil
 	}
-	old, err := replacedRows(ctx, store, snap, keys, wins, &res)
+	old, err := t.replacedRows(ctx, store, snap, wins, &res)
 	if err != nil {
 		return res, err
+	}
+	if t.Sequence != nil && t.Deleted != nil {
+		if err := t.deletedKeys(ctx, wins, old); err != nil {
+			return res, err
+		}
 	}
 	for i, f := range ch.Files {
 		var superseded []uint64
 		for j := range f.Rows.Len() {
-			key, _ := f.Rows.At(j)
-			if w := wins[string(key)]; w.file != i || w.row != j {
-				superseded = append(superseded, uint64(j))
+			key, _, _ := f.Rows.At(j)
+			switch w := wins[string(key)]; {
+			case w.stale:
+				res.Stale++
+			case w.file == i && w.row == j:
+				continue
+			default:
+				res.Superseded++
 			}
+			superseded = append(superseded, uint64(j))
 		}
-		res.Superseded += int64(len(superseded))
 		res.Rows += int64(f.Rows.Len() - len(superseded))
 		switch {
 		case len(superseded) == f.Rows.Len(): // left out: VACUUM deletes it
@@ -110,8 +135,18 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			res.Actions = append(res.Actions, acts...)
 		}
 	}
+	for j := range ch.Deletes.Len() {
+		if key, _, _ := ch.Deletes.At(j); wins[string(key)].stale {
+			res.Stale++
+		}
+	}
 	for _, o := range old {
-		acts, err := t.without(ctx, store, snap, o.add, o.rows, true, now)
+		rows := o.live(wins)
+		if len(rows) == 0 {
+			continue
+		}
+		res.Replaced += int64(len(rows))
+		acts, err := t.without(ctx, store, snap, o.add, rows, true, now)
 		if err != nil {
 			return res, err
 		}
@@ -120,46 +155,131 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 	return res, nil
 }
 
-// oldRows are the rows of a table file that an epoch replaces.
+// oldRows are the rows of a table file whose key the epoch changed, with
+// their keys when the table has a sequence column (a stale change leaves
+// its key's row).
 type oldRows struct {
 	add  *delta.Add
 	rows []uint64
+	keys []string
+}
+
+// live is the rows the epoch replaces: those of keys whose change is not
+// stale.
+func (o oldRows) live(wins map[string]winner) []uint64 {
+	if o.keys == nil {
+		return o.rows
+	}
+	var rows []uint64
+	for i, r := range o.rows {
+		if !wins[o.keys[i]].stale {
+			rows = append(rows, r)
+		}
+	}
+	return rows
 }
 
 // replacedRows finds the live rows of the table whose key the epoch
-// changed, file by file.
-func replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, keys *Keys, wins map[string]winner, res *Result) ([]oldRows, error) {
+// changed, file by file. With a sequence column, a key whose row there is
+// newer than its winning change is marked stale in wins.
+func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, wins map[string]winner, res *Result) ([]oldRows, error) {
 	schema, err := snap.Schema()
 	if err != nil {
 		return nil, err
+	}
+	keys := t.Keys
+	cols, nkeys := keys.Names(), len(keys.Names())
+	if t.Sequence != nil {
+		cols = append(slices.Clone(cols), t.Sequence.Name())
 	}
 	bounds := newFirstKeys(wins)
 	pruneByName := snap.ColumnMappingMode() == "none"
 	var out []oldRows
 	var buf []byte
 	for _, add := range snap.Files() {
-		if pruneByName && !bounds.mayHold(add.Stats, keys.Names()[0]) {
+		if pruneByName && !bounds.mayHold(add.Stats, cols[0]) {
 			continue
 		}
 		res.FilesRead++
-		var rows []uint64
-		for r, err := range delta.DataFileColumns(ctx, store, schema, keys.Names(), add) {
+		o := oldRows{add: add}
+		for r, err := range delta.DataFileColumns(ctx, store, schema, cols, add) {
 			if err != nil {
 				return nil, fmt.Errorf("read the keys of %s: %w", add.Path, err)
 			}
-			if buf, err = keys.AppendColumns(buf[:0], r.Values); err != nil {
+			if buf, err = keys.AppendColumns(buf[:0], r.Values[:nkeys]); err != nil {
 				return nil, fmt.Errorf("%s row %d: %w", add.Path, r.Index, err)
 			}
-			if _, changed := wins[string(buf)]; changed {
-				rows = append(rows, r.Index)
+			w, changed := wins[string(buf)]
+			if !changed {
+				continue
+			}
+			o.rows = append(o.rows, r.Index)
+			if t.Sequence == nil {
+				continue
+			}
+			key := string(buf)
+			o.keys = append(o.keys, key)
+			// A null sequence (a row written before the column was) is
+			// older than any change.
+			if seq, ok := sequenceValue(r.Values[nkeys]); ok && seq > w.seq && !w.stale {
+				w.stale = true
+				wins[key] = w
 			}
 		}
-		if len(rows) > 0 {
-			out = append(out, oldRows{add: add, rows: rows})
-			res.Replaced += int64(len(rows))
+		if len(o.rows) > 0 {
+			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// deletedKeys settles the epoch's changes against the keys' remembered
+// deletes: a change of a key the table holds no row of is stale when the
+// key was deleted with a higher sequence; then the winning deletes are
+// remembered.
+func (t *Table) deletedKeys(ctx context.Context, wins map[string]winner, old []oldRows) error {
+	inTable := map[string]bool{}
+	for _, o := range old {
+		for _, k := range o.keys {
+			inTable[k] = true
+		}
+	}
+	var ask []string
+	tokens := map[string]string{} // token → key
+	for key, w := range wins {
+		if !w.stale && !inTable[key] {
+			tok := Token(key)
+			ask = append(ask, tok)
+			tokens[tok] = key
+		}
+	}
+	if len(ask) > 0 {
+		seqs, err := t.Deleted.Sequences(ctx, ask)
+		if err != nil {
+			return fmt.Errorf("deleted keys: %w", err)
+		}
+		for tok, deleted := range seqs {
+			key := tokens[tok]
+			// Not at an equal sequence: an epoch re-read after a failed
+			// commit finds its own deletes remembered.
+			if w := wins[key]; deleted > w.seq {
+				w.stale = true
+				wins[key] = w
+			}
+		}
+	}
+	deletes := map[string]int64{}
+	for key, w := range wins {
+		if w.file < 0 && !w.stale {
+			deletes[Token(key)] = w.seq
+		}
+	}
+	if len(deletes) > 0 {
+		if err := t.Deleted.Remember(ctx, deletes); err != nil {
+			return fmt.Errorf("remember deleted keys: %w", err)
+		}
+	}
+	return nil
 }
 
 // without is the actions that leave rows out of file add: a live file of

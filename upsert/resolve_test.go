@@ -1,6 +1,7 @@
 package upsert
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,7 +27,47 @@ type upsertTable struct {
 	snap  *delta.Snapshot
 	keys  *Keys
 	data  *delta.StructType
-	cow   bool // copy-on-write
+	up    *Table
+	next  int64 // the offset of the next change
+}
+
+// sequenced makes the table's changes ordered by a column v (written with
+// each change's sequence) with deleted keys remembered in memory.
+func (u *upsertTable) sequenced() *memDeleted {
+	u.t.Helper()
+	u.data.Fields = append(u.data.Fields, delta.StructField{Name: "v", Type: delta.Long, Nullable: true})
+	snap, _, err := u.table.EnsureSchema(u.t.Context(), u.data, nil, nil)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	u.snap = snap
+	seq, err := NewSequence(u.data, "v")
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	mem := &memDeleted{seqs: map[string]int64{}}
+	u.up.Sequence, u.up.Deleted = seq, mem
+	return mem
+}
+
+// memDeleted is DeletedKeys in a map.
+type memDeleted struct{ seqs map[string]int64 }
+
+func (m *memDeleted) Sequences(_ context.Context, keys []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, k := range keys {
+		if s, ok := m.seqs[k]; ok {
+			out[k] = s
+		}
+	}
+	return out, nil
+}
+
+func (m *memDeleted) Remember(_ context.Context, deletes map[string]int64) error {
+	for k, s := range deletes {
+		m.seqs[k] = max(m.seqs[k], s)
+	}
+	return nil
 }
 
 func newUpsertTable(t *testing.T, cow bool) *upsertTable {
@@ -50,7 +91,7 @@ func newUpsertTable(t *testing.T, cow bool) *upsertTable {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &upsertTable{t: t, dir: dir, store: store, table: table, snap: snap, keys: keys, data: data, cow: cow}
+	return &upsertTable{t: t, dir: dir, store: store, table: table, snap: snap, keys: keys, data: data, up: &Table{Keys: keys, CopyOnWrite: cow}}
 }
 
 // change is one change of an epoch: an upsert of id with name, or a
@@ -62,7 +103,7 @@ type change struct {
 }
 
 // epoch writes the upserts of changes as one data file and commits it with
-// the deletes, resolved.
+// the deletes, resolved; the changes' offsets follow the last epoch's.
 func (u *upsertTable) epoch(changes ...change) Result {
 	u.t.Helper()
 	ctx := u.t.Context()
@@ -74,12 +115,17 @@ func (u *upsertTable) epoch(changes ...change) Result {
 		if err != nil {
 			u.t.Fatal(err)
 		}
+		u.next++
 		if c.name == "" {
-			ch.Deletes.Append(key, c.seq)
+			ch.Deletes.Append(key, c.seq, u.next)
 			continue
 		}
-		rows = append(rows, delta.Row{c.id, c.name})
-		keys.Append(key, c.seq)
+		row := delta.Row{c.id, c.name}
+		if u.up.Sequence != nil {
+			row = append(row, c.seq)
+		}
+		rows = append(rows, row)
+		keys.Append(key, c.seq, u.next)
 	}
 	if len(rows) > 0 {
 		add, err := delta.WriteDataFile(ctx, u.store, u.data, nil, nil, rows, delta.WriterOptions{})
@@ -88,7 +134,7 @@ func (u *upsertTable) epoch(changes ...change) Result {
 		}
 		ch.Files = append(ch.Files, NewFile{Add: add, Rows: &keys})
 	}
-	res, err := (&Table{Keys: u.keys, CopyOnWrite: u.cow}).Resolve(ctx, u.store, u.snap, ch, time.Now())
+	res, err := u.up.Resolve(ctx, u.store, u.snap, ch, time.Now())
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -194,6 +240,57 @@ func testResolve(t *testing.T, cow bool) {
 			t.Errorf("%s reads %v, want %v (%s%s)", reader, rows, want, view.RowsError, view.DuckdbError)
 		}
 	}
+}
+
+// With a sequence column, a key's change with the highest sequence wins
+// whenever it arrives (an equal one: the later record): a late change
+// older than the key's row in the table, or than its remembered delete,
+// is stale and leaves the table as it is; so is a late delete older than
+// the row.
+func TestResolveSequence(t *testing.T) {
+	for _, cow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deletion_vectors", true: "copy_on_write"}[cow], func(t *testing.T) {
+			u := newUpsertTable(t, cow)
+			mem := u.sequenced()
+			step := func(name string, wantStale int64, want map[int64]string, changes ...change) {
+				t.Helper()
+				if res := u.epoch(changes...); res.Stale != wantStale {
+					t.Errorf("%s: %+v, want %d stale", name, res, wantStale)
+				}
+				u.check(want)
+			}
+			step("older within the epoch", 0, map[int64]string{1: "a", 2: "b"},
+				change{1, "a", 10}, change{2, "b", 10}, change{1, "a-old", 5})
+			step("older than the table", 1, map[int64]string{1: "a", 2: "b"}, change{1, "x", 7})
+			step("equal: the later record", 0, map[int64]string{1: "a", 2: "b2"}, change{2, "b2", 10})
+			step("delete", 0, map[int64]string{2: "b2"}, change{1, "", 20})
+			if got := mem.seqs[Token(u.key(1))]; got != 20 {
+				t.Errorf("key 1's delete remembered at %d, want 20", got)
+			}
+			step("older than the delete", 1, map[int64]string{2: "b2"}, change{1, "late", 15})
+			step("newer than the delete", 0, map[int64]string{1: "new", 2: "b2"}, change{1, "new", 25})
+			step("a delete older than the row", 1, map[int64]string{1: "new", 2: "b2"}, change{2, "", 3})
+			step("a delete older within the epoch", 0, map[int64]string{1: "new", 2: "b2", 3: "c"},
+				change{3, "c", 30}, change{3, "", 29})
+			step("a stale upsert and delete of a key", 2, map[int64]string{1: "new", 2: "b2", 3: "c"},
+				change{3, "", 28}, change{3, "c-old", 27})
+			// An epoch re-read after its commit failed finds its delete
+			// remembered already: not stale. An upsert at the delete's
+			// sequence came later, and wins.
+			mem.seqs[Token(u.key(9))] = 50
+			step("a delete remembered at its own sequence", 0, map[int64]string{1: "new", 2: "b2", 3: "c"}, change{9, "", 50})
+			step("an upsert at a delete's sequence", 0, map[int64]string{1: "new", 2: "b2", 3: "c", 9: "i"}, change{9, "i", 50})
+		})
+	}
+}
+
+// key is id's encoded key.
+func (u *upsertTable) key(id int64) string {
+	key, err := u.keys.AppendColumns(nil, []parquet.Value{parquet.Int64Value(id)})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return string(key)
 }
 
 // Files whose first key column's statistics exclude every changed key are

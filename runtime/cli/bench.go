@@ -73,6 +73,7 @@ func benchCommand(out IO) *cobra.Command {
 	fs.DurationVar(&o.TablesIdle, "tables-idle", 30*time.Second, "--tables: how long to watch the idle daemon with one table and with all")
 	fs.BoolVar(&o.Upsert, "upsert", false, "also load --upsert-keys keys into an upsert table and drain --events changes to random keys (80% updates, 10% inserts, 10% deletes) end to end")
 	fs.IntVar(&o.UpsertKeys, "upsert-keys", 1_000_000, "upsert mode: keys loaded before the changes")
+	fs.BoolVar(&o.UpsertSequence, "upsert-sequence", false, "upsert mode: order the changes by a sequence_by column (the record timestamp), deleted keys remembered in the KV")
 	fs.BoolVar(&o.Startup, "startup", false, "also measure restart → first fetch on a table with --startup-commits commits")
 	fs.IntVar(&o.StartupCommits, "startup-commits", 10_000, "startup mode: commits of the (cached) table")
 	jsonFlag(fs, &f.asJSON)

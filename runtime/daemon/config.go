@@ -24,6 +24,7 @@ import (
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/schemareg"
 	"github.com/deltaflow/deltaflow/storage"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // Config is the deltaflow configuration file (configs/deltaflow.yaml). A
@@ -71,6 +72,8 @@ type TableConfig struct {
 	KeyColumns         []string         `yaml:"key_columns"`
 	UpsertStrategy     string           `yaml:"upsert_strategy"`
 	DeleteWhen         string           `yaml:"delete_when"`
+	SequenceBy         string           `yaml:"sequence_by"`
+	DeleteRetention    time.Duration    `yaml:"delete_retention"`
 	CDC                string           `yaml:"cdc"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
@@ -175,6 +178,7 @@ func DefaultConfig() Config {
 			SchemaEvolution:    EvolveAddColumns,
 			WriteMode:          WriteAppend,
 			UpsertStrategy:     UpsertDeletionVectors,
+			DeleteRetention:    DefaultDeleteRetention,
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
@@ -549,6 +553,15 @@ func (t TableConfig) validate(section string) []error {
 		bad("key_columns: only a write_mode: upsert table has key columns")
 	case t.WriteMode == WriteAppend && t.DeleteWhen != "":
 		bad("delete_when: only a write_mode: upsert table deletes rows")
+	case t.WriteMode == WriteAppend && t.SequenceBy != "":
+		bad("sequence_by: only a write_mode: upsert table orders the changes of a key")
+	case slices.Contains(t.KeyColumns, t.SequenceBy) && t.SequenceBy != "":
+		bad("sequence_by: %q is a key column; the sequence orders the changes of one key", t.SequenceBy)
+	case slices.Contains(t.PartitionColumns, t.SequenceBy) && t.SequenceBy != "":
+		bad("sequence_by: %q is a partition column; the sequence must be a data column", t.SequenceBy)
+	}
+	if t.DeleteRetention <= 0 {
+		bad("delete_retention must be > 0, got %s", t.DeleteRetention)
 	}
 	if t.UpsertStrategy != UpsertDeletionVectors && t.UpsertStrategy != UpsertCopyOnWrite {
 		bad("upsert_strategy: unknown %q (want %s or %s)", t.UpsertStrategy, UpsertDeletionVectors, UpsertCopyOnWrite)
@@ -582,6 +595,10 @@ func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) 
 	}
 	return mc
 }
+
+// DefaultDeleteRetention is how long an upsert table ordered by a
+// sequence_by column remembers a deleted key's sequence.
+const DefaultDeleteRetention = 7 * 24 * time.Hour
 
 // What table.write_mode may say.
 const (
@@ -641,7 +658,7 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 	}
 	m, err := mapping.New(mc, t.PartitionColumns)
 	if err == nil {
-		err = t.checkDeleteWhen(m, section)
+		err = t.checkUpsert(m, section)
 	}
 	if unresolved || err != nil {
 		return nil, err
@@ -649,13 +666,18 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 	return m, nil
 }
 
-// checkDeleteWhen compiles delete_when over m's columns.
-func (t TableConfig) checkDeleteWhen(m *mapping.Mapper, section string) error {
-	if t.DeleteWhen == "" {
-		return nil
+// checkUpsert compiles delete_when over m's columns, and checks that
+// sequence_by names one that orders changes.
+func (t TableConfig) checkUpsert(m *mapping.Mapper, section string) error {
+	if t.DeleteWhen != "" {
+		if _, err := m.Where(t.DeleteWhen); err != nil {
+			return fmt.Errorf("%s.delete_when: %w", section, err)
+		}
 	}
-	if _, err := m.Where(t.DeleteWhen); err != nil {
-		return fmt.Errorf("%s.delete_when: %w", section, err)
+	if t.SequenceBy != "" && t.WriteMode == WriteUpsert {
+		if _, err := upsert.NewSequence(m.DataSchema(), t.SequenceBy); err != nil {
+			return fmt.Errorf("%s.sequence_by: %w", section, err)
+		}
 	}
 	return nil
 }

@@ -108,6 +108,10 @@ func TestBadConfigs(t *testing.T) {
 		{"routes_values.bad.yaml", `tables[1].columns[0].type (line 9): unknown type "varchar"`},
 		{"routes_values.bad.yaml", "tables[1].topics[1] (line 7): empty topic name"},
 		{"routes_values.bad.yaml", "tables[1].flush.interval (line 11) must be > 0, got 0s"},
+		{"upsert_sequence.bad.yaml", `tables[0].sequence_by (line 8): column "name" is string: a sequence is an integer, long, date or timestamp`},
+		{"upsert_sequence.bad.yaml", "tables[0].delete_retention (line 9) must be > 0, got 0s"},
+		{"upsert_sequence.bad.yaml", "tables[1].sequence_by (line 17): only a write_mode: upsert table orders the changes of a key"},
+		{"upsert_sequence.bad.yaml", `tables[2].sequence_by (line 26): "id" is a key column`},
 		{"unrouted.bad.yaml", `unrouted (line 1): unknown "drop" (want skip or dlq)`},
 		{"brokers_empty.bad.yaml", "kafka.brokers (line 2): empty; leave the key out for the default ([127.0.0.1:9092])"},
 		{"topic_empty.bad.yaml", "kafka.topic (line 2): empty; leave the key out for the default (sensor-events)"},
@@ -636,15 +640,15 @@ func TestREADMEUpsertExample(t *testing.T) {
 }
 
 // TestREADMECDCExample: the README's Debezium example is a valid upsert
-// table of change events.
+// table of change events, ordered by their LSN.
 func TestREADMECDCExample(t *testing.T) {
 	cfg, err := Load(readmeExample(t, "A database's change stream from Debezium", nil), credsEnv(nil))
 	if err != nil {
 		t.Fatalf("the README's example: %v", err)
 	}
 	r := cfg.Tables[0]
-	if r.CDC != "debezium" || r.WriteMode != WriteUpsert {
-		t.Errorf("the README's CDC table: cdc %q, write_mode %q", r.CDC, r.WriteMode)
+	if r.CDC != "debezium" || r.WriteMode != WriteUpsert || r.SequenceBy != "lsn" {
+		t.Errorf("the README's CDC table: cdc %q, write_mode %q, sequence_by %q", r.CDC, r.WriteMode, r.SequenceBy)
 	}
 	if _, err := mapping.New(r.mappingConfig("tables[0]", nil), r.PartitionColumns); err != nil {
 		t.Errorf("the README's CDC table does not map: %v", err)

@@ -240,6 +240,11 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 			regexes = append(regexes, o.engine.TopicRegex.String())
 		}
 		o.engine.Outbox = actors.NewOutbox(tb)
+		if o.engine.SequenceBy != "" {
+			if o.engine.DeletedKeys, err = tb.DeletedKeys(ctx, o.view.Table.DeleteRetention); err != nil {
+				return nil, false, fmt.Errorf("table %s: %w", o.view.Table.Name, err)
+			}
+		}
 		engineRoutes = append(engineRoutes, o.engine)
 	}
 	reg.MustRegister(collector)
@@ -363,7 +368,7 @@ func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Du
 		return nil, fmt.Errorf("table %s: %w", uri, err)
 	}
 	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, CopyOnWrite: view.Table.UpsertStrategy == UpsertCopyOnWrite,
-		DeleteWhen: view.Table.DeleteWhen, App: ec.App, FlushInterval: ec.FlushInterval,
+		DeleteWhen: view.Table.DeleteWhen, SequenceBy: view.Table.SequenceBy, App: ec.App, FlushInterval: ec.FlushInterval,
 		FlushMaxBytes: ec.FlushMaxBytes, Writer: &ec.Writer, Maintenance: &ec.Maintenance,
 		Table: tbl, Mapper: mapper, TableSchema: tableSchema, PartitionColumns: snap.PartitionColumns()}
 	if r.TopicRegex != "" {

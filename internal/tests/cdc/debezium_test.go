@@ -70,7 +70,7 @@ func newRig(t *testing.T) *rig {
 	yaml.WriteString("tables:\n")
 	for name, table := range map[string]struct{ topic, keys string }{
 		"accounts_plain":   {plain, "    cdc: debezium\n"},
-		"accounts_schemas": {schemas, "    cdc: debezium\n"},
+		"accounts_schemas": {schemas, "    cdc: debezium\n    sequence_by: lsn\n"},
 		"accounts_flat":    {flat, "    delete_when: \"__deleted = 'true'\"\n"},
 	} {
 		r.dirs[name] = filepath.Join(t.TempDir(), name)
@@ -85,8 +85,11 @@ func newRig(t *testing.T) *rig {
       - {name: name, type: string}
       - {name: balance, type: long}
 `, name, r.dirs[name], table.topic, table.keys)
-		if name == "accounts_flat" {
+		switch name {
+		case "accounts_flat":
 			yaml.WriteString("      - {name: __deleted, type: string}\n")
+		case "accounts_schemas": // changes ordered by their position in the WAL
+			yaml.WriteString("      - {name: lsn, type: long, source: cdc.source.lsn, required: true}\n")
 		}
 	}
 	yaml.WriteString("flush:\n  interval: 1s\nlog:\n  format: text\n")
@@ -243,7 +246,8 @@ func (r *rig) workload(round int) {
 // updates of one key many times, deletes, re-inserts, a primary key
 // change, a 500-row transaction, random updates) streamed by the real
 // Debezium into three topics (change events through the JSON converter
-// with and without schemas, read with cdc: debezium; row images from
+// with and without schemas, read with cdc: debezium, the latter ordered
+// by sequence_by its WAL position, source.lsn; row images from
 // ExtractNewRecordState, deletes marked __deleted, read with delete_when)
 // becomes, in the three upsert tables, exactly SELECT * FROM accounts as
 // delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again

@@ -93,9 +93,12 @@ type Options struct {
 	Tables     int
 	TablesIdle time.Duration
 	// Upsert loads UpsertKeys keys (default 1,000,000) into an upsert table,
-	// then drains Events changes to random keys (see upsertRun).
-	Upsert     bool
-	UpsertKeys int
+	// then drains Events changes to random keys (see upsertRun);
+	// UpsertSequence orders them by a sequence_by column (the record's
+	// timestamp), which reads the column and the deleted keys' KV too.
+	Upsert         bool
+	UpsertKeys     int
+	UpsertSequence bool
 	// CPUProfile writes each stage child's CPU profile to CPUProfile.<stage>.
 	CPUProfile string
 	// MemProfile writes each stage child's heap profile at its peak to
@@ -578,8 +581,12 @@ func PrintReport(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "table %s\n", r.Table)
 	}
 	if u := r.Upsert; u != nil {
-		fmt.Fprintf(w, "upsert: %d keys loaded in %.1fs (%.0f/s, peak RSS %.1f MiB); %d changes (80%% updates, 10%% inserts, 10%% deletes) in %.1fs: %.0f changes/s e2e, %d commits, CPU %.1fs, peak RSS %.1f MiB\n",
-			u.Keys, u.LoadSeconds, u.LoadEPS, float64(u.LoadRSSBytes)/(1<<20), u.Changes, u.Seconds, u.ChangesPerS, u.Commits,
+		seq := ""
+		if u.Sequenced {
+			seq = ", sequence_by the record timestamp"
+		}
+		fmt.Fprintf(w, "upsert%s: %d keys loaded in %.1fs (%.0f/s, peak RSS %.1f MiB); %d changes (80%% updates, 10%% inserts, 10%% deletes) in %.1fs: %.0f changes/s e2e, %d commits, CPU %.1fs, peak RSS %.1f MiB\n",
+			seq, u.Keys, u.LoadSeconds, u.LoadEPS, float64(u.LoadRSSBytes)/(1<<20), u.Changes, u.Seconds, u.ChangesPerS, u.Commits,
 			u.CPUSeconds, float64(u.PeakRSSBytes)/(1<<20))
 	}
 	if t := r.Tables; t != nil {

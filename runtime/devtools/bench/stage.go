@@ -49,6 +49,7 @@ type stageArgs struct {
 	table       string
 	tables      int  // e2e: above 1, that many routes (see benchRoutes)
 	upsert      bool // e2e: the upsert table (see upsertTable)
+	sequenced   bool // e2e: its changes ordered by a column
 	natsDir     string
 	natsURL     string // external NATS; empty: embedded in natsDir
 	untilLatest bool
@@ -73,6 +74,7 @@ func (a *stageArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.table, "stage-table", "", "internal")
 	fs.IntVar(&a.tables, "stage-tables", 0, "internal")
 	fs.BoolVar(&a.upsert, "stage-upsert", false, "internal")
+	fs.BoolVar(&a.sequenced, "stage-upsert-sequence", false, "internal")
 	fs.StringVar(&a.natsDir, "stage-nats-dir", "", "internal")
 	fs.StringVar(&a.natsURL, "stage-nats-url", "", "internal")
 	fs.BoolVar(&a.untilLatest, "stage-until-latest", false, "internal")
@@ -103,6 +105,9 @@ func (a *stageArgs) args() []string {
 	}
 	if a.upsert {
 		out = append(out, "--stage-upsert")
+	}
+	if a.sequenced {
+		out = append(out, "--stage-upsert-sequence")
 	}
 	if a.natsURL != "" {
 		out = append(out, "--stage-nats-url", a.natsURL)
@@ -377,7 +382,7 @@ func e2eStage(ctx context.Context, a stageArgs, out *childOut, stderr io.Writer)
 		cfg.Flush.Interval = a.flush
 	}
 	if a.upsert {
-		upsertTable(cfg)
+		upsertTable(cfg, a.sequenced)
 	}
 	if a.tables > 1 {
 		benchRoutes(cfg, a.topic, a.table, a.tables)

@@ -21,6 +21,7 @@ import (
 // inserts, 10% deletes) drained by another, end to end.
 type UpsertReport struct {
 	Keys         int     `json:"keys"`
+	Sequenced    bool    `json:"sequenced"`    // by sequence_by changed_at, the record's timestamp
 	LoadSeconds  float64 `json:"load_seconds"` // assignment → the load's last commit
 	LoadEPS      float64 `json:"load_eps"`
 	Changes      int     `json:"changes"`
@@ -33,12 +34,17 @@ type UpsertReport struct {
 }
 
 // upsertTable makes cfg's table the bench's upsert table: id (the record
-// key's), name and balance, one row per id.
-func upsertTable(cfg *daemon.Config) {
+// key's), name and balance, one row per id; if sequenced, changed_at (the
+// record's timestamp, which a tombstone has too) orders the changes.
+func upsertTable(cfg *daemon.Config, sequenced bool) {
 	cfg.Table.WriteMode, cfg.Table.KeyColumns, cfg.Table.KeyFormat = daemon.WriteUpsert, []string{"id"}, mapping.JSON
 	cfg.Table.PartitionColumns = []string{}
 	cfg.Table.Columns = []mapping.Column{{Name: "id", Type: "long", Source: "kafka.key.id"},
 		{Name: "name", Type: "string"}, {Name: "balance", Type: "long"}}
+	if sequenced {
+		cfg.Table.Columns = append(cfg.Table.Columns, mapping.Column{Name: "changed_at", Type: "timestamp", Source: "kafka.timestamp"})
+		cfg.Table.SequenceBy = "changed_at"
+	}
 }
 
 // upsertRun loads o.UpsertKeys keys, then drains o.Events changes to them,
@@ -52,7 +58,7 @@ func upsertRun(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error {
 	if strings.HasPrefix(o.Table, "s3://") || strings.HasPrefix(o.Table, "s3a://") {
 		uri = strings.TrimSuffix(o.Table, "/") + fmt.Sprintf("/bench-upsert-%d", time.Now().Unix())
 	}
-	ur := &UpsertReport{Keys: o.UpsertKeys, Changes: o.Events}
+	ur := &UpsertReport{Keys: o.UpsertKeys, Changes: o.Events, Sequenced: o.UpsertSequence}
 	rng := rand.New(rand.NewPCG(11, 12))
 	next := int64(o.UpsertKeys) // the next new key
 	load := func(i int) (int64, bool) { return int64(i), false }
@@ -80,7 +86,7 @@ func upsertRun(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error {
 		if err != nil {
 			before = &tableSummary{} // the table is made by the first run
 		}
-		a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, upsert: true, group: group,
+		a := stageArgs{stage: StageE2E, brokers: strings.Join(k.brokers, ","), topic: topic, upsert: true, sequenced: o.UpsertSequence, group: group,
 			flush: o.FlushInterval, s3: s3FlagsOf(o.S3), config: o.Config, table: uri, natsDir: natsDirFor(o.Dir, "upsert"), untilLatest: true}
 		if o.CPUProfile != "" {
 			a.cpuProfile = o.CPUProfile + ".upsert-" + p.name
