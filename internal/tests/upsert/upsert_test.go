@@ -1,7 +1,8 @@
 // Package upsert tests write_mode: upsert on the real broker with the real
 // binary: the table it keeps is each key's latest value, as delta-rs,
-// DuckDB and Spark read it, and Spark's own MERGE and deltaflow's upserts
-// take turns on one table.
+// DuckDB and Spark read it, Spark's own MERGE and deltaflow's upserts
+// take turns on one table, and deltaflow upserts into a table Spark made
+// with deletion vectors.
 package upsert
 
 import (
@@ -83,21 +84,40 @@ log:
 // tombstones, key k to partition k % 3, and records what they leave.
 func (r *rig) changes(n, keys int) {
 	r.t.Helper()
+	cs := make([]keyChange, n)
+	for i := range cs {
+		cs[i].id = r.rng.Int64N(int64(keys))
+		if r.rng.IntN(10) != 0 {
+			cs[i].to = &account{Name: fmt.Sprintf("n%d", r.rng.IntN(1e6)), Balance: r.rng.Int64N(1e9)}
+		}
+	}
+	r.produce(cs...)
+}
+
+// keyChange is a keyed change of an account: its new value, or a tombstone
+// (to nil).
+type keyChange struct {
+	id int64
+	to *account
+}
+
+// produce produces changes in order, key k to partition k % 3, and records
+// what they leave.
+func (r *rig) produce(cs ...keyChange) {
+	r.t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	defer cl.Close()
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		id := r.rng.Int64N(int64(keys))
-		rec := &kgo.Record{Topic: r.topic, Partition: int32(id % 3), Key: fmt.Appendf(nil, `{"id":%d}`, id)}
-		if r.rng.IntN(10) == 0 {
-			delete(r.want, id)
+	recs := make([]*kgo.Record, len(cs))
+	for i, c := range cs {
+		rec := &kgo.Record{Topic: r.topic, Partition: int32(c.id % 3), Key: fmt.Appendf(nil, `{"id":%d}`, c.id)}
+		if c.to == nil {
+			delete(r.want, c.id)
 		} else {
-			a := account{Name: fmt.Sprintf("n%d", r.rng.IntN(1e6)), Balance: r.rng.Int64N(1e9)}
-			rec.Value, _ = json.Marshal(a)
-			r.want[id] = a
+			rec.Value, _ = json.Marshal(*c.to)
+			r.want[c.id] = *c.to
 		}
 		recs[i] = rec
 	}
@@ -209,10 +229,135 @@ func TestUpsertTopic(t *testing.T) {
 	r.run()
 	r.check("deltaflow after Spark's MERGE")
 
-	// verify --deep reads every file with its deletion vector: counts and
-	// stats hold.
-	out, err := exec.CommandContext(t.Context(), scenario.Binary(t), "verify", "--table", r.dir, "--deep").CombinedOutput()
+	r.verify()
+}
+
+// verify asserts `deltaflow verify --deep` passes: it reads every file
+// with its deletion vector, and counts and stats hold.
+func (r *rig) verify() {
+	r.t.Helper()
+	out, err := exec.CommandContext(r.t.Context(), scenario.Binary(r.t), "verify", "--table", r.dir, "--deep").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "OK:") {
-		t.Errorf("verify --deep: %v\n%s", err, out)
+		r.t.Errorf("verify --deep: %v\n%s", err, out)
 	}
+}
+
+// TestUpsertIntoSparkTable: Spark creates the accounts table itself with
+// deletion vectors on (scripts/spark/upsert_spark_table.py: two INSERTs of
+// three files each, then a DELETE and an UPDATE that leave deletion vectors
+// on them), and deltaflow, on the real broker, upserts keyed changes into
+// it: updates and tombstones of Spark's rows, both in files carrying
+// Spark's deletion vectors and in the files of its UPDATE, keys Spark
+// deleted coming back, deletes of keys Spark deleted, new keys, keys
+// changed twice in a run; then a second run of random changes. delta-rs,
+// DuckDB and then Spark read Spark's rows with the changes applied in
+// order, and verify --deep passes.
+func TestUpsertIntoSparkTable(t *testing.T) {
+	r := newRig(t)
+	py, dir := testenv.Spark(t)
+	var made struct {
+		Rows  []map[string]any
+		Files []struct {
+			Path    string
+			DV      *int64
+			Records int64
+		}
+		Protocol struct {
+			MinReaderVersion, MinWriterVersion int
+			ReaderFeatures, WriterFeatures     []string
+		}
+		Operations []string
+	}
+	testenv.RunSparkJSON(t, &made, py, dir, "upsert_spark_table.py", r.dir)
+	t.Logf("Spark's table: commits %v, protocol %+v, %d live files", made.Operations, made.Protocol, len(made.Files))
+
+	// What the script leaves: ids 0..399 as s<id>, id*10, less those
+	// divisible by 7, those divisible by 5 updated.
+	for id := range int64(400) {
+		switch {
+		case id%7 == 0:
+		case id%5 == 0:
+			r.want[id] = account{Name: fmt.Sprintf("us%d", id), Balance: -id * 10}
+		default:
+			r.want[id] = account{Name: fmt.Sprintf("s%d", id), Balance: id * 10}
+		}
+	}
+	if got := accounts(t, made.Rows); !maps.Equal(got, r.want) {
+		t.Fatalf("Spark reads %d keys of the table it made, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
+	}
+	if !slices.Contains(made.Protocol.ReaderFeatures, "deletionVectors") || !slices.Contains(made.Protocol.WriterFeatures, "deletionVectors") {
+		t.Fatalf("Spark's table does not have the deletionVectors feature: %+v", made.Protocol)
+	}
+	withDV := map[string]bool{}
+	for _, f := range made.Files {
+		if f.DV != nil {
+			withDV[filepath.Base(f.Path)] = true
+		}
+	}
+	// Spark's rows by whether their file carries Spark's deletion vector
+	// (the INSERTs' files) or not (the UPDATE's).
+	var inDV, inPlain []int64
+	for _, row := range made.Rows {
+		id := int64(row["id"].(float64))
+		if withDV[row["file"].(string)] {
+			inDV = append(inDV, id)
+		} else {
+			inPlain = append(inPlain, id)
+		}
+	}
+	if len(withDV) < 6 || len(inDV) < 40 || len(inPlain) < 10 {
+		t.Fatalf("want Spark's 6 INSERT files with deletion vectors and the UPDATE's without: %d files with one, %d rows in them, %d in other files (%+v)",
+			len(withDV), len(inDV), len(inPlain), made.Files)
+	}
+
+	// The first run: every kind of change, on rows of both kinds of file.
+	set := func(name string, id int64) *account {
+		return &account{Name: fmt.Sprintf("%s%d", name, id), Balance: 1_000_000 + id}
+	}
+	var cs []keyChange
+	for _, id := range inDV[:20] {
+		cs = append(cs, keyChange{id, set("df-dv", id)})
+	}
+	for _, id := range inDV[20:30] {
+		cs = append(cs, keyChange{id: id})
+	}
+	for _, id := range inPlain[:5] {
+		cs = append(cs, keyChange{id, set("df-upd", id)})
+	}
+	for _, id := range inPlain[5:10] {
+		cs = append(cs, keyChange{id: id})
+	}
+	for _, id := range []int64{7, 14, 21} { // deleted by Spark, back
+		cs = append(cs, keyChange{id, set("df-back", id)})
+	}
+	for _, id := range []int64{28, 35} { // deleted by Spark, deleted again
+		cs = append(cs, keyChange{id: id})
+	}
+	for id := int64(1000); id < 1020; id++ {
+		cs = append(cs, keyChange{id, set("df-new", id)})
+	}
+	a, b, c := inDV[30], inDV[31], inDV[32]
+	cs = append(cs,
+		keyChange{a, set("df-first", a)}, keyChange{id: a}, // updated, then deleted
+		keyChange{id: b}, keyChange{b, set("df-second", b)}, // deleted, then back
+		keyChange{c, set("df-first", c)}, keyChange{c, set("df-second", c)},
+		keyChange{1100, set("df-new", 1100)}, keyChange{id: 1100}) // new, gone in the same run
+	r.produce(cs...)
+	r.run()
+	r.check("deltaflow's first run into Spark's table")
+
+	// A second run, resuming from the first one's offsets: random changes
+	// of Spark's keys and new ones.
+	r.changes(1000, 600)
+	r.run()
+	r.check("second run")
+
+	var spark struct {
+		Before map[string][]map[string]any
+	}
+	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", r.dir)
+	if got := accounts(t, spark.Before[r.dir]); !maps.Equal(got, r.want) {
+		t.Errorf("Spark reads %d keys, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
+	}
+	r.verify()
 }
