@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,6 +17,7 @@ import (
 	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/storage"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // upsertRig is a kfake topic of keyed changes (a JSON key {"id": n}, a
@@ -62,14 +64,15 @@ func newUpsertRigOf(t *testing.T, cow, sequenced bool) *upsertRig {
 	if cow {
 		conf = nil
 	}
-	if _, err := tbl.Create(t.Context(), m.Schema(), nil, conf); err != nil {
+	snap, err := tbl.Create(t.Context(), m.Schema(), nil, conf)
+	if err != nil {
 		t.Fatal(err)
 	}
 	rt := &routeTable{store: local, route: Route{Name: "accounts", Topics: []string{topic}, Table: tbl, Mapper: m,
 		KeyColumns: []string{"id"}, CopyOnWrite: cow, Outbox: NewOutbox(g.bridge)}}
 	if sequenced {
 		rt.route.SequenceBy, rt.route.DeleteWhen = "v", "name = '__deleted'"
-		if rt.route.DeletedKeys, err = g.bridge.DeletedKeys(t.Context(), time.Hour); err != nil {
+		if rt.route.DeletedKeys, err = g.bridge.DeletedKeys(t.Context(), snap.Metadata().ID, time.Hour, upsert.AppendToken); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -351,8 +354,13 @@ func TestUpsertSequence(t *testing.T) {
 	step("older than the row, a delete older than the row, a delete", 2,
 		sequenced{1, "x", 7}, sequenced{3, "", 3}, sequenced{2, "", 20})
 	step("older than the delete", 3, sequenced{2, "late", 15})
-	seqs, err := u.table.route.DeletedKeys.Sequences(t.Context(), []string{"2"})
-	if err != nil || seqs["2"] != 20 {
+	keys, err := upsert.NewKeys(u.table.route.Mapper.DataSchema(), []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := keys.AppendColumns(nil, []parquet.Value{parquet.Int64Value(2)})
+	seqs, err := u.table.route.DeletedKeys.Sequences(t.Context(), []string{string(key)})
+	if err != nil || seqs[string(key)] != 20 {
 		t.Errorf("key 2's delete remembered as %v (%v), want 20", seqs, err)
 	}
 	step("newer than the delete", 3, sequenced{2, "back", 25})

@@ -95,6 +95,9 @@ type Bridge struct {
 	unacked   map[string]struct{}
 
 	control micro.Service // under conn.mu
+	// deleted are the table's deleted-keys buckets opened (under conn.mu),
+	// whose watchers Close stops.
+	deleted []*DeletedKeys
 }
 
 // conn is what the tables' Bridges share.
@@ -394,10 +397,15 @@ func (b *Bridge) Close() error {
 	}
 	c.closed = true
 	tables := make([]*Bridge, 0, len(c.tables))
+	var deleted []*DeletedKeys
 	for _, name := range c.build.tables {
 		tables = append(tables, c.tables[name])
+		deleted = append(deleted, c.tables[name].deleted...)
 	}
 	c.mu.Unlock()
+	for _, d := range deleted {
+		d.stop()
+	}
 
 	var errs []error
 	for _, t := range tables {

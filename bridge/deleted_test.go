@@ -10,11 +10,12 @@ import (
 
 // A table's deleted keys round-trip through their own bucket, whose max
 // age is the retention, readable with `nats kv get`; a key never deleted
-// has no sequence; a bucket deleted by hand is created again.
+// has no sequence; a table made again under its name starts with none; a
+// bucket deleted by hand is created again.
 func TestDeletedKeys(t *testing.T) {
 	b, _ := externalBridge(t)
 	ctx := t.Context()
-	d, err := b.DeletedKeys(ctx, 48*time.Hour)
+	d, err := b.DeletedKeys(ctx, "9f0e1d2c-aaaa-bbbb", 48*time.Hour, func(dst []byte, key string) []byte { return append(dst, key...) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestDeletedKeys(t *testing.T) {
 	if err != nil || !maps.Equal(got, want) {
 		t.Fatalf("Sequences = %v, %v; want %v", got, err, want)
 	}
-	kv, err := b.js.KeyValue(ctx, "deltaflow_deleted_SENSOR_EVENTS")
+	kv, err := b.js.KeyValue(ctx, "deltaflow_deleted_SENSOR_EVENTS_9f0e1d2c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,16 @@ func TestDeletedKeys(t *testing.T) {
 		t.Errorf("key 42: %v; want 420", err)
 	}
 
-	if err := b.js.DeleteKeyValue(ctx, "deltaflow_deleted_SENSOR_EVENTS"); err != nil {
+	// The table made again (a new Delta id) remembers none of these.
+	again, err := b.DeletedKeys(ctx, "77aa0000-cccc", time.Hour, func(dst []byte, key string) []byte { return append(dst, key...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.Sequences(ctx, keys); err != nil || len(got) != 0 {
+		t.Errorf("a new table's deleted keys: %v, %v; want none", got, err)
+	}
+
+	if err := b.js.DeleteKeyValue(ctx, "deltaflow_deleted_SENSOR_EVENTS_9f0e1d2c"); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Remember(ctx, map[string]int64{"5": 99}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -129,27 +128,27 @@ func appendLong(dst []byte, n int64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, 'l'), uint64(n))
 }
 
-// Token renders an encoded key as a NATS KV key: its values joined by
-// dots, a number in decimal, a string "s" and then base64url, so that a
-// key of numbers reads as itself (`nats kv get BUCKET 42`).
-func Token(key string) string {
-	var b strings.Builder
-	for len(key) > 0 {
-		if b.Len() > 0 {
-			b.WriteByte('.')
+// AppendToken appends an encoded key rendered as a NATS KV key to dst:
+// its values joined by dots, a number in decimal, a string "s" and then
+// base64url, so that a key of numbers reads as itself (`nats kv get
+// BUCKET 42`).
+func AppendToken(dst []byte, key string) []byte {
+	for i := 0; len(key) > 0; i++ {
+		if i > 0 {
+			dst = append(dst, '.')
 		}
 		switch key[0] {
 		case 'l':
-			b.WriteString(strconv.FormatInt(int64(binary.BigEndian.Uint64([]byte(key[1:9]))), 10))
+			dst = strconv.AppendInt(dst, int64(binary.BigEndian.Uint64([]byte(key[1:9]))), 10)
 			key = key[9:]
 		case 's':
-			n, w := binary.Uvarint([]byte(key[1:]))
-			b.WriteByte('s')
-			b.WriteString(base64.RawURLEncoding.EncodeToString([]byte(key[1+w : 1+w+int(n)])))
+			n, w := binary.Uvarint([]byte(key[1:min(len(key), 1+binary.MaxVarintLen64)]))
+			dst = append(dst, 's')
+			dst = base64.RawURLEncoding.AppendEncode(dst, []byte(key[1+w:1+w+int(n)]))
 			key = key[1+w+int(n):]
 		default:
 			panic(fmt.Sprintf("upsert: not an encoded key: %q", key))
 		}
 	}
-	return b.String()
+	return dst
 }

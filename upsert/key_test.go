@@ -71,7 +71,7 @@ func TestToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Token(string(key))
+		return string(AppendToken(nil, string(key)))
 	}
 	for _, tc := range []struct {
 		a    string

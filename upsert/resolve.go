@@ -38,8 +38,9 @@ type Result struct {
 // delete (file < 0); stale when the table holds a newer state of the key.
 type winner struct {
 	seq, off  int64
-	file, row int
+	file, row int32 // 32 bits: a map of an epoch's keys holds one each
 	stale     bool
+	inTable   bool // the table holds a row of the key (read with a Sequence)
 }
 
 // after reports whether change w comes after o: a higher sequence, or an
@@ -80,7 +81,11 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 	if t.CopyOnWrite && snap.ColumnMappingMode() != "none" {
 		return res, fmt.Errorf("copy-on-write upserts into a table with column mapping (%s) are not supported", snap.ColumnMappingMode())
 	}
-	wins := map[string]winner{}
+	n := ch.Deletes.Len()
+	for _, f := range ch.Files {
+		n += f.Rows.Len()
+	}
+	wins := make(map[string]winner, n) // sized once: most changes are of distinct keys
 	take := func(key []byte, w winner) {
 		if old, ok := wins[string(key)]; !ok || w.after(old) {
 			wins[string(key)] = w
@@ -89,12 +94,12 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 	for i, f := range ch.Files {
 		for j := range f.Rows.Len() {
 			key, seq, off := f.Rows.At(j)
-			take(key, winner{seq: seq, off: off, file: i, row: j})
+			take(key, winner{seq: seq, off: off, file: int32(i), row: int32(j)})
 		}
 	}
 	for j := range ch.Deletes.Len() {
 		key, seq, off := ch.Deletes.At(j)
-		take(key, winner{seq: seq, off: off, file: -1, row: j})
+		take(key, winner{seq: seq, off: off, file: -1, row: int32(j)})
 	}
 	if len(wins) == 0 {
 		return res, nil
@@ -104,7 +109,7 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 		return res, err
 	}
 	if t.Sequence != nil && t.Deleted != nil {
-		if err := t.deletedKeys(ctx, wins, old); err != nil {
+		if err := t.deletedKeys(ctx, wins); err != nil {
 			return res, err
 		}
 	}
@@ -115,7 +120,7 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			switch w := wins[string(key)]; {
 			case w.stale:
 				res.Stale++
-			case w.file == i && w.row == j:
+			case int(w.file) == i && int(w.row) == j:
 				continue
 			default:
 				res.Superseded++
@@ -141,12 +146,8 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 		}
 	}
 	for _, o := range old {
-		rows := o.live(wins)
-		if len(rows) == 0 {
-			continue
-		}
-		res.Replaced += int64(len(rows))
-		acts, err := t.without(ctx, store, snap, o.add, rows, true, now)
+		res.Replaced += int64(len(o.rows))
+		acts, err := t.without(ctx, store, snap, o.add, o.rows, true, now)
 		if err != nil {
 			return res, err
 		}
@@ -155,33 +156,17 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 	return res, nil
 }
 
-// oldRows are the rows of a table file whose key the epoch changed, with
-// their keys when the table has a sequence column (a stale change leaves
-// its key's row).
+// oldRows are the rows of a table file that the epoch replaces.
 type oldRows struct {
 	add  *delta.Add
 	rows []uint64
-	keys []string
-}
-
-// live is the rows the epoch replaces: those of keys whose change is not
-// stale.
-func (o oldRows) live(wins map[string]winner) []uint64 {
-	if o.keys == nil {
-		return o.rows
-	}
-	var rows []uint64
-	for i, r := range o.rows {
-		if !wins[o.keys[i]].stale {
-			rows = append(rows, r)
-		}
-	}
-	return rows
 }
 
 // replacedRows finds the live rows of the table whose key the epoch
-// changed, file by file. With a sequence column, a key whose row there is
-// newer than its winning change is marked stale in wins.
+// changed, file by file. With a sequence column, a row newer than its
+// key's winning change stays, and marks the change stale in wins (a key
+// has one row, so no row of it was taken before; if another writer left
+// several, the newest stays).
 func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, wins map[string]winner, res *Result) ([]oldRows, error) {
 	schema, err := snap.Schema()
 	if err != nil {
@@ -213,18 +198,17 @@ func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *del
 			if !changed {
 				continue
 			}
+			if t.Sequence != nil {
+				// A null sequence (a row written before the column was) is
+				// older than any change.
+				seq, ok := sequenceValue(r.Values[nkeys])
+				w.inTable, w.stale = true, w.stale || ok && seq > w.seq
+				wins[string(buf)] = w
+				if w.stale {
+					continue
+				}
+			}
 			o.rows = append(o.rows, r.Index)
-			if t.Sequence == nil {
-				continue
-			}
-			key := string(buf)
-			o.keys = append(o.keys, key)
-			// A null sequence (a row written before the column was) is
-			// older than any change.
-			if seq, ok := sequenceValue(r.Values[nkeys]); ok && seq > w.seq && !w.stale {
-				w.stale = true
-				wins[key] = w
-			}
 		}
 		if len(o.rows) > 0 {
 			out = append(out, o)
@@ -237,20 +221,11 @@ func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *del
 // deletes: a change of a key the table holds no row of is stale when the
 // key was deleted with a higher sequence; then the winning deletes are
 // remembered.
-func (t *Table) deletedKeys(ctx context.Context, wins map[string]winner, old []oldRows) error {
-	inTable := map[string]bool{}
-	for _, o := range old {
-		for _, k := range o.keys {
-			inTable[k] = true
-		}
-	}
+func (t *Table) deletedKeys(ctx context.Context, wins map[string]winner) error {
 	var ask []string
-	tokens := map[string]string{} // token → key
 	for key, w := range wins {
-		if !w.stale && !inTable[key] {
-			tok := Token(key)
-			ask = append(ask, tok)
-			tokens[tok] = key
+		if !w.stale && !w.inTable {
+			ask = append(ask, key)
 		}
 	}
 	if len(ask) > 0 {
@@ -258,8 +233,7 @@ func (t *Table) deletedKeys(ctx context.Context, wins map[string]winner, old []o
 		if err != nil {
 			return fmt.Errorf("deleted keys: %w", err)
 		}
-		for tok, deleted := range seqs {
-			key := tokens[tok]
+		for key, deleted := range seqs {
 			// Not at an equal sequence: an epoch re-read after a failed
 			// commit finds its own deletes remembered.
 			if w := wins[key]; deleted > w.seq {
@@ -271,7 +245,7 @@ func (t *Table) deletedKeys(ctx context.Context, wins map[string]winner, old []o
 	deletes := map[string]int64{}
 	for key, w := range wins {
 		if w.file < 0 && !w.stale {
-			deletes[Token(key)] = w.seq
+			deletes[key] = w.seq
 		}
 	}
 	if len(deletes) > 0 {

@@ -264,7 +264,7 @@ func TestResolveSequence(t *testing.T) {
 			step("older than the table", 1, map[int64]string{1: "a", 2: "b"}, change{1, "x", 7})
 			step("equal: the later record", 0, map[int64]string{1: "a", 2: "b2"}, change{2, "b2", 10})
 			step("delete", 0, map[int64]string{2: "b2"}, change{1, "", 20})
-			if got := mem.seqs[Token(u.key(1))]; got != 20 {
+			if got := mem.seqs[u.key(1)]; got != 20 {
 				t.Errorf("key 1's delete remembered at %d, want 20", got)
 			}
 			step("older than the delete", 1, map[int64]string{2: "b2"}, change{1, "late", 15})
@@ -277,7 +277,7 @@ func TestResolveSequence(t *testing.T) {
 			// An epoch re-read after its commit failed finds its delete
 			// remembered already: not stale. An upsert at the delete's
 			// sequence came later, and wins.
-			mem.seqs[Token(u.key(9))] = 50
+			mem.seqs[u.key(9)] = 50
 			step("a delete remembered at its own sequence", 0, map[int64]string{1: "new", 2: "b2", 3: "c"}, change{9, "", 50})
 			step("an upsert at a delete's sequence", 0, map[int64]string{1: "new", 2: "b2", 3: "c", 9: "i"}, change{9, "i", 50})
 		})

@@ -67,7 +67,9 @@ func sequenceValue(v parquet.Value) (int64, bool) {
 
 // DeletedKeys remembers the sequences of deleted keys for a table with a
 // sequence column, so that a change older than a key's delete that
-// arrives after it does not bring the key back. Keys are Token's.
+// arrives after it does not bring the key back. Keys are encoded keys
+// (Keys); an implementation that stores them by name renders them with
+// AppendToken.
 type DeletedKeys interface {
 	// Sequences returns the remembered delete sequence of each of keys
 	// that has one.

@@ -29,6 +29,7 @@ import (
 	"github.com/deltaflow/deltaflow/ledger"
 	"github.com/deltaflow/deltaflow/mapping"
 	"github.com/deltaflow/deltaflow/storage"
+	"github.com/deltaflow/deltaflow/upsert"
 )
 
 // StopTimeout bounds the final commit on shutdown. With one more second for
@@ -241,7 +242,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 		}
 		o.engine.Outbox = actors.NewOutbox(tb)
 		if o.engine.SequenceBy != "" {
-			if o.engine.DeletedKeys, err = tb.DeletedKeys(ctx, o.view.Table.DeleteRetention); err != nil {
+			if o.engine.DeletedKeys, err = tb.DeletedKeys(ctx, o.snap.Metadata().ID, o.view.Table.DeleteRetention, upsert.AppendToken); err != nil {
 				return nil, false, fmt.Errorf("table %s: %w", o.view.Table.Name, err)
 			}
 		}

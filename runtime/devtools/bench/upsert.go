@@ -91,6 +91,9 @@ func upsertRun(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error {
 		if o.CPUProfile != "" {
 			a.cpuProfile = o.CPUProfile + ".upsert-" + p.name
 		}
+		if o.MemProfile != "" {
+			a.memProfile = o.MemProfile + ".upsert-" + p.name
+		}
 		run, err := runChild(ctx, o, a, nil)
 		if err != nil {
 			return fmt.Errorf("upsert %s: %w", p.name, err)
