@@ -1,8 +1,9 @@
 // Package upsert tests write_mode: upsert on the real broker with the real
 // binary: the table it keeps is each key's latest value, as delta-rs,
 // DuckDB and Spark read it, Spark's own MERGE and deltaflow's upserts
-// take turns on one table, and deltaflow upserts into a table Spark made
-// with deletion vectors.
+// take turns on one table, deltaflow upserts into a table Spark made
+// with deletion vectors, and Spark's OPTIMIZE and REORG compact the table
+// while deltaflow upserts into it.
 package upsert
 
 import (
@@ -44,6 +45,7 @@ type rig struct {
 	servers scenario.Servers
 	rng     *rand.Rand
 	want    map[int64]account
+	commits map[int64]logCommit // the table's log as read so far (tableLog)
 }
 
 func newRig(t *testing.T) *rig {
