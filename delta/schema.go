@@ -34,6 +34,9 @@ const (
 	Variant      = schema.Variant
 )
 
+// MaxDecimalPrecision is the largest precision of a DecimalType (38).
+const MaxDecimalPrecision = schema.MaxDecimalPrecision
+
 // ErrInvalidSchema is schema.ErrInvalidSchema.
 var ErrInvalidSchema = schema.ErrInvalidSchema
 

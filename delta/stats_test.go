@@ -70,6 +70,28 @@ func TestStatsVectors(t *testing.T) {
 			`{"numRecords":2,"minValues":{"s":"a","l":-1,"i":-5,"sh":-3,"b":-2,"f":-2.5,"d":-1e-07,"dt":"1969-07-20","ts":"1969-12-31T23:59:59.999Z","ntz":"2023-06-15T12:30:00.500"},` +
 				`"maxValues":{"s":"b<&>","l":7,"i":5,"sh":3,"b":2,"f":0.1,"d":1.0,"dt":"2023-01-15","ts":"2023-06-15T12:30:00.999Z","ntz":"2023-06-15T14:30:00.000"},` +
 				`"nullCount":{"s":0,"l":0,"i":0,"sh":0,"b":0,"f":0,"d":0,"bo":0,"bin":1,"dt":0,"ts":0,"ntz":0}}`},
+		// What Spark 3.5.1 with Delta 3.2.0 wrote for these values (its
+		// stats JSON writes a decimal as Java's BigDecimal.toString).
+		{"decimals as Spark writes them",
+			fields(col("a", DecimalType{Precision: 10, Scale: 8}), col("b", DecimalType{Precision: 5, Scale: 2}),
+				col("c", DecimalType{Precision: 38, Scale: 10})),
+			WriterOptions{},
+			[]Row{{"0", "1.5", "-12345678901234567890.1234567890"}, {"0.00000001", "-99.25", "0.0000000001"},
+				{"-0.00000123", "0.01", "0.0000000001"}},
+			`{"numRecords":3,"minValues":{"a":-0.00000123,"b":-99.25,"c":-12345678901234567890.1234567890},` +
+				`"maxValues":{"a":1E-8,"b":1.50,"c":1E-10},"nullCount":{"a":0,"b":0,"c":0}}`},
+		{"decimal bounds in scientific and plain notation, as Spark writes them",
+			fields(col("z", DecimalType{Precision: 10, Scale: 8}), col("e7", DecimalType{Precision: 10, Scale: 8}),
+				col("e6", DecimalType{Precision: 10, Scale: 8}), col("p38", DecimalType{Precision: 38, Scale: 0}),
+				col("s38", DecimalType{Precision: 38, Scale: 38}), col("s3", DecimalType{Precision: 3, Scale: 3}),
+				col("n", DecimalType{Precision: 10, Scale: 8})),
+			WriterOptions{},
+			[]Row{{"0", "0.0000001", "0.000001", "99999999999999999999999999999999999999", "0.00000000000000000000000000000000000001", "0", "-0.00000012"},
+				{"0", "0.0000001", "0.000001", "-99999999999999999999999999999999999999", "-0.99999999999999999999999999999999999999", "-0.5", "-0.00000012"}},
+			`{"numRecords":2,"minValues":{"z":0E-8,"e7":1.0E-7,"e6":0.00000100,"p38":-99999999999999999999999999999999999999,` +
+				`"s38":-0.99999999999999999999999999999999999999,"s3":-0.500,"n":-1.2E-7},` +
+				`"maxValues":{"z":0E-8,"e7":1.0E-7,"e6":0.00000100,"p38":99999999999999999999999999999999999999,"s38":1E-38,"s3":0.000,"n":-1.2E-7},` +
+				`"nullCount":{"z":0,"e7":0,"e6":0,"p38":0,"s38":0,"s3":0,"n":0}}`},
 		{"all-null column, zeros",
 			fields(col("a", Double), col("n", Long), col("s", String)),
 			WriterOptions{},

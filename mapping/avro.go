@@ -42,11 +42,12 @@ const (
 	avMap
 	avDate      // int days
 	avTimestamp // µs
+	avDecimal   // bytes or fixed (size > 0) with a valid logical type decimal: the unscaled value
 )
 
 var avroKindNames = [...]string{avNull: "null", avBoolean: "boolean", avInt: "int", avLong: "long", avFloat: "float",
 	avDouble: "double", avBytes: "bytes", avString: "string", avEnum: "enum", avFixed: "fixed", avUnion: "union",
-	avRecord: "record", avArray: "array", avMap: "map", avDate: "date", avTimestamp: "timestamp"}
+	avRecord: "record", avArray: "array", avMap: "map", avDate: "date", avTimestamp: "timestamp", avDecimal: "decimal"}
 
 // avroType is a compiled schema node. A record or map whose fields or
 // entries some path reads has its own copy per path, with each field
@@ -60,7 +61,8 @@ type avroType struct {
 	branches []*avroType // union
 	items    *avroType   // array items, map values
 	symbols  [][]byte    // enum
-	size     int         // fixed
+	size     int         // fixed, or a decimal's fixed (0: a decimal's bytes)
+	decScale int         // a decimal's scale
 	// keys binds map entries to plan nodes: the children of the map's
 	// node, read into their slots.
 	keys []avroField
@@ -242,12 +244,19 @@ func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
 		t.kind = avFloat
 	case "double":
 		t.kind = avDouble
-	case "bytes":
-		t.kind = avBytes
+	case "bytes", "fixed":
+		t.kind, t.size = avBytes, n.size
+		if n.typ == "fixed" {
+			t.kind = avFixed
+		}
+		if n.logical != "decimal" {
+			break
+		}
+		if d, err := avroDecimal(n); err == nil {
+			t.kind, t.decScale = avDecimal, d.Scale // a valid decimal's fixed has a size: it holds a digit
+		}
 	case "string":
 		t.kind = avString
-	case "fixed":
-		t.kind, t.size = avFixed, n.size
 	case "enum":
 		t.kind = avEnum
 		for _, s := range n.symbols {
@@ -363,23 +372,21 @@ func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error
 			s.f = math.Float64frombits(binary.LittleEndian.Uint64(b))
 		}
 		return b[8:], nil
-	case avBytes, avString:
-		body, rest, err := readBytes(b)
-		if err != nil {
+	case avBytes, avString, avFixed, avDecimal:
+		var body, rest []byte
+		var err error
+		if t.kind == avFixed || t.kind == avDecimal && t.size > 0 {
+			if len(b) < t.size {
+				return nil, errAvroTruncated
+			}
+			body, rest = b[:t.size], b[t.size:]
+		} else if body, rest, err = readBytes(b); err != nil {
 			return nil, err
 		}
 		if s != nil {
-			s.b = body
+			s.b, s.i = body, int64(t.decScale)
 		}
 		return rest, nil
-	case avFixed:
-		if len(b) < t.size {
-			return nil, errAvroTruncated
-		}
-		if s != nil {
-			s.b = b[:t.size]
-		}
-		return b[t.size:], nil
 	case avEnum:
 		n, rest, err := readIndex(b, len(t.symbols), errAvroSymbol)
 		if err != nil {
@@ -539,6 +546,11 @@ func (v *avroValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 		return ok, nil
 	case avInt, avLong:
 		return castInt(s.i, c, out)
+	case avDecimal:
+		if c.kind != kDecimal {
+			return failType, nil
+		}
+		return c.dec.castTwosComplement(s.b, int(s.i), out), nil
 	case avFloat, avDouble:
 		switch {
 		case c.kind != kFloat && c.kind != kDouble:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -47,7 +48,8 @@ func TestAvroColumns(t *testing.T) {
 		got = append(got, f.Name+" "+f.Type.String()+map[bool]string{true: " null", false: ""}[f.Nullable])
 	}
 	want := []string{"id string", "kind string", "other_kind string null", "on boolean", "count integer", "total long",
-		"ratio float", "power double null", "day date", "at timestamp", "at_us timestamp null", "tod integer", "uid string"}
+		"ratio float", "power double null", "day date", "at timestamp", "at_us timestamp null", "tod integer", "uid string",
+		"price decimal(9,2)", "amount decimal(18,4) null", "balance decimal(38,10)", "serial decimal(25,0)"}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Errorf("columns\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
@@ -60,6 +62,10 @@ func TestAvroColumnsRefusesWhatNoColumnHolds(t *testing.T) {
 		{"name": "tags", "type": {"type": "array", "items": "string"}},
 		{"name": "either", "type": ["null", "int", "string"]},
 		{"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+		{"name": "wide", "type": {"type": "bytes", "logicalType": "decimal", "precision": 39, "scale": 2}},
+		{"name": "cramped", "type": {"type": "fixed", "name": "F4", "size": 4, "logicalType": "decimal", "precision": 10}},
+		{"name": "upside", "type": {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 3}},
+		{"name": "blob", "type": "bytes"},
 		{"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}}
 	]}`
 	_, err := New(Config{Format: Avro, SchemaFile: schemaFile(t, schema), Key: "tables[1]"}, nil)
@@ -67,12 +73,15 @@ func TestAvroColumnsRefusesWhatNoColumnHolds(t *testing.T) {
 		t.Fatalf("New: %v, want ErrAvroTypeNotSupported", err)
 	}
 	for _, want := range []string{"tables[1].schema_file", "field nested: record", "field tags: array",
-		"field either: union of null, int, string", "field price: bytes with logical type decimal", "field local: long with logical type local-timestamp-micros"} {
+		"field either: union of null, int, string", "field local: long with logical type local-timestamp-micros",
+		"field wide: bytes with logical type decimal: decimal(39,2) has more digits than a decimal column holds (38)",
+		"field cramped: fixed with logical type decimal: fixed(4) holds 9 digits, not 10, so plain fixed, which has no column type yet",
+		"field upside: bytes with logical type decimal: scale 3 outside 0 to the precision 2", "field blob: bytes has no column type yet"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if strings.Contains(err.Error(), "field ok") {
+	if strings.Contains(err.Error(), "field ok") || strings.Contains(err.Error(), "field price") {
 		t.Errorf("error %q names a field that makes a column", err)
 	}
 }
@@ -118,7 +127,8 @@ func TestMapAvro(t *testing.T) {
 	at := time.Date(2026, 6, 22, 9, 15, 30, 123_000_000, time.UTC)
 	full := map[string]any{"id": "plug-1", "kind": "PLUG", "other_kind": "DOOR", "on": true, "count": int32(-7), "total": int64(1) << 40,
 		"ratio": float32(0.5), "power": 1234.5, "day": at, "at": at, "at_us": at.Add(456 * time.Microsecond),
-		"tod": 30 * time.Second, "uid": "0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b"}
+		"tod": 30 * time.Second, "uid": "0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b", "price": rat("-12.34"),
+		"amount": rat("12345678901234.5678"), "balance": rat("-1234567890123456789012345678.0123456789"), "serial": rat("1")}
 	var row Row
 	if err := m.Map(&Record{Value: encodeAvro(t, readingSchema, full)}, &row); err != nil {
 		t.Fatal(err)
@@ -127,19 +137,38 @@ func TestMapAvro(t *testing.T) {
 		parquet.ByteArrayValue([]byte("DOOR")), parquet.BooleanValue(true), parquet.Int32Value(-7), parquet.Int64Value(1 << 40),
 		parquet.FloatValue(0.5), parquet.DoubleValue(1234.5), parquet.Int32Value(int32(at.Unix() / 86400)),
 		parquet.Int64Value(at.UnixMicro()), parquet.Int64Value(at.UnixMicro() + 456), parquet.Int32Value(30_000),
-		parquet.ByteArrayValue([]byte("0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b"))}
+		parquet.ByteArrayValue([]byte("0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b")), parquet.Int32Value(-1234),
+		parquet.Int64Value(123456789012345678), fixedDecimal(16, "-12345678901234567890123456780123456789"), fixedDecimal(11, "1")}
 	checkValues(t, row.Values, want)
 
 	// The nullable unions' null branches are nulls.
-	full["other_kind"], full["power"], full["at_us"] = nil, nil, nil
+	full["other_kind"], full["power"], full["at_us"], full["amount"] = nil, nil, nil, nil
 	if err := m.Map(&Record{Value: encodeAvro(t, readingSchema, full)}, &row); err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range []int{2, 7, 10} {
+	for _, i := range []int{2, 7, 10, 14} {
 		if !row.Values[i].IsNull() {
 			t.Errorf("column %d: %v, want null", i, row.Values[i])
 		}
 	}
+}
+
+// scaled is the decimal unscaled×10^-scale, as twmb/avro encodes one.
+func scaled(unscaled *big.Int, scale int) *big.Rat {
+	return new(big.Rat).SetFrac(unscaled, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
+}
+
+// fixedDecimal is the FIXED_LEN_BYTE_ARRAY value of size bytes of a
+// decimal's unscaled integer (decimal text).
+func fixedDecimal(size int, unscaled string) parquet.Value {
+	n, ok := new(big.Int).SetString(unscaled, 10)
+	if !ok {
+		panic(unscaled)
+	}
+	if n.Sign() < 0 {
+		n.Add(n, new(big.Int).Lsh(big.NewInt(1), uint(8*size)))
+	}
+	return parquet.FixedLenByteArrayValue(n.FillBytes(make([]byte, size)))
 }
 
 // checkValues compares a row's values with want, by kind and value.
@@ -234,7 +263,8 @@ func TestMapAvroRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := map[string]any{"id": "x", "kind": "PLUG", "on": false, "count": int32(1), "total": int64(1) << 40, "ratio": float32(1),
-		"day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u"}
+		"day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u", "price": rat("0"), "balance": rat("0"),
+		"serial": rat("0")}
 	body := encodeAvro(t, readingSchema, good)
 	for _, tc := range []struct {
 		name  string
@@ -315,15 +345,29 @@ func TestMapAvroAgreesWithTheEncoder(t *testing.T) {
 		at := time.UnixMilli(rng.Int64N(253402300799999-(-62135596800000)) - 62135596800000).UTC()
 		day := at.Truncate(24 * time.Hour)
 		kinds := []string{"PLUG", "DOOR"}
+		// Unscaled values of every size their precision allows, either sign.
+		unscaled := func(digits int) *big.Int {
+			b := []byte{"+-"[rng.IntN(2)]}
+			for range 1 + rng.IntN(digits) {
+				b = append(b, byte('0'+rng.IntN(10)))
+			}
+			n, _ := new(big.Int).SetString(string(b), 10)
+			return n
+		}
+		price, balance, serial := unscaled(9), unscaled(38), unscaled(25)
 		rec := map[string]any{"id": str(), "kind": kinds[rng.IntN(2)], "on": rng.IntN(2) == 0, "count": rng.Int32(),
 			"total": rng.Int64() - rng.Int64(), "ratio": rng.Float32() * 1e6, "day": day, "at": at,
-			"tod": time.Duration(rng.IntN(86_400_000)) * time.Millisecond, "uid": str()}
+			"tod": time.Duration(rng.IntN(86_400_000)) * time.Millisecond, "uid": str(), "price": scaled(price, 2),
+			"balance": scaled(balance, 10), "serial": scaled(serial, 0)}
 		want := []parquet.Value{parquet.ByteArrayValue([]byte(rec["id"].(string))), parquet.ByteArrayValue([]byte(rec["kind"].(string))),
 			{}, parquet.BooleanValue(rec["on"].(bool)), parquet.Int32Value(rec["count"].(int32)), parquet.Int64Value(rec["total"].(int64)),
 			parquet.FloatValue(rec["ratio"].(float32)), {}, parquet.Int32Value(int32(floorDiv(day.UnixMicro(), microsDay))),
 			parquet.Int64Value(at.UnixMicro()), {}, parquet.Int32Value(int32(rec["tod"].(time.Duration).Milliseconds())),
-			parquet.ByteArrayValue([]byte(rec["uid"].(string)))}
+			parquet.ByteArrayValue([]byte(rec["uid"].(string))), parquet.Int32Value(int32(price.Int64())), {},
+			fixedDecimal(16, balance.String()), fixedDecimal(11, serial.String())}
 		if rng.IntN(2) == 0 {
+			amount := unscaled(18)
+			rec["amount"], want[14] = scaled(amount, 4), parquet.Int64Value(amount.Int64())
 			rec["other_kind"], want[2] = "DOOR", parquet.ByteArrayValue([]byte("DOOR"))
 			x := rng.NormFloat64() * 1e300
 			rec["power"], want[7] = x, parquet.DoubleValue(x)
@@ -488,7 +532,8 @@ func FuzzMapAvro(f *testing.F) {
 	f.Add(encodeAvro(f, containersSchema, map[string]any{"attrs": map[string]float64{"temp": 1}, "tags": []string{"a"},
 		"maybe": map[string]any{"x": int64(1), "skipped": []any{}}, "list": map[string]any{"v": int32(1), "next": nil}, "after": "z"}), true)
 	f.Add(encodeAvro(f, readingSchema, map[string]any{"id": "x", "kind": "PLUG", "on": true, "count": int32(1), "total": int64(2),
-		"ratio": float32(1), "day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u"}), false)
+		"ratio": float32(1), "day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u", "price": rat("1.5"),
+		"amount": rat("-2"), "balance": rat("-0.0000000001"), "serial": rat("7")}), false)
 	f.Fuzz(func(t *testing.T, value []byte, useContainers bool) {
 		m := reading
 		if useContainers {

@@ -3,13 +3,17 @@ package mapping
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 // ErrAvroTypeNotSupported is wrapped by the error of a schema whose fields make no columns, for an Avro
 // type no column type holds yet (records, arrays, maps, bytes, fixed,
-// decimals, general unions, local timestamps): the route names such fields
-// in columns with a path to their scalars, or leaves them out.
+// decimals of more than 38 digits, general unions, local timestamps): the
+// route names such fields in columns with a path to their scalars, or
+// leaves them out.
 var ErrAvroTypeNotSupported = errors.New("no column type for this Avro type yet")
 
 // avroColumns derives a table's columns from an Avro record schema, one per
@@ -17,7 +21,8 @@ var ErrAvroTypeNotSupported = errors.New("no column type for this Avro type yet"
 // boolean, int → integer, long → long, float, double, string, enum →
 // string, int with logical type date → date, long with timestamp-millis,
 // -micros or -nanos → timestamp (µs: nanoseconds are cut), time-millis →
-// integer and time-micros → long (from_avro ignores both), uuid → string.
+// integer and time-micros → long (from_avro ignores both), uuid → string,
+// bytes or fixed with logical type decimal → decimal(p,s) (p ≤ 38).
 // A union of null and one type is that type, nullable; any other field is
 // not nullable (a null sends the record to the DLQ).
 func avroColumns(schema *avroSchema) ([]Column, error) {
@@ -80,6 +85,18 @@ func avroColumnType(n *avroNode) (typ string, nullable bool, err error) {
 			return "", false, fmt.Errorf("long with logical type %s (timestamp_ntz) has no column type yet", n.logical)
 		}
 		return "long", false, nil
+	case "bytes", "fixed":
+		if n.logical != "decimal" {
+			break
+		}
+		d, err := avroDecimal(n)
+		switch {
+		case err != nil:
+			return "", false, fmt.Errorf("%s with logical type decimal: %v, so plain %s, which has no column type yet", n.typ, err, n.typ)
+		case d.Precision > delta.MaxDecimalPrecision:
+			return "", false, fmt.Errorf("%s with logical type decimal: %s has more digits than a decimal column holds (%d)", n.typ, d, delta.MaxDecimalPrecision)
+		}
+		return d.String(), false, nil
 	}
 	what := n.typ
 	if n.logical != "" {
@@ -94,4 +111,24 @@ func unionTypes(n *avroNode) string {
 		names[i] = b.typ
 	}
 	return strings.Join(names, ", ")
+}
+
+// avroDecimal is the decimal(p,s) of a bytes or fixed type with logical
+// type decimal, if the specification has it valid: 0 < precision, 0 ≤
+// scale ≤ precision, and for a fixed a precision its size holds (Java's
+// Avro: ⌊log10(2)·(8·size−1)⌋ digits). An invalid decimal is ignored, as
+// readers must: the type is plain bytes or fixed.
+func avroDecimal(n *avroNode) (delta.DecimalType, error) {
+	d := delta.DecimalType{Precision: n.precision, Scale: n.scale}
+	switch {
+	case n.precision <= 0:
+		return d, errors.New("no valid precision")
+	case n.scale < 0 || n.scale > n.precision:
+		return d, fmt.Errorf("scale %d outside 0 to the precision %d", n.scale, n.precision)
+	case n.typ == "fixed":
+		if most := int(math.Floor(math.Log10(2) * float64(8*n.size-1))); n.precision > most {
+			return d, fmt.Errorf("fixed(%d) holds %d digits, not %d", n.size, max(most, 0), n.precision)
+		}
+	}
+	return d, nil
 }

@@ -24,7 +24,7 @@ type avroNode struct {
 	branches []*avroNode
 	symbols  []string
 	size     int
-	// precision and scale of a decimal.
+	// precision and scale of a decimal (-1: not a non-negative integer).
 	precision, scale int
 }
 
@@ -134,7 +134,7 @@ func (p *avroParser) object(o map[string]any, ns string, depth int) (*avroNode, 
 		}
 		c := *n
 		c.logical = logical
-		c.precision, c.scale = intAttr(o, "precision"), intAttr(o, "scale")
+		c.precision, c.scale = intAttr(o, "precision"), scaleAttr(o)
 		return &c, nil
 	}
 	name, _ := o["name"].(string)
@@ -170,7 +170,7 @@ func (p *avroParser) object(o map[string]any, ns string, depth int) (*avroNode, 
 		if n.size = intAttr(o, "size"); n.size < 0 || o["size"] == nil {
 			return nil, fmt.Errorf("fixed %s without a size", full)
 		}
-		n.precision, n.scale = intAttr(o, "precision"), intAttr(o, "scale")
+		n.precision, n.scale = intAttr(o, "precision"), scaleAttr(o)
 	default: // record, error
 		fields, ok := o["fields"].([]any)
 		if !ok {
@@ -199,6 +199,15 @@ func (p *avroParser) object(o map[string]any, ns string, depth int) (*avroNode, 
 		}
 	}
 	return n, nil
+}
+
+// scaleAttr is a decimal's scale: 0 when absent, as the specification has
+// it; -1 when not a non-negative integer.
+func scaleAttr(o map[string]any) int {
+	if _, ok := o["scale"]; !ok {
+		return 0
+	}
+	return intAttr(o, "scale")
 }
 
 // intAttr is an integer attribute of a schema object, or -1.

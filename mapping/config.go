@@ -124,11 +124,11 @@ func (c Config) key() string {
 type Column struct {
 	// Name is the Delta column name (required, unique).
 	Name string `yaml:"name"`
-	// Type is string, boolean, integer, long, float, double, timestamp, date
-	// or variant. A variant (JSON path sources only) holds a JSON value as
-	// Spark's parse_json makes it; a JSON string is parsed as JSON text
-	// (raw_payload's source, payload, is one), any other value is taken as
-	// it is.
+	// Type is string, boolean, integer, long, float, double, timestamp,
+	// date, decimal(p,s) (1 ≤ p ≤ 38, 0 ≤ s ≤ p) or variant. A variant
+	// (JSON path sources only) holds a JSON value as Spark's parse_json
+	// makes it; a JSON string is parsed as JSON text (raw_payload's source,
+	// payload, is one), any other value is taken as it is.
 	Type string `yaml:"type"`
 	// Source says where the value comes from (default: the column name as a
 	// JSON path): a dot-separated JSON path ("payload.power", descending
@@ -239,7 +239,7 @@ func (c Config) Validate() error {
 
 type compiledColumn struct {
 	Column
-	typ delta.PrimitiveType
+	typ delta.DataType // a delta.PrimitiveType or delta.DecimalType
 	src parsedSource
 }
 
@@ -268,9 +268,9 @@ func (c Config) compileColumns() ([]compiledColumn, error) {
 		if j, dup := index[col.Name]; dup {
 			return nil, fmt.Errorf("%s.name: duplicate column %q (also %s.columns[%d])", key, col.Name, c.key(), j)
 		}
-		typ, ok := columnTypes[col.Type]
-		if !ok {
-			return nil, fmt.Errorf("%s.type: unknown type %q", key, col.Type)
+		typ, err := parseColumnType(col.Type)
+		if err != nil {
+			return nil, fmt.Errorf("%s.type: %w", key, err)
 		}
 		src, err := parseSource(col.Source, col.Name, index, cols)
 		if err != nil {
@@ -298,7 +298,7 @@ func sourceOrName(c Column) string {
 	return c.Source
 }
 
-func containsType(list []delta.PrimitiveType, t delta.PrimitiveType) bool {
+func containsType(list []delta.PrimitiveType, t delta.DataType) bool {
 	for _, x := range list {
 		if x == t {
 			return true

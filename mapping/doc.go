@@ -70,7 +70,16 @@
 // 248.0 and 2.48e2 are 248; 248.5 is a cast error, where Spark's from_json
 // gives null; out of range is "integer overflow"; NaN and ±inf are "not a
 // finite number"); a numeric string such as "97" is a cast error. Double and
-// float take any finite JSON number. Timestamps are RFC 3339 strings
+// float take any finite JSON number. A decimal(p,s) takes a JSON number or
+// a string of one, read from its text (Java BigDecimal's syntax; commas in
+// a string are dropped, as Spark's from_json drops them), never through a
+// float, rounded half up to s fraction digits as from_json rounds (12.345
+// is 12.35 in decimal(10,2)); more than p digits once rounded is an
+// overflow ("amount: decimal(10,2) overflow"), other text a cast error.
+// Its value is the unscaled 128-bit integer: INT32, INT64 or a
+// FIXED_LEN_BYTE_ARRAY in the arena. Avro decimals (bytes, fixed) and
+// integers are read into it exactly, rescaled the same way. Timestamps are
+// RFC 3339 strings
 // (fractions of 0–9 digits, truncated to µs; 'T' or space separator; a
 // value without zone is UTC; a bare date is midnight UTC) within years
 // 0001–9999; a hand-rolled parser handles the common form and time.Parse

@@ -230,6 +230,18 @@ func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 			out.f = x
 			return ok, nil
 		}
+	case kDecimal:
+		switch t {
+		case fastjson.TypeNumber:
+			j.num = v.MarshalTo(j.num[:0])
+			if nonFinite(j.num) {
+				return failNotFinite, j.num
+			}
+			return c.dec.castText(j.num, false, out), j.num
+		case fastjson.TypeString: // as from_json reads one: "12.30", "1,234.5"
+			s, _ := v.StringBytes()
+			return c.dec.castText(s, true, out), s
+		}
 	case kVariant:
 		return j.variant.encode(v, a, out)
 	case kTimestamp, kDate:

@@ -87,12 +87,13 @@ type planColumn struct {
 	compiledColumn
 	kind     kind // typ as a small integer: switching on the type string is slow
 	nullable bool
-	required bool // required, or not nullable: a null sends the record to the DLQ
-	node     int  // srcPath: the node holding the value
-	dataIdx  int  // its (first) leaf column: index in Row.Values, or -1 for a partition column
-	partIdx  int  // index in Row.PartitionValues, or -1
-	keyCol   int  // srcKeyPath: index in the key plan's cols
-	def      int  // definition level of a present value
+	required bool          // required, or not nullable: a null sends the record to the DLQ
+	node     int           // srcPath: the node holding the value
+	dataIdx  int           // its (first) leaf column: index in Row.Values, or -1 for a partition column
+	partIdx  int           // index in Row.PartitionValues, or -1
+	keyCol   int           // srcKeyPath: index in the key plan's cols
+	def      int           // definition level of a present value
+	dec      decimalColumn // kDecimal: precision, scale, leaf length
 	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
 	// A variant has two leaves (metadata, value), and so two nulls.
 	nullValue [2]parquet.Value
@@ -111,12 +112,21 @@ const (
 	kTimestamp
 	kDate
 	kVariant
+	kDecimal
 )
 
 var kinds = map[delta.PrimitiveType]kind{
 	delta.String: kString, delta.Boolean: kBoolean, delta.Integer: kInteger, delta.Long: kLong,
 	delta.Float: kFloat, delta.Double: kDouble, delta.Timestamp: kTimestamp, delta.Date: kDate,
 	delta.Variant: kVariant,
+}
+
+// kindOf is the kind of a column type.
+func kindOf(t delta.DataType) kind {
+	if p, ok := t.(delta.PrimitiveType); ok {
+		return kinds[p]
+	}
+	return kDecimal
 }
 
 // node is one JSON path prefix: "payload" in "payload.power". A node with
@@ -190,7 +200,8 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		p.rowNode = p.addPath([]string{rowImage})
 	}
 	for i, c := range cols {
-		pc := planColumn{compiledColumn: c, kind: kinds[c.typ], nullable: c.IsNullable(), dataIdx: -1, partIdx: -1}
+		pc := planColumn{compiledColumn: c, kind: kindOf(c.typ), nullable: c.IsNullable(), dataIdx: -1, partIdx: -1,
+			dec: newDecimalColumn(c.typ)}
 		pc.required = c.Required || !pc.nullable
 		if pc.nullable {
 			pc.def = 1
@@ -391,7 +402,8 @@ func cloneStruct(s *delta.StructType) *delta.StructType {
 // cell is a column's value before it becomes a Parquet value.
 type cell struct {
 	null bool
-	i    int64 // boolean (0/1), integer, long, date (days), timestamp (µs)
+	i    int64 // boolean (0/1), integer, long, date (days), timestamp (µs); a decimal's unscaled value's low 64 bits
+	hi   int64 // a decimal's unscaled value's high 64 bits (two's complement, hi:i)
 	f    float64
 	b    []byte // string, or a variant's value, in the row's arena
 	m    []byte // a variant's metadata, in the row's arena
@@ -529,7 +541,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		case c.kind == kVariant:
 			out.Values[c.dataIdx], out.Values[c.dataIdx+1] = c.variantValues(v)
 		case c.dataIdx >= 0:
-			out.Values[c.dataIdx] = c.parquetValue(v)
+			out.Values[c.dataIdx] = c.parquetValue(v, out.Arena)
 		default:
 			out.PartitionValues[c.partIdx] = m.partitionValue(c, v, out)
 		}
@@ -567,7 +579,9 @@ func (c *planColumn) variantValues(v cell) (parquet.Value, parquet.Value) {
 	return parquet.ByteArrayValue(v.m).Level(0, c.def, c.dataIdx), parquet.ByteArrayValue(v.b).Level(0, c.def, c.dataIdx+1)
 }
 
-func (c *planColumn) parquetValue(v cell) parquet.Value {
+// parquetValue is a data column's value; a decimal of more than 18 digits
+// goes into a.
+func (c *planColumn) parquetValue(v cell, a *Arena) parquet.Value {
 	if v.null {
 		return c.nullValue[0]
 	}
@@ -585,6 +599,8 @@ func (c *planColumn) parquetValue(v cell) parquet.Value {
 		pv = parquet.FloatValue(float32(v.f))
 	case kDouble:
 		pv = parquet.DoubleValue(v.f)
+	case kDecimal:
+		pv = c.dec.value(v.hi, v.i, a)
 	}
 	return pv.Level(0, c.def, c.dataIdx)
 }
@@ -771,17 +787,23 @@ func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 		e.Reason = "missing required field " + c.Name
 	case failType:
 		var got string
+		format := m.p.cfg.Format
 		if c.src.kind == srcKeyPath {
 			got = m.keyVals.kindOf(m.p.key.cols[c.keyCol].node)
+			format = m.p.key.cfg.Format
 		} else {
 			got = m.vals.kindOf(c.node)
 		}
 		want := "number"
-		switch c.typ {
-		case delta.String, delta.Timestamp, delta.Date:
+		switch {
+		case c.typ == delta.String || c.typ == delta.Timestamp || c.typ == delta.Date:
 			want = "string"
-		case delta.Boolean:
+		case c.typ == delta.Boolean:
 			want = "boolean"
+		case c.kind == kDecimal && format == Avro:
+			want = "decimal or integer"
+		case c.kind == kDecimal && format == Protobuf:
+			want = "integer"
 		}
 		e.Reason = name + "expected " + want + ", got " + got
 	case failCast:

@@ -204,6 +204,8 @@ func castInt(n int64, c *planColumn, out *cell) (failure, []byte) {
 		out.i = n
 	case kFloat, kDouble:
 		out.f = float64(n)
+	case kDecimal:
+		return c.dec.castInt(n, out), nil
 	default:
 		return failType, nil
 	}

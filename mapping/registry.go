@@ -153,22 +153,36 @@ type namedType struct{ name, typ string }
 
 // checkWidening refuses a writer schema whose top-level field is wider
 // than the column derived from an earlier version (float → double, int →
-// long): cast into the table's type, its values would lose precision or
-// overflow, so its records are dead letters naming the field until the
-// table's column is widened. Columns the route declares take the casts
-// they ask for.
+// long, a decimal of more integer or fraction digits): cast into the
+// table's type, its values would lose precision or overflow, so its
+// records are dead letters naming the field until the table's column is
+// widened. Columns the route declares take the casts they ask for.
 func checkWidening(fields []namedType, p *plan) error {
 	if !p.cfg.derived {
 		return nil
 	}
 	for _, f := range fields {
 		col := p.schema.Field(f.name)
-		if col != nil && ((col.Type == delta.Float && f.typ == "double") || (col.Type == delta.Integer && f.typ == "long")) {
+		if col != nil && ((col.Type == delta.Float && f.typ == "double") || (col.Type == delta.Integer && f.typ == "long") ||
+			widerDecimal(col.Type, f.typ)) {
 			return fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s (type widening is not supported yet)",
 				f.name, f.typ, col.Type, f.name)
 		}
 	}
 	return nil
+}
+
+// widerDecimal reports whether decimal type name typ holds values column
+// type col does not: more fraction digits (they would be rounded) or more
+// integer digits (they would overflow).
+func widerDecimal(col delta.DataType, typ string) bool {
+	c, ok := col.(delta.DecimalType)
+	if !ok {
+		return false
+	}
+	w, err := parseColumnType(typ)
+	d, ok := w.(delta.DecimalType)
+	return err == nil && ok && (d.Scale > c.Scale || d.Precision-d.Scale > c.Precision-c.Scale)
 }
 
 // newColumnsOf are the columns of a writer schema's top-level fields that

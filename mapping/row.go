@@ -15,7 +15,9 @@ type Row struct {
 	// column, 0 for null), ready for parquet-go's WriteRows: DATE as int32
 	// days since the epoch, TIMESTAMP as int64 µs (UTC), strings as byte
 	// arrays in Arena, a VARIANT as two byte arrays in Arena, its metadata
-	// and its value (delta.ParquetSchema's layout).
+	// and its value (delta.ParquetSchema's layout), a DECIMAL as its
+	// unscaled value: int32 up to 9 digits, int64 up to 18, else a
+	// fixed-length big-endian two's complement in Arena.
 	Values parquet.Row
 	// PartitionValues are the partition columns' values (PartitionColumns
 	// order) as Delta partitionValues strings; nil is null. The strings
@@ -45,8 +47,15 @@ const valueSize = int(unsafe.Sizeof(parquet.Value{}))
 // so the copy outlives r.Arena: for a buffer that owns its own arena.
 func (r *Row) AppendValues(dst parquet.Row, a *Arena) parquet.Row {
 	for _, v := range r.Values {
-		if v.Kind() == parquet.ByteArray && !v.IsNull() {
+		if v.IsNull() {
+			dst = append(dst, v)
+			continue
+		}
+		switch v.Kind() {
+		case parquet.ByteArray:
 			v = parquet.ByteArrayValue(a.Copy(v.ByteArray())).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+		case parquet.FixedLenByteArray: // a decimal of more than 18 digits
+			v = parquet.FixedLenByteArrayValue(a.Copy(v.ByteArray())).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
 		}
 		dst = append(dst, v)
 	}

@@ -3,9 +3,13 @@ package mapping
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
+	"math/big"
 	"strconv"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/delta/filter"
@@ -33,6 +37,12 @@ type whereCond struct {
 	b    bool
 	s    []byte // a string column's literal
 	pv   string // a partition column's literal as its partition value
+	// A decimal column's literal q (times 10^scale) as ⌊q⌋ (two's
+	// complement hi:i, clamped to ±10^38, which no value reaches) and
+	// whether q has a fraction.
+	hi   int64
+	frac bool
+	dec  decimalColumn
 }
 
 // Where compiles src, a filter over m's columns: an error names the
@@ -50,7 +60,8 @@ func (m *Mapper) Where(src string) (*Where, error) {
 	w := &Where{src: src}
 	for _, bc := range bound.Conds() {
 		col := m.p.column(bc.Column)
-		c := whereCond{op: bc.Op, kind: col.kind, name: bc.Column, data: col.dataIdx, part: col.partIdx, null: bc.Value == nil}
+		c := whereCond{op: bc.Op, kind: col.kind, name: bc.Column, data: col.dataIdx, part: col.partIdx, null: bc.Value == nil,
+			dec: col.dec}
 		if err := c.literal(bc.Value, bc.Type); err != nil {
 			return nil, fmt.Errorf("where %s: %w", src, err)
 		}
@@ -84,6 +95,11 @@ func (c *whereCond) literal(lit any, t delta.DataType) error {
 		c.i = v
 	case float64:
 		c.f = v
+	case *big.Rat:
+		if c.kind != kDecimal {
+			return fmt.Errorf("column %s of type %s cannot be compared here", c.name, t)
+		}
+		c.decimalLiteral(v)
 	case time.Time:
 		if c.kind == kDate {
 			c.i, c.pv = v.Unix()/86400, v.Format(time.DateOnly)
@@ -97,6 +113,51 @@ func (c *whereCond) literal(lit any, t delta.DataType) error {
 		return fmt.Errorf("partition column %s is %s: only string, boolean, integer, long and date partition columns can be compared", c.name, t)
 	}
 	return nil
+}
+
+// decimalLiteral sets the literal of a comparison with a decimal column:
+// q = lit×10^scale, compared with the column's unscaled values.
+func (c *whereCond) decimalLiteral(lit *big.Rat) {
+	q := new(big.Rat).Mul(lit, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(c.dec.scale)), nil)))
+	floor := new(big.Int).Div(q.Num(), q.Denom()) // Euclidean: ⌊q⌋, the denominator being positive
+	c.frac = !q.IsInt()
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(delta.MaxDecimalPrecision), nil)
+	if floor.CmpAbs(limit) > 0 {
+		floor.Mul(limit, big.NewInt(int64(floor.Sign())))
+		c.frac = false
+	}
+	neg := floor.Sign() < 0
+	var buf [16]byte
+	new(big.Int).Abs(floor).FillBytes(buf[:])
+	mag := u128{hi: binary.BigEndian.Uint64(buf[:8]), lo: binary.BigEndian.Uint64(buf[8:])}
+	if neg {
+		mag = mag.neg()
+	}
+	c.hi, c.i = int64(mag.hi), int64(mag.lo)
+}
+
+// compareDecimal orders a decimal column's value and the literal.
+func (c *whereCond) compareDecimal(v parquet.Value) int {
+	var x cell
+	switch v.Kind() {
+	case parquet.Int32:
+		x.i = int64(v.Int32())
+		x.hi = x.i >> 63
+	case parquet.Int64:
+		x.i = v.Int64()
+		x.hi = x.i >> 63
+	default: // it fits its column: castTwosComplement only sign-extends it
+		c.dec.castTwosComplement(v.ByteArray(), c.dec.scale, &x)
+	}
+	switch {
+	case x.hi != c.hi:
+		return cmp.Compare(x.hi, c.hi)
+	case x.i != c.i:
+		return cmp.Compare(uint64(x.i), uint64(c.i))
+	case c.frac: // x = ⌊q⌋ < q
+		return -1
+	}
+	return 0
 }
 
 // String is the filter as written.
@@ -138,6 +199,8 @@ func (c *whereCond) match(r *Row) bool {
 		order = cmp.Compare(float64(v.Float()), c.f)
 	case kDouble:
 		order = cmp.Compare(v.Double(), c.f)
+	case kDecimal:
+		order = c.compareDecimal(v)
 	default:
 		return false // variants compare with null only (Bind says so)
 	}

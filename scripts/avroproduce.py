@@ -15,12 +15,14 @@ format (basic auth from $SCHEMA_REGISTRY_USER_INFO, user:password); with
 an AvroSerializer under the subject <T>-key, whose fields the printed rows
 hold as key_<field>. Values are drawn from the seed for every
 field of the types deltaflow derives columns from (null in a nullable union
-one time in four). Prints the records as the table should hold them, as
+one time in four; decimals of up to their precision's digits, either
+sign). Prints the records as the table should hold them, as
 JSON rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted
 the same way.
 """
 import argparse
 import datetime
+import decimal
 import io
 import json
 import random
@@ -60,6 +62,9 @@ def value(rng, typ, named):
         if logical == "uuid":
             u = str(uuid.UUID(int=rng.getrandbits(128)))
             return u, u
+        if logical == "decimal":  # bytes or fixed: up to precision digits at the scale, either sign
+            d = draw_decimal(rng, typ["precision"], typ.get("scale", 0))
+            return d, d
         return value(rng, base, named)
     if typ == "string":
         s = draw_text(rng)
@@ -80,6 +85,15 @@ def value(rng, typ, named):
         x = rng.uniform(-1e12, 1e12)
         return x, x
     raise SystemExit(f"avroproduce.py: no values for type {typ!r}")
+
+
+def draw_decimal(rng, precision, scale):
+    """A decimal of 1 to precision digits (a zero one time in eight), scale
+    of them after the point, built from its digits: Decimal arithmetic
+    would round it to the context's 28 digits."""
+    unscaled = 0 if rng.random() < 0.125 else rng.randrange(10 ** rng.randrange(1, precision + 1))
+    sign = rng.randrange(2) if unscaled else 0  # no negative zero: no table holds one
+    return decimal.Decimal((sign, tuple(int(c) for c in str(unscaled)), -scale))
 
 
 def schemaless(schema):

@@ -34,7 +34,10 @@ def render(v):
     if isinstance(v, datetime.date):
         return "%04d-%02d-%02d" % (v.year, v.month, v.day)
     if isinstance(v, decimal.Decimal):
-        return str(v)
+        # Plain notation with the value's own scale, as delta.Row holds a
+        # decimal ("0.0000000000" for a zero of scale 10, where str()
+        # writes "0E-10").
+        return format(v, "f")
     if isinstance(v, (bytes, bytearray)):
         return "b64:" + base64.b64encode(bytes(v)).decode()
     if isinstance(v, dict):

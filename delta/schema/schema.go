@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,22 @@ func (p PrimitiveType) String() string { return string(p) }
 type DecimalType struct{ Precision, Scale int }
 
 func (d DecimalType) String() string { return fmt.Sprintf("decimal(%d,%d)", d.Precision, d.Scale) }
+
+// MaxDecimalPrecision is the largest precision of a DecimalType, Spark's.
+const MaxDecimalPrecision = 38
+
+// FixedLen is the length of the shortest big-endian two's complement that
+// holds every unscaled value of d (up to 10^Precision−1 in magnitude): the
+// FIXED_LEN_BYTE_ARRAY length Spark writes a decimal of more than 18
+// digits as (16 for 38 digits).
+func (d DecimalType) FixedLen() int {
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Precision)), nil)
+	n := 1
+	for max := big.NewInt(1 << 7); max.Cmp(limit) < 0; max.Lsh(max, 8) { // n bytes hold magnitudes below 2^(8n−1)
+		n++
+	}
+	return n
+}
 
 // StructField is one column of a struct.
 type StructField struct {
@@ -225,7 +242,7 @@ func parsePrimitive(name string) (DataType, error) {
 		ps, ss, ok2 := strings.Cut(inner, ",")
 		p, err1 := strconv.Atoi(strings.TrimSpace(ps))
 		s, err2 := strconv.Atoi(strings.TrimSpace(ss))
-		if ok && ok2 && err1 == nil && err2 == nil && p >= 1 && p <= 38 && s >= 0 && s <= p {
+		if ok && ok2 && err1 == nil && err2 == nil && p >= 1 && p <= MaxDecimalPrecision && s >= 0 && s <= p {
 			return DecimalType{Precision: p, Scale: s}, nil
 		}
 	}

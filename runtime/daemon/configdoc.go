@@ -46,7 +46,7 @@ var keySpecs = map[string]keySpec{
 	"table.max_record_bytes":                {doc: "Record values larger than this go to the DLQ unparsed."},
 	"table.columns":                         {doc: "Columns in declared order (list of the keys below).", def: "the Spark job's `sensor_events` schema"},
 	"table.columns[].name":                  {doc: "Delta column name (required, unique)."},
-	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp, date or variant (a JSON value as Spark's parse_json makes it: a JSON string is parsed as JSON text, e.g. raw_payload from payload; JSON path sources only)."},
+	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp, date, `decimal(p,s)` or variant (a JSON value as Spark's parse_json makes it: a JSON string is parsed as JSON text, e.g. raw_payload from payload; JSON path sources only). `decimal(p,s)` (1 ≤ p ≤ 38 digits, s of them after the point, 0 ≤ s ≤ p) holds exact numbers, as Spark's DecimalType: a JSON number or a string of one (`12.3`, `\"1e2\"`, `\"1,234.5\"`: commas are dropped, as Spark's from_json does) is read from its text, never through a double, and rounded half up to s digits as from_json rounds (12.345 → 12.35 and -0.005 → -0.01 in decimal(10,2)); a value of more than p digits once rounded is an overflow and other text cannot be cast (`mode` decides: a dead letter, or null). Avro decimals, ints and longs are read exactly, rescaled the same way. Stored as Spark stores it (INT32 up to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY); not a partition column."},
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)`, kafka.partition/offset/timestamp/key/topic, or `kafka.key.<path>`: a field of the record key decoded as `key_format` says.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
@@ -301,8 +301,9 @@ const formatsDoc = `
   an older or newer version is read into them by field name, as Avro schema resolution does: a field its
   writer schema lacks is null, one of a narrower type is cast (an int into a long column), and one of an
   incompatible type (a string into a long column) makes the record a dead letter naming the column. A writer
-  schema that widens a column made of an earlier version (int → long, float → double) makes its records dead
-  letters naming the field and both types, since the table's type would overflow or round its values; Delta
+  schema that widens a column made of an earlier version (int → long, float → double, a decimal of more
+  integer or fraction digits) makes its records dead letters naming the field and both types, since the
+  table's type would overflow or round its values; Delta
   type widening (` + "`delta.enableTypeWidening`" + `) is not supported yet, so such a change needs a new table (declared
   ` + "`columns`" + ` take the casts they ask for, and may give the wider type from the start). A writer
   schema with top-level fields no column reads adds them as nullable columns while running
@@ -324,17 +325,21 @@ Without ` + "`columns`" + `, every field of the record is a column, in schema or
 | string, enum (its symbol), string with logical type uuid | string |
 | int with logical type date | date |
 | long with logical type timestamp-millis, -micros, -nanos | timestamp (microseconds: nanoseconds are cut) |
+| bytes or fixed with logical type decimal (precision p ≤ 38, scale s) | decimal(p,s): the unscaled big-endian two's complement read exactly |
 | int with time-millis, long with time-micros | integer (milliseconds of the day), long (microseconds), as from_avro ignores both |
 | a union of null and one type above | that type, nullable |
 | any other type | not nullable: a null sends the record to the DLQ |
 
-Records, arrays, maps, bytes, fixed, decimals, local timestamps and other unions have no column type yet:
-a schema with such a field is refused naming each one, and the route gives ` + "`columns`" + ` instead, with
+Records, arrays, maps, plain bytes and fixed, decimals of more than 38 digits, local timestamps and other
+unions have no column type yet (a decimal the Avro specification holds invalid, such as a scale above its
+precision or a fixed too short for its digits, is its plain bytes or fixed, as Avro readers take it): a
+schema with such a field is refused naming each one, and the route gives ` + "`columns`" + ` instead, with
 sources that are paths to the scalars inside records and maps (` + "`payload.power`" + `, ` + "`attrs.color`" + ` for the key
 color of a map; below a null record or a missing key, null). A path the schema does not have, or one into an
 array or a recursive type, is refused naming the column. Explicit columns read Avro values
 as they read JSON ones, with the same casts (an int or long into a double column, an int too large for an
-integer column is an overflow) and ` + "`mode`" + `; a variant column takes JSON only. A body that does not decode
+integer column is an overflow; a decimal, int or long into a decimal column, rounded half up to its scale,
+a value of too many digits an overflow) and ` + "`mode`" + `; a variant column takes JSON only. A body that does not decode
 with the schema, or has bytes after the record, is a dead letter ("not Avro of the table's schema").
 
 ` + "`table.format: json_schema`" + ` reads JSON objects in the Confluent wire format, as Confluent's

@@ -246,7 +246,7 @@ func (variantV1) LogicalType() *format.LogicalType {
 
 func parquetLeaf(t schema.DataType) (parquet.Node, error) {
 	if d, ok := t.(schema.DecimalType); ok {
-		return parquet.Decimal(d.Scale, d.Precision, decimalPhysical(d)), nil
+		return decimalNode(d), nil
 	}
 	if t == schema.Variant {
 		return variantNode, nil
@@ -379,22 +379,6 @@ func WallClockMicros(t time.Time) int64 {
 	return time.Date(y, mo, d, h, mi, sec, t.Nanosecond(), time.UTC).UnixMicro()
 }
 
-// decimalPhysical is the Parquet type Spark writes a decimal as: INT32 up
-// to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY.
-func decimalPhysical(d schema.DecimalType) parquet.Type {
-	switch {
-	case d.Precision <= 9:
-		return parquet.Int32Type
-	case d.Precision <= 18:
-		return parquet.Int64Type
-	}
-	n := 1
-	for limit := big.NewInt(128); limit.Cmp(pow10(d.Precision)) < 0; limit.Lsh(limit, 8) {
-		n++
-	}
-	return parquet.FixedLenByteArrayType(n)
-}
-
 func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
 
 // Decimal is a value of a decimal column: v is its text ("12.3", "-0.05"),
@@ -418,7 +402,7 @@ func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
 	case parquet.Int64:
 		pv = parquet.Int64Value(unscaled.Int64())
 	default: // big-endian two's complement, sign-extended to the length
-		n := decimalPhysical(d).Length()
+		n := d.FixedLen()
 		b := make([]byte, n)
 		if unscaled.Sign() < 0 {
 			unscaled = new(big.Int).Add(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))

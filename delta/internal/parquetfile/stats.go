@@ -20,10 +20,11 @@ const StatsStringPrefix = 32
 type statKind uint8
 
 const (
-	statNullOnly statKind = iota // nullCount only: boolean, binary
+	statNullOnly statKind = iota // nullCount only: boolean, binary, variant
 	statInt                      // integers, date (days), timestamps (µs)
 	statFloat
 	statString
+	statDecimal // unscaled, in 128 bits: INT32, INT64 or FIXED_LEN_BYTE_ARRAY
 )
 
 // colStats accumulates one column's statistics. Strings keep their own copy
@@ -44,6 +45,8 @@ type colStats struct {
 	maxF      float64
 	minS      []byte
 	maxS      []byte
+	minD      decimal128
+	maxD      decimal128
 }
 
 type statsCollector struct {
@@ -68,6 +71,9 @@ func newStatsCollector(dataSchema *schema.StructType, leaf []int, numIndexed int
 			cs.kind = statFloat
 		case schema.String:
 			cs.kind = statString
+		}
+		if _, ok := f.Type.(schema.DecimalType); ok {
+			cs.kind = statDecimal
 		}
 		if cs.kind != statNullOnly {
 			c.anyEligible = true
@@ -128,6 +134,15 @@ func (c *statsCollector) add(row parquet.Row) {
 				cs.minS = append(cs.minS[:0], b...)
 			} else if bytes.Compare(b, cs.maxS) > 0 {
 				cs.maxS = append(cs.maxS[:0], b...)
+			}
+		case statDecimal:
+			x := decimalValue(v)
+			if !cs.has {
+				cs.minD, cs.maxD, cs.has = x, x, true
+			} else if x.less(cs.minD) {
+				cs.minD = x
+			} else if cs.maxD.less(x) {
+				cs.maxD = x
 			}
 		default:
 			cs.has = true
@@ -198,6 +213,12 @@ func (c *statsCollector) appendBounds(b []byte, isMax bool) []byte {
 				s = TruncateMinString(string(cs.minS), StatsStringPrefix)
 			}
 			val, _ = jsonenc.Marshal(s)
+		case statDecimal:
+			x := cs.minD
+			if isMax {
+				x = cs.maxD
+			}
+			val = appendDecimalStat(nil, x.big(), cs.typ.(schema.DecimalType).Scale)
 		}
 		if !first {
 			b = append(b, ',')
