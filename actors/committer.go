@@ -498,9 +498,21 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	}
 	write := epochWrite{writer: c.writer, ctx: c.ctx, snap: c.snap, letters: letters, commit: ec,
 		progress: c.cfg.progress, onDLQRetry: c.dlqRetrying(es.epoch, len(letters)), onCommitRetry: c.storageRetrying("commit")}
+	// Resolving upserts holds a map of the epoch's keys until the commit:
+	// counted, so that the next epoch's reading waits for room instead of
+	// piling up beside it past the budget.
+	var resolving int64
+	if ec != nil && ec.upserts != nil {
+		resolving = ec.upserts.ResolveMemory()
+		c.cfg.budget.Add(c.gen, resolving)
+	}
+	gen := c.gen
 	c.offActor(ctx, func() func(actor.Context) {
 		out := write.run()
-		return func(ctx actor.Context) { c.epochWritten(ctx, es, ec, out) }
+		return func(ctx actor.Context) {
+			c.cfg.budget.Release(gen, resolving)
+			c.epochWritten(ctx, es, ec, out)
+		}
 	})
 }
 

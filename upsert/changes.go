@@ -20,3 +20,17 @@ type Changes struct {
 	Files   []NewFile
 	Deletes keylog.Log
 }
+
+// resolveEntryMemory is what Resolve holds per change besides its key's
+// bytes: a map entry (key header and winner, with the map's slack).
+const resolveEntryMemory = 64
+
+// ResolveMemory is what resolving the changes holds at most, for memory
+// budgets: Resolve keeps one entry per change's key.
+func (ch *Changes) ResolveMemory() int64 {
+	n := int64(ch.Deletes.Len())*resolveEntryMemory + ch.Deletes.KeyBytes()
+	for _, f := range ch.Files {
+		n += int64(f.Rows.Len())*resolveEntryMemory + f.Rows.KeyBytes()
+	}
+	return n
+}
