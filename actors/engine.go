@@ -279,6 +279,14 @@ type table struct {
 	deleteWhen  *mapping.Where
 }
 
+// optionalWhere compiles filter over m's columns; nil when there is none.
+func optionalWhere(m *mapping.Mapper, filter string) (*mapping.Where, error) {
+	if filter == "" {
+		return nil, nil
+	}
+	return m.Where(filter)
+}
+
 // ErrTopicRecreated is sent on [Engine.Fatal] when the topic was deleted
 // and created again while this process read it: franz-go keeps fetching the
 // old topic's ID, so only a new process (a new client) reads the new topic.
@@ -348,17 +356,12 @@ func NewEngine(cfg Config, deps Deps, routes ...Route) (*Engine, error) {
 		t := &table{route: r, committer: actor.NewPID(system.Address(), committerName(r.Name)), reg: newRegistry(),
 			budget: NewBudget(shares[i], cfg.MaxUnfinishedEpochs), metrics: deps.Metrics.Table(r.Name),
 			health: deps.Health.Table(r.Name), logger: deps.Logger.With("table", r.Name)}
-		if r.Where != "" {
-			var err error
-			if t.where, err = r.Mapper.Where(r.Where); err != nil {
-				return nil, fmt.Errorf("engine: route %s: %w", r.Name, err)
-			}
+		var err error
+		if t.where, err = optionalWhere(r.Mapper, r.Where); err != nil {
+			return nil, fmt.Errorf("engine: route %s: %w", r.Name, err)
 		}
-		if r.DeleteWhen != "" {
-			var err error
-			if t.deleteWhen, err = r.Mapper.Where(r.DeleteWhen); err != nil {
-				return nil, fmt.Errorf("engine: route %s: delete when: %w", r.Name, err)
-			}
+		if t.deleteWhen, err = optionalWhere(r.Mapper, r.DeleteWhen); err != nil {
+			return nil, fmt.Errorf("engine: route %s: delete when: %w", r.Name, err)
 		}
 		if r.Maintenance.enabled() {
 			t.maintenance = actor.NewPID(system.Address(), maintenanceName(r.Name))
