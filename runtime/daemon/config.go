@@ -241,6 +241,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	located = append(located, cfg.resolveTables(tables), cfg.singleOrList(lines, fromEnv))
 	cfg.deriveDefaults()
 	located = append(located, cfg.formatDefaults(lines))
+	cfg.sequenceDefaults(lines)
 	rest := errors.Join(cfg.expandInstanceID(), cfg.Validate(), cfg.checkCredentials(getenv))
 	if err := errors.Join(append(located, withLines(rest, lines, fromEnv))...); err != nil {
 		if path != "" {
@@ -350,12 +351,44 @@ func (c *Config) formatDefaults(lines keyLines) error {
 			t.PartitionColumns = []string{}
 		}
 	}
-	settle(&c.Table, "table")
-	for i := range c.Tables {
-		settle(&c.Tables[i].TableConfig, fmt.Sprintf("tables[%d]", i))
-	}
+	c.eachTable(settle)
 	return errors.Join(errs...)
 }
+
+// eachTable calls f with every table section and its key: the single
+// form's and each route's.
+func (c *Config) eachTable(f func(t *TableConfig, section string)) {
+	f(&c.Table, "table")
+	for i := range c.Tables {
+		f(&c.Tables[i].TableConfig, fmt.Sprintf("tables[%d]", i))
+	}
+}
+
+// sequenceDefaults orders a Debezium upsert table that does not say
+// sequence_by by the change's log position: its one column whose source
+// is cdc.source.lsn (PostgreSQL's). The position, unlike the offset, also
+// orders a change Kafka Connect sends again after a restart, or a
+// re-snapshot, behind the newer ones. `sequence_by: ""` keeps the offset.
+func (c *Config) sequenceDefaults(lines keyLines) {
+	c.eachTable(func(t *TableConfig, section string) {
+		if _, given := lines[section+".sequence_by"]; given || t.SequenceBy != "" || t.CDC != mapping.CDCDebezium || t.WriteMode != WriteUpsert {
+			return
+		}
+		var found []string
+		for _, col := range t.Columns {
+			if col.Source == cdcPositionSource {
+				found = append(found, col.Name)
+			}
+		}
+		if len(found) == 1 {
+			t.SequenceBy = found[0]
+		}
+	})
+}
+
+// cdcPositionSource is the source of a Debezium change's position in
+// PostgreSQL's log, which grows with every change.
+const cdcPositionSource = "cdc.source.lsn"
 
 // namesColumns reports whether every name is a column's.
 func namesColumns(cols []mapping.Column, names []string) bool {

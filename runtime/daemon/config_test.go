@@ -655,6 +655,43 @@ func TestREADMECDCExample(t *testing.T) {
 	}
 }
 
+// TestCDCSequenceDefault: a Debezium upsert table is ordered by its column
+// of the change's log position unless sequence_by says otherwise; `""`
+// keeps the Kafka offset's order, and without such a column (or with two)
+// the offset orders too.
+func TestCDCSequenceDefault(t *testing.T) {
+	const table = `table:
+  write_mode: upsert
+  cdc: debezium
+  key_columns: [id]
+  partition_columns: []
+  columns:
+    - {name: id, type: long}
+    - {name: seen, type: long, source: cdc.ts_ms}
+`
+	for _, tc := range []struct{ name, extra, want string }{
+		{"position column", "    - {name: pos, type: long, source: cdc.source.lsn}\n", "pos"},
+		{"given", "    - {name: pos, type: long, source: cdc.source.lsn}\n  sequence_by: seen\n", "seen"},
+		{"offset asked for", "    - {name: pos, type: long, source: cdc.source.lsn}\n  sequence_by: \"\"\n", ""},
+		{"no position column", "", ""},
+		{"two position columns", "    - {name: pos, type: long, source: cdc.source.lsn}\n    - {name: pos2, type: long, source: cdc.source.lsn}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "deltaflow.yaml")
+			if err := os.WriteFile(path, []byte(table+tc.extra), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(path, credsEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Table.SequenceBy != tc.want {
+				t.Errorf("sequence_by %q, want %q", cfg.Table.SequenceBy, tc.want)
+			}
+		})
+	}
+}
+
 // readmeExample writes the first yaml block after the README's heading to
 // a file, through replace when not nil, and returns its path.
 func readmeExample(t *testing.T, heading string, replace *strings.Replacer) string {

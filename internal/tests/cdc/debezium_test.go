@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func newRig(t *testing.T) *rig {
 	yaml.WriteString("tables:\n")
 	for name, table := range map[string]struct{ topic, keys string }{
 		"accounts_plain":   {plain, "    cdc: debezium\n"},
-		"accounts_schemas": {schemas, "    cdc: debezium\n    sequence_by: lsn\n"},
+		"accounts_schemas": {schemas, "    cdc: debezium\n"}, // ordered by its lsn column, the default
 		"accounts_flat":    {flat, "    delete_when: \"__deleted = 'true'\"\n"},
 	} {
 		r.dirs[name] = filepath.Join(t.TempDir(), name)
@@ -96,6 +97,12 @@ func newRig(t *testing.T) *rig {
 	r.config = filepath.Join(t.TempDir(), "deltaflow.yaml")
 	if err := os.WriteFile(r.config, []byte(yaml.String()), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	// The schemas table says no sequence_by: its cdc.source.lsn column is
+	// the default, which the effective configuration shows.
+	out, err := exec.Command(scenario.Binary(t), "config", "check", "--config", r.config).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`name: accounts_schemas\n(    .*\n)*    sequence_by: lsn\n`).Match(out) {
+		t.Fatalf("config check: %v: accounts_schemas is not ordered by its lsn column:\n%s", err, out)
 	}
 	return r
 }
@@ -247,7 +254,7 @@ func (r *rig) workload(round int) {
 // change, a 500-row transaction, random updates) streamed by the real
 // Debezium into three topics (change events through the JSON converter
 // with and without schemas, read with cdc: debezium, the latter ordered
-// by sequence_by its WAL position, source.lsn; row images from
+// by its WAL position, source.lsn, by default; row images from
 // ExtractNewRecordState, deletes marked __deleted, read with delete_when)
 // becomes, in the three upsert tables, exactly SELECT * FROM accounts as
 // delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again
