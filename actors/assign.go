@@ -52,14 +52,14 @@ func (c *committer) handleAssign(ctx actor.Context, m *messages.Assign) {
 				fresh[p] = c.base[p]
 			}
 		}
-		if c.pipeline != nil && len(fresh) > 0 {
-			c.spawnReaders(ctx, fresh, nil)
+		if c.life.running() && len(fresh) > 0 {
+			c.life.spawnReaders(ctx, fresh, c.epoch, nil)
 		}
 		answer := make(map[int32]int64, len(ps))
 		for _, p := range ps {
 			answer[p.Partition] = next[p]
 		}
-		m.Reply <- messages.Assigned{Next: answer, Gen: c.gen}
+		m.Reply <- messages.Assigned{Next: answer, Gen: c.life.gen}
 	})
 }
 
@@ -234,7 +234,7 @@ func heldKey(p tp) string { return "kafka partition " + p.String() }
 // table says what to do with the new topic, the process must restart
 // (ErrTopicRecreated).
 func (c *committer) runRechecks(ctx actor.Context) {
-	if len(c.recheck) == 0 || c.cur != nil || c.pipeline == nil || c.busy {
+	if len(c.recheck) == 0 || c.cur != nil || !c.life.running() || c.busy {
 		return
 	}
 	read := c.cfg.fetch.position(c.cfg.sink)

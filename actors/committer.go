@@ -66,7 +66,6 @@ type topicLogger interface {
 // Committer-internal messages.
 type (
 	tick         struct{}
-	rebuild      struct{ gen uint64 }
 	epochExpired struct {
 		gen   uint64
 		epoch uint64
@@ -83,8 +82,7 @@ type committer struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	snap     *delta.Snapshot
-	gen      uint64
-	pipeline *actor.PID
+	life     lifecycle // the generations: pipeline, readers, idle buffers, rebuilds
 	assigned map[tp]bool
 	// base is, per owned partition, the next offset the table said when
 	// reading it began (as ledger.Next: -1 for none), advanced by our
@@ -102,19 +100,13 @@ type committer struct {
 	staleClient bool   // a fetch found the topic's ID gone (see runRechecks)
 	epoch       uint64 // the epoch readers are filling
 	cur         *epochState
-	// readers are the partitions this generation's pipeline was asked to
-	// read: those an epoch is sealed on.
-	readers map[tp]bool
-	sched   schedule // which CommitNow seals which epoch, who waits on it
+	sched       schedule // which CommitNow seals which epoch, who waits on it
 	// busy is set while table work runs off the actor (offActor): until its
 	// result is applied, the messages it would race with wait in deferred.
 	busy     bool
 	job      uint64        // numbers the work, so that a result from before a restart is ignored
 	working  chan struct{} // closed when the work ends
 	deferred []deferredMessage
-	idle     map[string]int
-	retiring []*actor.PID
-	failures failureStreak // paces pipeline rebuilds
 	// faults counts the aborts in a row on a record fault (recordFault)
 	// since something was last committed; at isolateAfter, isolate starts
 	// cutting the failing epoch down to the record causing it.
@@ -142,7 +134,7 @@ type workDone struct {
 // protoactor re-incarnates an actor on restart, and the assigned partitions,
 // generation and epoch counters must survive that (start resets the rest).
 func newCommitter(cfg *committerConfig) actor.Producer {
-	c := &committer{cfg: cfg, writer: epochWriter{table: cfg.table, outbox: cfg.outbox, retry: cfg.retry}}
+	c := &committer{cfg: cfg, life: lifecycle{cfg: cfg}, writer: epochWriter{table: cfg.table, outbox: cfg.outbox, retry: cfg.retry}}
 	return func() actor.Actor { return c }
 }
 
@@ -162,7 +154,7 @@ func (c *committer) Receive(ctx actor.Context) {
 		c.stopTimers()
 		c.awaitWork()
 	case *tick:
-		if c.cur == nil && c.pipeline != nil {
+		if c.cur == nil && c.life.running() {
 			c.sealEpoch(ctx, messages.ReasonTimer)
 		}
 	case *messages.CommitNow:
@@ -201,19 +193,19 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 		c.abort(ctx, fmt.Sprintf("partitions %s%v revoked", m.Topic, m.Partitions), false)
 		close(m.Reply)
 	case *messages.Sealed:
-		if m.Gen == c.gen && c.cur != nil && c.cur.onSealed(m) && len(c.cur.waitFlush) == 0 {
+		if m.Gen == c.life.gen && c.cur != nil && c.cur.onSealed(m) && len(c.cur.waitFlush) == 0 {
 			c.flushEpoch(ctx)
 		}
 	case *messages.Flushed:
-		if m.Gen == c.gen && c.cur != nil && c.cur.allSealed() && c.cur.onFlushed(m) {
+		if m.Gen == c.life.gen && c.cur != nil && c.cur.allSealed() && c.cur.onFlushed(m) {
 			c.commitEpoch(ctx)
 		}
 	case *messages.PipelineFailed:
-		if m.Gen == c.gen {
+		if m.Gen == c.life.gen {
 			c.failEpoch(ctx, fmt.Sprintf("%s failed: %s", m.Actor, m.Reason), true) // a panic: a record the code cannot take
 		}
 	case *epochExpired:
-		if m.gen == c.gen && c.cur != nil && c.cur.epoch == m.epoch {
+		if m.gen == c.life.gen && c.cur != nil && c.cur.epoch == m.epoch {
 			c.abort(ctx, fmt.Sprintf("epoch %d not committed within %s", m.epoch, c.cfg.epochTimeout), true)
 		}
 	case *committedOffsets:
@@ -221,11 +213,11 @@ func (c *committer) handle(ctx actor.Context, msg any, sender *actor.PID) {
 			ctx.Send(sender, nextOffsets(c.snap, c.cfg.app, c.partitions()))
 		}
 	case *rebuild:
-		if m.gen == c.gen {
+		if m.gen == c.life.gen {
 			c.spawnPipeline(ctx)
 		}
 	case *schemaChanged:
-		if m.gen == c.gen {
+		if m.gen == c.life.gen {
 			c.evolve(ctx, m)
 		}
 	case *recheckPartitions:
@@ -293,7 +285,7 @@ func (c *committer) start(ctx actor.Context) {
 	// After a restart the same instance runs start again: whatever was in
 	// flight belongs to a dead generation.
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.idle, c.retiring, c.pipeline = map[string]int{}, nil, nil
+	c.life.forget()
 	c.busy = false
 	c.cfg.progress.committing.Store(false)
 	c.dropEpoch()
@@ -315,7 +307,7 @@ func (c *committer) start(ctx actor.Context) {
 			c.cfg.health.Recover("storage")
 			c.snap = snap
 			c.cfg.metrics.TableVersion.Set(float64(snap.Version()))
-			c.newGeneration()
+			c.life.next()
 			c.spawnPipeline(ctx)
 		}
 	})
@@ -373,11 +365,7 @@ func byTopic(ps []tp) map[string][]int32 {
 // Until then the loop drops what it polls (its generation has no readers)
 // and the seek brings those records back.
 func (c *committer) spawnPipeline(ctx actor.Context) {
-	pid, err := ctx.SpawnNamed(newPipelineProps(c.cfg.pipeline, c.gen), fmt.Sprintf("pipeline-%d", c.gen))
-	if err != nil {
-		panic(fmt.Errorf("committer: spawn pipeline: %w", err))
-	}
-	c.pipeline, c.readers = pid, map[tp]bool{}
+	c.life.spawn(ctx)
 	var limits map[tp]*readLimit
 	if c.isolate != nil {
 		p, limit := c.isolate.plan()
@@ -387,7 +375,7 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 	maps.Copy(c.base, offsets)
 	c.cfg.progress.setCommitted(c.base)
 	if len(c.assigned) > 0 {
-		c.spawnReaders(ctx, maps.Clone(offsets), limits)
+		c.life.spawnReaders(ctx, maps.Clone(offsets), c.epoch, limits)
 	}
 	for p := range c.held {
 		offsets[p] = ledger.Held
@@ -397,30 +385,21 @@ func (c *committer) spawnPipeline(ctx actor.Context) {
 			offsets[p] = ledger.Held // one partition at a time while isolating
 		}
 	}
-	c.cfg.fetch.reset(c.cfg.sink, c.gen, offsets)
+	c.cfg.fetch.reset(c.cfg.sink, c.life.gen, offsets)
 	if seal, reason := c.sched.rebuilt(); seal && c.cur == nil {
 		c.sealEpoch(ctx, reason)
 	}
 }
 
-// spawnReaders asks the pipeline for readers of partitions, each
-// continuing from its offset; epochs sealed from now on include them.
-func (c *committer) spawnReaders(ctx actor.Context, from map[tp]int64, limits map[tp]*readLimit) {
-	for p := range from {
-		c.readers[p] = true
-	}
-	ctx.Send(c.pipeline, &spawnReaders{from: from, epoch: c.epoch, limits: limits})
-}
-
 func (c *committer) handleCommitNow(ctx actor.Context, m *messages.CommitNow) {
-	if c.sched.request(m.Reason, m.Reply, c.cur != nil) && c.pipeline != nil {
+	if c.sched.request(m.Reason, m.Reply, c.cur != nil) && c.life.running() {
 		c.sealEpoch(ctx, m.Reason)
 	}
 }
 
 // sealEpoch seals epoch c.epoch: readers tag later rows with the next one.
 func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
-	partitions := sortedTPs(c.readers)
+	partitions := c.life.reading()
 	c.sched.sealed()
 	if len(partitions) == 0 {
 		c.finishEpoch(ctx, nil)
@@ -430,27 +409,15 @@ func (c *committer) sealEpoch(ctx actor.Context, reason messages.Reason) {
 	c.epoch++
 	c.cur = newEpochState(e, partitions, reason, time.Now())
 	c.cfg.budget.EpochStarted()
-	// Buffers idle for long stop with this epoch: forgotten by the registry
-	// now and by the readers at Seal, flushed once more, then stopped.
-	var retire []string
-	for key, pid := range c.cfg.pipeline.reg.bufferList() {
-		if c.idle[pid.Id] >= c.cfg.idleEpochs {
-			c.cfg.pipeline.reg.removeBuffer(key, pid)
-			c.retiring = append(c.retiring, pid)
-			retire = append(retire, key)
-			delete(c.idle, pid.Id)
-		}
-	}
-	ctx.Send(c.pipeline, &sealReaders{seal: &messages.Seal{Gen: c.gen, Epoch: e, Retire: retire}})
+	c.life.seal(ctx, e)
 	c.cfg.logger.Debug("epoch sealing", "epoch", e, "reason", reason, "readers", len(partitions), "buffers", len(c.cfg.pipeline.reg.bufferList()))
-	gen, self := c.gen, ctx.Self()
+	gen, self := c.life.gen, ctx.Self()
 	time.AfterFunc(c.cfg.epochTimeout, func() { ctx.ActorSystem().Root.Send(self, &epochExpired{gen: gen, epoch: e}) })
 }
 
 // flushEpoch asks every live (and retiring) buffer to flush the epoch.
 func (c *committer) flushEpoch(ctx actor.Context) {
-	buffers := c.cfg.pipeline.reg.bufferList()
-	targets := append(slices.Collect(maps.Values(buffers)), c.retiring...)
+	targets := c.life.buffers()
 	ids := make([]string, len(targets))
 	for i, pid := range targets {
 		ids[i] = pid.Id
@@ -461,7 +428,7 @@ func (c *committer) flushEpoch(ctx actor.Context) {
 		return
 	}
 	for _, pid := range targets {
-		ctx.Send(pid, &messages.Flush{Gen: c.gen, Epoch: c.cur.epoch})
+		ctx.Send(pid, &messages.Flush{Gen: c.life.gen, Epoch: c.cur.epoch})
 	}
 }
 
@@ -477,16 +444,7 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 		c.abort(ctx, fmt.Sprintf("epoch %d dropped: another writer committed partitions %v since we began reading them", es.epoch, moved), true)
 		return
 	}
-	for _, pid := range c.retiring {
-		ctx.Send(c.pipeline, &stopBuffers{pids: []*actor.PID{pid}})
-	}
-	c.retiring = nil
-	for _, id := range es.active {
-		delete(c.idle, id)
-	}
-	for _, id := range es.idle {
-		c.idle[id]++
-	}
+	c.life.flushed(ctx, es.active, es.idle)
 	letters := es.deadLetters()
 	for i := range letters {
 		letters[i].TopicID = c.snap.Metadata().Configuration[ledger.TopicIDProperty(c.cfg.app, letters[i].Topic)]
@@ -504,9 +462,9 @@ func (c *committer) commitEpoch(ctx actor.Context) {
 	var resolving int64
 	if ec != nil && ec.upserts != nil {
 		resolving = ec.upserts.ResolveMemory()
-		c.cfg.budget.Add(c.gen, resolving)
+		c.cfg.budget.Add(c.life.gen, resolving)
 	}
-	gen := c.gen
+	gen := c.life.gen
 	c.offActor(ctx, func() func(actor.Context) {
 		out := write.run()
 		return func(ctx actor.Context) {
@@ -782,13 +740,13 @@ func (c *committer) afterCommit(es *epochState, version, rows, bytes int64, at t
 func (c *committer) finishEpoch(ctx actor.Context, err error) {
 	c.cfg.progress.epochDone()
 	if c.cur != nil {
-		c.cfg.budget.Release(c.gen, c.cur.letterMemory()) // stored in the DLQ, or nothing to store
+		c.cfg.budget.Release(c.life.gen, c.cur.letterMemory()) // stored in the DLQ, or nothing to store
 		c.cfg.budget.EpochDone()
 		c.cur = nil
 	}
 	next, reason := c.sched.finished(err)
 	c.runRechecks(ctx)
-	if next && c.pipeline != nil {
+	if next && c.life.running() {
 		c.sealEpoch(ctx, reason)
 	}
 }
@@ -818,25 +776,12 @@ func (c *committer) abort(ctx actor.Context, reason string, failure bool) {
 // on the actor before the next generation is built. The work failing is
 // the log's re-read failing.
 func (c *committer) abortWith(ctx actor.Context, reason string, failure bool, before func(context.Context) (func(), error)) {
-	c.cfg.logger.Warn("aborting in-flight epochs", "reason", reason, "generation", c.gen)
-	if c.pipeline != nil {
-		ctx.Stop(c.pipeline)
-		c.pipeline = nil
-	}
+	c.cfg.logger.Warn("aborting in-flight epochs", "reason", reason, "generation", c.life.gen)
 	c.dropEpoch()
-	c.retiring, c.idle = nil, map[string]int{}
-	delay := time.Duration(0)
-	if failure {
-		now := time.Now()
-		var n int
-		delay, n = c.failures.fail(now, c.cfg.backoff)
-		c.cfg.progress.failing(delay >= c.cfg.backoff.Max, now)
-		reportRestart(c.cfg.metrics, c.cfg.outbox, "pipeline", "committer/pipeline", reason, n)
-	}
-	c.newGeneration() // the dropped one's readers take nothing more
+	delay := c.life.drop(ctx, reason, failure)
 	// The log is re-read off the actor; what comes meanwhile from the
 	// dropped generation waits, and is then ignored.
-	ctx2, snap, gen := c.ctx, c.snap, c.gen
+	ctx2, snap := c.ctx, c.snap
 	c.offActor(ctx, func() func(actor.Context) {
 		var apply func()
 		var err error
@@ -859,17 +804,9 @@ func (c *committer) abortWith(ctx actor.Context, reason string, failure bool, be
 			if apply != nil {
 				apply()
 			}
-			self, system := ctx.Self(), ctx.ActorSystem()
-			time.AfterFunc(delay, func() { system.Root.Send(self, &rebuild{gen: gen}) })
+			c.life.rebuildAfter(ctx, delay)
 		}
 	})
-}
-
-// newGeneration starts a generation: its registry and budget begin empty.
-func (c *committer) newGeneration() {
-	c.gen++
-	c.cfg.pipeline.reg.reset(c.gen)
-	c.cfg.budget.NewGeneration(c.gen)
 }
 
 // schemaChanged is a reader's news that the record it stopped at is

@@ -18,12 +18,12 @@
 // Start takes the Kafka consumer, built with the engine as its handler. The
 // top-level actors are spawned at PIDs reserved by name, so every actor's
 // configuration is complete when built. Actors only dispatch: epoch
-// bookkeeping (epochState), the epoch schedule (schedule), the memory
-// budget (Budget) and routing live in plain types, and the committer's slow
-// table work (an epoch's DLQ publish, commit and checkpoint; a partition's
-// start plan) runs off the actor, its result applied as a message
-// (committer.offActor). The messages package doc says which actor sends which
-// message to whom, and the epoch protocol.
+// bookkeeping (epochState), the epoch schedule (schedule), the pipeline's
+// generations (lifecycle), the memory budget (Budget) and routing live in
+// plain types, and the committer's slow table work (an epoch's DLQ publish,
+// commit and checkpoint; a partition's start plan) runs off the actor, its
+// result applied as a message (committer.offActor). The messages package
+// doc says which actor sends which message to whom, and the epoch protocol.
 //
 // Exactly once: an epoch's rows become visible in one Delta commit that also
 // records, per Kafka partition, the last offset consumed (a txn action).
