@@ -93,6 +93,9 @@ func tablesRun(ctx context.Context, o Options, k *kafkaEnv, rep *Report) error {
 	if o.CPUProfile != "" {
 		a.cpuProfile = o.CPUProfile + ".tables"
 	}
+	if o.MemProfile != "" {
+		a.memProfile = o.MemProfile + ".tables"
+	}
 	run, err := runChild(ctx, o, a, nil)
 	if err != nil {
 		return fmt.Errorf("%d tables: %w", n, err)
