@@ -31,13 +31,59 @@ func (e *PartitioningError) Error() string {
 		e.Want, e.Table)
 }
 
+// FeatureNotEnabledError is EnsureSchema's refusal of an existing table
+// whose protocol does not support the table feature a column's type
+// needs: a timestamp_ntz column needs timestampNtz (reader 3 / writer 7).
+// A new table gets the feature with its schema; an existing one only when
+// its owner enables it, as Delta Spark requires
+// (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT): the upgrade locks out every
+// reader and writer that does not know the feature.
+type FeatureNotEnabledError struct {
+	Table   string // the table's URI
+	Column  string // the top-level column of that type
+	Type    DataType
+	Feature string
+}
+
+func (e *FeatureNotEnabledError) Error() string {
+	return fmt.Sprintf("delta: column %q is %s, which needs table feature %s, and table %s does not support it: "+
+		"enable it on the table first (Spark: ALTER TABLE delta.`%[4]s` SET TBLPROPERTIES ('delta.feature.%[3]s' = 'supported'); "+
+		"delta-rs: DeltaTable(...).alter.add_feature(TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True)); "+
+		"readers and writers that do not know the feature can no longer use the table",
+		e.Column, e.Type.String(), e.Feature, e.Table)
+}
+
+// checkTypeFeatures refuses a schema with a timestamp_ntz column for a
+// table whose protocol does not support timestampNtz (a
+// *FeatureNotEnabledError naming the first such column). Commits that
+// change the metadata of a table add the feature themselves
+// (requiredProtocol); EnsureSchema, which adds a streaming writer's
+// columns to a table others own, asks first, as Spark does.
+func checkTypeFeatures(uri string, p *Protocol, schema *StructType) error {
+	isNTZ := func(t DataType) bool { return t == TimestampNTZ }
+	for i := range tableFeatures {
+		f := &tableFeatures[i]
+		if f.name != "timestampNtz" || p.supports(f) {
+			continue
+		}
+		for _, c := range schema.Fields {
+			if anyType(c.Type, isNTZ) {
+				return &FeatureNotEnabledError{Table: uri, Column: c.Name, Type: c.Type, Feature: f.name}
+			}
+		}
+	}
+	return nil
+}
+
 // EnsureSchema readies the table for appends of rows of schema partitioned by
 // partitionColumns, as a streaming writer does before it starts: a missing
 // table is created with createConf as its configuration, and a schema that
 // adds nullable columns (or relaxes nullability) to the table's is
 // committed as a schema evolution. An incompatible change is refused with a
 // *SchemaChangeError (a column's type) or a *PartitioningError, and nothing
-// is committed. It returns the snapshot to append to.
+// is committed; so is a timestamp_ntz column, new or not, of a table whose
+// protocol lacks the timestampNtz feature (a *FeatureNotEnabledError: a
+// table created here gets it). It returns the snapshot to append to.
 func (t *Table) EnsureSchema(ctx context.Context, schema *StructType, partitionColumns []string, createConf map[string]string) (*Snapshot, Ensured, error) {
 	var done Ensured
 	uri := t.store.URI()
@@ -65,6 +111,9 @@ func (t *Table) EnsureSchema(ctx context.Context, schema *StructType, partitionC
 	merged, changed, err := MergeSchema(current, schema)
 	if err != nil {
 		return nil, done, err // a *SchemaChangeError: names the column
+	}
+	if err := checkTypeFeatures(uri, snap.protocol, merged); err != nil {
+		return nil, done, err
 	}
 	if !changed {
 		return snap, done, nil

@@ -1,7 +1,9 @@
 package delta
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +103,74 @@ func TestEnsureSchemaColumnMapping(t *testing.T) {
 	}
 	if got := s.Metadata().Configuration["delta.columnMapping.maxColumnId"]; got != "3" {
 		t.Fatalf("maxColumnId %q, want 3", got)
+	}
+}
+
+// TestEnsureSchemaTimestampNTZ: a table created with a timestamp_ntz
+// column gets the timestampNtz feature (reader 3 / writer 7, in
+// readerFeatures and writerFeatures); an existing table whose protocol
+// lacks it is refused, naming the column, whether the column is new (as
+// Spark refuses: DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT) or already in
+// a table some other writer left without the feature; once the feature is
+// enabled, the column is added.
+func TestEnsureSchemaTimestampNTZ(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMem()
+	tbl := NewTable(store)
+	s, done, err := tbl.EnsureSchema(ctx, ntzSchema(), []string{"part"}, nil)
+	if err != nil || !done.Created {
+		t.Fatalf("create: %+v, %v", done, err)
+	}
+	// And invariants: testSchema's id is NOT NULL, an invariant for Spark.
+	want := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"},
+		WriterFeatures: []string{"invariants", "timestampNtz"}}
+	if !reflect.DeepEqual(s.Protocol(), want) {
+		t.Fatalf("created with protocol %+v, want %+v", s.Protocol(), want)
+	}
+	if s, done, err = tbl.EnsureSchema(ctx, ntzSchema(), []string{"part"}, nil); err != nil || done.Evolved || s.Version() != 0 {
+		t.Fatalf("again: version %d, %+v, %v", s.Version(), done, err)
+	}
+
+	// An existing table without the feature: the new column is refused.
+	plain := NewTable(storage.NewMem())
+	if _, _, err := plain.EnsureSchema(ctx, testSchema(), []string{"part"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = plain.EnsureSchema(ctx, ntzSchema(), []string{"part"}, nil)
+	var fe *FeatureNotEnabledError
+	if !errors.As(err, &fe) || fe.Column != "local_time" || fe.Feature != "timestampNtz" || fe.Type != TimestampNTZ ||
+		!strings.Contains(err.Error(), `column "local_time" is timestamp_ntz, which needs table feature timestampNtz`) ||
+		!strings.Contains(err.Error(), "'delta.feature.timestampNtz' = 'supported'") {
+		t.Fatalf("a new timestamp_ntz column of a reader 1 / writer 2 table: %v", err)
+	}
+	if s, _ := plain.Snapshot(ctx); s.Version() != 0 {
+		t.Fatalf("a refused column committed version %d", s.Version())
+	}
+
+	// Enabled (as ALTER TABLE ... SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported') does): added.
+	s, err = plain.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enabled := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"},
+		WriterFeatures: []string{"appendOnly", "invariants", "timestampNtz"}}
+	if _, err := plain.Commit(ctx, s, []Action{{Protocol: &enabled}}, Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, done, err = plain.EnsureSchema(ctx, ntzSchema(), []string{"part"}, nil); err != nil || !slices.Equal(done.Added, []string{"local_time"}) {
+		t.Fatalf("with the feature enabled: %+v, %v", done, err)
+	}
+
+	// A table some writer left with a timestamp_ntz column and no feature.
+	broken := storage.NewMem()
+	meta, _ := json.Marshal(Metadata{ID: "x", Format: Format{Provider: "parquet", Options: map[string]string{}},
+		SchemaString: ntzSchema().SchemaString(), PartitionColumns: []string{"part"}, Configuration: map[string]string{}})
+	commit := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" + `{"metaData":` + string(meta) + "}\n"
+	if err := broken.PutIfAbsent(ctx, CommitKey(0), []byte(commit)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = NewTable(broken).EnsureSchema(ctx, testSchema(), []string{"part"}, nil)
+	if !errors.As(err, &fe) || fe.Column != "local_time" {
+		t.Fatalf("a timestamp_ntz column already in a table without the feature: %v", err)
 	}
 }

@@ -25,8 +25,14 @@ var tableFeatures = []tableFeature{
 	{name: "appendOnly", legacyWriter: 2, active: func(m *Metadata, _ *StructType) bool {
 		return strings.EqualFold(m.Configuration["delta.appendOnly"], "true")
 	}},
+	// Delta Spark counts a NOT NULL column as an invariant
+	// (Invariants.getFromSchema): a writer 7 table with one must list the
+	// feature, or Spark refuses to read it (DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH).
 	{name: "invariants", legacyWriter: 2, active: func(_ *Metadata, s *StructType) bool {
-		return fieldMetadataHas(s, "delta.invariants")
+		return fieldMetadataHas(s, "delta.invariants") || anyType(s, func(t DataType) bool {
+			st, ok := t.(*StructType)
+			return ok && slices.ContainsFunc(st.Fields, func(f StructField) bool { return !f.Nullable })
+		})
 	}},
 	{name: "checkConstraints", legacyWriter: 3, active: func(m *Metadata, _ *StructType) bool {
 		for k := range m.Configuration {

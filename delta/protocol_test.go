@@ -24,6 +24,9 @@ func ntzSchema() *StructType {
 func TestRequiredProtocol(t *testing.T) {
 	ntz := &Metadata{SchemaString: ntzSchema().SchemaString()}
 	plain := &Metadata{SchemaString: testSchema().SchemaString()}
+	nullable := ntzSchema()
+	nullable.Fields[0].Nullable = true
+	nullableNTZ := &Metadata{SchemaString: nullable.SchemaString()}
 	nested := &Metadata{SchemaString: (&StructType{Fields: []StructField{{Name: "times", Nullable: true,
 		Type: &ArrayType{ElementType: TimestampNTZ, ContainsNull: true}}}}).SchemaString()}
 	appendOnly := &Metadata{SchemaString: testSchema().SchemaString(), Configuration: map[string]string{"delta.appendOnly": "true"}}
@@ -38,12 +41,17 @@ func TestRequiredProtocol(t *testing.T) {
 		want    *Protocol // nil: unchanged
 	}{
 		{"plain table stays", features(1, 2, nil, nil), plain, true, nil},
+		// testSchema's id is NOT NULL: an invariant, for Spark.
 		{"new table with ntz", features(1, 2, nil, nil), ntz, false,
+			features(3, 7, []string{"timestampNtz"}, []string{"invariants", "timestampNtz"})},
+		{"new table with ntz, every column nullable", features(1, 2, nil, nil), nullableNTZ, false,
 			features(3, 7, []string{"timestampNtz"}, []string{"timestampNtz"})},
 		{"writer 2 keeps appendOnly and invariants", features(1, 2, nil, nil), ntz, true,
 			features(3, 7, []string{"timestampNtz"}, []string{"appendOnly", "invariants", "timestampNtz"})},
-		{"writer 1 implies nothing", features(1, 1, nil, nil), ntz, true,
+		{"writer 1 implies nothing", features(1, 1, nil, nil), nullableNTZ, true,
 			features(3, 7, []string{"timestampNtz"}, []string{"timestampNtz"})},
+		{"writer 1 with a NOT NULL column", features(1, 1, nil, nil), ntz, true,
+			features(3, 7, []string{"timestampNtz"}, []string{"invariants", "timestampNtz"})},
 		{"writer 3 adds checkConstraints", features(1, 3, nil, nil), ntz, true,
 			features(3, 7, []string{"timestampNtz"}, []string{"appendOnly", "checkConstraints", "invariants", "timestampNtz"})},
 		{"writer 4 adds changeDataFeed and generatedColumns", features(1, 4, nil, nil), ntz, true,
@@ -52,12 +60,14 @@ func TestRequiredProtocol(t *testing.T) {
 			features(3, 7, []string{"columnMapping", "timestampNtz"}, []string{"appendOnly", "changeDataFeed", "checkConstraints", "columnMapping", "generatedColumns", "invariants", "timestampNtz"})},
 		{"writer 6 adds identityColumns", features(2, 6, nil, nil), ntz, true,
 			features(3, 7, []string{"columnMapping", "timestampNtz"}, []string{"appendOnly", "changeDataFeed", "checkConstraints", "columnMapping", "generatedColumns", "identityColumns", "invariants", "timestampNtz"})},
-		{"features kept", features(3, 7, []string{"deletionVectors"}, []string{"deletionVectors", "domainMetadata"}), ntz, true,
+		{"features kept", features(3, 7, []string{"deletionVectors"}, []string{"deletionVectors", "domainMetadata"}), nullableNTZ, true,
 			features(3, 7, []string{"deletionVectors", "timestampNtz"}, []string{"deletionVectors", "domainMetadata", "timestampNtz"})},
+		{"NOT NULL at writer 7 adds invariants", features(3, 7, []string{"deletionVectors"}, []string{"deletionVectors"}), plain, true,
+			features(3, 7, []string{"deletionVectors"}, []string{"deletionVectors", "invariants"})},
 		{"ntz inside an array", features(1, 2, nil, nil), nested, false,
 			features(3, 7, []string{"timestampNtz"}, []string{"timestampNtz"})},
-		{"ntz already supported", features(3, 7, []string{"timestampNtz"}, []string{"timestampNtz"}), ntz, true, nil},
-		{"writer feature at reader 1", features(1, 7, nil, nil), appendOnly, true, features(1, 7, nil, []string{"appendOnly"})},
+		{"ntz already supported", features(3, 7, []string{"timestampNtz"}, []string{"invariants", "timestampNtz"}), ntz, true, nil},
+		{"writer feature at reader 1", features(1, 7, nil, nil), appendOnly, true, features(1, 7, nil, []string{"appendOnly", "invariants"})},
 		{"appendOnly at writer 2", features(1, 2, nil, nil), appendOnly, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,7 +159,10 @@ func TestCreateProtocol(t *testing.T) {
 		want   string
 	}{
 		{testSchema(), `{"minReaderVersion":1,"minWriterVersion":2}`},
-		{ntzSchema(), `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["timestampNtz"],"writerFeatures":["timestampNtz"]}`},
+		// As Spark 3.5.1 (Delta 3.2.0) creates (i BIGINT NOT NULL, t TIMESTAMP_NTZ), and (i BIGINT, t TIMESTAMP_NTZ).
+		{ntzSchema(), `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["timestampNtz"],"writerFeatures":["invariants","timestampNtz"]}`},
+		{&StructType{Fields: []StructField{{Name: "i", Type: Long, Nullable: true}, {Name: "t", Type: TimestampNTZ, Nullable: true}}},
+			`{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["timestampNtz"],"writerFeatures":["timestampNtz"]}`},
 	} {
 		s, err := NewTable(storage.NewMem()).Create(t.Context(), tc.schema, nil, nil)
 		if err != nil {

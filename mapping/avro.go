@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -40,14 +41,16 @@ const (
 	avRecord
 	avArray
 	avMap
-	avDate      // int days
-	avTimestamp // µs
-	avDecimal   // bytes or fixed (size > 0) with a valid logical type decimal: the unscaled value
+	avDate           // int days
+	avTimestamp      // µs
+	avDecimal        // bytes or fixed (size > 0) with a valid logical type decimal: the unscaled value
+	avLocalTimestamp // µs of the wall clock read as UTC (local-timestamp-*)
 )
 
 var avroKindNames = [...]string{avNull: "null", avBoolean: "boolean", avInt: "int", avLong: "long", avFloat: "float",
 	avDouble: "double", avBytes: "bytes", avString: "string", avEnum: "enum", avFixed: "fixed", avUnion: "union",
-	avRecord: "record", avArray: "array", avMap: "map", avDate: "date", avTimestamp: "timestamp", avDecimal: "decimal"}
+	avRecord: "record", avArray: "array", avMap: "map", avDate: "date", avTimestamp: "timestamp", avDecimal: "decimal",
+	avLocalTimestamp: "local timestamp"}
 
 // avroType is a compiled schema node. A record or map whose fields or
 // entries some path reads has its own copy per path, with each field
@@ -240,6 +243,9 @@ func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
 		case "timestamp-nanos", "local-timestamp-nanos":
 			t.kind, t.div = avTimestamp, 1000
 		}
+		if t.kind == avTimestamp && strings.HasPrefix(n.logical, "local-") {
+			t.kind = avLocalTimestamp
+		}
 	case "float":
 		t.kind = avFloat
 	case "double":
@@ -337,7 +343,7 @@ func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error
 			s.i = 1
 		}
 		return b[1:], nil
-	case avInt, avLong, avDate, avTimestamp:
+	case avInt, avLong, avDate, avTimestamp, avLocalTimestamp:
 		n, rest, err := readVarlong(b)
 		if err != nil {
 			return nil, err
@@ -347,9 +353,9 @@ func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error
 		}
 		if s != nil {
 			s.i = n
-			if t.kind == avTimestamp {
+			if t.kind == avTimestamp || t.kind == avLocalTimestamp {
 				if n > math.MaxInt64/t.scale || n < math.MinInt64/t.scale {
-					s.i, s.kind = math.MaxInt64, avTimestamp // out of range: cast says so
+					s.i = math.MaxInt64 // out of range: cast says so
 				} else {
 					s.i = floorDiv(n*t.scale, t.div)
 				}
@@ -566,7 +572,7 @@ func (v *avroValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 		switch c.kind {
 		case kDate:
 			out.i = s.i
-		case kTimestamp:
+		case kTimestamp, kTimestampNTZ: // midnight
 			out.i = s.i * microsDay
 		default:
 			return failType, nil
@@ -575,8 +581,12 @@ func (v *avroValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 			return failRange, nil
 		}
 		return ok, nil
-	case avTimestamp:
-		if c.kind != kTimestamp && c.kind != kDate {
+	case avTimestamp, avLocalTimestamp:
+		// Either into either timestamp type: an instant's UTC wall clock,
+		// a wall clock as if UTC (Spark's casts with the session time zone
+		// UTC; a local timestamp into a timestamp column as before
+		// timestamp_ntz columns were).
+		if c.kind != kTimestamp && c.kind != kTimestampNTZ && c.kind != kDate {
 			return failType, nil
 		}
 		if !inRange(s.i) {

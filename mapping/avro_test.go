@@ -49,7 +49,8 @@ func TestAvroColumns(t *testing.T) {
 	}
 	want := []string{"id string", "kind string", "other_kind string null", "on boolean", "count integer", "total long",
 		"ratio float", "power double null", "day date", "at timestamp", "at_us timestamp null", "tod integer", "uid string",
-		"price decimal(9,2)", "amount decimal(18,4) null", "balance decimal(38,10)", "serial decimal(25,0)"}
+		"price decimal(9,2)", "amount decimal(18,4) null", "balance decimal(38,10)", "serial decimal(25,0)",
+		"local_at timestamp_ntz", "local_us timestamp_ntz null"}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Errorf("columns\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
@@ -73,7 +74,7 @@ func TestAvroColumnsRefusesWhatNoColumnHolds(t *testing.T) {
 		t.Fatalf("New: %v, want ErrAvroTypeNotSupported", err)
 	}
 	for _, want := range []string{"tables[1].schema_file", "field nested: record", "field tags: array",
-		"field either: union of null, int, string", "field local: long with logical type local-timestamp-micros",
+		"field either: union of null, int, string",
 		"field wide: bytes with logical type decimal: decimal(39,2) has more digits than a decimal column holds (38)",
 		"field cramped: fixed with logical type decimal: fixed(4) holds 9 digits, not 10, so plain fixed, which has no column type yet",
 		"field upside: bytes with logical type decimal: scale 3 outside 0 to the precision 2", "field blob: bytes has no column type yet"} {
@@ -81,7 +82,7 @@ func TestAvroColumnsRefusesWhatNoColumnHolds(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if strings.Contains(err.Error(), "field ok") || strings.Contains(err.Error(), "field price") {
+	if strings.Contains(err.Error(), "field ok") || strings.Contains(err.Error(), "field price") || strings.Contains(err.Error(), "field local") {
 		t.Errorf("error %q names a field that makes a column", err)
 	}
 }
@@ -128,7 +129,10 @@ func TestMapAvro(t *testing.T) {
 	full := map[string]any{"id": "plug-1", "kind": "PLUG", "other_kind": "DOOR", "on": true, "count": int32(-7), "total": int64(1) << 40,
 		"ratio": float32(0.5), "power": 1234.5, "day": at, "at": at, "at_us": at.Add(456 * time.Microsecond),
 		"tod": 30 * time.Second, "uid": "0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b", "price": rat("-12.34"),
-		"amount": rat("12345678901234.5678"), "balance": rat("-1234567890123456789012345678.0123456789"), "serial": rat("1")}
+		"amount": rat("12345678901234.5678"), "balance": rat("-1234567890123456789012345678.0123456789"), "serial": rat("1"),
+		// A local timestamp's wall clock, whatever the time.Time's zone (as twmb/avro encodes one).
+		"local_at": time.Date(2026, 6, 22, 10, 15, 30, 123_000_000, time.FixedZone("CEST", 2*3600)),
+		"local_us": time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)}
 	var row Row
 	if err := m.Map(&Record{Value: encodeAvro(t, readingSchema, full)}, &row); err != nil {
 		t.Fatal(err)
@@ -138,15 +142,17 @@ func TestMapAvro(t *testing.T) {
 		parquet.FloatValue(0.5), parquet.DoubleValue(1234.5), parquet.Int32Value(int32(at.Unix() / 86400)),
 		parquet.Int64Value(at.UnixMicro()), parquet.Int64Value(at.UnixMicro() + 456), parquet.Int32Value(30_000),
 		parquet.ByteArrayValue([]byte("0b9e2f3a-5c4d-4e6f-8a7b-9c0d1e2f3a4b")), parquet.Int32Value(-1234),
-		parquet.Int64Value(123456789012345678), fixedDecimal(16, "-12345678901234567890123456780123456789"), fixedDecimal(11, "1")}
+		parquet.Int64Value(123456789012345678), fixedDecimal(16, "-12345678901234567890123456780123456789"), fixedDecimal(11, "1"),
+		parquet.Int64Value(time.Date(2026, 6, 22, 10, 15, 30, 123_000_000, time.UTC).UnixMicro()),
+		parquet.Int64Value(time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC).UnixMicro())}
 	checkValues(t, row.Values, want)
 
 	// The nullable unions' null branches are nulls.
-	full["other_kind"], full["power"], full["at_us"], full["amount"] = nil, nil, nil, nil
+	full["other_kind"], full["power"], full["at_us"], full["amount"], full["local_us"] = nil, nil, nil, nil, nil
 	if err := m.Map(&Record{Value: encodeAvro(t, readingSchema, full)}, &row); err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range []int{2, 7, 10, 14} {
+	for _, i := range []int{2, 7, 10, 14, 18} {
 		if !row.Values[i].IsNull() {
 			t.Errorf("column %d: %v, want null", i, row.Values[i])
 		}
@@ -264,7 +270,7 @@ func TestMapAvroRejects(t *testing.T) {
 	}
 	good := map[string]any{"id": "x", "kind": "PLUG", "on": false, "count": int32(1), "total": int64(1) << 40, "ratio": float32(1),
 		"day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u", "price": rat("0"), "balance": rat("0"),
-		"serial": rat("0")}
+		"serial": rat("0"), "local_at": time.Unix(0, 0)}
 	body := encodeAvro(t, readingSchema, good)
 	for _, tc := range []struct {
 		name  string
@@ -358,13 +364,13 @@ func TestMapAvroAgreesWithTheEncoder(t *testing.T) {
 		rec := map[string]any{"id": str(), "kind": kinds[rng.IntN(2)], "on": rng.IntN(2) == 0, "count": rng.Int32(),
 			"total": rng.Int64() - rng.Int64(), "ratio": rng.Float32() * 1e6, "day": day, "at": at,
 			"tod": time.Duration(rng.IntN(86_400_000)) * time.Millisecond, "uid": str(), "price": scaled(price, 2),
-			"balance": scaled(balance, 10), "serial": scaled(serial, 0)}
+			"balance": scaled(balance, 10), "serial": scaled(serial, 0), "local_at": at}
 		want := []parquet.Value{parquet.ByteArrayValue([]byte(rec["id"].(string))), parquet.ByteArrayValue([]byte(rec["kind"].(string))),
 			{}, parquet.BooleanValue(rec["on"].(bool)), parquet.Int32Value(rec["count"].(int32)), parquet.Int64Value(rec["total"].(int64)),
 			parquet.FloatValue(rec["ratio"].(float32)), {}, parquet.Int32Value(int32(floorDiv(day.UnixMicro(), microsDay))),
 			parquet.Int64Value(at.UnixMicro()), {}, parquet.Int32Value(int32(rec["tod"].(time.Duration).Milliseconds())),
 			parquet.ByteArrayValue([]byte(rec["uid"].(string))), parquet.Int32Value(int32(price.Int64())), {},
-			fixedDecimal(16, balance.String()), fixedDecimal(11, serial.String())}
+			fixedDecimal(16, balance.String()), fixedDecimal(11, serial.String()), parquet.Int64Value(at.UnixMicro()), {}}
 		if rng.IntN(2) == 0 {
 			amount := unscaled(18)
 			rec["amount"], want[14] = scaled(amount, 4), parquet.Int64Value(amount.Int64())
@@ -373,6 +379,7 @@ func TestMapAvroAgreesWithTheEncoder(t *testing.T) {
 			rec["power"], want[7] = x, parquet.DoubleValue(x)
 			us := at.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)
 			rec["at_us"], want[10] = us, parquet.Int64Value(us.UnixMicro())
+			rec["local_us"], want[18] = us, parquet.Int64Value(us.UnixMicro())
 		}
 		body, err := schema.Encode(rec)
 		if err != nil {
@@ -533,7 +540,7 @@ func FuzzMapAvro(f *testing.F) {
 		"maybe": map[string]any{"x": int64(1), "skipped": []any{}}, "list": map[string]any{"v": int32(1), "next": nil}, "after": "z"}), true)
 	f.Add(encodeAvro(f, readingSchema, map[string]any{"id": "x", "kind": "PLUG", "on": true, "count": int32(1), "total": int64(2),
 		"ratio": float32(1), "day": time.Unix(0, 0), "at": time.Unix(0, 0), "tod": time.Duration(0), "uid": "u", "price": rat("1.5"),
-		"amount": rat("-2"), "balance": rat("-0.0000000001"), "serial": rat("7")}), false)
+		"amount": rat("-2"), "balance": rat("-0.0000000001"), "serial": rat("7"), "local_at": time.Unix(0, 0)}), false)
 	f.Fuzz(func(t *testing.T, value []byte, useContainers bool) {
 		m := reading
 		if useContainers {

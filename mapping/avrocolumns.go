@@ -11,7 +11,7 @@ import (
 
 // ErrAvroTypeNotSupported is wrapped by the error of a schema whose fields make no columns, for an Avro
 // type no column type holds yet (records, arrays, maps, bytes, fixed,
-// decimals of more than 38 digits, general unions, local timestamps): the
+// decimals of more than 38 digits, general unions): the
 // route names such fields in columns with a path to their scalars, or
 // leaves them out.
 var ErrAvroTypeNotSupported = errors.New("no column type for this Avro type yet")
@@ -20,9 +20,11 @@ var ErrAvroTypeNotSupported = errors.New("no column type for this Avro type yet"
 // field in schema order, with the Delta types Spark's from_avro gives them:
 // boolean, int → integer, long → long, float, double, string, enum →
 // string, int with logical type date → date, long with timestamp-millis,
-// -micros or -nanos → timestamp (µs: nanoseconds are cut), time-millis →
-// integer and time-micros → long (from_avro ignores both), uuid → string,
-// bytes or fixed with logical type decimal → decimal(p,s) (p ≤ 38).
+// -micros or -nanos → timestamp (µs: nanoseconds are cut), long with
+// local-timestamp-millis, -micros or -nanos → timestamp_ntz (likewise),
+// time-millis → integer and time-micros → long (from_avro ignores both),
+// uuid → string, bytes or fixed with logical type decimal → decimal(p,s)
+// (p ≤ 38).
 // A union of null and one type is that type, nullable; any other field is
 // not nullable (a null sends the record to the DLQ).
 func avroColumns(schema *avroSchema) ([]Column, error) {
@@ -82,7 +84,7 @@ func avroColumnType(n *avroNode) (typ string, nullable bool, err error) {
 		case "timestamp-millis", "timestamp-micros", "timestamp-nanos":
 			return "timestamp", false, nil
 		case "local-timestamp-millis", "local-timestamp-micros", "local-timestamp-nanos":
-			return "", false, fmt.Errorf("long with logical type %s (timestamp_ntz) has no column type yet", n.logical)
+			return "timestamp_ntz", false, nil
 		}
 		return "long", false, nil
 	case "bytes", "fixed":

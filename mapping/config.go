@@ -125,7 +125,8 @@ type Column struct {
 	// Name is the Delta column name (required, unique).
 	Name string `yaml:"name"`
 	// Type is string, boolean, integer, long, float, double, timestamp,
-	// date, decimal(p,s) (1 ≤ p ≤ 38, 0 ≤ s ≤ p) or variant. A variant
+	// timestamp_ntz (a local date-time: no zone), date, decimal(p,s)
+	// (1 ≤ p ≤ 38, 0 ≤ s ≤ p) or variant. A variant
 	// (JSON path sources only) holds a JSON value as Spark's parse_json
 	// makes it; a JSON string is parsed as JSON text (raw_payload's source,
 	// payload, is one), any other value is taken as it is.
@@ -220,7 +221,7 @@ var allowedTypes = map[sourceKind][]delta.PrimitiveType{
 var columnTypes = map[string]delta.PrimitiveType{
 	"string": delta.String, "boolean": delta.Boolean, "integer": delta.Integer, "long": delta.Long,
 	"float": delta.Float, "double": delta.Double, "timestamp": delta.Timestamp, "date": delta.Date,
-	"variant": delta.Variant,
+	"variant": delta.Variant, "timestamp_ntz": delta.TimestampNTZ,
 }
 
 // parsedSource is a validated source.
@@ -337,8 +338,8 @@ func parseSource(s, name string, earlier map[string]int, cols []compiledColumn) 
 		if !ok {
 			return parsedSource{}, fmt.Errorf("date(%s) refers to unknown column %q (it must be declared earlier)", ref, ref)
 		}
-		if cols[i].typ != delta.Timestamp {
-			return parsedSource{}, fmt.Errorf("date(%s): column %q is %s, not timestamp", ref, ref, cols[i].typ)
+		if cols[i].typ != delta.Timestamp && cols[i].typ != delta.TimestampNTZ {
+			return parsedSource{}, fmt.Errorf("date(%s): column %q is %s, not timestamp or timestamp_ntz", ref, ref, cols[i].typ)
 		}
 		return parsedSource{kind: srcDate, ref: i}, nil
 	}

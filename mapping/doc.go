@@ -83,7 +83,14 @@
 // (fractions of 0–9 digits, truncated to µs; 'T' or space separator; a
 // value without zone is UTC; a bare date is midnight UTC) within years
 // 0001–9999; a hand-rolled parser handles the common form and time.Parse
-// the rest. A date column takes the UTC date of such a string.
+// the rest. A date column takes the UTC date of such a string. A
+// timestamp_ntz column takes a local date-time as Spark 3.5's from_json
+// reads one (parseTimestampNTZ: 1 to 7 fields, a fraction of any length
+// truncated to µs, whitespace around ignored), its wall clock held as µs
+// as if UTC; a zone or offset, other text, a number or a year outside
+// 0001–9999 is a cast error (from_json: null, but a value for such years).
+// Avro local timestamps are read into it unshifted; an Avro or Protobuf
+// timestamp becomes its UTC wall clock.
 //
 // Duplicate keys in an object: the first occurrence wins, compared after
 // unescaping ("device\u005fid" and "device_id" are the same key).

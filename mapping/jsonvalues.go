@@ -244,6 +244,13 @@ func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 		}
 	case kVariant:
 		return j.variant.encode(v, a, out)
+	case kTimestampNTZ: // a local date-time, as from_json reads one; a number is no timestamp_ntz for from_json
+		if t == fastjson.TypeString {
+			s, _ := v.StringBytes()
+			us, f := parseTimestampNTZ(s)
+			out.i = us
+			return f, s
+		}
 	case kTimestamp, kDate:
 		if t == fastjson.TypeString {
 			s, _ := v.StringBytes()

@@ -113,12 +113,13 @@ const (
 	kDate
 	kVariant
 	kDecimal
+	kTimestampNTZ
 )
 
 var kinds = map[delta.PrimitiveType]kind{
 	delta.String: kString, delta.Boolean: kBoolean, delta.Integer: kInteger, delta.Long: kLong,
 	delta.Float: kFloat, delta.Double: kDouble, delta.Timestamp: kTimestamp, delta.Date: kDate,
-	delta.Variant: kVariant,
+	delta.Variant: kVariant, delta.TimestampNTZ: kTimestampNTZ,
 }
 
 // kindOf is the kind of a column type.
@@ -149,7 +150,7 @@ type Mapper struct {
 	keyNull bool   // the record has no key: its fields are null
 	// changes, for change events, says whether the record deletes its key.
 	changes interface{ deletes() bool }
-	micros  []int64 // timestamp columns' values, for date()
+	micros  []int64 // timestamp and timestamp_ntz columns' values, for date()
 	valid   []bool
 	num     []byte // scratch for partition value text
 	cast    cell   // the value values.cast returns
@@ -402,7 +403,7 @@ func cloneStruct(s *delta.StructType) *delta.StructType {
 // cell is a column's value before it becomes a Parquet value.
 type cell struct {
 	null bool
-	i    int64 // boolean (0/1), integer, long, date (days), timestamp (µs); a decimal's unscaled value's low 64 bits
+	i    int64 // boolean (0/1), integer, long, date (days), timestamp and timestamp_ntz (µs); a decimal's unscaled value's low 64 bits
 	hi   int64 // a decimal's unscaled value's high 64 bits (two's complement, hi:i)
 	f    float64
 	b    []byte // string, or a variant's value, in the row's arena
@@ -423,6 +424,7 @@ const (
 	failUTF8
 	failTimestamp
 	failRange
+	failZone         // a timestamp_ntz with a zone or offset; detail: the text
 	failVariant      // detail: the text that is no JSON
 	failVariantValue // detail: why the JSON makes no variant
 )
@@ -534,7 +536,7 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 		if v.null && c.required && !(out.Delete && c.src.kind == srcPath) {
 			return m.fail(c, failMissing, nil)
 		}
-		if c.kind == kTimestamp {
+		if c.kind == kTimestamp || c.kind == kTimestampNTZ {
 			m.micros[i], m.valid[i] = v.i, !v.null
 		}
 		switch {
@@ -593,7 +595,7 @@ func (c *planColumn) parquetValue(v cell, a *Arena) parquet.Value {
 		pv = parquet.BooleanValue(v.i != 0)
 	case kInteger, kDate:
 		pv = parquet.Int32Value(int32(v.i))
-	case kLong, kTimestamp:
+	case kLong, kTimestamp, kTimestampNTZ:
 		pv = parquet.Int64Value(v.i)
 	case kFloat:
 		pv = parquet.FloatValue(float32(v.f))
@@ -796,7 +798,9 @@ func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 		}
 		want := "number"
 		switch {
-		case c.typ == delta.String || c.typ == delta.Timestamp || c.typ == delta.Date:
+		case c.kind == kTimestampNTZ && (format == Avro || format == Protobuf):
+			want = "timestamp"
+		case c.typ == delta.String || c.typ == delta.Timestamp || c.typ == delta.Date || c.kind == kTimestampNTZ:
 			want = "string"
 		case c.typ == delta.Boolean:
 			want = "boolean"
@@ -815,7 +819,13 @@ func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 	case failUTF8:
 		e.Reason = name + "invalid UTF-8"
 	case failTimestamp:
-		e.Reason = name + "unparsable timestamp " + quote(detail)
+		what := "timestamp "
+		if c.kind == kTimestampNTZ {
+			what = "timestamp_ntz "
+		}
+		e.Reason = name + "unparsable " + what + quote(detail)
+	case failZone:
+		e.Reason = name + "timestamp_ntz " + quote(detail) + " has a zone or offset: a timestamp_ntz is a local date-time without one"
 	case failRange:
 		e.Reason = name + "timestamp out of range (years 0001-9999)"
 	case failVariant:

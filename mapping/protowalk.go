@@ -285,8 +285,8 @@ func (v *protoValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte)
 	}
 	s := &v.slots[c.node]
 	switch {
-	case n.time:
-		if c.kind != kTimestamp {
+	case n.time: // into a timestamp_ntz column: its UTC wall clock
+		if c.kind != kTimestamp && c.kind != kTimestampNTZ {
 			return failType, nil
 		}
 		secs := int64(s.u)

@@ -156,7 +156,9 @@ type namedType struct{ name, typ string }
 // long, a decimal of more integer or fraction digits): cast into the
 // table's type, its values would lose precision or overflow, so its
 // records are dead letters naming the field until the table's column is
-// widened. Columns the route declares take the casts they ask for.
+// widened. So are those of a field that turns a timestamp column's
+// instants into local date-times (timestamp_ntz), or the reverse. Columns
+// the route declares take the casts they ask for.
 func checkWidening(fields []namedType, p *plan) error {
 	if !p.cfg.derived {
 		return nil
@@ -166,6 +168,12 @@ func checkWidening(fields []namedType, p *plan) error {
 		if col != nil && ((col.Type == delta.Float && f.typ == "double") || (col.Type == delta.Integer && f.typ == "long") ||
 			widerDecimal(col.Type, f.typ)) {
 			return fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s (type widening is not supported yet)",
+				f.name, f.typ, col.Type, f.name)
+		}
+		// An instant where a local date-time was, or the reverse: each
+		// would be read as the other's wall clock in UTC.
+		if col != nil && ((col.Type == delta.Timestamp && f.typ == "timestamp_ntz") || (col.Type == delta.TimestampNTZ && f.typ == "timestamp")) {
+			return fmt.Errorf("field %s: the writer schema's %s is not the table's %s column %s (one is an instant, the other a local date-time)",
 				f.name, f.typ, col.Type, f.name)
 		}
 	}

@@ -193,7 +193,7 @@ func (c *whereCond) match(r *Row) bool {
 		order = cmpBool(v.Boolean(), c.b)
 	case kInteger, kDate:
 		order = cmp.Compare(int64(v.Int32()), c.i)
-	case kLong, kTimestamp:
+	case kLong, kTimestamp, kTimestampNTZ:
 		order = cmp.Compare(v.Int64(), c.i)
 	case kFloat:
 		order = cmp.Compare(float64(v.Float()), c.f)

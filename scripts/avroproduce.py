@@ -56,6 +56,10 @@ def value(rng, typ, named):
         if logical in ("timestamp-millis", "timestamp-micros"):
             ts = draw_instant(rng, 1000 if logical == "timestamp-millis" else 1)
             return ts, ts
+        if logical in ("local-timestamp-millis", "local-timestamp-micros"):
+            # A wall clock: a naive datetime, as fastavro writes one.
+            ts = draw_instant(rng, 1000 if logical == "local-timestamp-millis" else 1).replace(tzinfo=None)
+            return ts, ts
         if logical == "time-millis":
             ms = rng.randrange(0, 86_400_000)
             return datetime.time(ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000 * 1000), ms

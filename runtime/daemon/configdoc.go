@@ -46,7 +46,7 @@ var keySpecs = map[string]keySpec{
 	"table.max_record_bytes":                {doc: "Record values larger than this go to the DLQ unparsed."},
 	"table.columns":                         {doc: "Columns in declared order (list of the keys below).", def: "the Spark job's `sensor_events` schema"},
 	"table.columns[].name":                  {doc: "Delta column name (required, unique)."},
-	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp, date, `decimal(p,s)` or variant (a JSON value as Spark's parse_json makes it: a JSON string is parsed as JSON text, e.g. raw_payload from payload; JSON path sources only). `decimal(p,s)` (1 ≤ p ≤ 38 digits, s of them after the point, 0 ≤ s ≤ p) holds exact numbers, as Spark's DecimalType: a JSON number or a string of one (`12.3`, `\"1e2\"`, `\"1,234.5\"`: commas are dropped, as Spark's from_json does) is read from its text, never through a double, and rounded half up to s digits as from_json rounds (12.345 → 12.35 and -0.005 → -0.01 in decimal(10,2)); a value of more than p digits once rounded is an overflow and other text cannot be cast (`mode` decides: a dead letter, or null). Avro decimals, ints and longs are read exactly, rescaled the same way. Stored as Spark stores it (INT32 up to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY); not a partition column."},
+	"table.columns[].type":                  {doc: "string, boolean, integer, long, float, double, timestamp, timestamp_ntz, date, `decimal(p,s)` or variant (a JSON value as Spark's parse_json makes it: a JSON string is parsed as JSON text, e.g. raw_payload from payload; JSON path sources only). `timestamp_ntz` is a local date-time without zone, as Spark's TimestampNTZType: a JSON string is read as Spark 3.5's from_json reads one, `[+-]yyyy[-[m]m[-[d]d[T[h]h[:[m]m[:[s]s[.fraction]]]]]]`, T or a space before the hour (`2026-06-22T10:15:30`, `2026-06-22 10:15:30.123456`, a date alone is its midnight, `2026-06` and `2026` their first day; 1- or 2-digit fields, a year of 4 to 6 digits, surrounding whitespace ignored; a fraction of any length is cut to microseconds), stored unshifted (the same wall clock in every reader); a string with a zone or offset (`Z`, `+02:00`, ` UTC`), a field out of range (hour 24, February 30), other text, a number (from_json reads none, where its timestamp takes epoch seconds; deltaflow's timestamp takes none either) or a year outside 0001–9999 (from_json takes years 0000 and past 9999) cannot be cast (`mode` decides: a dead letter, or null, as from_json gives it). Stored as INT64 TIMESTAMP(MICROS, isAdjustedToUTC=false), as Spark writes it; not a partition column (`date(<column>)` of it is its local date); a table with one needs the `timestampNtz` table feature (reader 3 / writer 7): a table deltaflow creates gets it, an existing table without it is refused naming the column, as Spark refuses one, until its owner enables it (Spark: `ALTER TABLE ... SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')`). `decimal(p,s)` (1 ≤ p ≤ 38 digits, s of them after the point, 0 ≤ s ≤ p) holds exact numbers, as Spark's DecimalType: a JSON number or a string of one (`12.3`, `\"1e2\"`, `\"1,234.5\"`: commas are dropped, as Spark's from_json does) is read from its text, never through a double, and rounded half up to s digits as from_json rounds (12.345 → 12.35 and -0.005 → -0.01 in decimal(10,2)); a value of more than p digits once rounded is an overflow and other text cannot be cast (`mode` decides: a dead letter, or null). Avro decimals, ints and longs are read exactly, rescaled the same way. Stored as Spark stores it (INT32 up to 9 digits, INT64 up to 18, else the shortest FIXED_LEN_BYTE_ARRAY); not a partition column."},
 	"table.columns[].source":                {doc: "Dot-separated JSON path (descends into JSON-encoded string fields), `now()`, `date(<column>)`, kafka.partition/offset/timestamp/key/topic, or `kafka.key.<path>`: a field of the record key decoded as `key_format` says.", def: "the column name"},
 	"table.columns[].required":              {doc: "Records whose value is missing or null go to the DLQ.", def: "false"},
 	"table.columns[].nullable":              {doc: "Delta nullability; a non-nullable column is implicitly required. New columns of an existing table must be nullable.", def: "true"},
@@ -325,12 +325,13 @@ Without ` + "`columns`" + `, every field of the record is a column, in schema or
 | string, enum (its symbol), string with logical type uuid | string |
 | int with logical type date | date |
 | long with logical type timestamp-millis, -micros, -nanos | timestamp (microseconds: nanoseconds are cut) |
+| long with logical type local-timestamp-millis, -micros, -nanos | timestamp_ntz: the wall clock the producer wrote, not shifted (microseconds: nanoseconds are cut; from_avro of Spark 3.5 reads local-timestamp-nanos, and timestamp-nanos, as a long) |
 | bytes or fixed with logical type decimal (precision p ≤ 38, scale s) | decimal(p,s): the unscaled big-endian two's complement read exactly |
 | int with time-millis, long with time-micros | integer (milliseconds of the day), long (microseconds), as from_avro ignores both |
 | a union of null and one type above | that type, nullable |
 | any other type | not nullable: a null sends the record to the DLQ |
 
-Records, arrays, maps, plain bytes and fixed, decimals of more than 38 digits, local timestamps and other
+Records, arrays, maps, plain bytes and fixed, decimals of more than 38 digits and other
 unions have no column type yet (a decimal the Avro specification holds invalid, such as a scale above its
 precision or a fixed too short for its digits, is its plain bytes or fixed, as Avro readers take it): a
 schema with such a field is refused naming each one, and the route gives ` + "`columns`" + ` instead, with
@@ -339,7 +340,11 @@ color of a map; below a null record or a missing key, null). A path the schema d
 array or a recursive type, is refused naming the column. Explicit columns read Avro values
 as they read JSON ones, with the same casts (an int or long into a double column, an int too large for an
 integer column is an overflow; a decimal, int or long into a decimal column, rounded half up to its scale,
-a value of too many digits an overflow) and ` + "`mode`" + `; a variant column takes JSON only. A body that does not decode
+a value of too many digits an overflow; a local timestamp into a timestamp column, its wall clock read as UTC,
+a timestamp into a timestamp_ntz column, its UTC wall clock, as Spark casts them with the session time zone
+UTC; a date into either, its midnight) and ` + "`mode`" + `; a variant column takes JSON only. A writer schema whose
+field turns a column made of an earlier version from timestamp to timestamp_ntz, or back, makes its records
+dead letters naming the field and both types. A body that does not decode
 with the schema, or has bytes after the record, is a dead letter ("not Avro of the table's schema").
 
 ` + "`table.format: json_schema`" + ` reads JSON objects in the Confluent wire format, as Confluent's
@@ -385,7 +390,7 @@ declaration order, all nullable:
 | int64, sint64, sfixed64, uint32, fixed32 | long |
 | uint64, fixed64 | long (a value past 2^63−1 makes the record a dead letter) |
 | enum | string: the value's name (its number for a number the schema does not name) |
-| google.protobuf.Timestamp | timestamp (microseconds: nanoseconds are cut) |
+| google.protobuf.Timestamp | timestamp (microseconds: nanoseconds are cut); a declared timestamp_ntz column takes its UTC wall clock |
 | the wrappers (google.protobuf.DoubleValue, Int64Value, ...) | their value's type; null when unset |
 
 A field without presence that the record does not set reads its default (0, "", false, the enum's first

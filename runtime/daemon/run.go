@@ -487,12 +487,15 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t Tab
 	snap, done, err := tbl.EnsureSchema(ctx, m.Schema(), parts, t.createConf())
 	var sce *delta.SchemaChangeError
 	var pe *delta.PartitioningError
+	var fe *delta.FeatureNotEnabledError
 	switch {
 	case errors.As(err, &pe):
 		return nil, fmt.Errorf("table.partition_columns: configured %v but the table is partitioned by %v (partitioning cannot change)", pe.Want, pe.Table)
 	case errors.As(err, &sce):
 		return nil, fmt.Errorf("table.columns: column %q: table has %s, configuration wants %s: %s; refusing to start",
 			sce.Column, orAbsent(sce.OldType), orAbsent(sce.NewType), sce.Reason)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("table.columns: column %q: %w; refusing to start", fe.Column, err)
 	case err != nil:
 		return nil, err
 	}

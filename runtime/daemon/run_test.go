@@ -336,6 +336,12 @@ func TestEnsureTableNamesTheKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "table.partition_columns") {
 		t.Fatalf("partition change: %v", err)
 	}
+	// A timestamp_ntz column the table's protocol has no feature for.
+	local := append(slices.Clone(defaults), mapping.Column{Name: "local_time", Type: "timestamp_ntz", Source: "payload.local_time"})
+	_, err = ensureTable(t.Context(), tbl, newMapper(t, local, parts), TableConfig{CheckpointInterval: 10}, testLogger())
+	if err == nil || !strings.Contains(err.Error(), `table.columns: column "local_time": `) || !strings.Contains(err.Error(), "timestampNtz") {
+		t.Fatalf("a timestamp_ntz column without the table feature: %v", err)
+	}
 }
 
 // TestEnsureUpsertTable: a table made for upserts allows deletion vectors

@@ -1,6 +1,6 @@
 """Spark's from_avro as the oracle of deltaflow's Avro type mapping.
 
-  avro_oracle.py BROKERS TOPIC SCHEMA_FILE TABLE_DIR
+  avro_oracle.py BROKERS TOPIC SCHEMA_FILE TABLE_DIR [JSON_TOPIC JSON_SCHEMA JSON_TABLE_DIR]
 
 Reads TOPIC from its start with Spark's Kafka source, keeps the records in
 the schema registry's wire format (magic byte 0), decodes their bodies
@@ -13,7 +13,15 @@ the files' min/max stats, the Parquet reader its row groups' bounds) are
 counted against from_avro's. Prints one JSON line {"oracleTypes",
 "tableTypes", "oracleRows", "tableRows", "missing", "extra",
 "filterChecks", "filterMismatches"} (missing/extra: up to 5 rows). One JVM.
+
+With JSON_TOPIC, the same JVM is from_json's oracle too: JSON_TOPIC's
+records decoded with from_json and the DDL schema JSON_SCHEMA (default
+options: PERMISSIVE, no formats) are compared with the table deltaflow
+wrote at JSON_TABLE_DIR, as above, under "json": {"oracleTypes",
+"tableTypes", "rows" (from_json's, every one, timestamps rendered as
+deltars.py renders them), "tableRows", "missing", "extra"}.
 """
+import datetime
 import json
 import operator
 import sys
@@ -21,7 +29,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql.avro.functions import from_avro
-from pyspark.sql.functions import col, expr, lit
+from pyspark.sql.functions import col, expr, from_json, lit
 from pyspark.sql.types import DecimalType
 
 import session
@@ -52,8 +60,35 @@ def main():
         "filterChecks": checks,
         "filterMismatches": mismatches,
     }
+    if len(sys.argv) > 5:
+        out["json"] = json_oracle(spark, brokers, *sys.argv[5:8])
     print(json.dumps(out, default=str))
     spark.stop()
+
+
+def json_oracle(spark, brokers, topic, ddl, table):
+    """from_json of topic's records against the table at table."""
+    raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", brokers)
+           .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    oracle = raw.select(from_json(col("value").cast("string"), ddl).alias("r")).select("r.*")
+    delta = spark.read.format("delta").load(table)
+    delta = delta.select(*oracle.columns)
+    return {
+        "oracleTypes": {f.name: f.dataType.simpleString() for f in oracle.schema.fields},
+        "tableTypes": {f.name: f.dataType.simpleString() for f in delta.schema.fields},
+        "rows": [{k: render(v) for k, v in r.asDict().items()} for r in oracle.collect()],
+        "tableRows": delta.count(),
+        "missing": [r.asDict() for r in oracle.exceptAll(delta).limit(5).collect()],
+        "extra": [r.asDict() for r in delta.exceptAll(oracle).limit(5).collect()],
+    }
+
+
+def render(v):
+    """A value as deltars.py renders it (rowjson.render): a datetime as
+    YYYY-MM-DDTHH:MM:SS.ffffff."""
+    if isinstance(v, datetime.datetime):
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
+    return v
 
 
 def filter_counts(oracle, delta):

@@ -32,7 +32,7 @@ import (
 var wantTypes = map[string]string{"id": "string", "kind": "string", "other_kind": "string null", "on": "boolean",
 	"count": "integer", "total": "long", "ratio": "float", "power": "double null", "day": "date", "at": "timestamp",
 	"at_us": "timestamp null", "tod": "integer", "uid": "string", "price": "decimal(9,2)", "amount": "decimal(18,4) null",
-	"balance": "decimal(38,10)", "serial": "decimal(25,0)"}
+	"balance": "decimal(38,10)", "serial": "decimal(25,0)", "local_at": "timestamp_ntz", "local_us": "timestamp_ntz null"}
 
 // TestAvroTopic: a topic of Avro records written by confluent-kafka with
 // fastavro's schemaless writer (no header), read with `format: avro` and
