@@ -14,11 +14,10 @@ type Budget struct {
 	limit     int64
 	maxEpochs int
 
-	mu      sync.Mutex
-	gen     uint64 // bytes of other generations are not counted
-	bytes   int64
-	epochs  int
-	changed chan struct{} // closed and replaced whenever usage drops
+	mu     sync.Mutex
+	gen    uint64 // bytes of other generations are not counted
+	bytes  int64
+	epochs int
 	// above is closed once bytes reach aboveAt (WaitAbove); nil when
 	// nobody waits.
 	above   chan struct{}
@@ -31,7 +30,7 @@ type Budget struct {
 
 // NewBudget returns a budget of limit bytes and maxEpochs unfinished epochs.
 func NewBudget(limit int64, maxEpochs int) *Budget {
-	return &Budget{limit: limit, maxEpochs: maxEpochs, changed: make(chan struct{})}
+	return &Budget{limit: limit, maxEpochs: maxEpochs}
 }
 
 // Add accounts n more buffered bytes of generation gen.
@@ -131,8 +130,6 @@ func (b *Budget) EpochDone() {
 }
 
 func (b *Budget) notifyLocked() {
-	close(b.changed)
-	b.changed = make(chan struct{})
 	if b.onRoom != nil {
 		b.onRoom()
 	}
