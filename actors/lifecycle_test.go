@@ -58,15 +58,22 @@ func newTestLifecycle(idleEpochs int) *lifecycle {
 	}}
 }
 
+// spawnFirst starts l's first generation and spawns its pipeline, as the
+// committer's start does, in a context that records what l does.
+func spawnFirst(l *lifecycle) *lifecycleContext {
+	ctx := &lifecycleContext{}
+	l.forget()
+	l.next()
+	l.spawn(ctx)
+	return ctx
+}
+
 // A buffer idle for idleEpochs epochs in a row is retired at the next seal:
 // gone from the registry, flushed with that epoch, stopped once the epoch
 // is flushed. A buffer with rows starts its count over.
 func TestLifecycleRetiresIdleBuffers(t *testing.T) {
 	l := newTestLifecycle(2)
-	ctx := &lifecycleContext{}
-	l.forget()
-	l.next()
-	l.spawn(ctx)
+	ctx := spawnFirst(l)
 	l.spawnReaders(ctx, map[tp]int64{{Topic: topic, Partition: 1}: 5, {Topic: topic, Partition: 0}: -1}, 0, nil)
 	if got := last[*spawnReaders](t, ctx); got.epoch != 0 || len(got.from) != 2 {
 		t.Fatalf("spawnReaders = %+v", got)
@@ -111,10 +118,7 @@ func TestLifecycleRetiresIdleBuffers(t *testing.T) {
 // the pipeline's restart, another drop does not.
 func TestLifecycleDrop(t *testing.T) {
 	l := newTestLifecycle(1)
-	ctx := &lifecycleContext{}
-	l.forget()
-	l.next()
-	l.spawn(ctx)
+	ctx := spawnFirst(l)
 	l.cfg.pipeline.reg.setBuffer(l.gen, "d=x", actor.NewPID("test", "x"))
 	l.cfg.budget.Add(l.gen, 100)
 	restarts := func() float64 { return testutil.ToFloat64(l.cfg.metrics.Restarts.WithLabelValues("pipeline")) }
