@@ -834,7 +834,7 @@ func (c *committer) evolve(ctx actor.Context, m *schemaChanged) {
 	for i, col := range m.add {
 		names[i] = col.Name
 	}
-	c.cfg.logger.Info("schema evolution: the writer schema adds columns", "schema_id", m.id, "columns", names)
+	c.cfg.logger.Info("schema evolution: the writer schema adds or widens columns", "schema_id", m.id, "columns", names)
 	table, pipelineOf := c.cfg.table, c.cfg.pipelineOf
 	c.abortWith(ctx, fmt.Sprintf("schema id %d adds columns %v", m.id, names), false, func(ctx context.Context) (func(), error) {
 		snap, _, err := table.EnsureSchema(ctx, mapper.Schema(), mapper.PartitionColumns(), nil)

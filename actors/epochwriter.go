@@ -57,7 +57,7 @@ func (ec *epochCommit) resolve(ctx context.Context, store storage.Store, snap *d
 		return fmt.Errorf("resolve upserts: %w", err)
 	}
 	var adds, removes int
-	for _, a := range res.Actions {
+	for _, a := range res.Actions { // cdc actions are neither
 		if a.Add != nil {
 			adds++
 		} else if a.Remove != nil {
@@ -70,6 +70,7 @@ func (ec *epochCommit) resolve(ctx context.Context, store storage.Store, snap *d
 	ec.op.Metrics["numTargetRowsDeleted"] = fmt.Sprint(res.Replaced)
 	ec.op.Metrics["numSourceRowsSuperseded"] = fmt.Sprint(res.Superseded)
 	ec.op.Metrics["numSourceRowsStale"] = fmt.Sprint(res.Stale)
+	ec.op.Metrics["numAddedChangeFiles"] = fmt.Sprint(res.ChangeFiles)
 	ec.stale = res.Stale
 	return nil
 }

@@ -144,6 +144,26 @@ func (r *Remove) DeletionTime() int64 {
 	return *r.DeletionTimestamp
 }
 
+// AddCDC is the cdc action: a change data file of the commit. DataChange
+// is always false: the file is no part of the table's data.
+type AddCDC struct {
+	Path            string             `json:"path"`
+	PartitionValues map[string]*string `json:"partitionValues"`
+	Size            int64              `json:"size"`
+	DataChange      bool               `json:"dataChange"`
+	Tags            map[string]string  `json:"tags,omitempty"`
+}
+
+// MarshalJSON always writes partitionValues, as {} when there are none,
+// as Spark does.
+func (c AddCDC) MarshalJSON() ([]byte, error) {
+	type plain AddCDC
+	if c.PartitionValues == nil {
+		c.PartitionValues = map[string]*string{}
+	}
+	return jsonenc.Marshal(plain(c))
+}
+
 // Txn is the txn (SetTransaction) action: the latest version an application
 // committed, used for idempotent writes. deltaflow writes one per Kafka
 // partition with the last committed offset as Version.
@@ -196,8 +216,8 @@ type CheckpointMetadata struct {
 }
 
 // Action is one line of a commit file: exactly one field is set. A line whose
-// action this library does not know (cdc, sidecar, checkpointMetadata, ...) is
-// kept verbatim in Unknown and ignored by replay.
+// action this library does not know is kept verbatim in Unknown and ignored
+// by replay, as are cdc actions (change data files).
 type Action struct {
 	CommitInfo     *CommitInfo     `json:"commitInfo,omitempty"`
 	Protocol       *Protocol       `json:"protocol,omitempty"`
@@ -205,6 +225,7 @@ type Action struct {
 	Txn            *Txn            `json:"txn,omitempty"`
 	Add            *Add            `json:"add,omitempty"`
 	Remove         *Remove         `json:"remove,omitempty"`
+	Cdc            *AddCDC         `json:"cdc,omitempty"`
 	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"`
 	// Sidecar and CheckpointMetadata only occur in V2 checkpoints; replay
 	// ignores them.
@@ -276,7 +297,7 @@ func parseAction(raw []byte) (Action, error) {
 		}
 		a.Unknown = bytes.Clone(raw)
 	}
-	if a.Add != nil && a.Add.Path == "" || a.Remove != nil && a.Remove.Path == "" {
+	if a.Add != nil && a.Add.Path == "" || a.Remove != nil && a.Remove.Path == "" || a.Cdc != nil && a.Cdc.Path == "" {
 		return Action{}, fmt.Errorf("file action without path")
 	}
 	if a.Txn != nil && a.Txn.AppID == "" {
@@ -287,7 +308,7 @@ func parseAction(raw []byte) (Action, error) {
 
 func (a *Action) isEmpty() bool {
 	return a.CommitInfo == nil && a.Protocol == nil && a.MetaData == nil && a.Txn == nil &&
-		a.Add == nil && a.Remove == nil && a.DomainMetadata == nil && a.Sidecar == nil && a.CheckpointMetadata == nil
+		a.Add == nil && a.Remove == nil && a.Cdc == nil && a.DomainMetadata == nil && a.Sidecar == nil && a.CheckpointMetadata == nil
 }
 
 // EncodeActions writes actions as a commit file: one JSON object a line,

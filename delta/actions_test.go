@@ -37,12 +37,12 @@ func TestActionsRoundTrip(t *testing.T) {
 }
 
 func TestParseActionsEdgeCases(t *testing.T) {
-	in := "{\"cdc\":{\"path\":\"x\"}}\n\n{\"add\":{\"path\":\"a<b>&.parquet\",\"partitionValues\":{\"p\":null},\"size\":1,\"modificationTime\":2,\"dataChange\":true,\"unknownField\":3}}\n"
+	in := "{\"futureAction\":{\"path\":\"x\"}}\n\n{\"add\":{\"path\":\"a<b>&.parquet\",\"partitionValues\":{\"p\":null},\"size\":1,\"modificationTime\":2,\"dataChange\":true,\"unknownField\":3}}\n"
 	actions, err := ParseActions("x.json", []byte(in))
 	if err != nil || len(actions) != 2 {
 		t.Fatalf("%v %v", actions, err)
 	}
-	if string(actions[0].Unknown) != `{"cdc":{"path":"x"}}` {
+	if string(actions[0].Unknown) != `{"futureAction":{"path":"x"}}` {
 		t.Errorf("unknown action not kept: %q", actions[0].Unknown)
 	}
 	if v, ok := actions[1].Add.PartitionValues["p"]; !ok || v != nil {
@@ -52,7 +52,17 @@ func TestParseActionsEdgeCases(t *testing.T) {
 	if !strings.Contains(string(enc), `"path":"a<b>&.parquet"`) || !strings.Contains(string(enc), `"partitionValues":{"p":null}`) {
 		t.Errorf("encoding: %s", enc)
 	}
-	for _, bad := range []string{"{\"add\":{}}", "[1,2]", "{\"txn\":{\"version\":1}}", "{\"add\":{\"path\":"} {
+	// A cdc action (Spark's, from its UPDATE) parses, and encodes back as
+	// Spark wrote it.
+	cdc := `{"cdc":{"path":"_change_data/cdc-00000-7d575834-3db8-42fd-b7fd-d1cba280e5b2.c000.snappy.parquet","partitionValues":{},"size":1042,"dataChange":false}}`
+	actions, err = ParseActions("x.json", []byte(cdc))
+	if err != nil || len(actions) != 1 || actions[0].Cdc == nil || actions[0].Cdc.Size != 1042 || actions[0].Unknown != nil {
+		t.Fatalf("cdc action: %+v %v", actions, err)
+	}
+	if enc, _ := EncodeActions(actions); string(enc) != cdc+"\n" {
+		t.Errorf("cdc action encodes as %s, want %s", enc, cdc)
+	}
+	for _, bad := range []string{"{\"add\":{}}", "{\"cdc\":{\"size\":1}}", "[1,2]", "{\"txn\":{\"version\":1}}", "{\"add\":{\"path\":"} {
 		var cle *CorruptLogError
 		if _, err := ParseActions("bad.json", []byte("{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}\n"+bad)); !errors.As(err, &cle) || cle.Line != 2 {
 			t.Errorf("%s: got %v, want CorruptLogError at line 2", bad, err)

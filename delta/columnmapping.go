@@ -25,7 +25,7 @@ const (
 	columnMappingID           = schema.ColumnMappingID
 	columnMappingModeKey      = "delta.columnMapping.mode"
 	columnMappingMaxID        = "delta.columnMapping.maxColumnId"
-	typeChangesKey            = "delta.typeChanges"
+	typeChangesKey            = schema.TypeChangesKey
 )
 
 // PhysicalName is schema.PhysicalName.

@@ -122,56 +122,81 @@ func (w *StoreFileWriter) Abort(cause error) {
 func WriteDataFile(ctx context.Context, store storage.Store, table *StructType, partitionColumns []string,
 	partitionValues map[string]*string, rows []Row, opts WriterOptions) (*Add, error) {
 	dataSchema := schema.DataSchema(table, partitionColumns)
-	dataIdx := make([]int, 0, len(dataSchema.Fields))
-	for i, f := range table.Fields {
-		if !slices.Contains(partitionColumns, f.Name) {
-			dataIdx = append(dataIdx, i)
-		}
-	}
 	key := NewDataFileKey(partitionColumns, partitionValues, opts.Compression)
 	// Under column mapping the file and the add use physical names.
 	w, err := CreateDataFile(ctx, store, key, PhysicalSchema(dataSchema), PhysicalPartitionValues(table, partitionValues), opts)
 	if err != nil {
 		return nil, err
 	}
-	ps := w.Schema()
-	batch := make([]parquet.Row, 0, 256)
-	flush := func() error {
-		_, err := w.WriteRows(batch)
-		batch = batch[:0]
-		return err
-	}
+	b := newRowBatcher(w, table, partitionColumns)
 	for n, r := range rows {
-		if len(r) != len(table.Fields) {
-			err = fmt.Errorf("row %d has %d values, the table table %d columns", n, len(r), len(table.Fields))
-			break
-		}
-		var pr parquet.Row
-		if len(batch) < cap(batch) {
-			pr = batch[:len(batch)+1][len(batch)][:0]
-		}
-		for col, i := range dataIdx {
-			if pr, err = ps.AppendValue(pr, col, r[i]); err != nil {
-				break
-			}
-		}
-		if err != nil {
+		if err = b.write(r, nil); err != nil {
 			err = fmt.Errorf("row %d: %w", n, err)
 			break
 		}
-		batch = append(batch, pr)
-		if len(batch) == cap(batch) {
-			if err = flush(); err != nil {
-				break
-			}
-		}
 	}
 	if err == nil {
-		err = flush()
+		err = b.flush()
 	}
 	if err != nil {
 		w.Abort(err)
 		return nil, fmt.Errorf("write data file %s: %w", key, err)
 	}
 	return w.Close()
+}
+
+// rowBatcher writes table rows (aligned with the full table schema) to a
+// file of the table's data columns, in batches whose parquet rows are
+// reused: no allocation a row once the batch has filled.
+type rowBatcher struct {
+	w       *StoreFileWriter
+	ps      *ParquetSchema
+	dataIdx []int // the table columns the file holds, in file order
+	ncols   int
+	batch   []parquet.Row
+}
+
+func newRowBatcher(w *StoreFileWriter, table *StructType, partitionColumns []string) *rowBatcher {
+	b := &rowBatcher{w: w, ps: w.Schema(), ncols: len(table.Fields), batch: make([]parquet.Row, 0, 256)}
+	for i, f := range table.Fields {
+		if !slices.Contains(partitionColumns, f.Name) {
+			b.dataIdx = append(b.dataIdx, i)
+		}
+	}
+	return b
+}
+
+// write adds row r, then extra as the file's next column when not nil
+// (a change data file's _change_type).
+func (b *rowBatcher) write(r Row, extra any) error {
+	if len(r) != b.ncols {
+		return fmt.Errorf("%d values, the table has %d columns", len(r), b.ncols)
+	}
+	var pr parquet.Row
+	if len(b.batch) < cap(b.batch) {
+		pr = b.batch[:len(b.batch)+1][len(b.batch)][:0]
+	}
+	var err error
+	for col, i := range b.dataIdx {
+		if pr, err = b.ps.AppendValue(pr, col, r[i]); err != nil {
+			return err
+		}
+	}
+	if extra != nil {
+		if pr, err = b.ps.AppendValue(pr, len(b.dataIdx), extra); err != nil {
+			return err
+		}
+	}
+	b.batch = append(b.batch, pr)
+	if len(b.batch) == cap(b.batch) {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush writes the batch's rows.
+func (b *rowBatcher) flush() error {
+	_, err := b.w.WriteRows(b.batch)
+	b.batch = b.batch[:0]
+	return err
 }

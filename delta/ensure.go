@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // Ensured says what Table.EnsureSchema changed.
@@ -14,10 +16,12 @@ type Ensured struct {
 	// (not when a concurrent writer did).
 	Created bool
 	// Evolved is set when the schema was evolved, by the commit at
-	// Version; Added are the columns that commit appended.
+	// Version; Added are the columns that commit appended, Widened those
+	// whose type it widened.
 	Evolved bool
 	Version int64
 	Added   []string
+	Widened []string
 }
 
 // PartitioningError is EnsureSchema's refusal of partition columns other
@@ -75,21 +79,24 @@ func checkTypeFeatures(uri string, p *Protocol, schema *StructType) error {
 	return nil
 }
 
-// EnsureSchema readies the table for appends of rows of schema partitioned by
-// partitionColumns, as a streaming writer does before it starts: a missing
-// table is created with createConf as its configuration, and a schema that
-// adds nullable columns (or relaxes nullability) to the table's is
-// committed as a schema evolution. An incompatible change is refused with a
-// *SchemaChangeError (a column's type) or a *PartitioningError, and nothing
-// is committed; so is a timestamp_ntz column, new or not, of a table whose
-// protocol lacks the timestampNtz feature (a *FeatureNotEnabledError: a
-// table created here gets it). It returns the snapshot to append to.
-func (t *Table) EnsureSchema(ctx context.Context, schema *StructType, partitionColumns []string, createConf map[string]string) (*Snapshot, Ensured, error) {
+// EnsureSchema readies the table for appends of rows of schema next
+// partitioned by partitionColumns, as a streaming writer does before it
+// starts: a missing table is created with createConf as its configuration,
+// and a schema that adds nullable columns (or relaxes nullability) to the
+// table's, or widens a data column's type where the table allows it
+// (TypeWideningAllowed, schema.CanWiden), is committed as a schema
+// evolution. An incompatible change is refused with a *SchemaChangeError (a
+// column's type, a widening the table does not allow, a partition column's
+// type) or a *PartitioningError, and nothing is committed; so is a
+// timestamp_ntz column, new or not, of a table whose protocol lacks the
+// timestampNtz feature (a *FeatureNotEnabledError: a table created here
+// gets it). It returns the snapshot to append to.
+func (t *Table) EnsureSchema(ctx context.Context, next *StructType, partitionColumns []string, createConf map[string]string) (*Snapshot, Ensured, error) {
 	var done Ensured
 	uri := t.store.URI()
 	snap, err := t.Snapshot(ctx)
 	if errors.Is(err, ErrTableNotFound) {
-		if _, err = t.Create(ctx, schema, partitionColumns, createConf); err != nil && !errors.Is(err, ErrTableExists) {
+		if _, err = t.Create(ctx, next, partitionColumns, createConf); err != nil && !errors.Is(err, ErrTableExists) {
 			return nil, done, fmt.Errorf("create table %s: %w", uri, err)
 		}
 		done.Created = err == nil
@@ -108,7 +115,13 @@ func (t *Table) EnsureSchema(ctx context.Context, schema *StructType, partitionC
 	if err != nil {
 		return nil, done, fmt.Errorf("table %s: %w", uri, err)
 	}
-	merged, changed, err := MergeSchema(current, schema)
+	for _, c := range partitionColumns {
+		if cf, nf := current.Field(c), next.Field(c); cf != nil && nf != nil && schema.CanWiden(cf.Type, nf.Type) {
+			return nil, done, &SchemaChangeError{Column: c, OldType: schema.TypeName(cf.Type), NewType: schema.TypeName(nf.Type),
+				Reason: "deltaflow does not widen a partition column's type"}
+		}
+	}
+	merged, changed, err := schema.MergeSchema(current, next, snap.TypeWideningAllowed())
 	if err != nil {
 		return nil, done, err // a *SchemaChangeError: names the column
 	}
@@ -119,8 +132,11 @@ func (t *Table) EnsureSchema(ctx context.Context, schema *StructType, partitionC
 		return snap, done, nil
 	}
 	for _, f := range merged.Fields {
-		if current.Field(f.Name) == nil {
+		switch cf := current.Field(f.Name); {
+		case cf == nil:
 			done.Added = append(done.Added, f.Name)
+		case schema.TypeName(cf.Type) != schema.TypeName(f.Type):
+			done.Widened = append(done.Widened, f.Name)
 		}
 	}
 	meta := snap.Metadata()
@@ -138,4 +154,15 @@ func (t *Table) EnsureSchema(ctx context.Context, schema *StructType, partitionC
 	}
 	done.Evolved = true
 	return snap, done, nil
+}
+
+// TypeWideningAllowed reports whether writers may widen a column's type:
+// the table sets delta.enableTypeWidening and its protocol supports
+// typeWidening (or its preview), as PROTOCOL.md "Type Widening" requires.
+func (s *Snapshot) TypeWideningAllowed() bool {
+	if !strings.EqualFold(s.metadata.Configuration[schema.EnableTypeWidening], "true") {
+		return false
+	}
+	i := slices.IndexFunc(tableFeatures, func(f tableFeature) bool { return f.name == "typeWidening" })
+	return s.protocol.supports(&tableFeatures[i])
 }

@@ -3,6 +3,7 @@ package delta
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -172,5 +173,171 @@ func TestEnsureSchemaTimestampNTZ(t *testing.T) {
 	_, _, err = NewTable(broken).EnsureSchema(ctx, testSchema(), []string{"part"}, nil)
 	if !errors.As(err, &fe) || fe.Column != "local_time" {
 		t.Fatalf("a timestamp_ntz column already in a table without the feature: %v", err)
+	}
+}
+
+// widenedLikeSpark replays in dir, through EnsureSchema, what the Spark 4
+// fixture typewidening did with ALTER COLUMN TYPE: a table created with
+// delta.enableTypeWidening and the fixture's first schema, its three rows
+// written in the old types, every column widened to Spark's new type in one
+// schema evolution, then its fourth row in the new types. It returns the
+// table, Spark's table after its last type change (version 7) and the rows
+// Spark read from its table.
+func widenedLikeSpark(t *testing.T, dir string) (*Table, *Snapshot, []map[string]any) {
+	t.Helper()
+	ctx := t.Context()
+	sdir, exp := copyFixture(t, t.TempDir(), "spark4-features", "typewidening")
+	spark := NewTable(localStore(t, sdir))
+	created, err := spark.SnapshotAt(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widened, err := spark.SnapshotAt(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := created.Schema()
+	after, _ := widened.Schema()
+	tbl := NewTable(localStore(t, dir))
+	s, done, err := tbl.EnsureSchema(ctx, before, created.PartitionColumns(), created.Metadata().Configuration)
+	if err != nil || !done.Created {
+		t.Fatalf("create: %+v, %v", done, err)
+	}
+	want := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"typeWidening"}, WriterFeatures: []string{"typeWidening"}}
+	if !reflect.DeepEqual(s.Protocol(), want) {
+		t.Fatalf("created with delta.enableTypeWidening: protocol %+v, want %+v", s.Protocol(), want)
+	}
+	if _, err := appendRows(t, tbl, s, []Row{
+		{int64(1), "a", float32(0.8), int16(2), int32(7), int32(5), "1.25", int32(9)},
+		{int64(2), "a", float32(0.1), int16(-3), int32(-7), int32(-5), "-1.50", int32(-9)},
+		{int64(3), "b", float32(2.5), int16(300), int32(70000), int32(6), "999.99", int32(2147483647)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The schema a mapper gives: the new types, no type change metadata.
+	next := &StructType{Fields: slices.Clone(after.Fields)}
+	for i := range next.Fields {
+		next.Fields[i].Metadata = json.RawMessage("{}")
+	}
+	if s, err = tbl.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, done, err = tbl.EnsureSchema(ctx, next, s.PartitionColumns(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !done.Evolved || len(done.Added) > 0 || !slices.Equal(done.Widened, []string{"ratio", "small", "mid", "n", "dec", "i2"}) {
+		t.Fatalf("widening: %+v", done)
+	}
+	if s, err = tbl.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendRows(t, tbl, s, []Row{{int64(4), "a", 0.9, int32(100000), int64(3000000000), 2.5, "12345.678", "1234567890.12"}}); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, widened, exp.Rows
+}
+
+// TestEnsureSchemaTypeWidening: on a table that allows type widening, a
+// schema with wider types commits them with the delta.typeChanges Delta
+// Spark writes (the schema is the one Spark's ALTER COLUMN TYPE left,
+// byte for byte), and the table reads as Spark read its own: old files'
+// INT32, FLOAT and narrower decimals as the new types, through OPTIMIZE and
+// a checkpoint. A second widening appends to a column's changes. Without
+// the property, a widening is refused saying how to allow it; a change no
+// widening makes, or a partition column's, is refused as before; a table
+// that lists the preview feature keeps it.
+func TestEnsureSchemaTypeWidening(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	tbl, spark, rows := widenedLikeSpark(t, dir)
+	s, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Metadata().SchemaString, spark.Metadata().SchemaString; got != want {
+		t.Errorf("widened schema:\n%s\nSpark's:\n%s", got, want)
+	}
+	checkRows(t, tbl, s, rows)
+	// The old files' stats hold as bounds of the new types.
+	for _, a := range s.Files() {
+		st, err := s.FileStats(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.PartitionValues(a)["part"] != nil && *s.PartitionValues(a)["part"] == "b" && fmt.Sprintf("%v %v", st.MaxValues["mid"], st.MaxValues["i2"]) != "70000 2147483647" {
+			t.Errorf("%s: max mid, i2 %v %v, want 70000 2147483647", a.Path, st.MaxValues["mid"], st.MaxValues["i2"])
+		}
+	}
+	if _, err := tbl.Optimize(ctx, s, OptimizeOptions{TargetSize: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = tbl.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Checkpoint(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = NewTable(localStore(t, dir)).Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, tbl, s, rows)
+
+	// Again: small, short → integer, becomes long.
+	schema, _ := s.Schema()
+	next := &StructType{Fields: slices.Clone(schema.Fields)}
+	next.Fields[schema.Index("small")].Type = Long
+	if _, done, err := tbl.EnsureSchema(ctx, next, s.PartitionColumns(), nil); err != nil || !slices.Equal(done.Widened, []string{"small"}) {
+		t.Fatalf("widen small again: %+v, %v", done, err)
+	}
+	s, _ = tbl.Snapshot(ctx)
+	schema, _ = s.Schema()
+	if got := string(schema.Field("small").Metadata); got != `{"delta.typeChanges":[{"toType":"integer","fromType":"short"},{"toType":"long","fromType":"integer"}]}` {
+		t.Errorf("small's metadata after two widenings: %s", got)
+	}
+
+	// A table without delta.enableTypeWidening refuses, saying how.
+	plain := NewTable(storage.NewMem())
+	base := &StructType{Fields: []StructField{{Name: "n", Type: Integer, Nullable: true}, {Name: "d", Type: DecimalType{Precision: 5, Scale: 2}, Nullable: true},
+		{Name: "p", Type: Integer, Nullable: true}}}
+	if _, _, err := plain.EnsureSchema(ctx, base, []string{"p"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sce *SchemaChangeError
+	for _, c := range []struct {
+		col    string
+		typ    DataType
+		reason string
+	}{
+		{"n", Long, TypeWideningHint},
+		{"d", DecimalType{Precision: 5, Scale: 3}, "column types differ"},
+		{"p", Long, "deltaflow does not widen a partition column's type"},
+	} {
+		next := &StructType{Fields: slices.Clone(base.Fields)}
+		next.Fields[next.Index(c.col)].Type = c.typ
+		_, _, err := plain.EnsureSchema(ctx, next, []string{"p"}, nil)
+		if !errors.As(err, &sce) || sce.Column != c.col || sce.NewType != c.typ.String() || !strings.Contains(sce.Reason, c.reason) {
+			t.Errorf("%s to %s: %v, want a refusal saying %q", c.col, c.typ, err, c.reason)
+		}
+	}
+	if !strings.Contains(TypeWideningHint, "ALTER TABLE ... SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')") {
+		t.Errorf("hint %q does not say how to allow type widening", TypeWideningHint)
+	}
+
+	// A table Delta 3.2 enabled lists typeWidening-preview, and keeps it.
+	s, _ = plain.Snapshot(ctx)
+	meta := s.Metadata()
+	meta.Configuration = map[string]string{"delta.enableTypeWidening": "true"}
+	preview := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"typeWidening-preview"},
+		WriterFeatures: []string{"appendOnly", "invariants", "typeWidening-preview"}}
+	if _, err := plain.Commit(ctx, s, []Action{{Protocol: &preview}, {MetaData: &meta}}, Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	next = &StructType{Fields: slices.Clone(base.Fields)}
+	next.Fields[0].Type = Long
+	if _, done, err := plain.EnsureSchema(ctx, next, []string{"p"}, nil); err != nil || !slices.Equal(done.Widened, []string{"n"}) {
+		t.Fatalf("widen on a preview table: %+v, %v", done, err)
+	}
+	if s, _ = plain.Snapshot(ctx); !reflect.DeepEqual(s.Protocol(), preview) {
+		t.Errorf("preview table's protocol became %+v", s.Protocol())
 	}
 }

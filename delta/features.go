@@ -96,7 +96,8 @@ var featureRules = map[string]featureRule{
 	"variantShredding":         {read: true},
 	"variantShredding-preview": {read: true},
 	// Reads convert old files' values to the widened types; appends and
-	// OPTIMIZE write the current types. deltaflow changes no column's type.
+	// OPTIMIZE write the current types; EnsureSchema widens a column where
+	// the table allows it.
 	"typeWidening":         {read: true, active: typeWideningOn},
 	"typeWidening-preview": {read: true, active: typeWideningOn},
 	// Writers write partition values into every new data file

@@ -30,6 +30,10 @@ type deltaRSView struct {
 	Txn              map[string]*int64          `json:"txn"`
 	Rows             []map[string]any           `json:"rows"`
 	RowsError        string                     `json:"rowsError"`
+	RowTypes         map[string]string          `json:"rowTypes"`
+	DuckDBRows       []map[string]any           `json:"duckdbRows"`
+	DuckDBTypes      map[string]string          `json:"duckdbTypes"`
+	DuckDBError      string                     `json:"duckdbError"`
 	extra            map[string]json.RawMessage `json:"-"`
 	raw              []byte                     // the output, for testenv.CheckDuckDB
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+
+	"github.com/deltaflow/deltaflow/delta/schema"
 )
 
 // tableFeature is one table feature this library can recognise in a
@@ -12,9 +14,10 @@ import (
 // "Active Features").
 type tableFeature struct {
 	name         string
-	legacyReader int32 // reader version that implies it; 0 for writer-only features
-	legacyWriter int32 // writer version that implies it; 0 when only reader 3 / writer 7 can
-	reader       bool  // a reader feature (listed in readerFeatures and writerFeatures)
+	legacyReader int32  // reader version that implies it; 0 for writer-only features
+	legacyWriter int32  // writer version that implies it; 0 when only reader 3 / writer 7 can
+	reader       bool   // a reader feature (listed in readerFeatures and writerFeatures)
+	preview      string // the name of its preview, which supports it too where listed
 	active       func(m *Metadata, schema *StructType) bool
 }
 
@@ -61,6 +64,11 @@ var tableFeatures = []tableFeature{
 	{name: "variantType", reader: true, active: func(_ *Metadata, s *StructType) bool {
 		return anyType(s, func(t DataType) bool { return t == Variant })
 	}},
+	// A table that allows type changes, or has had some, must list
+	// typeWidening; one Delta 3.2 or 3.3 enabled lists the preview.
+	{name: "typeWidening", preview: "typeWidening-preview", reader: true, active: func(m *Metadata, s *StructType) bool {
+		return strings.EqualFold(m.Configuration[schema.EnableTypeWidening], "true") || fieldMetadataHas(s, schema.TypeChangesKey)
+	}},
 	// A table that allows new deletion vectors (an upsert table) must
 	// list the feature before any is written.
 	{name: "deletionVectors", reader: true, active: func(m *Metadata, _ *StructType) bool {
@@ -102,16 +110,25 @@ func (p *Protocol) supports(f *tableFeature) bool {
 
 func (p *Protocol) writerSupports(f *tableFeature) bool {
 	if p.MinWriterVersion == 7 {
-		return slices.Contains(p.WriterFeatures, f.name)
+		return slices.Contains(p.WriterFeatures, f.listedIn(p))
 	}
 	return f.legacyWriter > 0 && p.MinWriterVersion >= f.legacyWriter
 }
 
 func (p *Protocol) readerSupports(f *tableFeature) bool {
 	if p.MinReaderVersion == 3 {
-		return slices.Contains(p.ReaderFeatures, f.name)
+		return slices.Contains(p.ReaderFeatures, f.listedIn(p))
 	}
 	return f.legacyReader > 0 && p.MinReaderVersion >= f.legacyReader
+}
+
+// listedIn is the name p lists f by: its preview's where p lists that and
+// not f, else f's own (what an upgrade adds).
+func (f *tableFeature) listedIn(p *Protocol) string {
+	if f.preview != "" && slices.Contains(p.WriterFeatures, f.preview) && !slices.Contains(p.WriterFeatures, f.name) {
+		return f.preview
+	}
+	return f.name
 }
 
 // legacyFeatures are the features a protocol below reader 3 / writer 7
@@ -168,9 +185,9 @@ func requiredProtocol(cur *Protocol, meta *Metadata, history bool) (*Protocol, b
 	readerFeatures = append(readerFeatures, cur.ReaderFeatures...)
 	writerFeatures = append(writerFeatures, cur.WriterFeatures...)
 	for _, f := range active {
-		writerFeatures = append(writerFeatures, f.name)
+		writerFeatures = append(writerFeatures, f.listedIn(cur))
 		if f.reader {
-			readerFeatures = append(readerFeatures, f.name)
+			readerFeatures = append(readerFeatures, f.listedIn(cur))
 			if !cur.readerSupports(f) {
 				next.MinReaderVersion = 3
 			}

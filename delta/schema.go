@@ -43,10 +43,17 @@ var ErrInvalidSchema = schema.ErrInvalidSchema
 // ParseSchema parses a schemaString (see schema.ParseSchema).
 func ParseSchema(schemaString string) (*StructType, error) { return schema.ParseSchema(schemaString) }
 
-// MergeSchema merges next into current (see schema.MergeSchema).
+// MergeSchema merges next into current without widening a type (see
+// schema.MergeSchema).
 func MergeSchema(current, next *StructType) (merged *StructType, changed bool, err error) {
-	return schema.MergeSchema(current, next)
+	return schema.MergeSchema(current, next, false)
 }
+
+// CanWiden is schema.CanWiden: the type changes type widening applies.
+func CanWiden(from, to DataType) bool { return schema.CanWiden(from, to) }
+
+// TypeWideningHint says how to let a table's columns widen.
+const TypeWideningHint = schema.TypeWideningHint
 
 // ParsePartitionValue parses a partitionValues entry (see
 // schema.ParsePartitionValue).

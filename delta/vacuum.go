@@ -38,7 +38,8 @@ type VacuumResult struct {
 // Vacuum deletes data files that no version within the retention period
 // references: files that are neither live in s nor tombstoned after the
 // cutoff, including orphans no commit ever referenced, when they are older
-// than the cutoff. _delta_log and hidden files are never touched; empty
+// than the cutoff, and change data files older than it. _delta_log and
+// hidden files are never touched; empty
 // directories go with their last file. Like Spark it records VACUUM START and
 // VACUUM END commits. Paths are resolved against the table root (absolute
 // URIs too, and deletion vector files count as referenced); when one of a
@@ -140,7 +141,10 @@ func (s *Snapshot) vacuumKeep(cutoff time.Time) (map[string]bool, error) {
 
 // hiddenKey reports whether VACUUM must leave the key alone: the log, and
 // anything under a name starting with '_' or '.', except partition
-// directories ("_col=value" for a partition column _col).
+// directories ("_col=value" for a partition column _col) and the change
+// data directory. Its files are in no snapshot, so, as Spark's VACUUM
+// does, they go once older than the retention: the change data feed of
+// versions that old is gone with their removed data files.
 func hiddenKey(key string, partitionColumns []string) bool {
 	if strings.HasPrefix(key, LogDir) {
 		return true
@@ -150,7 +154,7 @@ func hiddenKey(key string, partitionColumns []string) bool {
 		if !strings.HasPrefix(seg, "_") && !strings.HasPrefix(seg, ".") {
 			continue
 		}
-		if i < len(segs)-1 && isPartitionDir(seg, partitionColumns) {
+		if i < len(segs)-1 && (isPartitionDir(seg, partitionColumns) || i == 0 && seg == ChangeDataDir) {
 			continue
 		}
 		return true

@@ -23,7 +23,8 @@ func TestVacuum(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"part=a/live.parquet", "part=a/removed-old.parquet", "part=a/removed-new.parquet",
-		"part=a/orphan.parquet", "part=a/.hidden.crc", "_tmp/x.parquet", "part=a%2Fb/live2.parquet"} {
+		"part=a/orphan.parquet", "part=a/.hidden.crc", "_tmp/x.parquet", "part=a%2Fb/live2.parquet",
+		"_change_data/cdc-1.snappy.parquet", "_change_data/part=a/cdc-2.snappy.parquet"} {
 		put(k)
 	}
 	appendCommit(t, tbl, s, "part=a/live.parquet", nil)
@@ -47,7 +48,9 @@ func TestVacuum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"part=a/orphan.parquet", "part=a/removed-old.parquet"}
+	// Change data files are in no snapshot: they go with the retention.
+	want := []string{"_change_data/cdc-1.snappy.parquet", "_change_data/part=a/cdc-2.snappy.parquet",
+		"part=a/orphan.parquet", "part=a/removed-old.parquet"}
 	if !slices.Equal(dry.Files, want) {
 		t.Fatalf("dry run would delete %v, want %v", dry.Files, want)
 	}
@@ -84,6 +87,8 @@ func TestHiddenKey(t *testing.T) {
 	for key, hidden := range map[string]bool{
 		"_delta_log/0.json": true, "_p=1/q=2/f.parquet": false, "_x=1/f.parquet": true,
 		".tmp/f": true, "q=1/_SUCCESS": true, "q=1/f.parquet": false, "f.parquet": false,
+		"_change_data/cdc-0.parquet": false, "_change_data/q=1/cdc-0.parquet": false, "_change_data": true,
+		"_change_data/_x/f": true, "q=1/_change_data/f": true,
 	} {
 		if got := hiddenKey(key, cols); got != hidden {
 			t.Errorf("hiddenKey(%q) = %v", key, got)

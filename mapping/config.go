@@ -85,6 +85,12 @@ type Config struct {
 	// such a schema with a *SchemaChangeError, and the Mapper that
 	// Evolved returns maps it.
 	Evolve bool `yaml:"-"`
+	// TypeWidening says the table allows type widening (its
+	// delta.enableTypeWidening): an evolving Mapper then takes a writer
+	// schema's field wider than the column an earlier version made (int →
+	// long, float → double, a wider decimal) as a *SchemaChangeError that
+	// widens the column, rather than a dead letter.
+	TypeWidening bool `yaml:"-"`
 	// Key is the configuration section errors name its keys under
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`

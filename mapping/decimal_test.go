@@ -547,30 +547,40 @@ func TestMapAvroDecimalsDoesNotAllocate(t *testing.T) {
 // A registry writer schema whose decimal has more fraction or integer
 // digits than the column an earlier version made (decimal(9,2) →
 // decimal(9,3), decimal(10,2)) makes its records dead letters naming both
-// types, as a wider int does; one that fits (decimal(8,1)) is cast.
+// types, as a wider int does, unless it is a type widening (decimal(10,2):
+// at least as many more digits as more fraction digits) and the mapping
+// evolves a table that allows it: then it widens the column. One that fits
+// (decimal(8,1)) is cast.
 func TestMapRegistryAvroDecimalWidening(t *testing.T) {
 	version := func(p, s int) string {
 		return fmt.Sprintf(`{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":%d,"scale":%d}}]}`, p, s)
 	}
 	schemas := &schemaMap{schemas: map[int]string{1: version(9, 2), 2: version(9, 3), 3: version(10, 2), 4: version(8, 1)}}
-	m, err := New(Config{Format: Avro, Registry: schemas, Schema: version(9, 2)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var row Row
-	for id, want := range map[int]string{
-		2: "field d: the writer schema's decimal(9,3) is wider than the table's decimal(9,2) column d",
-		3: "field d: the writer schema's decimal(10,2) is wider than the table's decimal(9,2) column d",
-		4: "",
-	} {
-		err := m.Map(&Record{Value: wire(id, encodeAvro(t, schemas.schemas[id], map[string]any{"d": rat("-1.5")}))}, &row)
-		switch me, _ := errors.AsType[*MapError](err); {
-		case want == "" && err != nil:
-			t.Errorf("schema id %d: %v", id, err)
-		case want == "" && decimalText(t, m.Schema().Fields[0].Type, row.Values[0]) != "-1.50":
-			t.Errorf("schema id %d: %s, want -1.50", id, decimalText(t, m.Schema().Fields[0].Type, row.Values[0]))
-		case want != "" && (me == nil || !strings.Contains(me.Error(), want)):
-			t.Errorf("schema id %d: %v, want a dead letter saying %q", id, err, want)
+	for _, widening := range []bool{false, true} {
+		m, err := New(Config{Format: Avro, Registry: schemas, Schema: version(9, 2), Evolve: widening, TypeWidening: widening}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row Row
+		for id, want := range map[int]string{
+			2: "field d: the writer schema's decimal(9,3) is wider than the table's decimal(9,2) column d: no type widening",
+			3: "field d: the writer schema's decimal(10,2) is wider than the table's decimal(9,2) column d: the table's schema does not evolve",
+			4: "",
+		} {
+			err := m.Map(&Record{Value: wire(id, encodeAvro(t, schemas.schemas[id], map[string]any{"d": rat("-1.5")}))}, &row)
+			change, _ := errors.AsType[*SchemaChangeError](err)
+			switch me, _ := errors.AsType[*MapError](err); {
+			case widening && id == 3:
+				if change == nil || len(change.Add) != 1 || change.Add[0].Type != "decimal(10,2)" {
+					t.Errorf("schema id 3 on a table that widens: %v, want d widened to decimal(10,2)", err)
+				}
+			case want == "" && err != nil:
+				t.Errorf("schema id %d: %v", id, err)
+			case want == "" && decimalText(t, m.Schema().Fields[0].Type, row.Values[0]) != "-1.50":
+				t.Errorf("schema id %d: %s, want -1.50", id, decimalText(t, m.Schema().Fields[0].Type, row.Values[0]))
+			case want != "" && (me == nil || !strings.Contains(me.Error(), want)):
+				t.Errorf("schema id %d: %v, want a dead letter saying %q", id, err, want)
+			}
 		}
 	}
 }

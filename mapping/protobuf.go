@@ -179,13 +179,12 @@ func compileProtobufWriter(text string, p *plan) writerPlan {
 			fields = append(fields, namedType{string(fd.Name()), typ})
 		}
 	}
-	if err := checkWidening(fields, p); err != nil {
+	add, err := columnChanges(fields, p)
+	switch {
+	case err != nil:
 		return writerPlan{err: err}
-	}
-	if p.cfg.Evolve {
-		if add := newColumnsOf(fields, p); len(add) > 0 {
-			return writerPlan{add: add}
-		}
+	case len(add) > 0:
+		return writerPlan{add: add}
 	}
 	return writerPlan{build: func(p *plan) values {
 		return &protoValues{p: p, schema: schema, byIndexes: map[string]*protoWalk{}, slots: make([]protoSlot, len(p.nodes))}

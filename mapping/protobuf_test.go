@@ -203,7 +203,8 @@ func TestMapRegistryProtobufPaths(t *testing.T) {
 }
 
 // A writer schema with a new field evolves the table; one that widens a
-// derived column's type (int32 → int64) makes its records dead letters.
+// derived column's type (int32 → int64) makes its records dead letters,
+// unless the table allows type widening: then the column widens.
 func TestMapRegistryProtobufEvolves(t *testing.T) {
 	v1 := readingProto(t)
 	v2 := readingProto(t, sim.ProtoField("room", 9, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""))
@@ -236,8 +237,28 @@ func TestMapRegistryProtobufEvolves(t *testing.T) {
 		setMsg(r, f, "count", protoreflect.ValueOfInt64(1<<40))
 	})
 	err = evolved.Map(&Record{Value: rec3}, &row)
-	if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), "field count: the writer schema's long is wider than the table's integer column count") {
+	if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), "field count: the writer schema's long is wider than the table's integer column count: "+delta.TypeWideningHint) {
 		t.Errorf("a schema widening count: %v, want a dead letter naming count", err)
+	}
+
+	// On a table that allows type widening, the column widens.
+	m, err = New(Config{Format: Protobuf, Registry: schemas, Schema: v1, Evolve: true, TypeWidening: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Map(&Record{Value: rec3}, &row)
+	change, ok = errors.AsType[*SchemaChangeError](err)
+	if !ok || len(change.Add) != 1 || change.Add[0].Name != "count" || change.Add[0].Type != "long" {
+		t.Fatalf("a schema widening count on a table that allows it: %v, want a SchemaChangeError widening count", err)
+	}
+	if evolved, err = m.Evolved(change.Add); err != nil {
+		t.Fatal(err)
+	}
+	if err := evolved.Map(&Record{Value: rec3}, &row); err != nil {
+		t.Fatal(err)
+	}
+	if i := evolved.Schema().Index("count"); evolved.Schema().Fields[i].Type != delta.Long || row.Values[i].Int64() != 1<<40 {
+		t.Errorf("count widened: %s = %v, want long 1<<40", evolved.Schema().Fields[i].Type, row.Values[i])
 	}
 }
 

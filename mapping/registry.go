@@ -41,9 +41,11 @@ func (e *SchemaPendingError) Error() string {
 }
 
 // SchemaChangeError is Map's error for the first record of a writer schema
-// with top-level fields no column reads, when the Config evolves: not a
-// dead letter. Add are their columns (nullable); the Mapper Evolved(Add)
-// returns maps the record.
+// with top-level fields no column reads, or that widen a column's type
+// where the table allows it, when the Config evolves: not a dead letter.
+// Add are the columns it brings: new ones (nullable) and the widened ones
+// (a column's name, its wider type); the Mapper Evolved(Add) returns maps
+// the record.
 type SchemaChangeError struct {
 	ID  int
 	Add []Column
@@ -52,9 +54,9 @@ type SchemaChangeError struct {
 func (e *SchemaChangeError) Error() string {
 	names := make([]string, len(e.Add))
 	for i, c := range e.Add {
-		names[i] = c.Name
+		names[i] = c.Name + " " + c.Type
 	}
-	return fmt.Sprintf("mapping: schema id %d adds columns %s", e.ID, strings.Join(names, ", "))
+	return fmt.Sprintf("mapping: schema id %d adds or widens columns %s", e.ID, strings.Join(names, ", "))
 }
 
 // wireHeader is the Confluent wire format's header: magic byte 0 and the id.
@@ -135,13 +137,12 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 			}
 		}
 	}
-	if err := checkWidening(fields, p); err != nil {
+	add, err := columnChanges(fields, p)
+	switch {
+	case err != nil:
 		return writerPlan{err: err}
-	}
-	if p.cfg.Evolve {
-		if add := newColumnsOf(fields, p); len(add) > 0 {
-			return writerPlan{add: add}
-		}
+	case len(add) > 0:
+		return writerPlan{add: add}
 	}
 	build, err := compileAvro(schema, p, true)
 	return writerPlan{build: build, err: err}
@@ -151,46 +152,78 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 // makes (fields of a type no column holds are left out).
 type namedType struct{ name, typ string }
 
-// checkWidening refuses a writer schema whose top-level field is wider
-// than the column derived from an earlier version (float → double, int →
-// long, a decimal of more integer or fraction digits): cast into the
-// table's type, its values would lose precision or overflow, so its
-// records are dead letters naming the field until the table's column is
-// widened. So are those of a field that turns a timestamp column's
-// instants into local date-times (timestamp_ntz), or the reverse. Columns
-// the route declares take the casts they ask for.
-func checkWidening(fields []namedType, p *plan) error {
-	if !p.cfg.derived {
-		return nil
+// columnChanges are the columns a writer schema's top-level fields widen
+// (checkWidening) and, with an evolving plan, add.
+func columnChanges(fields []namedType, p *plan) ([]Column, error) {
+	add, err := checkWidening(fields, p)
+	if err == nil && p.cfg.Evolve {
+		add = append(add, newColumnsOf(fields, p)...)
 	}
+	return add, err
+}
+
+// checkWidening returns the columns a writer schema widens: the top-level
+// fields wider than the column derived from an earlier version (float →
+// double, integer → long, a decimal of more digits) where that is a type
+// widening (delta.CanWiden), with their wider types, when the plan evolves
+// the table and the table allows it (Config.TypeWidening). Otherwise such
+// a field's records are dead letters naming it and both types (cast into
+// the table's type its values would lose precision or overflow), saying
+// how to allow the widening where the table can; so are those of a field
+// that turns a timestamp column's instants into local date-times
+// (timestamp_ntz), or the reverse. An integer field that becomes a double
+// or a decimal is left to the casts, which refuse its values (an
+// incompatible type): Delta's schema evolution makes those changes only by
+// hand. Columns the route declares take the casts they ask for.
+func checkWidening(fields []namedType, p *plan) ([]Column, error) {
+	if !p.cfg.derived {
+		return nil, nil
+	}
+	var widened []Column
 	for _, f := range fields {
 		col := p.schema.Field(f.name)
-		if col != nil && ((col.Type == delta.Float && f.typ == "double") || (col.Type == delta.Integer && f.typ == "long") ||
-			widerDecimal(col.Type, f.typ)) {
-			return fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s (type widening is not supported yet)",
-				f.name, f.typ, col.Type, f.name)
+		if col == nil {
+			continue
 		}
 		// An instant where a local date-time was, or the reverse: each
 		// would be read as the other's wall clock in UTC.
-		if col != nil && ((col.Type == delta.Timestamp && f.typ == "timestamp_ntz") || (col.Type == delta.TimestampNTZ && f.typ == "timestamp")) {
-			return fmt.Errorf("field %s: the writer schema's %s is not the table's %s column %s (one is an instant, the other a local date-time)",
+		if (col.Type == delta.Timestamp && f.typ == "timestamp_ntz") || (col.Type == delta.TimestampNTZ && f.typ == "timestamp") {
+			return nil, fmt.Errorf("field %s: the writer schema's %s is not the table's %s column %s (one is an instant, the other a local date-time)",
 				f.name, f.typ, col.Type, f.name)
 		}
+		typ, err := parseColumnType(f.typ)
+		wider := err == nil && ((col.Type == delta.Float && typ == delta.Double) || (col.Type == delta.Integer && typ == delta.Long) ||
+			widerDecimal(col.Type, typ))
+		if !wider {
+			continue
+		}
+		why := ""
+		switch {
+		case !delta.CanWiden(col.Type, typ):
+			why = "no type widening takes the column's type to it"
+		case slices.Contains(p.partNames, f.name):
+			why = "deltaflow does not widen a partition column's type"
+		case !p.cfg.Evolve:
+			why = "the table's schema does not evolve (schema_evolution: none)"
+		case !p.cfg.TypeWidening:
+			why = delta.TypeWideningHint
+		default:
+			widened = append(widened, Column{Name: f.name, Type: f.typ, Source: f.name, Nullable: new(col.Nullable)})
+			continue
+		}
+		return nil, fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s: %s",
+			f.name, f.typ, col.Type, f.name, why)
 	}
-	return nil
+	return widened, nil
 }
 
-// widerDecimal reports whether decimal type name typ holds values column
-// type col does not: more fraction digits (they would be rounded) or more
+// widerDecimal reports whether decimal type typ holds values column type
+// col does not: more fraction digits (they would be rounded) or more
 // integer digits (they would overflow).
-func widerDecimal(col delta.DataType, typ string) bool {
+func widerDecimal(col, typ delta.DataType) bool {
 	c, ok := col.(delta.DecimalType)
-	if !ok {
-		return false
-	}
-	w, err := parseColumnType(typ)
-	d, ok := w.(delta.DecimalType)
-	return err == nil && ok && (d.Scale > c.Scale || d.Precision-d.Scale > c.Precision-c.Scale)
+	d, ok2 := typ.(delta.DecimalType)
+	return ok && ok2 && (d.Scale > c.Scale || d.Precision-d.Scale > c.Precision-c.Scale)
 }
 
 // newColumnsOf are the columns of a writer schema's top-level fields that
@@ -205,11 +238,19 @@ func newColumnsOf(fields []namedType, p *plan) []Column {
 	return add
 }
 
-// Evolved returns a Mapper like m with the columns add after its own, as a
-// SchemaChangeError says them.
+// Evolved returns a Mapper like m with the columns add, as a
+// SchemaChangeError says them: one named as a column of m's replaces it (a
+// widened type), the others come after m's.
 func (m *Mapper) Evolved(add []Column) (*Mapper, error) {
 	cfg := m.p.cfg
-	cfg.Columns = append(slices.Clone(cfg.Columns), add...)
+	cfg.Columns = slices.Clone(cfg.Columns)
+	for _, c := range add {
+		if i := slices.IndexFunc(cfg.Columns, func(have Column) bool { return have.Name == c.Name }); i >= 0 {
+			cfg.Columns[i].Type = c.Type
+			continue
+		}
+		cfg.Columns = append(cfg.Columns, c)
+	}
 	cfg.Schema = "" // the columns were checked against it; the new ones are another version's
 	n, err := New(cfg, m.p.partNames)
 	if err != nil {

@@ -169,39 +169,79 @@ func FuzzWireHeader(f *testing.F) {
 }
 
 // A writer schema that widens a column derived from an earlier version
-// (int → long, float → double) makes its records dead letters naming the
-// field and both types: cast into the table's type they would overflow or
-// lose precision (a double into a float column kept 7 digits of 17).
-// Columns the route declares take the casts they ask for.
-func TestMapRegistryAvroRefusesWidening(t *testing.T) {
+// (int → long, float → double) widens the column where the table allows
+// it and the mapping evolves: the record is refused with the column at its
+// wider type, and the evolved Mapper maps it and the older versions'
+// records at that type. Otherwise its records are dead letters naming the
+// field, both types and why (how to allow it, where that would help):
+// cast into the table's type they would overflow or lose precision (a
+// double into a float column kept 7 digits of 17). Columns the route
+// declares take the casts they ask for.
+func TestMapRegistryAvroWidening(t *testing.T) {
 	const (
 		v1 = `{"type":"record","name":"R","fields":[{"name":"n","type":"int"},{"name":"x","type":"float"}]}`
 		v2 = `{"type":"record","name":"R","fields":[{"name":"n","type":"int"},{"name":"x","type":"double"}]}`
 		v3 = `{"type":"record","name":"R","fields":[{"name":"n","type":"long"},{"name":"x","type":"float"}]}`
 	)
 	schemas := &schemaMap{schemas: map[int]string{1: v1, 2: v2, 3: v3}}
+	recs := map[int]map[string]any{1: {"n": int32(1), "x": float32(0.5)}, 2: {"n": int32(2), "x": 0.1234567891234},
+		3: {"n": int64(1) << 40, "x": float32(0.5)}}
+	value := func(id int) *Record { return &Record{Value: wire(id, encodeAvro(t, schemas.schemas[id], recs[id]))} }
 	var row Row
-	for _, evolve := range []bool{false, true} {
-		m, err := New(Config{Format: Avro, Registry: schemas, Schema: v1, Evolve: evolve}, nil)
+	for _, c := range []struct {
+		evolve, widening bool
+		why              string
+	}{
+		{false, false, "(schema_evolution: none)"},
+		{false, true, "(schema_evolution: none)"},
+		{true, false, "ALTER TABLE ... SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"},
+	} {
+		m, err := New(Config{Format: Avro, Registry: schemas, Schema: v1, Evolve: c.evolve, TypeWidening: c.widening}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Map(&Record{Value: wire(1, encodeAvro(t, v1, map[string]any{"n": int32(1), "x": float32(0.5)}))}, &row); err != nil {
+		if err := m.Map(value(1), &row); err != nil {
 			t.Fatal(err)
 		}
-		for id, c := range map[int]struct {
-			rec  map[string]any
-			want string
-		}{
-			2: {map[string]any{"n": int32(2), "x": 0.1234567891234}, "field x: the writer schema's double is wider than the table's float column x"},
-			3: {map[string]any{"n": int64(3), "x": float32(0.5)}, "field n: the writer schema's long is wider than the table's integer column n"},
+		for id, want := range map[int]string{
+			2: "field x: the writer schema's double is wider than the table's float column x: ",
+			3: "field n: the writer schema's long is wider than the table's integer column n: ",
 		} {
-			err := m.Map(&Record{Value: wire(id, encodeAvro(t, schemas.schemas[id], c.rec))}, &row)
-			if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), c.want) {
-				t.Errorf("evolve %v, schema id %d: %v, want a dead letter saying %q", evolve, id, err, c.want)
+			err := m.Map(value(id), &row)
+			if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), want) || !strings.Contains(me.Error(), c.why) {
+				t.Errorf("evolve %v, widening %v, schema id %d: %v, want a dead letter saying %q and %q", c.evolve, c.widening, id, err, want, c.why)
 			}
 		}
 	}
+
+	m, err := New(Config{Format: Avro, Registry: schemas, Schema: v1, Evolve: true, TypeWidening: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int]Column{2: {Name: "x", Type: "double"}, 3: {Name: "n", Type: "long"}} {
+		err := m.Map(value(id), &row)
+		change, ok := errors.AsType[*SchemaChangeError](err)
+		if !ok || len(change.Add) != 1 || change.Add[0].Name != want.Name || change.Add[0].Type != want.Type || !change.Add[0].IsNullable() {
+			t.Fatalf("schema id %d: %v, want a SchemaChangeError widening %s to %s", id, err, want.Name, want.Type)
+		}
+		if m, err = m.Evolved(change.Add); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := m.Schema().SchemaString(); len(m.Schema().Fields) != 2 || m.Schema().Fields[0].Type != delta.Long || m.Schema().Fields[1].Type != delta.Double {
+		t.Fatalf("widened columns %s, want n long, x double", got)
+	}
+	for id, want := range map[int][]parquet.Value{
+		1: {parquet.Int64Value(1), parquet.DoubleValue(0.5)},
+		2: {parquet.Int64Value(2), parquet.DoubleValue(0.1234567891234)},
+		3: {parquet.Int64Value(1 << 40), parquet.DoubleValue(0.5)},
+	} {
+		if err := m.Map(value(id), &row); err != nil {
+			t.Fatalf("schema id %d after widening: %v", id, err)
+		}
+		checkValues(t, row.Values, want)
+	}
+
 	declared, err := New(Config{Format: Avro, Registry: schemas, Schema: v1,
 		Columns: []Column{{Name: "x", Type: "float"}}}, nil)
 	if err != nil {
@@ -209,6 +249,25 @@ func TestMapRegistryAvroRefusesWidening(t *testing.T) {
 	}
 	if err := declared.Map(&Record{Value: wire(2, encodeAvro(t, v2, map[string]any{"n": int32(2), "x": 0.5}))}, &row); err != nil {
 		t.Errorf("a declared float column of a double: %v, want it cast", err)
+	}
+}
+
+// A derived partition column is not widened: its records are dead
+// letters saying so, whatever the table allows.
+func TestMapRegistryAvroWideningPartition(t *testing.T) {
+	const (
+		v1 = `{"type":"record","name":"R","fields":[{"name":"n","type":"int"},{"name":"x","type":"float"}]}`
+		v2 = `{"type":"record","name":"R","fields":[{"name":"n","type":"long"},{"name":"x","type":"float"}]}`
+	)
+	schemas := &schemaMap{schemas: map[int]string{1: v1, 2: v2}}
+	m, err := New(Config{Format: Avro, Registry: schemas, Schema: v1, Evolve: true, TypeWidening: true}, []string{"n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	err = m.Map(&Record{Value: wire(2, encodeAvro(t, v2, map[string]any{"n": int64(2), "x": float32(0.5)}))}, &row)
+	if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), "field n: the writer schema's long is wider than the table's integer column n: deltaflow does not widen a partition column") {
+		t.Errorf("a widened partition column: %v, want a dead letter naming n", err)
 	}
 }
 

@@ -10,15 +10,21 @@
       applies deletion vectors and column mapping and resolves absolute add
       paths; to_pyarrow_table, the default, refuses the first, reads the
       second as nulls and joins absolute paths onto the table root.
+      rowTypes are the Arrow types the rows were read as.
       --duckdb also reads the rows of the latest version with DuckDB's
-      delta_scan (duckdbRows, rendered and sorted the same; duckdbError
-      when DuckDB cannot): a second independent reader, delta-kernel-rs
-      inside DuckDB.
+      delta_scan (duckdbRows, rendered and sorted the same, and their
+      duckdbTypes; duckdbError when DuckDB cannot): a second independent
+      reader, delta-kernel-rs inside DuckDB.
   deltars.py duckdb-sql SQL
       Run SQL as the DuckDB CLI would (`duckdb -c SQL`), with the delta
       extension loaded from its package instead of fetched: `INSTALL x;`
       statements are dropped and `LOAD delta;` loads the packaged one. Print
       the result's rows as JSON objects.
+  deltars.py changes URI [--start N]
+      Print the table's change data feed from version N (default 0) as
+      delta-rs reads it (load_cdf): {"rows": [...]}, each row with
+      _change_type and _commit_version (not _commit_timestamp), sorted;
+      {"error": ...} when delta-rs cannot.
   deltars.py write-fixture DIR
       Write a table with delta-rs: partitioned appends (with null and special
       partition values), a checkpoint, an optimize and a vacuum.
@@ -90,8 +96,8 @@ def duckdb_sql(args):
     json.dump([{c: render(v) for c, v in zip(cols, row)} for row in last.fetchall()], sys.stdout)
 
 
-def duckdb_rows(uri):
-    """The rows of the table at uri as DuckDB's delta extension reads them.
+def duckdb_table(uri):
+    """The table at uri as DuckDB's delta extension reads it (Arrow).
     DuckDB fetches no extension here: delta (and httpfs, for S3) come from
     the duckdb-extension-* packages (pinned with duckdb in scripts/lib.sh),
     loaded from their extensions/ folders, which DuckDB allows only with
@@ -107,8 +113,12 @@ def duckdb_rows(uri):
                      endpoint.startswith("https://")])
     elif "://" not in uri:
         uri = os.path.abspath(uri)
-    table = con.execute("SELECT * FROM delta_scan(?)", [uri]).to_arrow_table()
-    return sorted_rows(table)
+    return con.execute("SELECT * FROM delta_scan(?)", [uri]).to_arrow_table()
+
+
+def arrow_types(table):
+    """Each column's Arrow type, as text (int64, decimal128(8, 3), ...)."""
+    return {f.name: str(f.type) for f in table.schema}
 
 
 def sorted_rows(table):
@@ -148,12 +158,24 @@ def read(args):
             out["rowsError"] = str(e)
         else:
             out["rows"] = sorted_rows(table)
+            out["rowTypes"] = arrow_types(table)
     if args.duckdb:
         try:
-            out["duckdbRows"] = duckdb_rows(args.uri)
+            table = duckdb_table(args.uri)
+            out["duckdbRows"], out["duckdbTypes"] = sorted_rows(table), arrow_types(table)
         except Exception as e:
             out["duckdbError"] = str(e)
     json.dump(out, sys.stdout, sort_keys=True)
+
+
+def changes(args):
+    dt = deltalake.DeltaTable(args.uri, storage_options=storage_options(args.uri))
+    try:
+        table = pa.table(dt.load_cdf(starting_version=args.start).read_all()).drop_columns(["_commit_timestamp"])
+    except Exception as e:  # reported, for the test to fail naming it
+        json.dump({"error": str(e)}, sys.stdout)
+        return
+    json.dump({"rows": sorted_rows(table)}, sys.stdout, sort_keys=True)
 
 
 def write_fixture(args):
@@ -198,12 +220,15 @@ def main():
     r.add_argument("--txn", nargs="*", default=[])
     q = sub.add_parser("duckdb-sql")
     q.add_argument("sql")
+    ch = sub.add_parser("changes")
+    ch.add_argument("uri")
+    ch.add_argument("--start", type=int, default=0)
     w = sub.add_parser("write-fixture")
     w.add_argument("dir")
     c = sub.add_parser("checkpoint")
     c.add_argument("uri")
     a = p.parse_args()
-    {"read": read, "duckdb-sql": duckdb_sql, "write-fixture": write_fixture, "checkpoint": checkpoint}[a.cmd](a)
+    {"read": read, "duckdb-sql": duckdb_sql, "changes": changes, "write-fixture": write_fixture, "checkpoint": checkpoint}[a.cmd](a)
 
 
 if __name__ == "__main__":

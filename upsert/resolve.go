@@ -29,9 +29,9 @@ type Result struct {
 	// their key's row in the table or its remembered delete, ignored;
 	// Replaced the table's rows the epoch marked deleted (updated or
 	// deleted keys); FilesRead the table files whose key columns were
-	// read.
+	// read; ChangeFiles the change data files written (cdc actions).
 	Rows, Superseded, Stale, Replaced int64
-	FilesRead                         int
+	FilesRead, ChangeFiles            int
 }
 
 // winner is a key's latest change in an epoch: row of new file file, or a
@@ -41,6 +41,7 @@ type winner struct {
 	file, row int32 // 32 bits: a map of an epoch's keys holds one each
 	stale     bool
 	inTable   bool // the table holds a row of the key (read with a Sequence)
+	replaced  bool // a row of the key in the table is replaced (read with a change data feed)
 }
 
 // after reports whether change w comes after o: a higher sequence, or an
@@ -76,6 +77,9 @@ type Table struct {
 // delete, is newer than the epoch's latest change keeps its state (the
 // change is stale), and the deletes that win are remembered before the
 // commit (a commit that fails is re-read, and deletes its keys again).
+// A table with a change data feed gets the change data files of a commit
+// that replaces or deletes rows of the table, or adds a file with a
+// deletion vector (changeData).
 func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, ch Changes, now time.Time) (Result, error) {
 	var res Result
 	if t.CopyOnWrite && snap.ColumnMappingMode() != "none" {
@@ -104,7 +108,8 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 	if len(wins) == 0 {
 		return res, nil
 	}
-	old, err := t.replacedRows(ctx, store, snap, wins, &res)
+	cdf := slices.Contains(snap.ActiveFeatures(), "changeDataFeed")
+	old, err := t.replacedRows(ctx, store, snap, wins, cdf, &res)
 	if err != nil {
 		return res, err
 	}
@@ -113,6 +118,11 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			return res, err
 		}
 	}
+	kept := make([]bool, len(ch.Files)) // whether a row of the file wins
+	// An epoch file added with a deletion vector needs change data even in
+	// a commit of inserts: delta-rs's load_cdf reads such an add's deleted
+	// rows instead of its live ones.
+	dvAdded := false
 	for i, f := range ch.Files {
 		var superseded []uint64
 		for j := range f.Rows.Len() {
@@ -128,6 +138,8 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			superseded = append(superseded, uint64(j))
 		}
 		res.Rows += int64(f.Rows.Len() - len(superseded))
+		kept[i] = len(superseded) < f.Rows.Len()
+		dvAdded = dvAdded || !t.CopyOnWrite && len(superseded) > 0 && kept[i]
 		switch {
 		case len(superseded) == f.Rows.Len(): // left out: VACUUM deletes it
 		case len(superseded) == 0:
@@ -153,21 +165,33 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 		}
 		res.Actions = append(res.Actions, acts...)
 	}
+	if cdf && (len(old) > 0 || dvAdded) {
+		cdc, err := t.changeData(ctx, store, snap, ch, wins, kept, old)
+		if err != nil {
+			return res, err
+		}
+		res.Actions, res.ChangeFiles = append(res.Actions, cdc...), len(cdc)
+	}
 	return res, nil
 }
 
-// oldRows are the rows of a table file that the epoch replaces.
+// oldRows are the rows of a table file that the epoch replaces, and with
+// a change data feed what each becomes: a delete, or an update's
+// pre-image.
 type oldRows struct {
-	add  *delta.Add
-	rows []uint64
+	add   *delta.Add
+	rows  []uint64
+	kinds []delta.ChangeType
 }
 
 // replacedRows finds the live rows of the table whose key the epoch
 // changed, file by file. With a sequence column, a row newer than its
 // key's winning change stays, and marks the change stale in wins (a key
 // has one row, so no row of it was taken before; if another writer left
-// several, the newest stays).
-func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, wins map[string]winner, res *Result) ([]oldRows, error) {
+// several, the newest stays). With cdf, the winners of the keys whose rows
+// are replaced say so, and each row's change type is kept.
+func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, wins map[string]winner, cdf bool,
+	res *Result) ([]oldRows, error) {
 	schema, err := snap.Schema()
 	if err != nil {
 		return nil, err
@@ -209,6 +233,17 @@ func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *del
 				}
 			}
 			o.rows = append(o.rows, r.Index)
+			if cdf {
+				kind := delta.ChangeUpdatePreimage
+				if w.file < 0 {
+					kind = delta.ChangeDelete
+				}
+				o.kinds = append(o.kinds, kind)
+				if !w.replaced {
+					w.replaced = true
+					wins[string(buf)] = w
+				}
+			}
 		}
 		if len(o.rows) > 0 {
 			out = append(out, o)

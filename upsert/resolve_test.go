@@ -70,7 +70,11 @@ func (m *memDeleted) Remember(_ context.Context, deletes map[string]int64) error
 	return nil
 }
 
-func newUpsertTable(t *testing.T, cow bool) *upsertTable {
+func newUpsertTable(t *testing.T, cow bool) *upsertTable { return newUpsertTableConf(t, cow, nil) }
+
+// newUpsertTableConf is newUpsertTable, the table created with the
+// properties conf too.
+func newUpsertTableConf(t *testing.T, cow bool, props map[string]string) *upsertTable {
 	dir := t.TempDir()
 	store, err := storage.NewLocal(dir)
 	if err != nil {
@@ -81,8 +85,9 @@ func newUpsertTable(t *testing.T, cow bool) *upsertTable {
 	table := delta.NewTable(store)
 	conf := map[string]string{"delta.enableDeletionVectors": "true"}
 	if cow {
-		conf = nil
+		conf = map[string]string{}
 	}
+	maps.Copy(conf, props)
 	snap, _, err := table.EnsureSchema(t.Context(), data, nil, conf)
 	if err != nil {
 		t.Fatal(err)

@@ -342,11 +342,12 @@ func orNone(s string) string {
 
 // MergeSchema returns the table schema after evolving current towards next:
 // columns present in both must have the same type (and a column may become
-// nullable, never the reverse); columns only in next are appended and must be
-// nullable; columns only in current are kept (old files hold them) and must be
-// nullable, since new rows will not carry them. changed reports whether the
-// result differs from current.
-func MergeSchema(current, next *StructType) (merged *StructType, changed bool, err error) {
+// nullable, never the reverse), or with widen a type CanWiden takes it to
+// (recorded in the column's delta.typeChanges, Widen); columns only in next
+// are appended and must be nullable; columns only in current are kept (old
+// files hold them) and must be nullable, since new rows will not carry them.
+// changed reports whether the result differs from current.
+func MergeSchema(current, next *StructType, widen bool) (merged *StructType, changed bool, err error) {
 	merged = &StructType{Fields: append([]StructField(nil), current.Fields...)}
 	for _, nf := range next.Fields {
 		i := merged.Index(nf.Name)
@@ -361,8 +362,18 @@ func MergeSchema(current, next *StructType) (merged *StructType, changed bool, e
 		}
 		cf := &merged.Fields[i]
 		if TypeName(cf.Type) != TypeName(nf.Type) {
-			return nil, false, &SchemaChangeError{Column: nf.Name, OldType: TypeName(cf.Type),
-				NewType: TypeName(nf.Type), Reason: "column types differ"}
+			sce := &SchemaChangeError{Column: nf.Name, OldType: TypeName(cf.Type), NewType: TypeName(nf.Type), Reason: "column types differ"}
+			switch {
+			case !CanWiden(cf.Type, nf.Type):
+				return nil, false, sce
+			case !widen:
+				sce.Reason = "the new type is wider, and " + TypeWideningHint
+				return nil, false, sce
+			}
+			if *cf, err = Widen(*cf, nf.Type); err != nil {
+				return nil, false, err
+			}
+			changed = true
 		}
 		if cf.Nullable && !nf.Nullable {
 			return nil, false, &SchemaChangeError{Column: nf.Name, OldType: TypeName(cf.Type),

@@ -665,8 +665,8 @@ func (t TableConfig) createConf() map[string]string {
 // vectors, which upserts do.
 const deletionVectorsProperty = "delta.enableDeletionVectors"
 
-// changeDataFeedProperty asks writers for the change data of every change,
-// which upserts do not write yet.
+// changeDataFeedProperty asks writers for the change data of every change:
+// upserts write change data files (upsert.Table.Resolve).
 const changeDataFeedProperty = "delta.enableChangeDataFeed"
 
 // What table.schema_evolution may say.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
@@ -166,5 +169,64 @@ func TestRunEvolvedSchema(t *testing.T) {
 	}
 	if len(view.Rows) != 500 || withOffset != 200 {
 		t.Fatalf("read %d rows, %d with kafka_offset; want 500 and 200", len(view.Rows), withOffset)
+	}
+}
+
+// TestOpenTableTypeWidening: the mapper OpenTable gives a registry table
+// widens a derived column (a SchemaChangeError) once the table allows type
+// widening, and before that makes the record a dead letter saying how to
+// allow it.
+func TestOpenTableTypeWidening(t *testing.T) {
+	fake := srfake.New()
+	defer fake.Close()
+	// The subject's latest schema has n int; another subject's, n long.
+	var wideID int
+	for _, typ := range []string{"int", "long"} {
+		id, _, err := fake.RegisterSchema(map[string]string{"int": "readings-value", "long": "other-value"}[typ],
+			sr.Schema{Schema: `{"type":"record","name":"R","fields":[{"name":"n","type":"` + typ + `"}]}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wideID = id
+	}
+	cfg := DefaultConfig()
+	cfg.Table.URI = filepath.Join(t.TempDir(), "readings")
+	cfg.Kafka.Topic = "readings"
+	cfg.Table.Format, cfg.Table.Columns, cfg.Table.PartitionColumns = mapping.Avro, nil, nil
+	cfg.SchemaRegistry.URL = []string{fake.URL()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := cfg.ResolveSchemas(t.Context(), testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Fetch(t.Context(), wideID, nil); err != nil {
+		t.Fatal(err)
+	}
+	wide := &mapping.Record{Value: []byte{0, 0, 0, 0, byte(wideID), 0x0a}} // n = 5
+	tbl, _, m, err := OpenTable(t.Context(), &cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row mapping.Row
+	if err := m.Map(wide, &row); err == nil || !strings.Contains(err.Error(), "'delta.enableTypeWidening' = 'true'") {
+		t.Fatalf("a wider n before the table allows it: %v, want a dead letter saying how to allow it", err)
+	}
+	s, err := tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := s.Metadata()
+	meta.Configuration = map[string]string{"delta.enableTypeWidening": "true"}
+	if _, err := tbl.Commit(t.Context(), s, []delta.Action{{MetaData: &meta}}, delta.Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, m, err = OpenTable(t.Context(), &cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Map(wide, &row)
+	if change, ok := errors.AsType[*mapping.SchemaChangeError](err); !ok || len(change.Add) != 1 || change.Add[0].Name != "n" || change.Add[0].Type != "long" {
+		t.Fatalf("a wider n once the table allows it: %v, want a SchemaChangeError widening n", err)
 	}
 }

@@ -475,6 +475,13 @@ func openTable(ctx context.Context, cfg *Config, connectTimeout time.Duration, l
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if snap.TypeWideningAllowed() { // a wider writer schema widens a column rather than being a dead letter
+		mc := cfg.MappingConfig()
+		mc.TypeWidening = true
+		if mapper, err = mapping.New(mc, cfg.Table.PartitionColumns); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	return tbl, snap, mapper, nil
 }
 
@@ -502,10 +509,11 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t Tab
 	if done.Created {
 		logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
 	}
-	if t.WriteMode == WriteUpsert && strings.EqualFold(snap.Metadata().Configuration[changeDataFeedProperty], "true") {
-		// Its change feed would miss every replaced and deleted row.
-		return nil, fmt.Errorf("table.write_mode: upsert does not write the change data files table %s asks for (%s = true); "+
-			"refusing rather than leave gaps in its change feed", tbl.Store().URI(), changeDataFeedProperty)
+	if t.WriteMode == WriteUpsert && slices.Contains(snap.ActiveFeatures(), "changeDataFeed") && snap.ColumnMappingMode() != "none" {
+		// Change data files would need the physical column names.
+		return nil, fmt.Errorf("table.write_mode: upsert does not write the change data files table %s asks for (%s = true) "+
+			"under column mapping (%s); refusing rather than leave gaps in its change feed", tbl.Store().URI(), changeDataFeedProperty,
+			snap.ColumnMappingMode())
 	}
 	if t.deletionVectors() && !strings.EqualFold(snap.Metadata().Configuration[deletionVectorsProperty], "true") {
 		return nil, fmt.Errorf("table.write_mode: upsert marks replaced rows in deletion vectors, which table %s does not allow: "+
@@ -513,7 +521,7 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t Tab
 			"or set table.upsert_strategy: copy_on_write", tbl.Store().URI(), deletionVectorsProperty)
 	}
 	if done.Evolved {
-		logger.Info("table schema evolved", "version", done.Version, "added", done.Added)
+		logger.Info("table schema evolved", "version", done.Version, "added", done.Added, "widened", done.Widened)
 	}
 	return snap, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -345,9 +346,10 @@ func TestEnsureTableNamesTheKey(t *testing.T) {
 }
 
 // TestEnsureUpsertTable: a table made for upserts allows deletion vectors
-// (and lists the feature); an existing table that does not, or that keeps
-// a change data feed upserts would leave gaps in, is refused, naming the
-// property.
+// (and lists the feature); an existing table that does not is refused,
+// naming the property. A table with a change data feed is taken (upserts
+// write its change data files), unless column mapping, whose change data
+// files upserts do not write, is on too: refused by name.
 func TestEnsureUpsertTable(t *testing.T) {
 	defaults := mapping.DefaultConfig().Columns
 	parts := mapping.DefaultPartitionColumns
@@ -373,18 +375,42 @@ func TestEnsureUpsertTable(t *testing.T) {
 			t.Errorf("a copy-on-write table allows deletion vectors: %+v", s.Protocol())
 		}
 	}
-	for conf, want := range map[string]string{"": "delta.enableDeletionVectors = true", "delta.enableChangeDataFeed": "change data"} {
+	create := func(conf map[string]string) *delta.Table {
 		tbl := delta.NewTable(storage.NewMem())
-		create := map[string]string{}
-		if conf != "" {
-			create[conf], create[deletionVectorsProperty] = "true", "true"
-		}
-		if _, err := tbl.Create(t.Context(), newMapper(t, defaults, parts).Schema(), parts, create); err != nil {
+		if _, err := tbl.Create(t.Context(), newMapper(t, defaults, parts).Schema(), parts, conf); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ensureTable(t.Context(), tbl, newMapper(t, defaults, parts), upserts, testLogger()); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("a table with %v: %v, want a refusal naming %q", create, err, want)
+		return tbl
+	}
+	if _, err := ensureTable(t.Context(), create(nil), newMapper(t, defaults, parts), upserts, testLogger()); err == nil ||
+		!strings.Contains(err.Error(), "delta.enableDeletionVectors = true") {
+		t.Errorf("a table without deletion vectors: %v, want a refusal naming delta.enableDeletionVectors", err)
+	}
+	cdf := map[string]string{changeDataFeedProperty: "true", deletionVectorsProperty: "true"}
+	for _, strategy := range []TableConfig{upserts, cow} {
+		if _, err := ensureTable(t.Context(), create(cdf), newMapper(t, defaults, parts), strategy, testLogger()); err != nil {
+			t.Errorf("%s upserts into a table with a change data feed: %v", orAbsent(strategy.UpsertStrategy), err)
 		}
+	}
+	tbl := create(cdf)
+	s, err = tbl.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := s.Schema()
+	mapped, conf, err := delta.AssignColumnMapping(schema, map[string]string{"delta.columnMapping.mode": "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := s.Metadata()
+	meta.SchemaString, meta.Configuration = mapped.SchemaString(), maps.Clone(meta.Configuration)
+	maps.Copy(meta.Configuration, conf)
+	if _, err := tbl.Commit(t.Context(), s, []delta.Action{{MetaData: &meta}}, delta.Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureTable(t.Context(), tbl, newMapper(t, defaults, parts), upserts, testLogger()); err == nil ||
+		!strings.Contains(err.Error(), "change data") || !strings.Contains(err.Error(), "column mapping") {
+		t.Errorf("a table with a change data feed and column mapping: %v, want a refusal naming both", err)
 	}
 }
 

@@ -1,12 +1,14 @@
 """Spark as the reader and second writer of tables deltaflow upserts.
 
-  upsert_check.py [--merge CHANGES_JSON] TABLE_DIR...
+  upsert_check.py [--merge CHANGES_JSON] [--changes-from V] TABLE_DIR...
 
 Reads each table (deletion vectors applied); with --merge, then runs
 Spark's own MERGE of CHANGES_JSON (a list of {"id", "name", "balance",
 "delete"}: a delete removes the id, anything else is upserted) into the
-first table and reads it again. Prints {"before": {dir: rows}, "after":
-rows}, rows sorted by id. One JVM.
+first table and reads it again; with --changes-from, then reads the first
+table's change data feed from version V (readChangeFeed, as table_changes
+does). Prints {"before": {dir: rows}, "after": rows, "changes": rows},
+rows sorted by id, changes with _change_type and _commit_version. One JVM.
 """
 import argparse
 import json
@@ -35,9 +37,16 @@ def merge(spark, path, changes):
         .execute())
 
 
+def changes(spark, path, start):
+    df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start).load(path)
+          .select("id", "name", "balance", "_change_type", "_commit_version"))
+    return sorted((r.asDict() for r in df.collect()), key=lambda r: (r["_commit_version"], r["id"], r["_change_type"]))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--merge")
+    p.add_argument("--changes-from", type=int)
     p.add_argument("dirs", nargs="+")
     args = p.parse_args()
     spark = session.build("deltaflow-upsert-check")
@@ -46,6 +55,8 @@ def main():
         with open(args.merge) as f:
             merge(spark, args.dirs[0], json.load(f))
         out["after"] = rows(spark, args.dirs[0])
+    if args.changes_from is not None:
+        out["changes"] = changes(spark, args.dirs[0], args.changes_from)
     json.dump(out, sys.stdout)
     spark.stop()
 

@@ -5,9 +5,10 @@
 
 REQUEST is {"tables": [{"name", "path", "version" (optional), "rowIds"
 (bool)}]}. One JVM reads every table (the checks of the whole suite share
-it) and prints {name: {"rows": [...], "rowIds": [...], "error": "..."}} on
-stdout: rows rendered as scripts/deltars.py renders delta-rs rows, variants
-as to_json text; rowIds as [id, _metadata.row_id, _metadata.row_commit_version];
+it) and prints {name: {"rows": [...], "types": {...}, "rowIds": [...],
+"error": "..."}} on stdout: rows rendered as scripts/deltars.py renders
+delta-rs rows, variants as to_json text; types each column's Spark type
+(simpleString); rowIds as [id, _metadata.row_id, _metadata.row_commit_version];
 error is the first lines of the exception Spark raised reading the table.
 """
 import json
@@ -25,6 +26,7 @@ def main():
         res = {}
         try:
             res["rows"] = session.rows_of(spark, t["path"], t.get("version"))
+            res["types"] = session.types_of(spark, t["path"], t.get("version"))
             if t.get("rowIds"):
                 res["rowIds"] = session.row_ids(spark, t["path"])
         except Exception as e:  # the verdict on this table: reported, not fatal

@@ -47,14 +47,19 @@ def build(app_name):
     return spark
 
 
+def load(spark, path, version=None):
+    """The table (at version, if not None) as Spark reads it."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(path)
+
+
 def frame(spark, path, version=None):
     """The table as a DataFrame, variant columns as to_json text."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import VariantType
-    reader = spark.read.format("delta")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    df = reader.load(path)
+    df = load(spark, path, version)
     return df.select([F.to_json(F.col(f.name)).alias(f.name) if isinstance(f.dataType, VariantType) else F.col(f.name)
                       for f in df.schema.fields])
 
@@ -64,6 +69,11 @@ def rows_of(spark, path, version=None):
     rows = [{k: render(v) for k, v in r.asDict().items()} for r in frame(spark, path, version).collect()]
     rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
     return rows
+
+
+def types_of(spark, path, version=None):
+    """Each column's type as Spark names it (bigint, decimal(8,3), ...)."""
+    return {f.name: f.dataType.simpleString() for f in load(spark, path, version).schema.fields}
 
 
 def row_ids(spark, path):

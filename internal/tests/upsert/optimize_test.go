@@ -260,6 +260,8 @@ type logCommit struct {
 	// and deletion vector's unique id (the Delta protocol's identity of a
 	// logical file: a new vector on a file is a remove and an add).
 	adds, removes []string
+	// cdcs are the cdc actions, as written.
+	cdcs []json.RawMessage
 }
 
 // fileAction is an add or remove action: its path and deletion vector.
@@ -331,6 +333,7 @@ func (r *rig) tableLog() tableLog {
 					Version int64  `json:"version"`
 				} `json:"txn"`
 				Add, Remove *fileAction
+				Cdc         json.RawMessage
 			}
 			if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -347,6 +350,8 @@ func (r *rig) tableLog() tableLog {
 				c.adds = append(c.adds, a.Add.id())
 			case a.Remove != nil:
 				c.removes = append(c.removes, a.Remove.id())
+			case a.Cdc != nil:
+				c.cdcs = append(c.cdcs, a.Cdc)
 			}
 		}
 		f.Close()

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,8 @@ type rig struct {
 	rng     *rand.Rand
 	want    map[int64]account
 	commits map[int64]logCommit // the table's log as read so far (tableLog)
+	// produced are the changes produced, by partition in offset order.
+	produced map[int32][]keyChange
 }
 
 func newRig(t *testing.T) *rig {
@@ -53,7 +56,8 @@ func newRig(t *testing.T) *rig {
 		t.Skip("real servers; skipped with -short")
 	}
 	r := &rig{t: t, brokers: testenv.Kafka(t), topic: scenario.Unique("accounts"), group: scenario.Unique("accounts-group"),
-		dir: filepath.Join(t.TempDir(), "accounts"), rng: rand.New(rand.NewPCG(7, 8)), want: map[int64]account{}}
+		dir: filepath.Join(t.TempDir(), "accounts"), rng: rand.New(rand.NewPCG(7, 8)), want: map[int64]account{},
+		produced: map[int32][]keyChange{}}
 	kcfg := kafka.DefaultConfig()
 	kcfg.Brokers = r.brokers
 	if err := kafka.CreateTopic(t.Context(), kcfg, r.topic, 3, -1); err != nil {
@@ -115,6 +119,7 @@ func (r *rig) produce(cs ...keyChange) {
 	recs := make([]*kgo.Record, len(cs))
 	for i, c := range cs {
 		rec := &kgo.Record{Topic: r.topic, Partition: int32(c.id % 3), Key: fmt.Appendf(nil, `{"id":%d}`, c.id)}
+		r.produced[rec.Partition] = append(r.produced[rec.Partition], c)
 		if c.to == nil {
 			delete(r.want, c.id)
 		} else {
@@ -177,43 +182,50 @@ func accounts(t *testing.T, rows []map[string]any) map[int64]account {
 // TestUpsertTopic: keyed JSON changes of 500 accounts (updates of a key
 // within an epoch, tombstones, deleted keys coming back), on the real
 // broker, become an upsert table holding each live key's latest value, as
-// delta-rs and DuckDB read it; then Spark reads the same, runs its own
-// MERGE on the table (updates, deletes, inserts), and deltaflow upserts
-// more changes into the table Spark changed: every reader agrees with the
-// changes applied in order.
+// delta-rs and DuckDB read it; then the table's change data feed is turned
+// on, and a second run writes the change data of each of its epochs;
+// Spark reads the same rows, runs its own MERGE on the table (updates,
+// deletes, inserts), and deltaflow upserts more changes into the table
+// Spark changed: every reader agrees with the changes applied in order,
+// and Spark's and delta-rs's change data feeds (readChangeFeed, load_cdf)
+// hold exactly every change of every version since, a key changed several
+// times in an epoch once, deltaflow's change data files shaped as Spark's.
 func TestUpsertTopic(t *testing.T) {
 	r := newRig(t)
 	r.changes(3000, 500)
 	r.run()
 	r.check("first run")
+	feed := r.enableChangeDataFeed()
+	from := feed.next
 	r.changes(1000, 500) // a second run: the table's own rows are replaced
+	ids := slices.Sorted(maps.Keys(r.want))
+	a, b := ids[0], ids[1]
+	r.produce(keyChange{a, &account{"first", 1}}, keyChange{a, &account{"second", 2}}, keyChange{a, &account{"third", 3}},
+		keyChange{b, &account{"gone", 1}}, keyChange{id: b})
 	r.run()
 	r.check("second run")
+	wantFeed := feed.advance(nil)
+	if last, ok := r.tableLog().at(feed.next - 1); !ok || len(last.cdcs) == 0 {
+		t.Errorf("the second run's last epoch (updates of %d, a delete of %d) wrote no change data files", a, b)
+	}
 
 	// Spark's MERGE: a few updates, deletes and inserts.
-	type change struct {
-		ID      int64  `json:"id"`
-		Name    string `json:"name"`
-		Balance int64  `json:"balance"`
-		Delete  bool   `json:"delete"`
+	var merge []mergeChange
+	for i, id := range ids[2:22] {
+		merge = append(merge, mergeChange{ID: id, Name: "spark", Balance: int64(i), Delete: i%4 == 0})
 	}
-	var merge []change
-	ids := slices.Sorted(maps.Keys(r.want))
-	for i, id := range ids[:20] {
-		merge = append(merge, change{ID: id, Name: "spark", Balance: int64(i), Delete: i%4 == 0})
-	}
-	merge = append(merge, change{ID: 10_000, Name: "spark-new", Balance: 1})
+	merge = append(merge, mergeChange{ID: 10_000, Name: "spark-new", Balance: 1})
 	changes := filepath.Join(t.TempDir(), "merge.json")
-	b, _ := json.Marshal(merge)
-	if err := os.WriteFile(changes, b, 0o600); err != nil {
+	js, _ := json.Marshal(merge)
+	if err := os.WriteFile(changes, js, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	py, dir := testenv.Spark(t)
 	var spark struct {
-		Before map[string][]map[string]any
-		After  []map[string]any
+		Before         map[string][]map[string]any
+		After, Changes []map[string]any
 	}
-	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", "--merge", changes, r.dir)
+	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", "--merge", changes, "--changes-from", strconv.FormatInt(from, 10), r.dir)
 	if got := accounts(t, spark.Before[r.dir]); !maps.Equal(got, r.want) {
 		t.Errorf("Spark reads %d keys, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
 	}
@@ -227,9 +239,22 @@ func TestUpsertTopic(t *testing.T) {
 	if got := accounts(t, spark.After); !maps.Equal(got, r.want) {
 		t.Errorf("after its MERGE Spark reads %d keys, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
 	}
+	wantFeed = append(wantFeed, feed.advance(merge)...)
+	checkFeed(t, "Spark's readChangeFeed", changeRows(t, spark.Changes), wantFeed)
+	r.checkChangeFiles()
+
 	r.changes(1000, 500)
 	r.run()
 	r.check("deltaflow after Spark's MERGE")
+	wantFeed = append(wantFeed, feed.advance(nil)...)
+	var rs struct {
+		Rows  []map[string]any
+		Error string
+	}
+	if err := json.Unmarshal(testenv.DeltaRS(t, nil, "changes", r.dir, "--start", strconv.FormatInt(from, 10)), &rs); err != nil || rs.Error != "" {
+		t.Fatalf("delta-rs load_cdf: %v %s", err, rs.Error)
+	}
+	checkFeed(t, "delta-rs's load_cdf", changeRows(t, rs.Rows), wantFeed)
 
 	r.verify()
 }
