@@ -809,6 +809,15 @@ func (c *committer) abortWith(ctx actor.Context, reason string, failure bool, be
 	})
 }
 
+// refused reports whether EnsureSchema's err is the table refusing a
+// schema change, which no retry changes.
+func refused(err error) bool {
+	_, change := errors.AsType[*delta.SchemaChangeError](err)
+	_, feature := errors.AsType[*delta.FeatureNotEnabledError](err)
+	_, parts := errors.AsType[*delta.PartitioningError](err)
+	return change || feature || parts
+}
+
 // schemaChanged is a reader's news that the record it stopped at is
 // written with a schema whose new fields make new columns
 // (mapping.SchemaChangeError).
@@ -835,9 +844,18 @@ func (c *committer) evolve(ctx actor.Context, m *schemaChanged) {
 		names[i] = col.Name
 	}
 	c.cfg.logger.Info("schema evolution: the writer schema adds or widens columns", "schema_id", m.id, "columns", names)
-	table, pipelineOf := c.cfg.table, c.cfg.pipelineOf
-	c.abortWith(ctx, fmt.Sprintf("schema id %d adds columns %v", m.id, names), false, func(ctx context.Context) (func(), error) {
+	table, pipelineOf, current := c.cfg.table, c.cfg.pipelineOf, c.cfg.pipeline.mapper
+	c.abortWith(ctx, fmt.Sprintf("schema id %d adds or widens columns %v", m.id, names), false, func(ctx context.Context) (func(), error) {
 		snap, _, err := table.EnsureSchema(ctx, mapper.Schema(), mapper.PartitionColumns(), nil)
+		if refused(err) {
+			// The table will not take these columns (a feature it lacks,
+			// a type it holds otherwise): no retry would commit them, so
+			// the schema's records are dead letters, and the others go on
+			// with the table's columns.
+			c.cfg.logger.Warn("schema evolution refused by the table: the schema's records are dead letters", "schema_id", m.id, "err", err)
+			current.Refuse(m.id, fmt.Errorf("the table refuses its columns %v: %w", names, err))
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("add columns %v of schema id %d: %w", names, m.id, err)
 		}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
+	"github.com/deltaflow/deltaflow/bridge"
 	"github.com/deltaflow/deltaflow/bridge/kafka"
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/ledger"
@@ -180,6 +182,48 @@ func TestSchemaEvolutionAddsColumns(t *testing.T) {
 				t.Errorf("seq %d: volts %v", seq, volts)
 			}
 		}
+	}
+}
+
+// A writer schema whose new column the table refuses (a local date-time,
+// timestamp_ntz, in a table without the timestampNtz feature) makes its
+// records dead letters naming the refusal, and the records of the other
+// schemas are committed: before, the committer retried the schema change
+// forever and the table committed nothing more.
+func TestSchemaEvolutionRefusedByTheTable(t *testing.T) {
+	fake, reg, v1, latest := plugRegistry(t)
+	const plugNTZ = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"seq","type":"long"},
+		{"name":"at","type":["null",{"type":"long","logicalType":"local-timestamp-micros"}],"default":null}]}`
+	ntz, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugNTZ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := registryHarness(t, reg, mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest, Evolve: true})
+	produceWire(h, v1, plugV1, 0, 20)
+	produceWire(h, ntz, plugNTZ, 20, 30)
+	produceWire(h, v1, plugV1, 30, 50)
+	r := h.start(Config{}, nil)
+	defer r.stop(t)
+	h.waitCommitted(r, 30*time.Second)
+	s, err := h.table.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema, _ := s.Schema(); schema.Field("at") != nil {
+		t.Fatalf("table schema %v: the refused column was added", schema.Fields)
+	}
+	letters := h.dlq()
+	if len(letters) != 10 {
+		t.Fatalf("the DLQ holds %d letters, want the 10 records of schema id %d", len(letters), ntz)
+	}
+	for _, l := range letters {
+		if reason := l.Header.Get(bridge.HeaderError); !strings.Contains(reason, fmt.Sprintf("schema id %d", ntz)) ||
+			!strings.Contains(reason, "timestampNtz") {
+			t.Fatalf("letter reason %q: want the schema id and the feature the table lacks", reason)
+		}
+	}
+	if n := committedRecords(h); n != 50 {
+		t.Fatalf("the txns hold %d records, want all 50", n)
 	}
 }
 

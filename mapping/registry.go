@@ -122,6 +122,19 @@ func (w *writerPlans) compiled(p *plan, id int) (wp writerPlan, pending bool) {
 	return wp, false
 }
 
+// Refuse makes every record of writer schema id a dead letter whose
+// reason is err: the table refused the columns the schema brings (its
+// SchemaChangeError could not be committed). It holds for m and every
+// Mapper cloned from it, which share their compiled writer schemas; a
+// Mapper of a format without a registry ignores it.
+func (m *Mapper) Refuse(id int, err error) {
+	if r, ok := m.vals.(*registryValues); ok {
+		r.plans.mu.Lock()
+		r.plans.byID[id] = writerPlan{err: err}
+		r.plans.mu.Unlock()
+	}
+}
+
 // compileAvroWriter compiles an Avro writer schema for p's paths. A path
 // the writer schema lacks reads null (a field removed, or not added yet).
 func compileAvroWriter(text string, p *plan) writerPlan {
