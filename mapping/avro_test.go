@@ -97,7 +97,7 @@ func TestAvroConfigErrors(t *testing.T) {
 		{"missing file", Config{Format: Avro, SchemaFile: "/nonexistent.avsc"}, "table.schema_file: open /nonexistent.avsc"},
 		{"bad schema", Config{Format: Avro, SchemaFile: schemaFile(t, `{"type": "record"}`)}, "table.schema_file: "},
 		{"not a record", Config{Format: Avro, SchemaFile: schemaFile(t, `"string"`)}, "the schema is a string, not a record"},
-		{"schema file for json", Config{SchemaFile: "x.avsc", Columns: DefaultConfig().Columns}, "table.schema_file: only the avro format"},
+		{"schema file for json", Config{SchemaFile: "x.avsc", Columns: DefaultConfig().Columns}, "table.schema_file: only the avro and protobuf formats read a schema file"},
 		{"unknown format", Config{Format: "xml"}, `table.format: unknown format "xml"`},
 		{"variant", Config{Format: Avro, SchemaFile: schemaFile(t, readingSchema), Columns: []Column{{Name: "v", Type: "variant", Source: "id"}}},
 			"table.columns[0].type: a variant column holds JSON values"},

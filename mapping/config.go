@@ -39,7 +39,8 @@ const (
 	JSONSchema Format = "json_schema"
 	// Protobuf records are Protobuf messages in the Confluent wire format
 	// (the message indexes after the schema id), each read with the
-	// registry's schema its id names (Config.Registry).
+	// registry's schema its id names (Config.Registry), or plain bodies of
+	// one message (Config.Message) of a .proto file (Config.SchemaFile).
 	Protobuf Format = "protobuf"
 	// Raw keys are bytes the kafka.key source takes as they are (the
 	// default key format).
@@ -66,8 +67,10 @@ type Config struct {
 	// Format is how record values are encoded: JSON (the default), Avro,
 	// JSON Schema or Protobuf.
 	Format Format `yaml:"format"`
-	// SchemaFile is the Avro schema (.avsc) the records are written with,
-	// for the avro format: the records carry no schema of their own.
+	// SchemaFile is the Avro schema (.avsc) or Protobuf file (.proto, its
+	// imports relative to its directory) the records are written with, for
+	// the avro and protobuf formats: the records carry no schema of their
+	// own.
 	SchemaFile string `yaml:"schema_file"`
 	// Registry, for the avro format without a SchemaFile, has the writer
 	// schemas the records' headers name (the Confluent wire format).
@@ -95,7 +98,8 @@ type Config struct {
 	// ("tables[2]"); default "table".
 	Key string `yaml:"-"`
 	// Message, for the protobuf format, is the full name of the message
-	// whose fields make the columns; default the schema's first.
+	// whose fields make the columns; default the schema's first, required
+	// with a SchemaFile.
 	Message string `yaml:"message"`
 	// KeyFormat is how record keys are encoded: Raw (the default; only
 	// kafka.key reads it, as a string), JSON, or a registry format (Avro,
@@ -116,6 +120,8 @@ type Config struct {
 
 	// derived: the columns were made of Schema (none were given).
 	derived bool
+	// protoMessage is the message of a protobuf SchemaFile's records.
+	protoMessage protoreflect.MessageDescriptor
 }
 
 // key is the section errors name.
@@ -367,8 +373,8 @@ func splitPath(path, s, what string) ([]string, error) {
 	return segs, nil
 }
 
-// partitionable are the types a partition column may have: their Delta
-// partition value strings are unambiguous and cheap to build.
+// partitionable are the types a partition column may have, with decimals:
+// their Delta partition value strings are unambiguous and cheap to build.
 var partitionable = []delta.PrimitiveType{delta.String, delta.Date, delta.Integer, delta.Long, delta.Boolean}
 
 func validatePartitions(section string, cols []compiledColumn, partitionColumns []string) ([]int, error) {
@@ -389,8 +395,8 @@ func validatePartitions(section string, cols []compiledColumn, partitionColumns 
 				return nil, fmt.Errorf("%s: duplicate partition column %q", key, p)
 			}
 		}
-		if t := cols[idx[i]].typ; !containsType(partitionable, t) {
-			return nil, fmt.Errorf("%s: column %q is %s; partition columns must be string, date, integer, long or boolean", key, p, t)
+		if t := cols[idx[i]].typ; !containsType(partitionable, t) && !isDecimal(t) {
+			return nil, fmt.Errorf("%s: column %q is %s; partition columns must be string, date, integer, long, boolean or decimal", key, p, t)
 		}
 	}
 	if len(partitionColumns) == len(cols) {
@@ -405,7 +411,7 @@ func (c *Config) format() (*avroSchema, error) {
 	switch c.Format {
 	case "", JSON:
 		if c.SchemaFile != "" {
-			return nil, fmt.Errorf("%s.schema_file: only the avro format reads a schema file (format is json)", c.key())
+			return nil, fmt.Errorf("%s.schema_file: only the avro and protobuf formats read a schema file (format is json)", c.key())
 		}
 		return nil, nil
 	case Avro:
@@ -514,15 +520,19 @@ func (c *Config) registryOnly() error {
 }
 
 // protobufColumns checks a protobuf table's section, and makes its
-// columns of the subject's latest schema's message when it gives none.
+// columns of the message of its schema file, or of the subject's latest
+// schema, when it gives none.
 func (c *Config) protobufColumns() error {
-	if err := c.registryOnly(); err != nil {
-		return err
-	}
 	for i, col := range c.Columns {
 		if col.Type == "variant" {
 			return fmt.Errorf("%s.columns[%d].type: a variant column holds JSON values; the format is protobuf", c.key(), i)
 		}
+	}
+	if c.SchemaFile != "" {
+		return c.protoFileColumns()
+	}
+	if err := c.registryOnly(); err != nil {
+		return err
 	}
 	if c.Schema == "" {
 		if len(c.Columns) == 0 {

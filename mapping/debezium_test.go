@@ -138,3 +138,82 @@ func TestMapDebeziumRefuses(t *testing.T) {
 		}
 	}
 }
+
+// debeziumDecimalEvent is a change event as Debezium's Postgres connector
+// writes a row of (id int, amount numeric(12,2), price numeric) in
+// decimal.handling.mode=precise: amount the base64 of its unscaled value,
+// price a VariableScaleDecimal; with schemas, amountSchema is amount's.
+func debeziumDecimalEvent(schemas bool, amountSchema, op, amount, price string) []byte {
+	image := "after"
+	if op == "d" {
+		image = "before"
+	}
+	payload := `{"op": "` + op + `", "source": {"lsn": 7}, "` + image + `": {"id": 1, "amount": ` + amount + `, "price": ` + price + `}}`
+	if !schemas {
+		return []byte(payload)
+	}
+	row := func(field string) string {
+		return `{"type": "struct", "fields": [{"type": "int32", "optional": false, "field": "id"}, ` + amountSchema + `, ` +
+			`{"type": "struct", "fields": [{"type": "int32", "optional": false, "field": "scale"}, {"type": "bytes", "optional": false, "field": "value"}], ` +
+			`"optional": true, "name": "io.debezium.data.VariableScaleDecimal", "version": 1, "doc": "Variable scaled decimal", "field": "price"}], ` +
+			`"optional": true, "name": "pg.public.t.Value", "field": "` + field + `"}`
+	}
+	return []byte(`{"schema": {"type": "struct", "fields": [` + row("before") + `, ` + row("after") + `], "name": "pg.public.t.Envelope"}, "payload": ` + payload + `}`)
+}
+
+// Debezium's decimals become exact decimal columns: a numeric(p,s) at the
+// scale its schema gives (rescaled into a column of another scale), at
+// the column's own without schemas; a numeric without precision at the
+// scale it carries; a string (decimal.handling.mode=string) as a number's
+// text. What cannot be read is a dead letter naming the column.
+func TestMapDebeziumDecimals(t *testing.T) {
+	cfg := Config{Tombstones: true, CDC: CDCDebezium, Columns: []Column{
+		{Name: "id", Type: "long", Required: true},
+		{Name: "amount", Type: "decimal(12,2)"},
+		{Name: "wide", Type: "decimal(14,4)", Source: "amount"},
+		{Name: "price", Type: "decimal(18,4)"},
+	}}
+	m, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const decimal = `{"type": "bytes", "optional": true, "name": "org.apache.kafka.connect.data.Decimal", "version": 1, ` +
+		`"parameters": {"scale": "2", "connect.decimal.precision": "12"}, "field": "amount"}`
+	const text = `{"type": "string", "optional": true, "field": "amount"}`
+	for _, c := range []struct {
+		value               []byte
+		amount, wide, price int64 // unscaled
+	}{
+		// 12.50 and 12.345
+		{debeziumDecimalEvent(true, decimal, "c", `"BOI="`, `{"scale": 3, "value": "MDk="}`), 1250, 125000, 123450},
+		// without its schema, amount is read at the column's scale: wide's 4
+		{debeziumDecimalEvent(false, "", "u", `"BOI="`, `{"scale": 3, "value": "MDk="}`), 1250, 1250, 123450},
+		// a delete's before image: -9999999999.99 and -5
+		{debeziumDecimalEvent(true, decimal, "d", `"/xcrWvAB"`, `{"scale": 0, "value": "+w=="}`), -999999999999, -99999999999900, -50000},
+		{debeziumDecimalEvent(false, "", "r", `"AA=="`, `{"scale": 5, "value": "/w=="}`), 0, 0, 0}, // -0.00001 rounds to 0
+		{debeziumDecimalEvent(true, text, "c", `"12.50"`, `null`), 1250, 125000, 0},
+	} {
+		var row Row
+		if err := m.Map(&Record{Value: c.value}, &row); err != nil {
+			t.Errorf("%s: %v", c.value, err)
+			continue
+		}
+		if row.Values[1].Int64() != c.amount || row.Values[2].Int64() != c.wide || row.Values[3].Int64() != c.price {
+			t.Errorf("%s: amount %v, wide %v, price %v; want unscaled %d, %d, %d", c.value, row.Values[1], row.Values[2], row.Values[3],
+				c.amount, c.wide, c.price)
+		}
+	}
+	for value, want := range map[string]string{
+		string(debeziumDecimalEvent(false, "", "c", `"12.50"`, `null`)):                                                                     `amount: cannot cast "12.50" to decimal(12,2)`,
+		string(debeziumDecimalEvent(false, "", "c", `null`, `{"scale": 2}`)):                                                                "price: expected number, got object",
+		string(debeziumDecimalEvent(false, "", "c", `null`, `{"scale": 1.5, "value": "AA=="}`)):                                             `price: cannot cast "AA==" to decimal(18,4)`,
+		string(debeziumDecimalEvent(true, `{"type": "bytes", "name": "`+connectDecimalName+`", "field": "amount"}`, "c", `"BOI="`, `null`)): `amount: cannot cast "BOI=" to decimal(12,2)`,
+		string(debeziumDecimalEvent(false, "", "c", `"f///////////////////////"`, `null`)):                                                  "amount: decimal(12,2) overflow",
+	} {
+		var row Row
+		err := m.Map(&Record{Value: []byte(value)}, &row)
+		if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != want {
+			t.Errorf("%s: %v, want a dead letter %q", value, err, want)
+		}
+	}
+}

@@ -375,3 +375,43 @@ func nonFinite(b []byte) bool {
 	}
 	return len(b) > 0 && (b[0]|0x20 == 'n' || b[0]|0x20 == 'i')
 }
+
+func isDecimal(t delta.DataType) bool {
+	_, ok := t.(delta.DecimalType)
+	return ok
+}
+
+// appendPlainDecimal appends unscaled value hi:lo (two's complement) of
+// scale s in plain notation with s fraction digits, as Java's
+// BigDecimal.toPlainString writes it and Spark 4 writes a decimal
+// partition value ("12.50", "-7", "0.0000000001"). Spark 3.5 writes
+// BigDecimal.toString, the same but where the value's adjusted exponent
+// is below −6 ("1E-10"); both read either.
+func appendPlainDecimal(dst []byte, hi, lo int64, s int) []byte {
+	mag := u128{hi: uint64(hi), lo: uint64(lo)}
+	if hi < 0 {
+		dst = append(dst, '-')
+		mag = mag.neg()
+	}
+	var buf [40]byte // 10^38 < 2^127: at most 39 digits
+	i := len(buf)
+	for {
+		var r uint64
+		mag, r = mag.div10()
+		i--
+		buf[i] = byte('0' + r)
+		if mag.isZero() {
+			break
+		}
+	}
+	for len(buf)-i <= s { // a zero before the point
+		i--
+		buf[i] = '0'
+	}
+	digits := buf[i:]
+	if s == 0 {
+		return append(dst, digits...)
+	}
+	n := len(digits) - s
+	return append(append(append(dst, digits[:n]...), '.'), digits[n:]...)
+}

@@ -297,10 +297,7 @@ func TestDecimalColumnTypes(t *testing.T) {
 			t.Errorf("%s: %v, want %s", typ, err, want)
 		}
 	}
-	// Not a partition column, nor filled by a source of another type.
-	if _, err := New(cfg("decimal(10,2)"), []string{"amount"}); err == nil || !strings.Contains(err.Error(), `column "amount" is decimal(10,2); partition columns must be`) {
-		t.Errorf("decimal partition column: %v", err)
-	}
+	// Not filled by a source of another type.
 	bad := Config{Columns: []Column{{Name: "p", Type: "decimal(10,0)", Source: "kafka.partition"}}}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `source "kafka.partition" cannot fill a decimal(10,0) column`) {
 		t.Errorf("decimal from kafka.partition: %v", err)
@@ -745,4 +742,32 @@ func FuzzDecimalText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A decimal partition column's value is its plain text at the column's
+// scale, as Spark 4 writes the same values into partitionValues (Spark
+// 3.5 differs only where it goes scientific: 0.0000000001 is its 1E-10).
+func TestDecimalPartitionValues(t *testing.T) {
+	for typ, cases := range map[string]map[string]string{
+		"decimal(12,2)":  {`12.5`: "12.50", `-0.01`: "-0.01", `0`: "0.00", `-12.5`: "-12.50", `"1234567890.12"`: "1234567890.12", `0.1`: "0.10", `-0.001`: "0.00"},
+		"decimal(10,0)":  {`0`: "0", `-7`: "-7", `42`: "42"},
+		"decimal(20,10)": {`1e-10`: "0.0000000001", `-0.0000001`: "-0.0000001000", `0`: "0.0000000000", `1`: "1.0000000000"},
+		"decimal(38,18)": {`"12345678901234567890.123456789012345678"`: "12345678901234567890.123456789012345678", `1e-18`: "0.000000000000000001",
+			`"-99999999999999999999.999999999999999999"`: "-99999999999999999999.999999999999999999"},
+	} {
+		m, err := New(Config{Columns: []Column{{Name: "p", Type: typ}, {Name: "x", Type: "long"}}}, []string{"p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for value, want := range cases {
+			var row Row
+			if err := m.Map(&Record{Value: []byte(`{"p": ` + value + `, "x": 1}`)}, &row); err != nil {
+				t.Errorf("%s %s: %v", typ, value, err)
+				continue
+			}
+			if got := row.PartitionValues[0]; got == nil || *got != want || string(row.Key) != "p="+want {
+				t.Errorf("%s %s: partition value %v, directory %q; want %q", typ, value, got, row.Key, want)
+			}
+		}
+	}
 }

@@ -15,16 +15,19 @@ import (
 // holding JSON is decoded once per record and every value found stays
 // valid until the next record.
 type jsonValues struct {
-	p       *plan
-	vals    []*fastjson.Value  // value found at each node, nil if absent
-	objs    []*fastjson.Object // each container's object, nil if absent/null
-	parsers []fastjson.Parser  // one per container: values stay valid together
-	num     []byte             // scratch for number text
-	visitAt int                // container being visited
-	missing int                // children of visitAt not found yet
-	visitFn func(k []byte, v *fastjson.Value)
-	deleted bool            // the change event resolved is a delete
-	variant *variantEncoder // for variant columns
+	p        *plan
+	vals     []*fastjson.Value  // value found at each node, nil if absent
+	objs     []*fastjson.Object // each container's object, nil if absent/null
+	parsers  []fastjson.Parser  // one per container: values stay valid together
+	num      []byte             // scratch for number text
+	visitAt  int                // container being visited
+	missing  int                // children of visitAt not found yet
+	visitFn  func(k []byte, v *fastjson.Value)
+	deleted  bool            // the change event resolved is a delete
+	variant  *variantEncoder // for variant columns
+	schema   *fastjson.Value // the record's schemas.enable schema, nil without
+	image    string          // the change event's row image: after or before
+	unscaled []byte          // scratch for a Debezium decimal's unscaled value
 }
 
 func newJSONValues(p *plan) values {
@@ -59,7 +62,7 @@ func (j *jsonValues) resolve(value []byte) error {
 		return &MapError{Reason: "not a JSON object"}
 	}
 	if p.unwrap {
-		if root, err = unwrapPayload(root); err != nil {
+		if root, j.schema, err = unwrapPayload(root); err != nil {
 			return err
 		}
 	}
@@ -91,17 +94,18 @@ func (j *jsonValues) resolve(value []byte) error {
 }
 
 // unwrapPayload is the payload of a value Kafka Connect's JSON converter
-// wrapped with its schema (schemas.enable), else the value itself.
-func unwrapPayload(root *fastjson.Value) (*fastjson.Value, error) {
+// wrapped with its schema (schemas.enable), and that schema; else the
+// value itself and nil.
+func unwrapPayload(root *fastjson.Value) (payload, schema *fastjson.Value, err error) {
 	o, _ := root.Object()
-	if o.Len() != 2 || o.Get("schema") == nil {
-		return root, nil
+	if schema = o.Get("schema"); o.Len() != 2 || schema == nil {
+		return root, nil, nil
 	}
-	payload := o.Get("payload")
+	payload = o.Get("payload")
 	if payload == nil || payload.Type() != fastjson.TypeObject {
-		return nil, &MapError{Reason: "payload: not a JSON object"}
+		return nil, nil, &MapError{Reason: "payload: not a JSON object"}
 	}
-	return payload, nil
+	return payload, schema, nil
 }
 
 // changeEvent reads a Debezium change event's operation and points the
@@ -118,7 +122,7 @@ func (j *jsonValues) changeEvent(root *fastjson.Value) error {
 	default:
 		return &MapError{Reason: "Debezium operation " + strconv.Quote(string(op)) + " is not supported"}
 	}
-	j.deleted = image == "before"
+	j.deleted, j.image = image == "before", image
 	j.vals[j.p.rowNode] = root.Get(image)
 	if v := j.vals[j.p.rowNode]; v == nil || v.Type() != fastjson.TypeObject {
 		return &MapError{Reason: "Debezium change event without its " + image + " image"}
@@ -240,7 +244,14 @@ func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 			return c.dec.castText(j.num, false, out), j.num
 		case fastjson.TypeString: // as from_json reads one: "12.30", "1,234.5"
 			s, _ := v.StringBytes()
+			if j.p.cdc {
+				return j.connectDecimal(c, s, out), s
+			}
 			return c.dec.castText(s, true, out), s
+		case fastjson.TypeObject:
+			if j.p.cdc {
+				return j.variableScaleDecimal(c, v, out)
+			}
 		}
 	case kVariant:
 		return j.variant.encode(v, a, out)

@@ -162,7 +162,7 @@ type Mapper struct {
 }
 
 // New compiles cfg; partitionColumns name the table's partition columns
-// (string, date, integer, long or boolean columns of cfg).
+// (string, date, integer, long, boolean or decimal columns of cfg).
 func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 	if err := cfg.checkCDC(); err != nil {
 		return nil, err
@@ -234,8 +234,10 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		if p.values, err = cfg.avroValues(schema, p); err != nil {
 			return nil, err
 		}
-	case JSONSchema, Protobuf:
+	case JSONSchema:
 		p.values = registryFormatValues(cfg.Format, cfg.Registry)
+	case Protobuf:
+		p.values = cfg.protobufValues()
 	}
 	p.key = keyPlan(cfg, p)
 	return newMapper(p), nil
@@ -621,6 +623,8 @@ func (m *Mapper) partitionValue(c *planColumn, v cell, out *Row) *string {
 		b = strconv.AppendBool(m.num[:0], v.i != 0)
 	case kDate:
 		b = appendDate(m.num[:0], v.i)
+	case kDecimal:
+		b = appendPlainDecimal(m.num[:0], v.hi, v.i, c.dec.scale)
 	default: // integer, long
 		b = strconv.AppendInt(m.num[:0], v.i, 10)
 	}

@@ -48,6 +48,13 @@ func parseProtoSchema(text string) (*protoSchema, error) {
 	if err := proto.Unmarshal(b, &set); err != nil || len(set.File) == 0 {
 		return nil, fmt.Errorf("not a Protobuf schema's files: %v", err)
 	}
+	return newProtoSchema(&set)
+}
+
+// newProtoSchema compiles set's files, dependencies first, the schema's
+// last. Imports of the well-known types that set lacks are taken from this
+// binary's.
+func newProtoSchema(set *descriptorpb.FileDescriptorSet) (*protoSchema, error) {
 	have := map[string]bool{}
 	for _, f := range set.File {
 		have[f.GetName()] = true
@@ -67,7 +74,7 @@ func parseProtoSchema(text string) (*protoSchema, error) {
 		}
 	}
 	set.File = append(known, set.File...)
-	files, err := protodesc.NewFiles(&set)
+	files, err := protodesc.NewFiles(set)
 	if err != nil {
 		return nil, fmt.Errorf("Protobuf schema: %w", err)
 	}

@@ -25,6 +25,9 @@ type protoValues struct {
 	cur       *protoWalk
 	slots     []protoSlot // each node's value in the current record
 	num       []byte
+	// plain: the records are bodies of cur's message alone (a schema
+	// file's), with no message indexes.
+	plain bool
 }
 
 // protoSlot is what the record holds at a plan node, if set: its wire
@@ -76,25 +79,28 @@ const maxMessageDepth = 32
 var errProtoDepth = errors.New("messages nested too deep")
 
 func (v *protoValues) resolve(body []byte) error {
-	indexes, n, err := messageIndexes(body)
-	if err != nil {
-		return &MapError{Reason: "not Protobuf in the schema registry's wire format: " + err.Error()}
-	}
-	body = body[n:]
-	w := v.byIndexes[unsafe.String(unsafe.SliceData(indexes), len(indexes))]
-	if w == nil {
-		md, err := v.message(indexes)
+	of := "the schema file's "
+	if !v.plain {
+		indexes, n, err := messageIndexes(body)
 		if err != nil {
-			return &MapError{Reason: err.Error()}
+			return &MapError{Reason: "not Protobuf in the schema registry's wire format: " + err.Error()}
 		}
-		w = compileProtoWalk(md, v.p, 0)
-		v.byIndexes[string(indexes)] = w
+		body = body[n:]
+		w := v.byIndexes[unsafe.String(unsafe.SliceData(indexes), len(indexes))]
+		if w == nil {
+			md, err := v.message(indexes)
+			if err != nil {
+				return &MapError{Reason: err.Error()}
+			}
+			w = compileProtoWalk(md, v.p, 0)
+			v.byIndexes[string(indexes)] = w
+		}
+		v.cur, of = w, "its writer schema's "
 	}
-	v.cur = w
 	clear(v.slots)
 	v.slots[0].set = true
-	if err := w.read(body, v.slots, 0); err != nil {
-		return &MapError{Reason: "not Protobuf of its writer schema's " + string(w.md.FullName()) + ": " + protoErrorText(err)}
+	if err := v.cur.read(body, v.slots, 0); err != nil {
+		return &MapError{Reason: "not Protobuf of " + of + string(v.cur.md.FullName()) + ": " + protoErrorText(err)}
 	}
 	return nil
 }

@@ -2,20 +2,23 @@
 """A producer deltaflow did not write, for its Protobuf tests.
 
   protoproduce.py --brokers B --topic T --root DIR --proto FILE --message NAME
-                  --registry URL --count N [--seed S] [--bad K]
+                  (--registry URL | --plain) --count N [--seed S] [--bad K]
 
 Compiles the .proto files under DIR with protoc (grpcio-tools) and writes N
 messages NAME (a full name) of FILE (relative to DIR) to topic T (partition
 i % 3 for record i), each serialized by confluent-kafka's
 ProtobufSerializer, which registers the schema under <T>-value and its
 imports as references (Protobuf's well-known types are not), and frames it
-in the Confluent wire format (basic auth from $SCHEMA_REGISTRY_USER_INFO).
-Then K records framed like the others whose body is not Protobuf. Values are
-drawn from the seed for every field; a scalar is left unset one time in
-seven (it reads as its default) and a message or optional field one time in
-four (it reads as null). Prints the records as the table should hold them,
-as JSON rows rendered as deltars.py renders delta-rs's (rowjson.render),
-sorted the same way.
+in the Confluent wire format (basic auth from $SCHEMA_REGISTRY_USER_INFO);
+with --plain, as the plain body protobuf's SerializeToString writes, for a
+topic without a registry. Then K records framed like the others whose body
+is not Protobuf. Values are drawn from the seed for every field; a scalar is
+left unset one time in seven (it reads as its default) and a message or
+optional field one time in four (it reads as null); one member of a oneof,
+or none, is set. Prints the records as the table should hold them, as JSON
+rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted the
+same way: the fields of a nested message (not a well-known type) as columns
+<field>_<name>, a repeated field as no column (no column type holds it).
 """
 import argparse
 import glob
@@ -57,6 +60,35 @@ def message_class(root, proto, name):
     return getattr(module, name.rsplit(".", 1)[-1])
 
 
+def fill_message(rng, msg):
+    """Set random values in msg's fields; return the row the table should
+    hold of them (see the module's doc)."""
+    # Of a oneof of several members, the one set (None: none is).
+    chosen = {o.name: rng.choice([*o.fields, None]) for o in msg.DESCRIPTOR.oneofs if len(o.fields) > 1}
+    row = {}
+    for f in msg.DESCRIPTOR.fields:
+        oneof = f.containing_oneof
+        if oneof is not None and oneof.name in chosen and chosen[oneof.name] is not f:
+            row[f.name] = None
+        elif f.is_repeated:
+            getattr(msg, f.name).extend(scalar(rng, f)[0] for _ in range(rng.randrange(4)))
+        elif f.message_type is not None and f.message_type.full_name not in WELL_KNOWN:
+            sub = getattr(msg, f.name)
+            values = fill_message(rng, sub)
+            sub.SetInParent()  # present even with every field left at its default
+            if rng.random() < 0.25:
+                msg.ClearField(f.name)
+                values = dict.fromkeys(values)
+            row.update({f"{f.name}_{k}": v for k, v in values.items()})
+        else:
+            row[f.name] = fill(rng, msg, f)
+    return row
+
+
+# The messages fill reads as one value.
+WELL_KNOWN = {"google.protobuf.Timestamp", "google.protobuf.DoubleValue"}
+
+
 def fill(rng, msg, field):
     """Set a random value of field in msg; return the value the table
     should hold for it."""
@@ -76,10 +108,17 @@ def fill(rng, msg, field):
     optional = field.has_presence
     if rng.random() < (0.25 if optional else 1 / 7):
         return None if optional else default(field)
+    v, held = scalar(rng, field)
+    setattr(msg, field.name, v)
+    return held
+
+
+def scalar(rng, field):
+    """A random value of scalar field, and the value the table should hold
+    for it."""
     if field.type == FieldDescriptor.TYPE_ENUM:
         value = rng.choice(field.enum_type.values)
-        setattr(msg, field.name, value.number)
-        return value.name
+        return value.number, value.name
     if field.type == FieldDescriptor.TYPE_STRING:
         v = draw_text(rng)
     elif field.type == FieldDescriptor.TYPE_BOOL:
@@ -92,8 +131,7 @@ def fill(rng, msg, field):
         v = rng.uniform(-1e12, 1e12)
     else:
         raise SystemExit(f"protoproduce.py: no values for field {field.name}")
-    setattr(msg, field.name, v)
-    return v
+    return v, v
 
 
 def default(field):
@@ -110,24 +148,33 @@ def main():
     p.add_argument("--root", required=True)
     p.add_argument("--proto", required=True)
     p.add_argument("--message", required=True)
-    p.add_argument("--registry", required=True)
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--registry")
+    mode.add_argument("--plain", action="store_true")
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bad", type=int, default=0)
     args = p.parse_args()
     cls = message_class(args.root, args.proto, args.message)
-    serializer = ProtobufSerializer(cls, registry_client(args.registry), {"use.deprecated.format": False})
-    ctx = SerializationContext(args.topic, MessageField.VALUE)
+    if args.plain:
+        serialize = cls.SerializeToString
+    else:
+        serializer = ProtobufSerializer(cls, registry_client(args.registry), {"use.deprecated.format": False})
+        ctx = SerializationContext(args.topic, MessageField.VALUE)
+
+        def serialize(msg):
+            return serializer(msg, ctx)
     rng = random.Random(args.seed)
     values, rows = [], []
     for _ in range(args.count):
         msg = cls()
-        row = {f.name: fill(rng, msg, f) for f in cls.DESCRIPTOR.fields}
-        values.append(serializer(msg, ctx))
+        row = fill_message(rng, msg)
+        values.append(serialize(msg))
         rows.append({k: render(v) for k, v in row.items()})
     # The header of the last record (magic byte, id, index of the first
-    # message), then a body that is no message of it.
-    values += [values[-1][:6] + b"\xff\xff\xff not protobuf"] * args.bad
+    # message; none of a plain body), then a body that is no message of it.
+    header = b"" if args.plain else values[-1][:6]
+    values += [header + b"\xff\xff\xff not protobuf"] * args.bad
     produce("protoproduce.py", args.brokers, args.topic, values, rows)
 
 

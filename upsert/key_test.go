@@ -47,7 +47,7 @@ func TestKeysEncodeAlike(t *testing.T) {
 // Key columns are data columns of a type whose values encode alike.
 func TestNewKeysRefuses(t *testing.T) {
 	data := &delta.StructType{Fields: []delta.StructField{{Name: "x", Type: delta.Double}, {Name: "id", Type: delta.Long}}}
-	for names, want := range map[string]string{"x": "a key column is a string, integer or long", "day": "not a data column", "": "no key columns"} {
+	for names, want := range map[string]string{"x": "a key column is a string, integer, long or decimal", "day": "not a data column", "": "no key columns"} {
 		var cols []string
 		if names != "" {
 			cols = []string{names}
@@ -84,5 +84,50 @@ func TestToken(t *testing.T) {
 	}
 	if token("a", 1) == token("a", 10) || token("ab", 1) == token("a", 1) {
 		t.Error("different keys, one token")
+	}
+}
+
+// A decimal key encodes its unscaled value alike whatever its Parquet type
+// (INT32, INT64 and FIXED_LEN_BYTE_ARRAY: a column widened to more
+// digits), so 12.50 from a mapped row finds 12.50 in a file; different
+// values, and a decimal and a long of the same digits, differ; its token
+// is a NATS KV key.
+func TestDecimalKeys(t *testing.T) {
+	data := &delta.StructType{Fields: []delta.StructField{{Name: "d", Type: delta.DecimalType{Precision: 12, Scale: 2}}, {Name: "n", Type: delta.Long}}}
+	k, err := NewKeys(data, []string{"d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(v parquet.Value) string {
+		b, err := k.AppendRow(nil, parquet.Row{v, parquet.Int64Value(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	fixed := func(b ...byte) parquet.Value { return parquet.FixedLenByteArrayValue(b) }
+	for _, same := range [][]parquet.Value{
+		{parquet.Int32Value(1250), parquet.Int64Value(1250), fixed(0x04, 0xe2), fixed(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x04, 0xe2)},
+		{parquet.Int32Value(-1), parquet.Int64Value(-1), fixed(0xff), fixed(0xff, 0xff, 0xff)},
+		{parquet.Int32Value(0), parquet.Int64Value(0), fixed(0)},
+	} {
+		for _, v := range same[1:] {
+			if key(v) != key(same[0]) {
+				t.Errorf("%v encodes as %q, %v as %q", v, key(v), same[0], key(same[0]))
+			}
+		}
+	}
+	if key(parquet.Int32Value(1250)) == key(parquet.Int32Value(-1250)) || key(parquet.Int32Value(1)) == key(parquet.Int32Value(256)) {
+		t.Error("decimal keys of different values encode alike")
+	}
+	longs, _ := NewKeys(data, []string{"n"})
+	if long, _ := longs.AppendRow(nil, parquet.Row{parquet.Int32Value(0), parquet.Int64Value(1250)}); string(long) == key(parquet.Int64Value(1250)) {
+		t.Error("a decimal key and a long key of the same digits encode alike")
+	}
+	if got := string(AppendToken(nil, key(parquet.Int32Value(-1)))); got != "d_____________________w" {
+		t.Errorf("token of -0.01: %q", got)
+	}
+	if _, err := k.AppendRow(nil, parquet.Row{fixed(make([]byte, 17)...), parquet.Int64Value(1)}); err == nil || !strings.Contains(err.Error(), "key column d: a decimal of 17 bytes") {
+		t.Errorf("a 17-byte decimal: %v", err)
 	}
 }

@@ -231,3 +231,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A decimal partition column prunes by value; a partition value that is
+// no number is an error, not a silent miss.
+func TestMatchDecimalPartition(t *testing.T) {
+	e, err := Parse("amount >= -0.5 AND amount < 0.01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Bind(e, schema, []string{"amount"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for value, want := range map[string]bool{"-0.50": true, "0.00": true, "-0.01": true,
+		"-0.51": false, "0.01": false, "12.50": false} {
+		if ok, err := b.MatchPartition(map[string]*string{"amount": &value}); ok != want || err != nil {
+			t.Errorf("amount=%s: %v, %v; want %v", value, ok, err, want)
+		}
+	}
+	for _, bad := range []string{"12,50", "1/2", "x"} {
+		if _, err := b.MatchPartition(map[string]*string{"amount": &bad}); err == nil || !strings.Contains(err.Error(), "bad decimal partition value") {
+			t.Errorf("amount=%s: %v, want an error", bad, err)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package schema
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -54,8 +56,14 @@ func ParsePartitionValue(t DataType, s *string) (any, error) {
 	case Binary:
 		return []byte(v), nil
 	}
-	if _, ok := t.(DecimalType); ok {
-		return v, nil
+	if d, ok := t.(DecimalType); ok {
+		// Spark 4 writes "0.0000000001", Spark 3.5 "1E-10": both become
+		// the plain text of the column's scale a Row holds.
+		r, ok := new(big.Rat).SetString(v)
+		if !ok || strings.Contains(v, "/") {
+			return nil, fmt.Errorf("bad decimal partition value %q", v)
+		}
+		return r.FloatString(d.Scale), nil
 	}
 	return nil, fmt.Errorf("type %s cannot be a partition column", t)
 }

@@ -48,8 +48,8 @@ type Config struct {
 	Maintenance  MaintenanceConfig  `yaml:"maintenance"`
 	Watchdog     WatchdogConfig     `yaml:"watchdog"`
 	Control      ControlConfig      `yaml:"control"`
-	// SchemaRegistry is process-wide: every avro table without a
-	// schema_file reads it.
+	// SchemaRegistry is process-wide: every avro or protobuf table without
+	// a schema_file, and every json_schema one, reads it.
 	SchemaRegistry schemareg.Config `yaml:"schema_registry"`
 
 	// schemas is the registry, once run has connected it (resolveSchemas).
@@ -572,7 +572,7 @@ func (t TableConfig) validate(section string) []error {
 		bad("schema_evolution: unknown %q (want %s or %s)", t.SchemaEvolution, EvolveAddColumns, EvolveNone)
 	}
 	if t.Subject != "" && !t.readsRegistry() {
-		bad("subject: only a format: avro table without schema_file, or a json_schema or protobuf one, reads a registry subject")
+		bad("subject: only a format: avro or protobuf table without schema_file, or a json_schema one, reads a registry subject")
 	}
 	if t.Message != "" && t.Format != mapping.Protobuf {
 		bad("message: only a format: protobuf table picks a message")
@@ -716,10 +716,10 @@ func (t TableConfig) checkUpsert(m *mapping.Mapper, section string) error {
 }
 
 // readsRegistry reports whether the table's records are in the schema
-// registry's wire format: Avro without a schema file, JSON Schema or
-// Protobuf.
+// registry's wire format: Avro or Protobuf without a schema file, or JSON
+// Schema.
 func (t TableConfig) readsRegistry() bool {
-	return t.Format == mapping.Avro && t.SchemaFile == "" || t.Format == mapping.JSONSchema || t.Format == mapping.Protobuf
+	return (t.Format == mapping.Avro || t.Format == mapping.Protobuf) && t.SchemaFile == "" || t.Format == mapping.JSONSchema
 }
 
 // keyReadsRegistry reports whether the table's record keys are in the

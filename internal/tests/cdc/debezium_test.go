@@ -57,22 +57,28 @@ func newRig(t *testing.T) *rig {
 			t.Logf("cdc.sh stop: %v\n%s", err, out)
 		}
 	})
-	r.sql(`CREATE TABLE accounts (id int PRIMARY KEY, name text, balance bigint);
-		INSERT INTO accounts SELECT g, 'a' || g, g * 10 FROM generate_series(1, 200) g;`)
+	// amount is a numeric(12,2) (Debezium's Decimal: negative, zero and
+	// positive), price a numeric without precision (its
+	// VariableScaleDecimal, of up to 20 fraction digits), tier a
+	// numeric(4,1) that partitions accounts_plain (-1.5, 0.0, null, 1.5).
+	r.sql(`CREATE TABLE accounts (id int PRIMARY KEY, name text, balance bigint, amount numeric(12,2), price numeric, tier numeric(4,1));
+		INSERT INTO accounts SELECT g, 'a' || g, g * 10, g * 1.25 - 100, CASE WHEN g % 9 = 0 THEN NULL ELSE g / 7.0 END,
+		CASE WHEN g % 4 = 3 THEN NULL ELSE (g % 4) * 1.5 - 1.5 END FROM generate_series(1, 200) g;`)
 	prefix := strings.ReplaceAll(scenario.Unique("pg"), "-", "_")
 	plain := strings.TrimSpace(r.cdc("connector", prefix+"-plain", "accounts", prefix+"_plain"))
 	schemas := strings.TrimSpace(r.cdcEnv([]string{"CDC_SCHEMAS_ENABLE=true"}, "connector", prefix+"-schemas", "accounts", prefix+"_schemas"))
 	// Debezium's ExtractNewRecordState: the row image itself, a delete
-	// rewritten as its before image with __deleted = "true".
-	flat := strings.TrimSpace(r.cdcEnv([]string{`CDC_CONNECTOR_EXTRA={"transforms": "unwrap", ` +
+	// rewritten as its before image with __deleted = "true"; its decimals
+	// as text (decimal.handling.mode=string).
+	flat := strings.TrimSpace(r.cdcEnv([]string{`CDC_CONNECTOR_EXTRA={"transforms": "unwrap", "decimal.handling.mode": "string", ` +
 		`"transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState", ` +
 		`"transforms.unwrap.delete.tombstone.handling.mode": "rewrite"}`}, "connector", prefix+"-flat", "accounts", prefix+"_flat"))
 	var yaml strings.Builder
 	yaml.WriteString("tables:\n")
-	for name, table := range map[string]struct{ topic, keys string }{
-		"accounts_plain":   {plain, "    cdc: debezium\n"},
-		"accounts_schemas": {schemas, "    cdc: debezium\n"}, // ordered by its lsn column, the default
-		"accounts_flat":    {flat, "    delete_when: \"__deleted = 'true'\"\n"},
+	for name, table := range map[string]struct{ topic, keys, partitions string }{
+		"accounts_plain":   {plain, "    cdc: debezium\n", "tier"}, // a row moves when its tier changes
+		"accounts_schemas": {schemas, "    cdc: debezium\n", ""},   // ordered by its lsn column, the default
+		"accounts_flat":    {flat, "    delete_when: \"__deleted = 'true'\"\n", ""},
 	} {
 		r.dirs[name] = filepath.Join(t.TempDir(), name)
 		fmt.Fprintf(&yaml, `  - name: %s
@@ -80,12 +86,15 @@ func newRig(t *testing.T) *rig {
     topics: [%s]
     write_mode: upsert
 %s    key_columns: [id]
-    partition_columns: []
+    partition_columns: [%s]
     columns:
       - {name: id, type: long, required: true}
       - {name: name, type: string}
       - {name: balance, type: long}
-`, name, r.dirs[name], table.topic, table.keys)
+      - {name: amount, type: "decimal(12,2)"}
+      - {name: price, type: "decimal(20,4)"}
+      - {name: tier, type: "decimal(4,1)"}
+`, name, r.dirs[name], table.topic, table.keys, table.partitions)
 		switch name {
 		case "accounts_flat":
 			yaml.WriteString("      - {name: __deleted, type: string}\n")
@@ -131,22 +140,24 @@ func (r *rig) sql(statements string) string {
 	return r.cdc("psql", "-q", "-At", "-F", ",", "-c", statements)
 }
 
-// account is a row: name and balance by id.
+// account is a row: name, balance and the decimals' plain text, amount,
+// price and tier ("" for null), by id.
 type account struct {
-	name    string
-	balance int64
+	name                string
+	balance             int64
+	amount, price, tier string
 }
 
-// postgres is SELECT * FROM accounts.
+// postgres is SELECT * FROM accounts, price rounded to its column's scale.
 func (r *rig) postgres() map[int64]account {
 	r.t.Helper()
 	out := map[int64]account{}
-	sc := bufio.NewScanner(strings.NewReader(r.sql("SELECT id, name, balance FROM accounts")))
+	sc := bufio.NewScanner(strings.NewReader(r.sql("SELECT id, name, balance, amount, price::numeric(20,4), tier FROM accounts")))
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), ",")
 		id, _ := strconv.ParseInt(f[0], 10, 64)
 		bal, _ := strconv.ParseInt(f[2], 10, 64)
-		out[id] = account{name: f[1], balance: bal}
+		out[id] = account{name: f[1], balance: bal, amount: f[3], price: f[4], tier: f[5]}
 	}
 	return out
 }
@@ -171,7 +182,10 @@ func (r *rig) delta(name string) map[int64]account {
 		}
 		name, _ := row["name"].(string)
 		bal, _ := row["balance"].(float64)
-		out[id] = account{name: name, balance: int64(bal)}
+		amount, _ := row["amount"].(string) // decimals as plain text of their scale
+		price, _ := row["price"].(string)
+		tier, _ := row["tier"].(string)
+		out[id] = account{name: name, balance: int64(bal), amount: amount, price: price, tier: tier}
 	}
 	return out
 }
@@ -235,16 +249,17 @@ func (r *rig) workload(round int) {
 	base := 1000 * (round + 1)
 	var b strings.Builder
 	for i := range 10 {
-		fmt.Fprintf(&b, "UPDATE accounts SET balance = balance + %d WHERE id = 1;\n", i+1)
+		fmt.Fprintf(&b, "UPDATE accounts SET balance = balance + %d, amount = amount - 0.01 WHERE id = 1;\n", i+1)
 	}
 	fmt.Fprintf(&b, "DELETE FROM accounts WHERE id BETWEEN %d AND %d;\n", 10+round*20, 19+round*20)
 	fmt.Fprintf(&b, "INSERT INTO accounts VALUES (%d, 'back', 1), (%d, 'back', 2) ON CONFLICT DO NOTHING;\n", 10+round*20, 11+round*20)
 	fmt.Fprintf(&b, "UPDATE accounts SET id = %d WHERE id = %d;\n", base+999, 100+round)
-	fmt.Fprintf(&b, "BEGIN; INSERT INTO accounts SELECT g, 'tx' || g, g FROM generate_series(%d, %d) g; "+
+	fmt.Fprintf(&b, "BEGIN; INSERT INTO accounts SELECT g, 'tx' || g, g, -g * 0.01, g / 3.0 FROM generate_series(%d, %d) g; "+
 		"UPDATE accounts SET name = 'tx-updated' WHERE id BETWEEN %d AND %d; COMMIT;\n", base, base+500, base, base+250)
 	for range 50 {
 		id := 1 + r.rng.IntN(200)
-		fmt.Fprintf(&b, "UPDATE accounts SET balance = %d, name = 'r%d' WHERE id = %d;\n", r.rng.IntN(1e6), round, id)
+		fmt.Fprintf(&b, "UPDATE accounts SET balance = %d, name = 'r%d', amount = %d.%02d, price = %d.%06d, tier = %d * 1.5 WHERE id = %d;\n",
+			r.rng.IntN(1e6), round, r.rng.IntN(2e10)-1e10, r.rng.IntN(100), r.rng.IntN(1e6), r.rng.IntN(1e6), r.rng.IntN(3)-1, id)
 	}
 	r.sql(b.String())
 }
@@ -284,13 +299,17 @@ func TestDebeziumPostgres(t *testing.T) {
 	<-done
 	r.runUntilEqual("after the SIGKILLs")
 
-	// Spark 3.5 reads every table as PostgreSQL holds the table.
+	// Spark 3.5 reads every table as PostgreSQL holds the table (its
+	// id, name and balance: upsert_check.py's columns).
 	py, dir := testenv.Spark(t)
 	var spark struct {
 		Before map[string][]map[string]any
 	}
 	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", slices.Collect(maps.Values(r.dirs))...)
 	want := r.postgres()
+	for id, a := range want {
+		want[id] = account{name: a.name, balance: a.balance}
+	}
 	for name, d := range r.dirs {
 		got := map[int64]account{}
 		for _, row := range spark.Before[d] {

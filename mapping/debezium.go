@@ -1,0 +1,109 @@
+package mapping
+
+import (
+	"encoding/base64"
+
+	"github.com/valyala/fastjson"
+)
+
+// Debezium's decimals, in its default decimal.handling.mode=precise: a
+// numeric(p,s) is a JSON string, the base64 of its unscaled value's
+// big-endian two's complement, whose scale only the schema tells (Kafka
+// Connect's Decimal logical type, parameters.scale); a numeric without
+// precision is an object {"scale": s, "value": base64}
+// (io.debezium.data.VariableScaleDecimal), which carries its own.
+const connectDecimalName = "org.apache.kafka.connect.data.Decimal"
+
+// connectDecimal casts a change event's decimal string s into decimal
+// column c: at the scale its field's schema gives; without schemas.enable
+// at the column's own scale, the only one known (so a numeric(p,s) needs a
+// decimal column of the same scale). A field the schema has as anything
+// but a Decimal (decimal.handling.mode=string makes a string) is read as
+// the text of a number, as any JSON string.
+func (j *jsonValues) connectDecimal(c *planColumn, s []byte, out *cell) failure {
+	scale := c.dec.scale
+	if f := j.fieldSchema(c.src.path); f != nil {
+		if string(f.GetStringBytes("name")) != connectDecimalName {
+			return c.dec.castText(s, true, out)
+		}
+		n, good := smallInt(f.GetStringBytes("parameters", "scale"))
+		if !good {
+			return failCast
+		}
+		scale = n
+	}
+	return j.castUnscaled(c, s, scale, out)
+}
+
+// variableScaleDecimal casts a VariableScaleDecimal {scale, value} into
+// decimal column c; detail is its value for an error.
+func (j *jsonValues) variableScaleDecimal(c *planColumn, v *fastjson.Value, out *cell) (failure, []byte) {
+	sv, val := v.Get("scale"), v.Get("value")
+	if sv == nil || val == nil || sv.Type() != fastjson.TypeNumber || val.Type() != fastjson.TypeString {
+		return failType, nil
+	}
+	b, _ := val.StringBytes()
+	scale, err := sv.Int()
+	if err != nil {
+		return failCast, b
+	}
+	return j.castUnscaled(c, b, scale, out), b
+}
+
+// castUnscaled casts the base64 of an unscaled value of scale from.
+func (j *jsonValues) castUnscaled(c *planColumn, s []byte, from int, out *cell) failure {
+	n := base64.StdEncoding.DecodedLen(len(s))
+	if cap(j.unscaled) < n {
+		j.unscaled = make([]byte, n)
+	}
+	n, err := base64.StdEncoding.Decode(j.unscaled[:n], s)
+	if err != nil {
+		return failCast
+	}
+	return c.dec.castTwosComplement(j.unscaled[:n], from, out)
+}
+
+// fieldSchema is the schema (schemas.enable) of the field at a column's
+// source path in a change event: cdc.<path> in the envelope, any other
+// path in the row image. Nil without a schema, or one without the field.
+func (j *jsonValues) fieldSchema(path []string) *fastjson.Value {
+	s := j.schema
+	if len(path) > 1 && path[0] == "cdc" {
+		path = path[1:]
+	} else {
+		s = schemaField(s, j.image)
+	}
+	for _, name := range path {
+		s = schemaField(s, name)
+	}
+	return s
+}
+
+// schemaField is the schema of struct schema s's field name, nil if none.
+func schemaField(s *fastjson.Value, name string) *fastjson.Value {
+	if s == nil {
+		return nil
+	}
+	for _, f := range s.GetArray("fields") {
+		if string(f.GetStringBytes("field")) == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// smallInt parses a scale's decimal digits (Kafka Connect writes
+// parameters as strings), without allocating; at most 4 digits.
+func smallInt(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 4 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
