@@ -1,6 +1,6 @@
 """Spark's from_avro as the oracle of deltaflow's Avro type mapping.
 
-  avro_oracle.py BROKERS TOPIC SCHEMA_FILE TABLE_DIR [JSON_TOPIC JSON_SCHEMA JSON_TABLE_DIR]
+  avro_oracle.py BROKERS TOPIC SCHEMA_FILE TABLE_DIR [JSON_TOPIC JSON_SCHEMA JSON_TABLE_DIR [NAME=DIR ...]]
 
 Reads TOPIC from its start with Spark's Kafka source, keeps the records in
 the schema registry's wire format (magic byte 0), decodes their bodies
@@ -20,10 +20,14 @@ options: PERMISSIVE, no formats) are compared with the table deltaflow
 wrote at JSON_TABLE_DIR, as above, under "json": {"oracleTypes",
 "tableTypes", "rows" (from_json's, every one, timestamps rendered as
 deltars.py renders them), "tableRows", "missing", "extra"}.
+
+Each NAME=DIR after them is a table Spark reads, whole: under "reads",
+NAME: {"types", "rows" (rendered as rowjson renders them)}.
 """
 import datetime
 import json
 import operator
+import os
 import sys
 from functools import reduce
 
@@ -33,6 +37,9 @@ from pyspark.sql.functions import col, expr, from_json, lit
 from pyspark.sql.types import DecimalType
 
 import session
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import rowjson  # noqa: E402
 
 
 def main():
@@ -62,6 +69,14 @@ def main():
     }
     if len(sys.argv) > 5:
         out["json"] = json_oracle(spark, brokers, *sys.argv[5:8])
+    out["reads"] = {}
+    for arg in sys.argv[8:]:
+        name, path = arg.split("=", 1)
+        df = spark.read.format("delta").load(path)
+        out["reads"][name] = {
+            "types": {f.name: f.dataType.simpleString() for f in df.schema.fields},
+            "rows": [{k: rowjson.render(v) for k, v in r.asDict().items()} for r in df.collect()],
+        }
     print(json.dumps(out, default=str))
     spark.stop()
 

@@ -39,6 +39,10 @@ import (
 // records: both hold the same rows (from_json's nulls are the table's
 // nulls), and delta-rs and DuckDB read the table's values as from_json's.
 // The table carries the timestampNtz table feature.
+//
+// And the same JVM reads the tables deltaflow derives from topics
+// confluent-kafka's JSON Schema and Protobuf serializers wrote: Spark finds
+// exactly the rows produced, as delta-rs does in the registry tests.
 func TestAvroTypesMatchFromAvro(t *testing.T) {
 	r := newRegistryTopic(t, "oracle-readings", "avro")
 	r.uri = filepath.Join(t.TempDir(), "readings") // Spark reads a local table
@@ -46,6 +50,7 @@ func TestAvroTypesMatchFromAvro(t *testing.T) {
 	r.produce("avroproduce.py", 7, registryBad, "--schema", schema)
 	r.run()
 	local := newLocalTimesTopic(t)
+	reads := sparkReadTopics(t)
 	py, dir := testenv.Spark(t)
 	var got struct {
 		OracleTypes, TableTypes map[string]string
@@ -59,10 +64,32 @@ func TestAvroTypesMatchFromAvro(t *testing.T) {
 			TableRows               int
 			Missing, Extra          []map[string]any
 		}
+		Reads map[string]struct {
+			Types map[string]string
+			Rows  json.RawMessage
+		}
 	}
-	testenv.RunSparkJSON(t, &got, py, dir, "avro_oracle.py", strings.Join(r.brokers, ","), r.topic, schema, r.uri,
-		local.topic, "i long, t timestamp_ntz", local.uri)
+	args := []string{strings.Join(r.brokers, ","), r.topic, schema, r.uri, local.topic, "i long, t timestamp_ntz", local.uri}
+	for name, rt := range reads {
+		args = append(args, name+"="+rt.uri)
+	}
+	testenv.RunSparkJSON(t, &got, py, dir, "avro_oracle.py", args...)
 	local.check(got.JSON.OracleTypes, got.JSON.TableTypes, got.JSON.Rows, got.JSON.TableRows, got.JSON.Missing, got.JSON.Extra)
+	for name, rt := range reads {
+		read := got.Reads[name]
+		fields := slices.Collect(maps.Keys(read.Types))
+		have, want := rowSet(t, decodeRows(t, read.Rows), fields), rowSet(t, rt.want, fields)
+		if len(fields) == 0 || !slices.Equal(have, want) {
+			t.Errorf("Spark reads the %s table as %d rows of columns %v, not the %d produced", name, len(have), read.Types, len(want))
+			for i := range min(len(have), len(want)) {
+				if have[i] != want[i] {
+					t.Errorf("first difference:\n spark    %s\n produced %s", have[i], want[i])
+					break
+				}
+			}
+		}
+		t.Logf("Spark reads the %s table: %d rows as produced, columns %v", name, len(have), read.Types)
+	}
 	if !maps.Equal(got.OracleTypes, got.TableTypes) {
 		t.Errorf("column types differ from from_avro's:\n table   %v\n oracle  %v", got.TableTypes, got.OracleTypes)
 	}
@@ -76,6 +103,29 @@ func TestAvroTypesMatchFromAvro(t *testing.T) {
 	}
 	t.Log("types: " + fmt.Sprint(got.TableTypes) + ", rows " + strconv.Itoa(got.TableRows) +
 		", decimal filters " + strconv.Itoa(got.FilterChecks))
+}
+
+// sparkReadTopics are a json_schema and a protobuf registry topic (each
+// with records confluent-kafka's serializer wrote and none bad) and the
+// local tables deltaflow made of them, by format, for Spark to read.
+func sparkReadTopics(t *testing.T) map[string]*registryTopic {
+	t.Helper()
+	testdata := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata")
+	reads := map[string]*registryTopic{
+		"json_schema": newRegistryTopic(t, "oracle-alerts", "json_schema"),
+		"protobuf":    newRegistryTopic(t, "oracle-protos", "protobuf"),
+	}
+	args := map[string][]string{
+		"json_schema": {"jsonschemaproduce.py", "--schema", filepath.Join(testdata, "alert.schema.json")},
+		"protobuf": {"protoproduce.py", "--root", filepath.Join(testdata, "proto"), "--proto", "deltaflow/test/reading.proto",
+			"--message", "deltaflow.test.Reading"},
+	}
+	for name, rt := range reads {
+		rt.uri = filepath.Join(t.TempDir(), name) // Spark reads a local table
+		rt.want = rt.produce(args[name][0], 7, 0, args[name][1:]...)
+		rt.run()
+	}
+	return reads
 }
 
 // localTimesTopic is a JSON topic of local date-times, {"i": n, "t": v},
