@@ -114,6 +114,9 @@ type Route struct {
 	// delete brings it back).
 	SequenceBy  string
 	DeletedKeys upsert.DeletedKeys
+	// KeyIndexMemory, in an upsert table, bounds its key → file index
+	// (upsert.KeyIndex); none when not positive.
+	KeyIndexMemory int64
 	// DeleteWhen, in an upsert table, is a filter (Where's language) that
 	// makes a row that passes it a delete of its key: a compacted topic's
 	// own delete marker (`__deleted = 'true'`).
@@ -618,7 +621,9 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 			if err != nil {
 				return nil, fmt.Errorf("engine: table %s: %w", r.Name, err)
 			}
-			up = &upsert.Table{Keys: keys, CopyOnWrite: r.CopyOnWrite, Writer: writer}
+			// A new index with each schema: a key column's encoding may
+			// change with it (an integer widened to a decimal).
+			up = &upsert.Table{Keys: keys, CopyOnWrite: r.CopyOnWrite, Writer: writer, Index: upsert.NewKeyIndex(r.KeyIndexMemory)}
 			if r.SequenceBy != "" {
 				if up.Sequence, err = upsert.NewSequence(m.DataSchema(), r.SequenceBy); err != nil {
 					return nil, fmt.Errorf("engine: table %s: sequence_by: %w", r.Name, err)

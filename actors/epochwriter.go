@@ -22,8 +22,11 @@ type epochCommit struct {
 	// resolved into the commit's first actions when it is written.
 	upserts *upsert.Changes
 	table   *upsert.Table
-	// stale is the resolved changes' stale ones (upsert.Result.Stale).
+	// stale is the resolved changes' stale ones (upsert.Result.Stale);
+	// index what the commit changes in the table's key index, applied
+	// once it lands.
 	stale int64
+	index upsert.IndexUpdate
 }
 
 // newEpochCommit builds the epoch's commit: its adds and txns, then the
@@ -71,7 +74,11 @@ func (ec *epochCommit) resolve(ctx context.Context, store storage.Store, snap *d
 	ec.op.Metrics["numSourceRowsSuperseded"] = fmt.Sprint(res.Superseded)
 	ec.op.Metrics["numSourceRowsStale"] = fmt.Sprint(res.Stale)
 	ec.op.Metrics["numAddedChangeFiles"] = fmt.Sprint(res.ChangeFiles)
-	ec.stale = res.Stale
+	// As Spark's MERGE names them: the table's files, and those whose key
+	// columns were read (not ruled out by statistics or the key index).
+	ec.op.Metrics["numTargetFilesBeforeSkipping"] = fmt.Sprint(snap.NumFiles())
+	ec.op.Metrics["numTargetFilesAfterSkipping"] = fmt.Sprint(res.FilesRead)
+	ec.stale, ec.index = res.Stale, res.Index
 	return nil
 }
 
@@ -181,6 +188,9 @@ func (w epochWrite) run() (out epochOutcome) {
 	}
 	out.commit = w.writer.commit(w.ctx, w.snap, *w.commit, w.onCommitRetry)
 	out.committed, out.took = time.Now(), time.Since(start)
+	if out.commit.conflict == nil && out.commit.err == nil {
+		w.commit.index.Committed()
+	}
 	if out.commit.conflict == nil && out.commit.err == nil && w.snap.CheckpointDue() {
 		out.checkpointed = true
 		out.checkpoint = w.writer.table.Checkpoint(w.ctx, w.snap)

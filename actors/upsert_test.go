@@ -139,6 +139,26 @@ func (u *upsertRig) caughtUp() bool {
 // deleted key.
 func (u *upsertRig) check() {
 	u.t.Helper()
+	got := u.state()
+	if !maps.Equal(got, u.want) {
+		var wrong []string
+		for id, name := range u.want {
+			if got[id] != name && len(wrong) < 10 {
+				wrong = append(wrong, fmt.Sprintf("%d: %q want %q", id, got[id], name))
+			}
+		}
+		for id, name := range got {
+			if _, live := u.want[id]; !live && len(wrong) < 20 {
+				wrong = append(wrong, fmt.Sprintf("%d: %q, deleted", id, name))
+			}
+		}
+		u.t.Errorf("the table holds %d keys, want %d; first differences: %v", len(got), len(u.want), wrong)
+	}
+}
+
+// state is the table's rows, name by id; a key twice is an error.
+func (u *upsertRig) state() map[int64]string {
+	u.t.Helper()
 	s, err := delta.NewTable(u.table.store).Snapshot(u.t.Context())
 	if err != nil {
 		u.t.Fatal(err)
@@ -158,20 +178,7 @@ func (u *upsertRig) check() {
 			got[id] = r[1].(string)
 		}
 	}
-	if !maps.Equal(got, u.want) {
-		var wrong []string
-		for id, name := range u.want {
-			if got[id] != name && len(wrong) < 10 {
-				wrong = append(wrong, fmt.Sprintf("%d: %q want %q", id, got[id], name))
-			}
-		}
-		for id, name := range got {
-			if _, live := u.want[id]; !live && len(wrong) < 20 {
-				wrong = append(wrong, fmt.Sprintf("%d: %q, deleted", id, name))
-			}
-		}
-		u.t.Errorf("the table holds %d keys, want %d; first differences: %v", len(got), len(u.want), wrong)
-	}
+	return got
 }
 
 // TestUpsertTable: changes of 300 keys (updates of one key within an
@@ -190,6 +197,55 @@ func TestUpsertTable(t *testing.T) {
 	}
 	waitFor(t, u.caughtUp)
 	u.check()
+}
+
+// TestUpsertKeyIndex: the same changes of random keys streamed into an
+// upsert table without a key index, with one that holds every file, and
+// with one too small for most, leave exactly the same table; the index
+// leaves files out (the commits' numTargetFilesAfterSkipping).
+func TestUpsertKeyIndex(t *testing.T) {
+	var tables []map[int64]string
+	for _, limit := range []int64{0, 1 << 20, 2 << 10} {
+		u := newUpsertRig(t)
+		u.table.route.KeyIndexMemory = limit
+		u.changes(2000, 5000)
+		r := u.start(Config{})
+		waitFor(t, u.caughtUp)
+		for range 6 { // small epochs over the table's files
+			u.changes(30, 5000)
+			time.Sleep(150 * time.Millisecond)
+		}
+		waitFor(t, u.caughtUp)
+		r.stop(t)
+		u.check()
+		tables = append(tables, u.state())
+		before, after := u.filesSkipped()
+		t.Logf("key index of %d bytes: %d table files, %d read", limit, before, after)
+		if limit > 0 && after >= before { // each epoch's 30 keys miss most 30-key files
+			t.Errorf("with a key index of %d bytes every table file was read (%d)", limit, after)
+		}
+	}
+	for i, limit := range []string{"1MiB", "2KiB"} {
+		if !maps.Equal(tables[i+1], tables[0]) {
+			t.Errorf("with a %s key index the table holds %d keys, without one %d: not the same", limit, len(tables[i+1]), len(tables[0]))
+		}
+	}
+}
+
+// filesSkipped sums the upsert commits' table files and files read
+// (numTargetFilesBeforeSkipping, numTargetFilesAfterSkipping).
+func (u *upsertRig) filesSkipped() (before, after int) {
+	u.t.Helper()
+	commits, err := delta.NewTable(u.table.store).History(u.t.Context(), 0)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	for _, c := range commits {
+		b, _ := strconv.Atoi(fmt.Sprint(c.OperationMetrics["numTargetFilesBeforeSkipping"]))
+		a, _ := strconv.Atoi(fmt.Sprint(c.OperationMetrics["numTargetFilesAfterSkipping"]))
+		before, after = before+b, after+a
+	}
+	return before, after
 }
 
 // TestUpsertCopyOnWrite: with copy_on_write, the table reaches the same

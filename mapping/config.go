@@ -113,7 +113,7 @@ type Config struct {
 	// CDC, if CDCDebezium, reads JSON values as Debezium change events:
 	// column paths address the row image (after; before for a delete,
 	// which sets Row.Delete), "cdc.<path>" the envelope (cdc.op,
-	// cdc.source.lsn), a {"schema", "payload"} wrapper (the JSON
+	// cdc.source.lsn; BinlogPositionSource), a {"schema", "payload"} wrapper (the JSON
 	// converter's schemas.enable) is unwrapped, keys' too, and a
 	// tombstone, which follows its delete, is ErrSkip.
 	CDC string `yaml:"-"`
@@ -209,6 +209,8 @@ const (
 	srcKafkaKey
 	srcKafkaTopic
 	srcKeyPath // kafka.key.<path>: a field of the decoded key
+	// BinlogPositionSource: a change event's MySQL binlog position
+	srcBinlogPosition
 )
 
 var kafkaSources = map[string]sourceKind{
@@ -228,6 +230,7 @@ var allowedTypes = map[sourceKind][]delta.PrimitiveType{
 	srcKafkaTimestamp: {delta.Timestamp, delta.Date},
 	srcKafkaKey:       {delta.String},
 	srcKafkaTopic:     {delta.String},
+	srcBinlogPosition: {delta.Long},
 }
 
 var columnTypes = map[string]delta.PrimitiveType{
@@ -295,6 +298,9 @@ func (c Config) compileColumns() ([]compiledColumn, error) {
 		if src.kind == srcKeyPath && typ == delta.Variant {
 			return nil, fmt.Errorf("%s.type: a variant column reads the value, not the key (%s)", key, col.Source)
 		}
+		if src.kind == srcBinlogPosition && c.CDC == "" {
+			return nil, fmt.Errorf("%s.source: %s reads a Debezium change event's source: it needs cdc: debezium", key, col.Source)
+		}
 		if allowed, ok := allowedTypes[src.kind]; ok && !containsType(allowed, typ) {
 			return nil, fmt.Errorf("%s.type: source %q cannot fill a %s column", key, sourceOrName(col), typ)
 		}
@@ -332,6 +338,9 @@ func parseSource(s, name string, earlier map[string]int, cols []compiledColumn) 
 	}
 	if k, ok := kafkaSources[s]; ok {
 		return parsedSource{kind: k}, nil
+	}
+	if s == BinlogPositionSource {
+		return parsedSource{kind: srcBinlogPosition}, nil
 	}
 	if rest, ok := strings.CutPrefix(s, "kafka.key."); ok {
 		path, err := splitPath(rest, s, "key path")

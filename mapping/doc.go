@@ -43,6 +43,11 @@
 //     Registry as the values): a second, smaller plan of the key's paths,
 //     read by the key format's values. A key that cannot be decoded is a
 //     dead letter whose reason starts with "key: "; no key reads null.
+//   - with CDC, cdc.<path>: a path into the change event's envelope
+//     (cdc.op, cdc.source.lsn); and BinlogPositionSource,
+//     cdc.source.binlog_position (long): a MySQL or MariaDB event's
+//     source.file index, pos and row packed into one long that orders as
+//     they do (binlog.go), a dead letter when one does not fit.
 //
 // # Strict and permissive
 //

@@ -92,11 +92,19 @@ type planColumn struct {
 	dataIdx  int           // its (first) leaf column: index in Row.Values, or -1 for a partition column
 	partIdx  int           // index in Row.PartitionValues, or -1
 	keyCol   int           // srcKeyPath: index in the key plan's cols
+	binlog   [3]int        // srcBinlogPosition: the nodes of source.file, source.pos, source.row
 	def      int           // definition level of a present value
 	dec      decimalColumn // kDecimal: precision, scale, leaf length
 	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
 	// A variant has two leaves (metadata, value), and so two nulls.
 	nullValue [2]parquet.Value
+}
+
+// changeEvent is what the values of a change event tell beyond its
+// columns: whether it deletes its key, and its binlog position.
+type changeEvent interface {
+	deletes() bool
+	binlogPosition(c *planColumn) (int64, *MapError)
 }
 
 // kind is a column type on the hot path.
@@ -148,8 +156,9 @@ type Mapper struct {
 	vals    values // the record's values in its format
 	keyVals values // the record key's, with a key plan
 	keyNull bool   // the record has no key: its fields are null
-	// changes, for change events, says whether the record deletes its key.
-	changes interface{ deletes() bool }
+	// changes, for change events, says whether the record deletes its key,
+	// and where in the binlog it was made.
+	changes changeEvent
 	micros  []int64 // timestamp and timestamp_ntz columns' values, for date()
 	valid   []bool
 	num     []byte // scratch for partition value text
@@ -209,6 +218,11 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		}
 		if c.src.kind == srcPath {
 			pc.node = p.addPath(p.imagePath(c.src.path))
+		}
+		if c.src.kind == srcBinlogPosition {
+			for k, path := range binlogFields {
+				pc.binlog[k] = p.addPath(p.imagePath(path))
+			}
 		}
 		field := delta.StructField{Name: c.Name, Type: c.typ, Nullable: pc.nullable, Metadata: columnMetadata(c.Column)}
 		p.schema.Fields = append(p.schema.Fields, field)
@@ -523,6 +537,11 @@ func (m *Mapper) Map(rec *Record, out *Row) error {
 			}
 		case srcKafkaTopic:
 			v.b = out.Arena.CopyString(rec.Topic)
+		case srcBinlogPosition:
+			var err *MapError
+			if v.i, err = m.changes.binlogPosition(c); err != nil {
+				return err
+			}
 		}
 		if c.kind == kDate && !v.null && c.src.kind != srcPath {
 			v.i = floorDiv(v.i, microsDay) // now(), date(), kafka.timestamp hold µs

@@ -16,8 +16,9 @@
 #     loads (Delta, the Kafka source) in an Ivy cache ($SPARK_IVY)
 #   - pyspark 4 in its own venv ($VENV_SPARK4) and the delta-spark 4 jar in
 #     $SPARK4_IVY, for the checks against what delta-spark 4 writes and reads
-#   - PostgreSQL (Debian package), Kafka Connect and Debezium's Postgres
-#     connector (Maven Central): the real change data source (cdc.sh)
+#   - PostgreSQL and MariaDB (Debian packages), Kafka Connect and Debezium's
+#     Postgres and MariaDB connectors (Maven Central): the real change data
+#     sources (cdc.sh)
 # Each step checks a version stamp first, so a warm run does nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -111,13 +112,7 @@ apt_tool() {
 		log "$cmd: installed ($(command -v "$cmd"))"
 		return 1
 	fi
-	[[ "$(id -u)" == 0 ]] || die "$cmd missing; install it (sudo apt-get install $pkg)"
-	log "$cmd: apt-get install $pkg"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq "$pkg" >/dev/null 2>&1 || {
-		apt-get update -qq
-		apt-get install -y -qq "$pkg" >/dev/null
-	}
+	apt_get "$pkg"
 }
 
 # kcat: a Kafka client deltaflow did not write.
@@ -210,5 +205,5 @@ grep -q "io.delta:delta-spark_4.2_2.13:$DELTA_SPARK4_VERSION" "$spark4_dir/sessi
 	die "scripts/spark4/session.py does not name delta-spark $DELTA_SPARK4_VERSION (scripts/lib.sh)"
 spark_jars "spark 4" "$VENV_SPARK4/bin/python" "$spark4_dir" "$SPARK4_IVY"
 
-# Change data: PostgreSQL, Kafka Connect and Debezium (cdc.sh install).
+# Change data: PostgreSQL, MariaDB, Kafka Connect and Debezium (cdc.sh install).
 "$(dirname "$0")/cdc.sh" install

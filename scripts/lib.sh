@@ -78,6 +78,18 @@ M2_REPO="$CACHE/m2"
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# apt_get PACKAGE: installs Debian's PACKAGE (root only; apt-get update
+# only if the first try fails).
+apt_get() {
+	[[ "$(id -u)" == 0 ]] || die "$1 missing; install it (sudo apt-get install $1)"
+	log "apt-get install $1"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq "$1" >/dev/null 2>&1 || {
+		apt-get update -qq
+		apt-get install -y -qq "$1" >/dev/null
+	}
+}
+
 mkdir -p "$BIN" "$STATE"
 
 # free_port prints a free port below the kernel's ephemeral range: a server

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"time"
@@ -29,9 +30,14 @@ type Result struct {
 	// their key's row in the table or its remembered delete, ignored;
 	// Replaced the table's rows the epoch marked deleted (updated or
 	// deleted keys); FilesRead the table files whose key columns were
-	// read; ChangeFiles the change data files written (cdc actions).
-	Rows, Superseded, Stale, Replaced int64
-	FilesRead, ChangeFiles            int
+	// read; FilesSkipped those the key index left out (their filters hold
+	// none of the epoch's keys); ChangeFiles the change data files written
+	// (cdc actions).
+	Rows, Superseded, Stale, Replaced    int64
+	FilesRead, FilesSkipped, ChangeFiles int
+	// Index is what the commit changes in the table's key index, to apply
+	// once it has landed.
+	Index IndexUpdate
 }
 
 // winner is a key's latest change in an epoch: row of new file file, or a
@@ -65,6 +71,9 @@ type Table struct {
 	// readers that have none (polars' scan_delta, Presto).
 	CopyOnWrite bool
 	Writer      delta.WriterOptions
+	// Index, if set, is the table's key index: the files whose key columns
+	// are read are the candidates it cannot rule out.
+	Index *KeyIndex
 }
 
 // Resolve turns an epoch's changes into the actions of its commit after
@@ -72,7 +81,8 @@ type Table struct {
 // of the key, in the epoch's files and in the table, is deleted: marked in
 // a deletion vector (written to store), or with CopyOnWrite left out of a
 // rewrite of its file. Table files are pruned by the first key column's
-// statistics and only their key columns (and sequence column) are read.
+// statistics, and by the key Index when there is one, and only their key
+// columns (and sequence column) are read.
 // With a Sequence, a key whose row in the table, or whose remembered
 // delete, is newer than the epoch's latest change keeps its state (the
 // change is stale), and the deletes that win are remembered before the
@@ -81,7 +91,7 @@ type Table struct {
 // that replaces or deletes rows of the table, or adds a file with a
 // deletion vector (changeData).
 func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Snapshot, ch Changes, now time.Time) (Result, error) {
-	var res Result
+	res := Result{Index: IndexUpdate{index: t.Index}}
 	if t.CopyOnWrite && snap.ColumnMappingMode() != "none" {
 		return res, fmt.Errorf("copy-on-write upserts into a table with column mapping (%s) are not supported", snap.ColumnMappingMode())
 	}
@@ -140,17 +150,18 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 		res.Rows += int64(f.Rows.Len() - len(superseded))
 		kept[i] = len(superseded) < f.Rows.Len()
 		dvAdded = dvAdded || !t.CopyOnWrite && len(superseded) > 0 && kept[i]
+		acts := []delta.Action{{Add: f.Add}}
 		switch {
 		case len(superseded) == f.Rows.Len(): // left out: VACUUM deletes it
-		case len(superseded) == 0:
-			res.Actions = append(res.Actions, delta.Action{Add: f.Add})
-		default:
-			acts, err := t.without(ctx, store, snap, f.Add, superseded, false, now)
-			if err != nil {
+			continue
+		case len(superseded) > 0:
+			var err error
+			if acts, err = t.without(ctx, store, snap, f.Add, superseded, false, now); err != nil {
 				return res, err
 			}
-			res.Actions = append(res.Actions, acts...)
 		}
+		res.Actions = append(res.Actions, acts...)
+		res.Index.addNew(f, acts)
 	}
 	for j := range ch.Deletes.Len() {
 		if key, _, _ := ch.Deletes.At(j); wins[string(key)].stale {
@@ -164,6 +175,7 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			return res, err
 		}
 		res.Actions = append(res.Actions, acts...)
+		res.Index.track(o.add, acts)
 	}
 	if cdf && (len(old) > 0 || dvAdded) {
 		cdc, err := t.changeData(ctx, store, snap, ch, wins, kept, old)
@@ -189,7 +201,9 @@ type oldRows struct {
 // key's winning change stays, and marks the change stale in wins (a key
 // has one row, so no row of it was taken before; if another writer left
 // several, the newest stays). With cdf, the winners of the keys whose rows
-// are replaced say so, and each row's change type is kept.
+// are replaced say so, and each row's change type is kept. With a key
+// index, a file whose filter holds none of the keys is not read, and a
+// file read that it does not know yet gets its filter.
 func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *delta.Snapshot, wins map[string]winner, cdf bool,
 	res *Result) ([]oldRows, error) {
 	schema, err := snap.Schema()
@@ -203,11 +217,31 @@ func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *del
 	}
 	bounds := newFirstKeys(wins)
 	pruneByName := snap.ColumnMappingMode() == "none"
+	idx := t.Index
+	var hashes []uint64 // of the epoch's keys, for the index's filters
+	if idx != nil {
+		idx.begin()
+		hashes = make([]uint64, 0, len(wins))
+		for key := range wins {
+			hashes = append(hashes, maphash.String(indexSeed, key))
+		}
+	}
 	var out []oldRows
 	var buf []byte
 	for _, add := range snap.Files() {
+		var known, fill bloom // the file's filter; the one its read makes
+		if idx != nil {
+			known = idx.filter(add.Path) // before pruning: it marks the file live
+		}
 		if pruneByName && !bounds.mayHold(add.Stats, cols[0]) {
 			continue
+		}
+		if known != nil && !known.mayHoldAny(hashes) {
+			res.FilesSkipped++
+			continue
+		}
+		if idx != nil && known == nil {
+			fill = idx.newFilter(add)
 		}
 		res.FilesRead++
 		o := oldRows{add: add}
@@ -217,6 +251,9 @@ func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *del
 			}
 			if buf, err = keys.AppendColumns(buf[:0], r.Values[:nkeys]); err != nil {
 				return nil, fmt.Errorf("%s row %d: %w", add.Path, r.Index, err)
+			}
+			if fill != nil {
+				fill.add(keyHash(buf))
 			}
 			w, changed := wins[string(buf)]
 			if !changed {
@@ -245,9 +282,15 @@ func (t *Table) replacedRows(ctx context.Context, store storage.Store, snap *del
 				}
 			}
 		}
+		if fill != nil {
+			idx.put(add.Path, fill)
+		}
 		if len(o.rows) > 0 {
 			out = append(out, o)
 		}
+	}
+	if idx != nil {
+		idx.end()
 	}
 	return out, nil
 }

@@ -146,6 +146,7 @@ func (u *upsertTable) epoch(changes ...change) Result {
 	if _, err := u.table.Commit(ctx, u.snap, res.Actions, delta.Operation{Name: "WRITE"}); err != nil {
 		u.t.Fatal(err)
 	}
+	res.Index.Committed()
 	return res
 }
 

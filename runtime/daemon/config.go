@@ -74,6 +74,7 @@ type TableConfig struct {
 	DeleteWhen         string           `yaml:"delete_when"`
 	SequenceBy         string           `yaml:"sequence_by"`
 	DeleteRetention    time.Duration    `yaml:"delete_retention"`
+	KeyIndexMemory     ByteSize         `yaml:"key_index_memory"`
 	CDC                string           `yaml:"cdc"`
 	SchemaFile         string           `yaml:"schema_file"`
 	Subject            string           `yaml:"subject"`
@@ -179,6 +180,7 @@ func DefaultConfig() Config {
 			WriteMode:          WriteAppend,
 			UpsertStrategy:     UpsertDeletionVectors,
 			DeleteRetention:    DefaultDeleteRetention,
+			KeyIndexMemory:     DefaultKeyIndexMemory,
 			CheckpointInterval: 10,
 			Compression:        "snappy",
 		},
@@ -366,7 +368,8 @@ func (c *Config) eachTable(f func(t *TableConfig, section string)) {
 
 // sequenceDefaults orders a Debezium upsert table that does not say
 // sequence_by by the change's log position: its one column whose source
-// is cdc.source.lsn (PostgreSQL's). The position, unlike the offset, also
+// is cdc.source.lsn (PostgreSQL's) or cdc.source.binlog_position (MySQL's
+// and MariaDB's). The position, unlike the offset, also
 // orders a change Kafka Connect sends again after a restart, or a
 // re-snapshot, behind the newer ones. `sequence_by: ""` keeps the offset.
 func (c *Config) sequenceDefaults(lines keyLines) {
@@ -376,7 +379,7 @@ func (c *Config) sequenceDefaults(lines keyLines) {
 		}
 		var found []string
 		for _, col := range t.Columns {
-			if col.Source == cdcPositionSource {
+			if slices.Contains(cdcPositionSources, col.Source) {
 				found = append(found, col.Name)
 			}
 		}
@@ -386,9 +389,10 @@ func (c *Config) sequenceDefaults(lines keyLines) {
 	})
 }
 
-// cdcPositionSource is the source of a Debezium change's position in
-// PostgreSQL's log, which grows with every change.
-const cdcPositionSource = "cdc.source.lsn"
+// cdcPositionSources are the sources of a Debezium change's position in
+// its database's log, which grows with every change: PostgreSQL's, and
+// MySQL's binlog position made one long.
+var cdcPositionSources = []string{"cdc.source.lsn", mapping.BinlogPositionSource}
 
 // namesColumns reports whether every name is a column's.
 func namesColumns(cols []mapping.Column, names []string) bool {
@@ -596,6 +600,9 @@ func (t TableConfig) validate(section string) []error {
 	if t.DeleteRetention <= 0 {
 		bad("delete_retention must be > 0, got %s", t.DeleteRetention)
 	}
+	if t.KeyIndexMemory < 0 {
+		bad("key_index_memory must be >= 0 (0: no key index), got %s", t.KeyIndexMemory)
+	}
 	if t.UpsertStrategy != UpsertDeletionVectors && t.UpsertStrategy != UpsertCopyOnWrite {
 		bad("upsert_strategy: unknown %q (want %s or %s)", t.UpsertStrategy, UpsertDeletionVectors, UpsertCopyOnWrite)
 	}
@@ -632,6 +639,11 @@ func (t TableConfig) mappingConfig(section string, schemas *schemareg.Registry) 
 // DefaultDeleteRetention is how long an upsert table ordered by a
 // sequence_by column remembers a deleted key's sequence.
 const DefaultDeleteRetention = 7 * 24 * time.Hour
+
+// DefaultKeyIndexMemory bounds an upsert table's key → file index
+// (upsert.KeyIndex): a quarter of the default memory budget, the filters
+// of about 1.6 million keys at 2.5 bytes a key.
+const DefaultKeyIndexMemory = 4 << 20
 
 // What table.write_mode may say.
 const (

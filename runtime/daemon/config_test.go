@@ -656,7 +656,8 @@ func TestREADMECDCExample(t *testing.T) {
 }
 
 // TestCDCSequenceDefault: a Debezium upsert table is ordered by its column
-// of the change's log position unless sequence_by says otherwise; `""`
+// of the change's log position (PostgreSQL's lsn, MySQL's binlog position)
+// unless sequence_by says otherwise; `""`
 // keeps the Kafka offset's order, and without such a column (or with two)
 // the offset orders too.
 func TestCDCSequenceDefault(t *testing.T) {
@@ -671,6 +672,8 @@ func TestCDCSequenceDefault(t *testing.T) {
 `
 	for _, tc := range []struct{ name, extra, want string }{
 		{"position column", "    - {name: pos, type: long, source: cdc.source.lsn}\n", "pos"},
+		{"binlog position column", "    - {name: pos, type: long, source: cdc.source.binlog_position}\n", "pos"},
+		{"lsn and binlog position", "    - {name: pos, type: long, source: cdc.source.lsn}\n    - {name: pos2, type: long, source: cdc.source.binlog_position}\n", ""},
 		{"given", "    - {name: pos, type: long, source: cdc.source.lsn}\n  sequence_by: seen\n", "seen"},
 		{"offset asked for", "    - {name: pos, type: long, source: cdc.source.lsn}\n  sequence_by: \"\"\n", ""},
 		{"no position column", "", ""},

@@ -369,7 +369,7 @@ func openRoute(ctx context.Context, cfg *Config, r Route, connectTimeout time.Du
 		return nil, fmt.Errorf("table %s: %w", uri, err)
 	}
 	route := actors.Route{Name: r.Table.Name, Topics: r.Topics, Where: r.Where, KeyColumns: view.Table.KeyColumns, CopyOnWrite: view.Table.UpsertStrategy == UpsertCopyOnWrite,
-		DeleteWhen: view.Table.DeleteWhen, SequenceBy: view.Table.SequenceBy, App: ec.App, FlushInterval: ec.FlushInterval,
+		DeleteWhen: view.Table.DeleteWhen, SequenceBy: view.Table.SequenceBy, KeyIndexMemory: int64(view.Table.KeyIndexMemory), App: ec.App, FlushInterval: ec.FlushInterval,
 		FlushMaxBytes: ec.FlushMaxBytes, Writer: &ec.Writer, Maintenance: &ec.Maintenance,
 		Table: tbl, Mapper: mapper, TableSchema: tableSchema, PartitionColumns: snap.PartitionColumns()}
 	if r.TopicRegex != "" {

@@ -39,9 +39,12 @@ type rig struct {
 	dirs    map[string]string // table directory by table name
 	group   string
 	rng     *rand.Rand
+	// source is the source table's rows: what every Delta table must hold.
+	source func() map[int64]account
 }
 
-func newRig(t *testing.T) *rig {
+// startRig starts the CDC rig with database db (cdc.sh start DB).
+func startRig(t *testing.T, db string) *rig {
 	if testing.Short() {
 		t.Skip("real servers; skipped with -short")
 	}
@@ -49,7 +52,7 @@ func newRig(t *testing.T) *rig {
 	r := &rig{t: t, group: scenario.Unique("cdc-group"), dirs: map[string]string{}, rng: rand.New(rand.NewPCG(3, 4)),
 		servers: scenario.Servers{Brokers: brokers, NATSURL: testenv.NATS(t), S3: testenv.MinIO(t)}}
 	r.env = append(os.Environ(), "DELTAFLOW_STATE="+t.TempDir(), "CDC_KAFKA_BROKERS="+strings.Join(brokers, ","))
-	r.cdc("start")
+	r.cdc("start", db)
 	t.Cleanup(func() {
 		cmd := exec.Command(filepath.Join(scenario.RepoRoot(t), "scripts", "cdc.sh"), "stop")
 		cmd.Env = r.env
@@ -57,6 +60,12 @@ func newRig(t *testing.T) *rig {
 			t.Logf("cdc.sh stop: %v\n%s", err, out)
 		}
 	})
+	return r
+}
+
+func newRig(t *testing.T) *rig {
+	r := startRig(t, "postgres")
+	r.source = r.postgres
 	// amount is a numeric(12,2) (Debezium's Decimal: negative, zero and
 	// positive), price a numeric without precision (its
 	// VariableScaleDecimal, of up to 20 fraction digits), tier a
@@ -151,10 +160,16 @@ type account struct {
 // postgres is SELECT * FROM accounts, price rounded to its column's scale.
 func (r *rig) postgres() map[int64]account {
 	r.t.Helper()
+	return accounts(r.sql("SELECT id, name, balance, amount, price::numeric(20,4), tier FROM accounts"), ",")
+}
+
+// accounts are the rows of a client's output, fields separated by sep:
+// id, name, balance, and the decimals amount, price and tier if there.
+func accounts(rows, sep string) map[int64]account {
 	out := map[int64]account{}
-	sc := bufio.NewScanner(strings.NewReader(r.sql("SELECT id, name, balance, amount, price::numeric(20,4), tier FROM accounts")))
+	sc := bufio.NewScanner(strings.NewReader(rows))
 	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
+		f := append(strings.Split(sc.Text(), sep), "", "", "")
 		id, _ := strconv.ParseInt(f[0], 10, 64)
 		bal, _ := strconv.ParseInt(f[2], 10, 64)
 		out[id] = account{name: f[1], balance: bal, amount: f[3], price: f[4], tier: f[5]}
@@ -190,12 +205,12 @@ func (r *rig) delta(name string) map[int64]account {
 	return out
 }
 
-// runUntilEqual runs `deltaflow run --until-latest` until both tables
-// equal PostgreSQL's (Debezium streams behind the statements), for at most
-// a minute.
+// runUntilEqual runs `deltaflow run --until-latest` until every table
+// equals the source's (Debezium streams behind the statements), for at
+// most a minute.
 func (r *rig) runUntilEqual(when string) {
 	r.t.Helper()
-	want := r.postgres()
+	want := r.source()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		r.run(true)
@@ -211,7 +226,7 @@ func (r *rig) runUntilEqual(when string) {
 		if time.Now().After(deadline) {
 			for name := range r.dirs {
 				got := r.delta(name)
-				r.t.Errorf("%s: %s holds %d rows, PostgreSQL %d: %s", when, name, len(got), len(want), scenario.MapDiff(got, want))
+				r.t.Errorf("%s: %s holds %d rows, the source table %d: %s", when, name, len(got), len(want), scenario.MapDiff(got, want))
 			}
 			return
 		}
