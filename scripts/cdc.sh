@@ -172,8 +172,10 @@ as_user() {
 	local user="$1"
 	shift
 	if [[ "$(id -u)" == 0 ]]; then
-		# From /: the caller's directory may be closed to the user.
-		(cd / && runuser -u "$user" -- "$@")
+		# From /, with /tmp for temporary files: the caller's directory and
+		# TMPDIR (the test runner's is private to root) may be closed to
+		# the user.
+		(cd / && runuser -u "$user" -- env TMPDIR=/tmp "$@")
 	else
 		"$@"
 	fi
