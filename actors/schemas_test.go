@@ -150,22 +150,7 @@ func committedRecords(h *harness) int64 {
 // records of both versions are committed once each, the newer ones with
 // the field's values and the older ones null in it.
 func TestSchemaEvolutionAddsColumns(t *testing.T) {
-	fake, reg, v1, latest := plugRegistry(t)
-	v2, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugV2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := registryHarness(t, reg, mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest, Evolve: true})
-	produceWire(h, v1, plugV1, 0, 20)
-	produceWire(h, v2, plugV2, 20, 40)
-	produceWire(h, v1, plugV1, 40, 60)
-	r := h.start(Config{}, nil)
-	defer r.stop(t)
-	h.waitCommitted(r, 30*time.Second)
-	s, err := h.table.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, s, _ := evolvingRun(t, plugV2, 20)
 	schema, _ := s.Schema()
 	if f := schema.Field("volts"); f == nil || f.Type != delta.Double || !f.Nullable {
 		t.Fatalf("table schema %v: want a nullable double column volts", schema.Fields)
@@ -191,24 +176,9 @@ func TestSchemaEvolutionAddsColumns(t *testing.T) {
 // schemas are committed: before, the committer retried the schema change
 // forever and the table committed nothing more.
 func TestSchemaEvolutionRefusedByTheTable(t *testing.T) {
-	fake, reg, v1, latest := plugRegistry(t)
 	const plugNTZ = `{"type":"record","name":"Plug","fields":[{"name":"id","type":"string"},{"name":"seq","type":"long"},
 		{"name":"at","type":["null",{"type":"long","logicalType":"local-timestamp-micros"}],"default":null}]}`
-	ntz, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: plugNTZ})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := registryHarness(t, reg, mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest, Evolve: true})
-	produceWire(h, v1, plugV1, 0, 20)
-	produceWire(h, ntz, plugNTZ, 20, 30)
-	produceWire(h, v1, plugV1, 30, 50)
-	r := h.start(Config{}, nil)
-	defer r.stop(t)
-	h.waitCommitted(r, 30*time.Second)
-	s, err := h.table.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, s, ntz := evolvingRun(t, plugNTZ, 10)
 	if schema, _ := s.Schema(); schema.Field("at") != nil {
 		t.Fatalf("table schema %v: the refused column was added", schema.Fields)
 	}
@@ -225,6 +195,31 @@ func TestSchemaEvolutionRefusedByTheTable(t *testing.T) {
 	if n := committedRecords(h); n != 50 {
 		t.Fatalf("the txns hold %d records, want all 50", n)
 	}
+}
+
+// evolvingRun runs an evolving Avro table over 20 records of plugV1, n of
+// schema next (registered after it) and 20 of plugV1 again, until every
+// one is committed, and returns the harness, the table's snapshot and
+// next's schema id.
+func evolvingRun(t *testing.T, next string, n int) (*harness, *delta.Snapshot, int) {
+	t.Helper()
+	fake, reg, v1, latest := plugRegistry(t)
+	id, _, err := fake.RegisterSchema(topic+"-value", sr.Schema{Schema: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := registryHarness(t, reg, mapping.Config{Format: mapping.Avro, Registry: reg, Schema: latest, Evolve: true})
+	produceWire(h, v1, plugV1, 0, 20)
+	produceWire(h, id, next, 20, 20+n)
+	produceWire(h, v1, plugV1, 20+n, 40+n)
+	r := h.start(Config{}, nil)
+	t.Cleanup(func() { r.stop(t) })
+	h.waitCommitted(r, 30*time.Second)
+	s, err := h.table.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, s, id
 }
 
 // registryHarness is newHarness with a table of mc's mapping, reading
