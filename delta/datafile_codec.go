@@ -3,6 +3,8 @@ package delta
 import (
 	"io"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/deltaflow/deltaflow/delta/internal/parquetfile"
 )
 
@@ -16,6 +18,7 @@ type (
 	Compression   = parquetfile.Compression
 	VariantValue  = parquetfile.VariantValue
 	ParquetSchema = parquetfile.ParquetSchema
+	NestedLeaf    = parquetfile.NestedLeaf
 )
 
 // The page codecs.
@@ -44,3 +47,16 @@ func NewParquetSchema(dataSchema *StructType) (*ParquetSchema, error) {
 func TruncateMinString(s string, prefixLen int) string {
 	return parquetfile.TruncateMinString(s, prefixLen)
 }
+
+// NestedLeaves is parquetfile.NestedLeaves: the Parquet leaves of a
+// struct, array or map column.
+func NestedLeaves(f *StructField) ([]NestedLeaf, error) { return parquetfile.NestedLeaves(f) }
+
+// AppendNested is parquetfile.AppendNested: the encoding of one nested
+// column value that a mapped row carries.
+func AppendNested(dst []byte, leaves []parquet.Value) []byte {
+	return parquetfile.AppendNested(dst, leaves)
+}
+
+// IsNested is parquetfile.IsNested.
+func IsNested(t DataType) bool { return parquetfile.IsNested(t) }
