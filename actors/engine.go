@@ -115,7 +115,9 @@ type Route struct {
 	SequenceBy  string
 	DeletedKeys upsert.DeletedKeys
 	// KeyIndexMemory, in an upsert table, bounds its key → file index
-	// (upsert.KeyIndex); none when not positive.
+	// (upsert.KeyIndex); none when not positive. It is counted in the
+	// table's MemoryBudget share, of which it takes at most half: the
+	// buffers get the rest.
 	KeyIndexMemory int64
 	// DeleteWhen, in an upsert table, is a filter (Where's language) that
 	// makes a row that passes it a delete of its key: a compacted topic's
@@ -356,8 +358,9 @@ func NewEngine(cfg Config, deps Deps, routes ...Route) (*Engine, error) {
 		}
 		names[r.Name] = true
 		r.withDefaults(cfg)
+		r.KeyIndexMemory = keyIndexMemory(r, shares[i])
 		t := &table{route: r, committer: actor.NewPID(system.Address(), committerName(r.Name)), reg: newRegistry(),
-			budget: NewBudget(shares[i], cfg.MaxUnfinishedEpochs), metrics: deps.Metrics.Table(r.Name),
+			budget: NewBudget(shares[i]-r.KeyIndexMemory, cfg.MaxUnfinishedEpochs), metrics: deps.Metrics.Table(r.Name),
 			health: deps.Health.Table(r.Name), logger: deps.Logger.With("table", r.Name)}
 		var err error
 		if t.where, err = optionalWhere(r.Mapper, r.Where); err != nil {
@@ -424,6 +427,16 @@ func memoryShares(budget int64, routes []Route) ([]int64, error) {
 		}
 	}
 	return shares, nil
+}
+
+// keyIndexMemory is what route r's key index may hold of its memory
+// share: its KeyIndexMemory, at most half the share, so that the buffers
+// keep room to read on; 0 without an index (not an upsert table).
+func keyIndexMemory(r Route, share int64) int64 {
+	if len(r.KeyColumns) == 0 || r.KeyIndexMemory <= 0 {
+		return 0
+	}
+	return min(r.KeyIndexMemory, share/2)
 }
 
 // unroutedFor says whether table i's readers of topic decide which of
@@ -624,6 +637,9 @@ func (e *Engine) tableConfig(i int, t *table) (*committerConfig, error) {
 			// A new index with each schema: a key column's encoding may
 			// change with it (an integer widened to a decimal).
 			up = &upsert.Table{Keys: keys, CopyOnWrite: r.CopyOnWrite, Writer: writer, Index: upsert.NewKeyIndex(r.KeyIndexMemory)}
+			if up.Index != nil {
+				up.Index.Observe(func(b int64) { t.metrics.KeyIndexBytes.Set(float64(b)) })
+			}
 			if r.SequenceBy != "" {
 				if up.Sequence, err = upsert.NewSequence(m.DataSchema(), r.SequenceBy); err != nil {
 					return nil, fmt.Errorf("engine: table %s: sequence_by: %w", r.Name, err)

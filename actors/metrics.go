@@ -33,6 +33,9 @@ type Metrics struct {
 	CommitLatency prometheus.Observer
 	EpochDuration prometheus.Observer
 	BufferedBytes prometheus.Gauge
+	// KeyIndexBytes is what an upsert table's key → file index holds (its
+	// part of the table's memory share).
+	KeyIndexBytes prometheus.Gauge
 	DLQWaiting    prometheus.Gauge // dead letters an epoch waits to see acknowledged
 	DLQFull       prometheus.Gauge // 1 while the DLQ stream refuses letters for want of room
 	Restarts      *prometheus.CounterVec
@@ -109,6 +112,7 @@ type metricVecs struct {
 	filtered, corruptCheckpoints, staleChanges     *prometheus.CounterVec
 	commitLatency, epochDuration, maintenanceTimes *prometheus.HistogramVec
 	buffered, dlqWaiting, dlqFull, tableVersion    *prometheus.GaugeVec
+	keyIndex                                       *prometheus.GaugeVec
 	lastCommit, newestEvent, pending, held         *prometheus.GaugeVec
 	pendingSeconds                                 *prometheus.GaugeVec
 }
@@ -171,6 +175,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		epochDuration: histogram("deltaflow_epoch_duration_seconds", "Time from sealing an epoch to its commit.",
 			prometheus.ExponentialBuckets(0.01, 2, 14)),
 		buffered: gauge("deltaflow_buffered_bytes", "Bytes of rows buffered and not yet uploaded (the table's share of backpressure.memory_budget)."),
+		keyIndex: gauge("deltaflow_key_index_bytes",
+			"Bytes an upsert table's key → file index holds (Bloom filters of its files' keys), within table.key_index_memory, which is counted in the table's share of backpressure.memory_budget."),
 		dlqWaiting: gauge("deltaflow_dlq_waiting_letters",
 			"Dead letters of the epoch being committed that the DLQ stream has not acknowledged yet; the epoch's commit waits for them."),
 		dlqFull: gauge("deltaflow_dlq_full",
@@ -231,7 +237,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(v.records, v.deadLetters, v.rows, v.files, v.bytes, v.commits, v.conflicts, v.commitLatency,
-			v.epochDuration, v.buffered, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
+			v.epochDuration, v.buffered, v.keyIndex, v.dlqWaiting, v.dlqFull, v.restarts, v.tableVersion, v.lastCommit, v.newestEvent,
 			v.futureEvents, v.maintenanceRuns, v.maintenanceTimes, v.pending, v.pendingSeconds, v.dataLoss, v.dataLossRecords, v.held, v.filtered, v.corruptCheckpoints, v.staleChanges,
 			m.FetchPaused, m.Paused, m.Lag, m.Errors, m.Retries, m.Stalled, m.Unrouted)
 	}
@@ -259,6 +265,7 @@ func (m *Metrics) Table(name string) *Metrics {
 		CommitLatency:       v.commitLatency.WithLabelValues(name),
 		EpochDuration:       v.epochDuration.WithLabelValues(name),
 		BufferedBytes:       v.buffered.WithLabelValues(name),
+		KeyIndexBytes:       v.keyIndex.WithLabelValues(name),
 		DLQWaiting:          v.dlqWaiting.WithLabelValues(name),
 		DLQFull:             v.dlqFull.WithLabelValues(name),
 		Restarts:            v.restarts.MustCurryWith(l),

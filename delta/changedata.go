@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -50,20 +49,19 @@ type ChangeDataWriter struct {
 }
 
 // CreateChangeDataFile starts a change data file of the partition with
-// partitionValues (as the partition's add actions hold them) of a table
-// with schema table, named as Spark names them:
+// partitionValues (keyed by column name) of a table with schema table,
+// named as Spark names them:
 // "_change_data/<partition dir>/cdc-00000-<uuid>.c000.<codec>.parquet".
 // The file has no statistics (its action carries none) and no
-// materialized partition columns. Column mapping is not supported.
+// materialized partition columns. Under column mapping its data columns
+// and its action's partition values use physical names, and columns carry
+// their ids as field ids, as the table's data files (WriteDataFile);
+// _change_type keeps its name and has no id: Spark reads it by name in
+// every mapping mode (DeltaColumnMapping's internal columns).
 func CreateChangeDataFile(ctx context.Context, store storage.Store, table *StructType, partitionColumns []string,
 	partitionValues map[string]*string, opts WriterOptions) (*ChangeDataWriter, error) {
-	data := schema.DataSchema(table, partitionColumns)
-	for i := range data.Fields {
-		if f := &data.Fields[i]; PhysicalName(f) != f.Name {
-			return nil, fmt.Errorf("change data file: column %q has physical name %q: column mapping is not supported", f.Name, PhysicalName(f))
-		}
-	}
-	file := &StructType{Fields: append(slices.Clone(data.Fields), StructField{Name: ChangeTypeColumn, Type: String, Nullable: true})}
+	data := PhysicalSchema(schema.DataSchema(table, partitionColumns))
+	file := &StructType{Fields: append(data.Fields, StructField{Name: ChangeTypeColumn, Type: String, Nullable: true})}
 	name := fmt.Sprintf("cdc-00000-%s.c000.%s.parquet", uuid.NewString(), opts.Compression)
 	if opts.Compression == Uncompressed {
 		name = fmt.Sprintf("cdc-00000-%s.c000.parquet", uuid.NewString())
@@ -73,7 +71,7 @@ func CreateChangeDataFile(ctx context.Context, store storage.Store, table *Struc
 		key = ChangeDataDir + "/" + dir + "/" + name
 	}
 	opts.NoColumnStats, opts.Partitions = true, nil
-	w, err := createDataFile(ctx, store, key, file, 0, partitionValues, opts)
+	w, err := createDataFile(ctx, store, key, file, 0, PhysicalPartitionValues(table, partitionValues), opts)
 	if err != nil {
 		return nil, fmt.Errorf("change data file %s: %w", key, err)
 	}

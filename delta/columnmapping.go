@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -31,11 +32,18 @@ const (
 // PhysicalName is schema.PhysicalName.
 func PhysicalName(f *StructField) string { return schema.PhysicalName(f) }
 
-// PhysicalSchema returns schema with every field (nested ones too) named by
-// its physical name, metadata kept: the schema of the data files. Without
-// column mapping it equals schema.
+// PhysicalSchema returns schema with every top-level column named by its
+// physical name, metadata kept: the schema data files are written with.
+// Nested fields keep their display names, which the values of struct
+// columns are keyed by (as RowReader returns them); the Parquet writer
+// names them by their physical names (NewParquetSchema). Without column
+// mapping it equals schema.
 func PhysicalSchema(schema *StructType) *StructType {
-	return cloneType(schema, func(f *StructField) { f.Name = PhysicalName(f) }).(*StructType)
+	out := &StructType{Fields: slices.Clone(schema.Fields)}
+	for i := range out.Fields {
+		out.Fields[i].Name = PhysicalName(&out.Fields[i])
+	}
+	return out
 }
 
 // MapColumns returns the columns of data (a subset of the table's columns,

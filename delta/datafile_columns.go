@@ -90,7 +90,9 @@ func leafColumns(f *parquet.File, schema *StructType, cols []string) ([]int, err
 		if field == nil {
 			return nil, fmt.Errorf("no column %q in the table's schema", name)
 		}
-		if _, ok := field.Type.(PrimitiveType); !ok || field.Type == Variant {
+		// A decimal is one leaf too (INT32, INT64 or FIXED_LEN_BYTE_ARRAY).
+		_, decimal := field.Type.(DecimalType)
+		if _, ok := field.Type.(PrimitiveType); !decimal && (!ok || field.Type == Variant) {
 			return nil, fmt.Errorf("column %q is not a primitive column", name)
 		}
 		l, ok := leafOf[PhysicalName(field)]

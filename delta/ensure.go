@@ -83,14 +83,15 @@ func checkTypeFeatures(uri string, p *Protocol, schema *StructType) error {
 // partitioned by partitionColumns, as a streaming writer does before it
 // starts: a missing table is created with createConf as its configuration,
 // and a schema that adds nullable columns (or relaxes nullability) to the
-// table's, or widens a data column's type where the table allows it
-// (TypeWideningAllowed, schema.CanWiden), is committed as a schema
-// evolution. An incompatible change is refused with a *SchemaChangeError (a
-// column's type, a widening the table does not allow, a partition column's
-// type) or a *PartitioningError, and nothing is committed; so is a
-// timestamp_ntz column, new or not, of a table whose protocol lacks the
-// timestampNtz feature (a *FeatureNotEnabledError: a table created here
-// gets it). It returns the snapshot to append to.
+// table's, adds nullable fields to its struct columns (at any depth:
+// schema.MergeSchema), or widens a data column's type where the table
+// allows it (TypeWideningAllowed, schema.CanWiden), is committed as a
+// schema evolution. An incompatible change is refused with a
+// *SchemaChangeError (a column's type, a widening the table does not
+// allow, a partition column's type) or a *PartitioningError, and nothing
+// is committed; so is a timestamp_ntz column, new or not, of a table
+// whose protocol lacks the timestampNtz feature (a *FeatureNotEnabledError:
+// a table created here gets it). It returns the snapshot to append to.
 func (t *Table) EnsureSchema(ctx context.Context, next *StructType, partitionColumns []string, createConf map[string]string) (*Snapshot, Ensured, error) {
 	var done Ensured
 	uri := t.store.URI()
@@ -135,7 +136,7 @@ func (t *Table) EnsureSchema(ctx context.Context, next *StructType, partitionCol
 		switch cf := current.Field(f.Name); {
 		case cf == nil:
 			done.Added = append(done.Added, f.Name)
-		case schema.TypeName(cf.Type) != schema.TypeName(f.Type):
+		case schema.CanWiden(cf.Type, f.Type): // not a struct's new fields
 			done.Widened = append(done.Widened, f.Name)
 		}
 	}

@@ -62,7 +62,9 @@ func TestSpark4(t *testing.T) {
 			reads = append(reads, spark4Ops(t, root, name, spark4Refusals[name])...)
 		})
 	}
-	t.Run("ours", func(t *testing.T) { reads = append(reads, ourVariantTable(t, root), ourWidenedTable(t, root)) })
+	t.Run("ours", func(t *testing.T) {
+		reads = append(reads, ourVariantTable(t, root), ourWidenedTable(t, root), ourNestedTable(t, root))
+	})
 	t.Run("spark", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("starts a Spark 4 JVM")

@@ -21,6 +21,12 @@ type avroValues struct {
 	root  *avroType
 	slots []avroSlot // by plan node
 	steps int        // what the record may still cost (avroBudget)
+	// spans are the bytes of the values of the nodes nested columns read
+	// (nil: absent), walked again along nests when cast.
+	spans [][]byte
+	nests []*avroNest // by nestedColumn.idx; nil: the schema has no such field
+	nest  nestedBuilder
+	leaf  avroSlot // a nested column's scalar, read
 }
 
 // avroKind is a decoded value's kind; avroType's kind is one too.
@@ -109,7 +115,7 @@ var (
 // schema of a registry topic), a path the schema does not have is null
 // rather than an error: the field was removed, or not added yet.
 func compileAvro(schema *avroSchema, p *plan, lenient bool) (func(p *plan) values, error) {
-	c := avroCompiler{p: p, shared: map[*avroNode]*avroType{}, lenient: lenient}
+	c := avroCompiler{p: p, shared: map[*avroNode]*avroType{}, lenient: lenient, at: map[int]*avroNode{}}
 	root, err := c.compile(schema.root, 0, "")
 	if err != nil {
 		return nil, err
@@ -117,8 +123,18 @@ func compileAvro(schema *avroSchema, p *plan, lenient bool) (func(p *plan) value
 	if root.kind != avRecord {
 		return nil, fmt.Errorf("the schema is a %s, not a record", avroKindNames[root.kind])
 	}
+	nests := make([]*avroNest, p.nestedCols)
+	for i := range p.cols {
+		col := &p.cols[i]
+		if col.nested == nil || c.at[col.node] == nil {
+			continue
+		}
+		if nests[col.nested.idx], err = c.pair(c.at[col.node], col.nested.root); err != nil {
+			return nil, err
+		}
+	}
 	return func(p *plan) values {
-		return &avroValues{p: p, root: root, slots: make([]avroSlot, len(p.nodes))}
+		return &avroValues{p: p, root: root, slots: make([]avroSlot, len(p.nodes)), spans: make([][]byte, len(p.nodes)), nests: nests}
 	}, nil
 }
 
@@ -127,6 +143,7 @@ type avroCompiler struct {
 	p       *plan
 	shared  map[*avroNode]*avroType // unbound types, by node: a recursive one compiles once
 	lenient bool
+	at      map[int]*avroNode // the schema's type at each plan node read
 }
 
 // compile compiles n for plan node (-1: none reads it); path names it in
@@ -143,6 +160,9 @@ func (c *avroCompiler) compile(n *avroNode, node int, path string) (*avroType, e
 		found := map[int]bool{}
 		for _, f := range n.fields {
 			child := c.child(node, f.name)
+			if child >= 0 {
+				c.at[child] = f.typ
+			}
 			ft, err := c.compile(f.typ, child, joinField(path, f.name))
 			if err != nil {
 				return nil, err
@@ -163,6 +183,7 @@ func (c *avroCompiler) compile(n *avroNode, node int, path string) (*avroType, e
 		}
 		t := &avroType{kind: avMap, items: values}
 		for _, ch := range c.p.nodes[node].children {
+			c.at[ch] = n.items
 			vt, err := c.compile(n.items, ch, joinField(path, c.p.nodes[ch].key))
 			if err != nil {
 				return nil, err
@@ -304,6 +325,7 @@ func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
 
 func (v *avroValues) resolve(value []byte) error {
 	clear(v.slots)
+	clear(v.spans)
 	v.steps = avroBudget*len(value) + 64
 	rest, err := v.read(v.root, value, 0, 0)
 	switch {
@@ -324,11 +346,50 @@ func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error
 	if v.steps--; v.steps < 0 {
 		return nil, errAvroItems
 	}
+	switch t.kind {
+	case avUnion:
+		n, rest, err := readIndex(b, len(t.branches), errAvroBranch)
+		if err != nil {
+			return nil, err
+		}
+		return v.read(t.branches[n], rest, node, depth+1)
+	case avRecord:
+		if node >= 0 {
+			v.markContainer(node, avRecord)
+		}
+		var err error
+		for i := range t.fields {
+			if b, err = v.readAt(t.fields[i].typ, b, t.fields[i].node, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	case avArray, avMap:
+		if node >= 0 {
+			v.markContainer(node, t.kind)
+		}
+		return v.readBlocks(t, b, depth)
+	}
 	var s *avroSlot
-	if node >= 0 && t.kind != avRecord && t.kind != avUnion && t.kind != avMap {
+	if node >= 0 {
 		s = &v.slots[node]
 		s.set, s.kind = true, t.kind
 	}
+	return readScalar(t, b, s)
+}
+
+// readAt is read, keeping the bytes of the value of a node a nested
+// column reads.
+func (v *avroValues) readAt(t *avroType, b []byte, node, depth int) ([]byte, error) {
+	rest, err := v.read(t, b, node, depth)
+	if err == nil && node >= 0 && v.p.nodes[node].span {
+		v.spans[node] = b[:len(b)-len(rest)]
+	}
+	return rest, err
+}
+
+// readScalar reads a value of scalar type t into s (nil: skip it).
+func readScalar(t *avroType, b []byte, s *avroSlot) ([]byte, error) {
 	switch t.kind {
 	case avNull:
 		if s != nil {
@@ -402,28 +463,6 @@ func (v *avroValues) read(t *avroType, b []byte, node, depth int) ([]byte, error
 			s.kind, s.b = avString, t.symbols[n]
 		}
 		return rest, nil
-	case avUnion:
-		n, rest, err := readIndex(b, len(t.branches), errAvroBranch)
-		if err != nil {
-			return nil, err
-		}
-		return v.read(t.branches[n], rest, node, depth+1)
-	case avRecord:
-		if node >= 0 {
-			v.markContainer(node, avRecord)
-		}
-		var err error
-		for i := range t.fields {
-			if b, err = v.read(t.fields[i].typ, b, t.fields[i].node, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
-	case avArray, avMap:
-		if node >= 0 {
-			v.markContainer(node, t.kind)
-		}
-		return v.readBlocks(t, b, depth)
 	}
 	return nil, fmt.Errorf("unknown kind %d", t.kind)
 }
@@ -470,7 +509,7 @@ func (v *avroValues) readBlocks(t *avroType, b []byte, depth int) ([]byte, error
 				for _, k := range t.keys {
 					if k.name == string(key) {
 						item = k.node
-						if b, err = v.read(k.typ, b, item, depth+1); err != nil {
+						if b, err = v.readAt(k.typ, b, item, depth+1); err != nil {
 							return nil, err
 						}
 						break
@@ -529,12 +568,26 @@ func readBytes(b []byte) (body, rest []byte, err error) {
 
 // cast converts the value read for column c's node.
 func (v *avroValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	if c.nested != nil {
+		return v.castNested(c, a, out)
+	}
 	s := &v.slots[c.node]
 	if !s.set {
 		out.null = true
 		return ok, nil
 	}
+	return castSlot(c, s, a, out)
+}
+
+// castSlot converts value s, read, into column (or nested leaf) c.
+func castSlot(c *planColumn, s *avroSlot, a *Arena, out *cell) (failure, []byte) {
 	switch s.kind {
+	case avBytes, avFixed:
+		if c.kind != kBinary {
+			return failType, nil
+		}
+		out.b = a.Copy(s.b)
+		return ok, nil
 	case avString:
 		if c.kind != kString {
 			return failType, nil

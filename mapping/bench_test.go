@@ -53,6 +53,17 @@ func cpuTime() time.Duration {
 
 func BenchmarkMapSensor(b *testing.B) { benchMap(b, newDefault(b, Strict), sensorMix(4096)) }
 
+// BenchmarkMapJSONNested maps a record with struct, array and map
+// columns (nestedJSONConfig): the walk of each, its leaves encoded and
+// copied into the arena.
+func BenchmarkMapJSONNested(b *testing.B) {
+	m, err := New(nestedJSONConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchMap(b, m, []*Record{{Value: []byte(nestedRecord)}})
+}
+
 // benchMap maps recs with m over and over, as a reader does (the arena
 // reset at each flush), and reports records per second.
 func benchMap(b *testing.B, m *Mapper, recs []*Record) {

@@ -138,10 +138,15 @@ type Column struct {
 	Name string `yaml:"name"`
 	// Type is string, boolean, integer, long, float, double, timestamp,
 	// timestamp_ntz (a local date-time: no zone), date, decimal(p,s)
-	// (1 ≤ p ≤ 38, 0 ≤ s ≤ p) or variant. A variant
+	// (1 ≤ p ≤ 38, 0 ≤ s ≤ p), binary, variant, or in Spark's DDL a
+	// struct<name: type, …>, array<type> or map<string, type> of them
+	// (nested at will; no variant inside). A variant
 	// (JSON path sources only) holds a JSON value as Spark's parse_json
 	// makes it; a JSON string is parsed as JSON text (raw_payload's source,
-	// payload, is one), any other value is taken as it is.
+	// payload, is one), any other value is taken as it is. A struct,
+	// array or map column holds the value its source addresses (a JSON
+	// object or array, an Avro record, array or map, a Protobuf message,
+	// repeated field or map), its scalars cast as a column of their type.
 	Type string `yaml:"type"`
 	// Source says where the value comes from (default: the column name as a
 	// JSON path): a dot-separated JSON path ("payload.power", descending
@@ -236,7 +241,7 @@ var allowedTypes = map[sourceKind][]delta.PrimitiveType{
 var columnTypes = map[string]delta.PrimitiveType{
 	"string": delta.String, "boolean": delta.Boolean, "integer": delta.Integer, "long": delta.Long,
 	"float": delta.Float, "double": delta.Double, "timestamp": delta.Timestamp, "date": delta.Date,
-	"variant": delta.Variant, "timestamp_ntz": delta.TimestampNTZ,
+	"variant": delta.Variant, "timestamp_ntz": delta.TimestampNTZ, "binary": delta.Binary,
 }
 
 // parsedSource is a validated source.
@@ -297,6 +302,9 @@ func (c Config) compileColumns() ([]compiledColumn, error) {
 		}
 		if src.kind == srcKeyPath && typ == delta.Variant {
 			return nil, fmt.Errorf("%s.type: a variant column reads the value, not the key (%s)", key, col.Source)
+		}
+		if src.kind == srcKeyPath && delta.IsNested(typ) {
+			return nil, fmt.Errorf("%s.type: a %s column reads the value, not the key (%s)", key, typ, col.Source)
 		}
 		if src.kind == srcBinlogPosition && c.CDC == "" {
 			return nil, fmt.Errorf("%s.source: %s reads a Debezium change event's source: it needs cdc: debezium", key, col.Source)

@@ -14,8 +14,8 @@ import (
 // (io.debezium.data.VariableScaleDecimal), which carries its own.
 const connectDecimalName = "org.apache.kafka.connect.data.Decimal"
 
-// connectDecimal casts a change event's decimal string s into decimal
-// column c: at the scale its field's schema gives; without schemas.enable
+// connectDecimal casts a change event's (or its key's) decimal string s
+// into decimal column c: at the scale its field's schema gives; without schemas.enable
 // at the column's own scale, the only one known (so a numeric(p,s) needs a
 // decimal column of the same scale). A field the schema has as anything
 // but a Decimal (decimal.handling.mode=string makes a string) is read as
@@ -65,12 +65,15 @@ func (j *jsonValues) castUnscaled(c *planColumn, s []byte, from int, out *cell) 
 
 // fieldSchema is the schema (schemas.enable) of the field at a column's
 // source path in a change event: cdc.<path> in the envelope, any other
-// path in the row image. Nil without a schema, or one without the field.
+// path in the row image; in a record key (no change event), the key's own
+// field. Nil without a schema, or one without the field.
 func (j *jsonValues) fieldSchema(path []string) *fastjson.Value {
 	s := j.schema
-	if len(path) > 1 && path[0] == "cdc" {
+	switch {
+	case !j.p.cdc:
+	case len(path) > 1 && path[0] == "cdc":
 		path = path[1:]
-	} else {
+	default:
 		s = schemaField(s, j.image)
 	}
 	for _, name := range path {

@@ -217,3 +217,50 @@ func TestMapDebeziumDecimals(t *testing.T) {
 		}
 	}
 }
+
+// A numeric(10,2) primary key is in the record key as Debezium writes a
+// decimal in the value: the base64 of its unscaled value, its scale in the
+// key's schema with schemas.enable. A column reading it (kafka.key.id)
+// decodes it as the value's columns do: at the schema's scale (rescaled
+// into a column of another), else at the column's own. The records are
+// the real Debezium's (testdata/debezium/ledger*.jsonl: scripts/cdc.sh,
+// `CREATE TABLE ledger (id numeric(10,2) PRIMARY KEY, note text)`, 12.50,
+// -0.01 and 99999999.99 read by the snapshot, 12.50 updated, -0.01
+// deleted, 99999999.99 moved to 7.00).
+func TestMapDebeziumDecimalKey(t *testing.T) {
+	cfg := Config{KeyFormat: JSON, Tombstones: true, CDC: CDCDebezium, Columns: []Column{
+		{Name: "id", Type: "decimal(10,2)", Source: "kafka.key.id", Required: true},
+		{Name: "wide", Type: "decimal(14,4)", Source: "kafka.key.id"},
+		{Name: "note", Type: "string"},
+	}}
+	// The keys' unscaled values at scale 2, by record; 0: a tombstone.
+	keys := []int64{1250, -1, 9999999999, 1250, -1, 0, 9999999999, 0, 700}
+	for file, wideScale := range map[string]int64{"testdata/debezium/ledger.jsonl": 1, "testdata/debezium/ledger-schemas.jsonl": 100} {
+		m, err := New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples := debeziumSamples(t, file)
+		if len(samples) != len(keys) {
+			t.Fatalf("%s: %d samples, want %d", file, len(samples), len(keys))
+		}
+		for i, s := range samples {
+			var row Row
+			err := m.Map(&Record{Key: s.Key, Value: s.Value, Offset: s.Offset}, &row)
+			if keys[i] == 0 {
+				if !errors.Is(err, ErrSkip) {
+					t.Errorf("%s #%d (a tombstone): %v, want ErrSkip", file, i, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s #%d: %v", file, i, err)
+				continue
+			}
+			// Without the key's schema, wide reads the key at its own scale, 4.
+			if row.Values[0].Int64() != keys[i] || row.Values[1].Int64() != keys[i]*wideScale {
+				t.Errorf("%s #%d: id %v, wide %v; want unscaled %d, %d", file, i, row.Values[0], row.Values[1], keys[i], keys[i]*wideScale)
+			}
+		}
+	}
+}

@@ -63,9 +63,18 @@ func (x u128) less(y u128) bool { return x.hi < y.hi || (x.hi == y.hi && x.lo < 
 
 func (x u128) isZero() bool { return x.hi == 0 && x.lo == 0 }
 
-// parseColumnType is a column's type: a name in columnTypes, or
-// decimal(p,s) with 1 ≤ p ≤ 38 and 0 ≤ s ≤ p (spaces allowed inside).
+// parseColumnType is a column's type: a scalar type (parseScalarType),
+// or a struct, array or map of them (parseNestedType).
 func parseColumnType(name string) (delta.DataType, error) {
+	if strings.ContainsRune(name, '<') {
+		return parseNestedType(name)
+	}
+	return parseScalarType(name)
+}
+
+// parseScalarType is a name in columnTypes, or decimal(p,s) with
+// 1 ≤ p ≤ 38 and 0 ≤ s ≤ p (spaces allowed inside).
+func parseScalarType(name string) (delta.DataType, error) {
 	if t, ok := columnTypes[name]; ok {
 		return t, nil
 	}

@@ -100,6 +100,20 @@
 // Duplicate keys in an object: the first occurrence wins, compared after
 // unescaping ("device\u005fid" and "device_id" are the same key).
 //
+// Struct, array and map columns (types in Spark's DDL, nested.go) hold
+// the subtree their source addresses, walked along the compiled type by
+// the record's format (a JSON object or array, JSON text in a string; an
+// Avro record, array, map or union, re-read from the bytes the record's
+// walk kept for it; a Protobuf message, repeated field or map, read from
+// its message's bytes). Their scalars take the casting rules above, and a
+// failure anywhere names the path inside the column ("loc: field lat:
+// cannot cast \"x\" to double"). A struct's fields are found by name,
+// the first of duplicates; a map keeps its entries as the record has them,
+// a repeated key an entry each. The row carries the column as one value,
+// the encoding of its leaves' values with their Dremel levels
+// (delta.AppendNested), built in a reused buffer and copied into the
+// arena.
+//
 // # Allocation and the arena
 //
 // Map does not allocate in steady state (BenchmarkMapSensor reports 0

@@ -4,26 +4,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/valyala/fastjson"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 // ErrJSONSchemaTypeNotSupported is wrapped by the error of a JSON Schema
-// whose properties make no columns: objects, arrays, a property with no
-// type or several. The route names such properties in columns (a path to
-// their scalars, or a variant column for the whole value), or leaves them
-// out.
+// whose properties make no columns: a property with no type or several,
+// an object with neither properties nor additionalProperties' schema, an
+// array without items' schema, a recursive schema. The route names such
+// properties in columns (a path to their scalars, or a variant column for
+// the whole value), or leaves them out.
 var ErrJSONSchemaTypeNotSupported = errors.New("no column type for this JSON Schema type")
 
 // jsonSchemaColumns derives a table's columns from a JSON Schema of an
 // object, one per property in the schema's order: string → string (with
 // format date-time → timestamp, date → date), integer → long, number →
-// double, boolean → boolean; a type list or a oneOf/anyOf of null and one
-// type is that type, nullable. Every column is nullable: a property need
-// not be required, and a later version may drop it.
+// double, boolean → boolean, object → struct of its properties (or
+// without properties, map<string, T> of its additionalProperties'
+// schema), array → array of its items' schema; a type list or a
+// oneOf/anyOf of null and one type is that type, nullable. Every column,
+// struct field, element and value is nullable: a property need not be
+// required, and a later version may drop it.
 func jsonSchemaColumns(text string) ([]Column, error) {
 	props, err := jsonSchemaProperties(text)
 	if err != nil {
@@ -84,9 +91,19 @@ func jsonSchemaProperties(text string) ([]jsonSchemaProperty, error) {
 
 // jsonSchemaColumnType is the column type of a property's schema.
 func jsonSchemaColumnType(v, root *fastjson.Value) (string, error) {
-	v, err := jsonSchemaDeref(v, root)
+	t, err := jsonSchemaDataType(v, root, nil)
 	if err != nil {
 		return "", err
+	}
+	return typeDDL(t), nil
+}
+
+// jsonSchemaDataType is the Delta type of schema v; inside are the
+// object and array schemas v is in, to refuse a recursive one.
+func jsonSchemaDataType(v, root *fastjson.Value, inside []*fastjson.Value) (delta.DataType, error) {
+	v, err := jsonSchemaDeref(v, root)
+	if err != nil {
+		return nil, err
 	}
 	types := jsonSchemaTypes(v)
 	format := string(v.GetStringBytes("format"))
@@ -95,16 +112,16 @@ func jsonSchemaColumnType(v, root *fastjson.Value) (string, error) {
 			for _, b := range v.GetArray(key) {
 				b, err := jsonSchemaDeref(b, root)
 				if err != nil {
-					return "", err
+					return nil, err
 				}
 				bt := jsonSchemaTypes(b)
 				if len(bt) == 1 && bt[0] == "null" {
 					continue
 				}
 				if len(types) > 0 {
-					return "", fmt.Errorf("%s of several types", key)
+					return nil, fmt.Errorf("%s of several types", key)
 				}
-				types, format = bt, string(b.GetStringBytes("format"))
+				types, format, v = bt, string(b.GetStringBytes("format")), b
 			}
 		}
 	}
@@ -115,25 +132,68 @@ func jsonSchemaColumnType(v, root *fastjson.Value) (string, error) {
 		}
 	}
 	if len(nonNull) != 1 {
-		return "", fmt.Errorf("of %s: only one type (or it and null) makes a column", typeList(nonNull))
+		return nil, fmt.Errorf("of %s: only one type (or it and null) makes a column", typeList(nonNull))
 	}
 	switch nonNull[0] {
 	case "string":
 		switch format {
 		case "date-time":
-			return "timestamp", nil
+			return delta.Timestamp, nil
 		case "date":
-			return "date", nil
+			return delta.Date, nil
 		}
-		return "string", nil
+		return delta.String, nil
 	case "integer":
-		return "long", nil
+		return delta.Long, nil
 	case "number":
-		return "double", nil
+		return delta.Double, nil
 	case "boolean":
-		return "boolean", nil
+		return delta.Boolean, nil
+	case "object", "array":
+		if slices.Contains(inside, v) {
+			return nil, errors.New("a recursive schema: no column holds it")
+		}
+		inside = append(slices.Clip(inside), v)
 	}
-	return "", fmt.Errorf("an %s", nonNull[0])
+	if nonNull[0] == "array" {
+		items := v.Get("items")
+		if items == nil || items.Type() != fastjson.TypeObject {
+			return nil, errors.New("an array without one schema of its items")
+		}
+		elem, err := jsonSchemaDataType(items, root, inside)
+		if err != nil {
+			return nil, fmt.Errorf("items: %w", err)
+		}
+		return &delta.ArrayType{ElementType: elem, ContainsNull: true}, nil
+	}
+	if nonNull[0] != "object" {
+		return nil, fmt.Errorf("an %s", nonNull[0])
+	}
+	props := v.GetObject("properties")
+	if props == nil || props.Len() == 0 {
+		values := v.Get("additionalProperties")
+		if values == nil || values.Type() != fastjson.TypeObject {
+			return nil, errors.New("an object with neither properties nor a schema of its additionalProperties")
+		}
+		vt, err := jsonSchemaDataType(values, root, inside)
+		if err != nil {
+			return nil, fmt.Errorf("additionalProperties: %w", err)
+		}
+		return &delta.MapType{KeyType: delta.String, ValueType: vt, ValueContainsNull: true}, nil
+	}
+	st := &delta.StructType{}
+	props.Visit(func(k []byte, p *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		var ft delta.DataType
+		if ft, err = jsonSchemaDataType(p, root, inside); err != nil {
+			err = fmt.Errorf("property %s: %w", k, err)
+			return
+		}
+		st.Fields = append(st.Fields, delta.StructField{Name: string(k), Type: ft, Nullable: true})
+	})
+	return st, err
 }
 
 // jsonSchemaTypes is a schema's "type": one name or a list.

@@ -53,7 +53,10 @@ func TestJSONSchemaColumns(t *testing.T) {
 
 	for _, c := range []struct{ name, schema, want string }{
 		{"object property", `{"type":"object","properties":{"a":{"type":"string"},"loc":{"type":"object"},"tags":{"type":"array"}}}`,
-			"property loc: an object; property tags: an array"},
+			"property loc: an object with neither properties nor a schema of its additionalProperties; property tags: an array without one schema of its items"},
+		{"recursive", `{"type":"object","properties":{"tree":{"$ref":"#/definitions/Node"}},
+			"definitions":{"Node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/definitions/Node"}}}}}}`,
+			"property tree: property kids: items: a recursive schema: no column holds it"},
 		{"two types", `{"type":"object","properties":{"v":{"type":["string","number"]}}}`, "property v: of string, number"},
 		{"no type", `{"type":"object","properties":{"v":{}}}`, "property v: of no type"},
 		{"not an object", `{"type":"array"}`, "the schema is of array, not of an object"},
@@ -256,4 +259,40 @@ func FuzzMapJSONSchema(f *testing.F) {
 			t.Fatalf("%q: the validator on its own decoding says %v; Map says %v", body, verr, err)
 		}
 	})
+}
+
+// Objects and arrays make struct, array and map columns, read from the
+// records as JSON ones are.
+func TestJSONSchemaNestedColumns(t *testing.T) {
+	const schema = `{"type": "object", "properties": {
+		"id": {"type": "string"},
+		"loc": {"type": ["object", "null"], "properties": {"lat": {"type": "number"},
+			"inner": {"$ref": "#/definitions/Inner"}}},
+		"readings": {"type": "array", "items": {"type": "object", "properties": {
+			"at": {"type": "string", "format": "date-time"}, "tags": {"type": "array", "items": {"type": "string"}}}}},
+		"attrs": {"type": "object", "additionalProperties": {"type": "integer"}}},
+		"definitions": {"Inner": {"type": "object", "properties": {"floor": {"type": "integer"}}}}}`
+	schemas := &schemaMap{format: JSONSchema, schemas: map[int]string{1: schema}}
+	m, err := New(Config{Format: JSONSchema, Registry: schemas, Schema: schema}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range m.Schema().Fields {
+		got = append(got, f.Name+" "+typeDDL(f.Type))
+	}
+	want := "id string, loc struct<lat: double, inner: struct<floor: long>>, readings array<struct<at: timestamp, tags: array<string>>>, attrs map<string, long>"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("columns %s\nwant %s", strings.Join(got, ", "), want)
+	}
+	var row Row
+	rec := `{"id":"a","loc":{"lat":1.5,"inner":{"floor":2}},"readings":[{"at":"2026-06-22T09:15:30Z","tags":["x"]}],"attrs":{"n":3}}`
+	if err := m.Map(&Record{Value: wire(1, []byte(rec))}, &row); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{`0:r0d2=1.5 1:r0d3=2`, `0:r0d4=1782119730000000 1:r0d6="x"`, `0:r0d2="n" 1:r0d3=3`} {
+		if got := leafText(t, row.Values[i+1]); got != want {
+			t.Errorf("column %s: %s, want %s", m.Schema().Fields[i+1].Name, got, want)
+		}
+	}
 }

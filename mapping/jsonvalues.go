@@ -1,7 +1,9 @@
 package mapping
 
 import (
+	"encoding/base64"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -28,13 +30,30 @@ type jsonValues struct {
 	schema   *fastjson.Value // the record's schemas.enable schema, nil without
 	image    string          // the change event's row image: after or before
 	unscaled []byte          // scratch for a Debezium decimal's unscaled value
+	nest     nestedBuilder   // for struct, array and map columns
+	// nestParsers decode the JSON text of a nested column's string value,
+	// one per column: what one parses stays valid until the next record.
+	nestParsers []fastjson.Parser
+	// entries is the walk of the map being visited (visitEntry).
+	entries entryWalk
+	entryFn func(k []byte, v *fastjson.Value)
+}
+
+// entryWalk is where a walk of a map column's object is: its type, the
+// repetition level of its first entry, the entries seen, its failure.
+type entryWalk struct {
+	t    *nestedType
+	rep  int
+	n    int
+	fail failure
 }
 
 func newJSONValues(p *plan) values {
 	j := &jsonValues{p: p, vals: make([]*fastjson.Value, len(p.nodes)), objs: make([]*fastjson.Object, len(p.nodes)),
-		parsers: make([]fastjson.Parser, len(p.nodes))}
+		parsers: make([]fastjson.Parser, len(p.nodes)), nestParsers: make([]fastjson.Parser, p.nestedCols)}
 	// Bound once: a closure built per record would be allocated per record.
 	j.visitFn = j.visit
+	j.entryFn = j.visitEntry
 	if p.variants {
 		j.variant = newVariantEncoder()
 	}
@@ -184,15 +203,133 @@ func (j *jsonValues) container(i int) *MapError {
 // (zero on entry). detail is the offending text for error messages.
 func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
 	v := j.vals[c.node]
-	if v == nil {
+	if v == nil || v.Type() == fastjson.TypeNull {
 		out.null = true
 		return ok, nil
 	}
+	if c.nested != nil {
+		b := &j.nest
+		b.begin()
+		if v.Type() == fastjson.TypeString { // JSON text, as a path descends into one (and from_json reads one)
+			s, _ := v.StringBytes()
+			var err error
+			if v, err = j.nestParsers[c.nested.idx].ParseBytes(s); err != nil {
+				b.reason = append(b.reason[:0], parseFailure(s, "a string that is not JSON")...)
+				return failNested, b.reason
+			}
+		}
+		if f := j.walk(c.nested.root, v, 0); f != ok {
+			return f, b.reason
+		}
+		out.b = b.finish(a)
+		return ok, nil
+	}
+	return j.castValue(c, v, a, out)
+}
+
+// walk writes JSON value v (nil: absent) of nested type t, at repetition
+// level rep, into j.nest: objects are structs (members no field names
+// are ignored, missing fields null) and maps, arrays arrays.
+func (j *jsonValues) walk(t *nestedType, v *fastjson.Value, rep int) failure {
+	b := &j.nest
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return b.null(t, rep)
+	}
+	switch t.shape {
+	case nsStruct:
+		o, err := v.Object()
+		if err != nil {
+			return b.shape(t, j.typeName(v))
+		}
+		for i := range t.fields {
+			f := &t.fields[i]
+			b.push(nestedStep{field: f.name})
+			if fl := j.walk(f.t, o.Get(f.name), rep); fl != ok {
+				return fl
+			}
+			b.pop()
+		}
+	case nsArray:
+		items, err := v.Array()
+		if err != nil {
+			return b.shape(t, j.typeName(v))
+		}
+		if len(items) == 0 {
+			b.nulls(t, rep, t.def)
+		}
+		for i, item := range items {
+			r := rep
+			if i > 0 {
+				r = t.elem.rep
+			}
+			b.push(nestedStep{index: i})
+			if fl := j.walk(t.elem, item, r); fl != ok {
+				return fl
+			}
+			b.pop()
+		}
+	case nsMap:
+		o, err := v.Object()
+		if err != nil {
+			return b.shape(t, j.typeName(v))
+		}
+		if o.Len() == 0 {
+			b.nulls(t, rep, t.def)
+			return ok
+		}
+		// Visit takes a function, not a closure (which would be allocated
+		// per map): the walk's state is j's, saved around a map inside.
+		outer := j.entries
+		j.entries = entryWalk{t: t, rep: rep}
+		o.Visit(j.entryFn)
+		f := j.entries.fail
+		j.entries = outer
+		return f
+	default:
+		b.cast = cell{}
+		f, detail := j.castValue(&t.leaf, v, &b.scratch, &b.cast)
+		if f != ok {
+			return b.fail(t, f, detail, JSON, j.typeName(v))
+		}
+		b.value(t, b.cast, rep)
+	}
+	return ok
+}
+
+// visitEntry writes one entry of the map j.entries walks.
+func (j *jsonValues) visitEntry(k []byte, v *fastjson.Value) {
+	e := &j.entries
+	if e.fail != ok {
+		return
+	}
+	r := e.rep
+	if e.n > 0 {
+		r = e.t.elem.rep
+	}
+	e.n++
+	if e.fail = j.nest.key(e.t, k, r); e.fail != ok {
+		return
+	}
+	t := e.t
+	j.nest.push(nestedStep{key: k})
+	if e.fail = j.walk(t.elem, v, r); e.fail != ok {
+		return // a map inside has put j.entries back as it found it
+	}
+	j.nest.pop()
+}
+
+// typeName names the JSON type of v, for errors.
+func (j *jsonValues) typeName(v *fastjson.Value) string {
+	if int(v.Type()) < len(typeNames) {
+		return typeNames[v.Type()]
+	}
+	return "value"
+}
+
+// castValue converts non-null JSON value v into out for column (or
+// nested leaf) c.
+func (j *jsonValues) castValue(c *planColumn, v *fastjson.Value, a *Arena, out *cell) (failure, []byte) {
 	t := v.Type()
-	if t == fastjson.TypeNull {
-		out.null = true
-		return ok, nil
-	}
 	switch c.kind {
 	case kString:
 		if t != fastjson.TypeString {
@@ -203,6 +340,18 @@ func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 			return failUTF8, nil
 		}
 		out.b = a.Copy(s)
+		return ok, nil
+	case kBinary: // base64, as from_json reads a binary (Jackson's getBinaryValue)
+		if t != fastjson.TypeString {
+			return failType, nil
+		}
+		s, _ := v.StringBytes()
+		j.num = slices.Grow(j.num[:0], base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(j.num[:cap(j.num)], s)
+		if err != nil {
+			return failBase64, s
+		}
+		out.b = a.Copy(j.num[:n])
 		return ok, nil
 	case kBoolean:
 		switch t {
@@ -244,12 +393,12 @@ func (j *jsonValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) 
 			return c.dec.castText(j.num, false, out), j.num
 		case fastjson.TypeString: // as from_json reads one: "12.30", "1,234.5"
 			s, _ := v.StringBytes()
-			if j.p.cdc {
+			if j.p.connect {
 				return j.connectDecimal(c, s, out), s
 			}
 			return c.dec.castText(s, true, out), s
 		case fastjson.TypeObject:
-			if j.p.cdc {
+			if j.p.connect {
 				return j.variableScaleDecimal(c, v, out)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -38,9 +39,11 @@ type plan struct {
 	partNames []string
 	partIdx   []int    // column index of each partition column
 	partKeys  [][]byte // escaped "name=" of each partition column
-	leaves    int      // leaf columns of the data files: len(Row.Values)
+	leaves    int      // values of a row, len(Row.Values): a column's one, a variant's two
 	variants  bool     // some column is a variant
-	paths     PathLimits
+	// nestedCols counts the struct, array and map columns (nestedColumn.idx).
+	nestedCols int
+	paths      PathLimits
 	// values makes a Mapper's reader of the records' format.
 	values func(p *plan) values
 	// unwrap: a JSON value {"schema": …, "payload": …} (Kafka Connect's
@@ -49,6 +52,10 @@ type plan struct {
 	// for a delete) is node rowNode.
 	unwrap, cdc bool
 	rowNode     int
+	// connect: decimals are Kafka Connect's (Debezium's), base64 strings
+	// and {scale, value} objects; in a change event's value and in its
+	// key, which Debezium encodes alike.
+	connect bool
 	// key, when columns read fields of the record key (kafka.key.<path>),
 	// is the plan of those paths in the key's format: its cols are those
 	// columns, each at its node of key's paths.
@@ -95,6 +102,7 @@ type planColumn struct {
 	binlog   [3]int        // srcBinlogPosition: the nodes of source.file, source.pos, source.row
 	def      int           // definition level of a present value
 	dec      decimalColumn // kDecimal: precision, scale, leaf length
+	nested   *nestedColumn // kNested: the compiled type its values are walked along
 	// nullValue is the column's null, prebuilt: Value.Level is not inlined.
 	// A variant has two leaves (metadata, value), and so two nulls.
 	nullValue [2]parquet.Value
@@ -122,20 +130,25 @@ const (
 	kVariant
 	kDecimal
 	kTimestampNTZ
+	kBinary
+	kNested // a struct, array or map: one byte array, delta.AppendNested's encoding of its leaves
 )
 
 var kinds = map[delta.PrimitiveType]kind{
 	delta.String: kString, delta.Boolean: kBoolean, delta.Integer: kInteger, delta.Long: kLong,
 	delta.Float: kFloat, delta.Double: kDouble, delta.Timestamp: kTimestamp, delta.Date: kDate,
-	delta.Variant: kVariant, delta.TimestampNTZ: kTimestampNTZ,
+	delta.Variant: kVariant, delta.TimestampNTZ: kTimestampNTZ, delta.Binary: kBinary,
 }
 
 // kindOf is the kind of a column type.
 func kindOf(t delta.DataType) kind {
-	if p, ok := t.(delta.PrimitiveType); ok {
-		return kinds[p]
+	switch t := t.(type) {
+	case delta.PrimitiveType:
+		return kinds[t]
+	case delta.DecimalType:
+		return kDecimal
 	}
-	return kDecimal
+	return kNested
 }
 
 // node is one JSON path prefix: "payload" in "payload.power". A node with
@@ -146,6 +159,8 @@ type node struct {
 	path     string // dotted path, for errors
 	parent   int
 	children []int
+	// span: a nested column reads the node's whole value.
+	span bool
 }
 
 // Mapper maps records to rows. It is not safe for concurrent use: give each
@@ -206,7 +221,7 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 		p.partKeys = append(p.partKeys, []byte(delta.EscapePartitionName(name)+"="))
 	}
 	if cfg.CDC != "" {
-		p.unwrap, p.cdc = true, true
+		p.unwrap, p.cdc, p.connect = true, true, true
 		p.rowNode = p.addPath([]string{rowImage})
 	}
 	for i, c := range cols {
@@ -225,6 +240,14 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 			}
 		}
 		field := delta.StructField{Name: c.Name, Type: c.typ, Nullable: pc.nullable, Metadata: columnMetadata(c.Column)}
+		if pc.kind == kNested {
+			if pc.nested, err = compileNested(&field, c.src.path); err != nil {
+				return nil, fmt.Errorf("%s.columns[%d].type: %w", cfg.key(), i, err)
+			}
+			pc.nested.idx = p.nestedCols
+			p.nestedCols++
+			p.nodes[pc.node].span = true
+		}
 		p.schema.Fields = append(p.schema.Fields, field)
 		for k, j := range partIdx {
 			if j == i {
@@ -273,7 +296,8 @@ func registryFormatValues(f Format, schemas Schemas) func(p *plan) values {
 // the key format's values.
 func keyPlan(cfg Config, p *plan) *plan {
 	kp := &plan{cfg: Config{Format: cfg.keyFormat(), Registry: cfg.Registry, Key: cfg.key()}, strict: p.strict,
-		nodes: []node{{parent: -1}}, values: newJSONValues, schema: &delta.StructType{}, data: &delta.StructType{}, unwrap: p.unwrap}
+		nodes: []node{{parent: -1}}, values: newJSONValues, schema: &delta.StructType{}, data: &delta.StructType{}, unwrap: p.unwrap,
+		connect: p.connect}
 	for i := range p.cols {
 		if c := &p.cols[i]; c.src.kind == srcKeyPath {
 			c.keyCol = len(kp.cols)
@@ -443,6 +467,8 @@ const (
 	failZone         // a timestamp_ntz with a zone or offset; detail: the text
 	failVariant      // detail: the text that is no JSON
 	failVariantValue // detail: why the JSON makes no variant
+	failBase64       // a binary column's JSON string; detail: the text
+	failNested       // a nested column's value; detail: the reason, its path inside the column first
 )
 
 // Map maps rec into out; on error (always a *MapError) the record belongs in
@@ -608,9 +634,15 @@ func (c *planColumn) parquetValue(v cell, a *Arena) parquet.Value {
 	if v.null {
 		return c.nullValue[0]
 	}
+	return c.scalarValue(v, a).Level(0, c.def, c.dataIdx)
+}
+
+// scalarValue is the Parquet value of non-null v, its levels unset: a
+// top-level column's or a nested column's leaf's.
+func (c *planColumn) scalarValue(v cell, a *Arena) parquet.Value {
 	var pv parquet.Value
 	switch c.kind {
-	case kString:
+	case kString, kBinary, kNested:
 		pv = parquet.ByteArrayValue(v.b)
 	case kBoolean:
 		pv = parquet.BooleanValue(v.i != 0)
@@ -625,7 +657,7 @@ func (c *planColumn) parquetValue(v cell, a *Arena) parquet.Value {
 	case kDecimal:
 		pv = c.dec.value(v.hi, v.i, a)
 	}
-	return pv.Level(0, c.def, c.dataIdx)
+	return pv
 }
 
 // partitionValue renders a partition column's value as Delta's
@@ -806,23 +838,42 @@ var typeNames = [...]string{
 // fail builds the MapError for a rejected column value.
 func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 	e := &MapError{Column: c.Name, Path: sourceOrName(c.Column)}
-	name := c.Name + ": "
 	switch f {
 	case failMissing:
 		e.Reason = "missing required field " + c.Name
-	case failType:
-		var got string
-		format := m.p.cfg.Format
+		return e
+	case failNested: // detail is the reason, the path inside the column first
+		e.Reason = c.Name + ": " + string(detail)
+		return e
+	}
+	var got string
+	format := m.p.cfg.Format
+	if f == failType {
 		if c.src.kind == srcKeyPath {
 			got = m.keyVals.kindOf(m.p.key.cols[c.keyCol].node)
 			format = m.p.key.cfg.Format
 		} else {
 			got = m.vals.kindOf(c.node)
 		}
+	}
+	e.Reason = string(appendFailure([]byte(c.Name+": "), c, f, detail, format, got))
+	return e
+}
+
+// appendFailure appends why a value of column (or nested leaf) c in
+// format's records failed to cast: f, with the offending text detail, or
+// for failType got, the type of the value.
+func appendFailure(dst []byte, c *planColumn, f failure, detail []byte, format Format, got string) []byte {
+	switch f {
+	case failType:
 		want := "number"
 		switch {
 		case c.kind == kTimestampNTZ && (format == Avro || format == Protobuf):
 			want = "timestamp"
+		case c.kind == kBinary && format == Avro:
+			want = "bytes"
+		case c.kind == kBinary:
+			want = "base64 string"
 		case c.typ == delta.String || c.typ == delta.Timestamp || c.typ == delta.Date || c.kind == kTimestampNTZ:
 			want = "string"
 		case c.typ == delta.Boolean:
@@ -832,38 +883,43 @@ func (m *Mapper) fail(c *planColumn, f failure, detail []byte) *MapError {
 		case c.kind == kDecimal && format == Protobuf:
 			want = "integer"
 		}
-		e.Reason = name + "expected " + want + ", got " + got
+		return append(append(append(append(dst, "expected "...), want...), ", got "...), got...)
 	case failCast:
-		e.Reason = name + "cannot cast " + quote(detail) + " to " + c.typ.String()
+		return append(append(appendQuote(append(dst, "cannot cast "...), detail), " to "...), c.typ.String()...)
 	case failOverflow:
-		e.Reason = name + c.typ.String() + " overflow"
+		return append(append(dst, c.typ.String()...), " overflow"...)
 	case failNotFinite:
-		e.Reason = name + "not a finite number"
+		return append(dst, "not a finite number"...)
 	case failUTF8:
-		e.Reason = name + "invalid UTF-8"
+		return append(dst, "invalid UTF-8"...)
 	case failTimestamp:
-		what := "timestamp "
+		what := "unparsable timestamp "
 		if c.kind == kTimestampNTZ {
-			what = "timestamp_ntz "
+			what = "unparsable timestamp_ntz "
 		}
-		e.Reason = name + "unparsable " + what + quote(detail)
+		return appendQuote(append(dst, what...), detail)
 	case failZone:
-		e.Reason = name + "timestamp_ntz " + quote(detail) + " has a zone or offset: a timestamp_ntz is a local date-time without one"
+		return append(appendQuote(append(dst, "timestamp_ntz "...), detail), " has a zone or offset: a timestamp_ntz is a local date-time without one"...)
 	case failRange:
-		e.Reason = name + "timestamp out of range (years 0001-9999)"
+		return append(dst, "timestamp out of range (years 0001-9999)"...)
 	case failVariant:
-		e.Reason = name + "not a variant: " + quote(detail)
+		return appendQuote(append(dst, "not a variant: "...), detail)
 	case failVariantValue:
-		e.Reason = name + "not a variant: " + string(detail)
+		return append(append(dst, "not a variant: "...), detail...)
+	case failBase64:
+		return appendQuote(append(dst, "not base64: "...), detail)
 	}
-	return e
+	return dst
 }
 
 // quote quotes an offending value for a reason, cut to 40 bytes.
-func quote(b []byte) string {
+func quote(b []byte) string { return string(appendQuote(nil, b)) }
+
+// appendQuote appends quote(b) to dst.
+func appendQuote(dst, b []byte) []byte {
 	const limit = 40
 	if len(b) > limit {
-		return strconv.Quote(string(b[:limit])) + "…"
+		return append(strconv.AppendQuote(dst, string(b[:limit])), "…"...)
 	}
-	return strconv.Quote(string(b))
+	return strconv.AppendQuote(dst, string(b))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -20,13 +21,15 @@ import (
 	_ "google.golang.org/protobuf/types/known/structpb"
 	_ "google.golang.org/protobuf/types/known/timestamppb"
 	_ "google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 // ErrProtobufTypeNotSupported is wrapped by the error of a message whose
-// fields make no columns: repeated fields, maps, bytes, and messages other
-// than Timestamp and the wrappers. The route names such fields in columns
-// (paths to the scalars of a nested message), or leaves them out.
-var ErrProtobufTypeNotSupported = errors.New("no column type for this Protobuf type yet")
+// fields make no columns: maps whose keys are not strings, recursive
+// messages, messages without fields. The route names such fields in
+// columns (paths to the scalars of a nested message), or leaves them out.
+var ErrProtobufTypeNotSupported = errors.New("no column type for this Protobuf type")
 
 // protoSchema is a registry's Protobuf schema: its files (the schema's
 // last), compiled.
@@ -125,36 +128,81 @@ func protobufColumns(md protoreflect.MessageDescriptor) ([]Column, error) {
 
 // protobufColumnType is the column type of a field.
 func protobufColumnType(fd protoreflect.FieldDescriptor) (string, error) {
+	t, err := protobufDataType(fd, nil)
+	if err != nil {
+		return "", err
+	}
+	return typeDDL(t), nil
+}
+
+// protobufDataType is the Delta type of field fd: a repeated field an
+// array, a map a map, a message (but a Timestamp or a wrapper) a struct of
+// its fields; inside are the messages fd is in, to refuse a recursive one.
+func protobufDataType(fd protoreflect.FieldDescriptor, inside []protoreflect.MessageDescriptor) (delta.DataType, error) {
 	switch {
 	case fd.IsMap():
-		return "", errors.New("a map")
+		if k := fd.MapKey().Kind(); k != protoreflect.StringKind {
+			return nil, fmt.Errorf("a map of %s keys (a map column's keys are strings)", k)
+		}
+		v, err := protobufValueType(fd.MapValue(), inside)
+		if err != nil {
+			return nil, fmt.Errorf("a map's values: %w", err)
+		}
+		return &delta.MapType{KeyType: delta.String, ValueType: v, ValueContainsNull: true}, nil
 	case fd.IsList():
-		return "", errors.New("a repeated field")
+		e, err := protobufValueType(fd, inside)
+		if err != nil {
+			return nil, err
+		}
+		return &delta.ArrayType{ElementType: e, ContainsNull: true}, nil
 	}
+	return protobufValueType(fd, inside)
+}
+
+// protobufValueType is the type of one value of field fd.
+func protobufValueType(fd protoreflect.FieldDescriptor, inside []protoreflect.MessageDescriptor) (delta.DataType, error) {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
-		return "boolean", nil
+		return delta.Boolean, nil
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		return "integer", nil
+		return delta.Integer, nil
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return "long", nil
+		return delta.Long, nil
 	case protoreflect.FloatKind:
-		return "float", nil
+		return delta.Float, nil
 	case protoreflect.DoubleKind:
-		return "double", nil
+		return delta.Double, nil
 	case protoreflect.StringKind, protoreflect.EnumKind:
-		return "string", nil
+		return delta.String, nil
+	case protoreflect.BytesKind:
+		return delta.Binary, nil
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		if fd.Message().FullName() == "google.protobuf.Timestamp" {
-			return "timestamp", nil
+		md := fd.Message()
+		if md.FullName() == "google.protobuf.Timestamp" {
+			return delta.Timestamp, nil
 		}
-		if v := wrapped(fd.Message()); v != nil {
-			return protobufColumnType(v)
+		if v := wrapped(md); v != nil {
+			return protobufValueType(v, inside)
 		}
-		return "", fmt.Errorf("a message %s", fd.Message().FullName())
+		if slices.Contains(inside, md) {
+			return nil, fmt.Errorf("a message %s that holds itself (recursive): no column holds it", md.FullName())
+		}
+		if md.Fields().Len() == 0 {
+			return nil, fmt.Errorf("a message %s without fields: Parquet holds no empty struct", md.FullName())
+		}
+		st := &delta.StructType{}
+		for i := range md.Fields().Len() {
+			f := md.Fields().Get(i)
+			t, err := protobufDataType(f, append(slices.Clip(inside), md))
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
+			}
+			st.Fields = append(st.Fields, delta.StructField{Name: string(f.Name()), Type: t, Nullable: true})
+		}
+		return st, nil
 	}
-	return "", fmt.Errorf("of kind %s", fd.Kind())
+	return nil, fmt.Errorf("of kind %s", fd.Kind())
 }
 
 // wrapped is the value field of a wrapper message (google.protobuf.

@@ -167,15 +167,17 @@ func TestMapRegistryProtobuf(t *testing.T) {
 	}
 }
 
-// A message with nested messages makes no columns by itself; columns with
-// paths into them read their scalars, from the records of the message
-// the indexes name.
+// A nested message makes a struct column; columns with paths into it
+// read its scalars, from the records of the message the indexes name.
 func TestMapRegistryProtobufPaths(t *testing.T) {
 	v1 := readingProto(t)
 	schemas := &schemaMap{format: Protobuf, schemas: map[int]string{1: v1}}
-	_, err := New(Config{Format: Protobuf, Registry: schemas, Schema: v1, Message: "t.Located"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "field loc: a message t.Located.Inner") {
-		t.Fatalf("columns of t.Located: %v, want an error naming loc", err)
+	derived, err := New(Config{Format: Protobuf, Registry: schemas, Schema: v1, Message: "t.Located"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := derived.Schema().Fields[1]; loc.Name != "loc" || typeDDL(loc.Type) != "struct<lat: double>" {
+		t.Errorf("columns of t.Located: %s %s, want loc struct<lat: double>", loc.Name, typeDDL(loc.Type))
 	}
 	m, err := New(Config{Format: Protobuf, Registry: schemas, Schema: v1, Message: "t.Located",
 		Columns: []Column{{Name: "id", Type: "string"}, {Name: "lat", Type: "double", Source: "loc.lat"}}}, nil)
@@ -193,6 +195,12 @@ func TestMapRegistryProtobufPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("l1")), parquet.DoubleValue(52.5)})
+	if err := derived.Map(&Record{Value: located}, &row); err != nil {
+		t.Fatal(err)
+	}
+	if got := leafText(t, row.Values[1]); got != `0:r0d2=52.5` {
+		t.Errorf("loc %s", got)
+	}
 	noLoc := encodeProto(t, v1, 1, 1, func(r *dynamicpb.Message, f protoreflect.FieldDescriptors) {
 		setMsg(r, f, "id", protoreflect.ValueOfString("l2"))
 	})

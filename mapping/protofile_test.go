@@ -23,7 +23,7 @@ var orderProto = filepath.Join("testdata", "protofile", "order.proto")
 
 // plainProto encodes a message of the schema file (protobuf-go's encoder,
 // not the walk that reads it), set by set.
-func plainProto(t *testing.T, m *Mapper, set func(m protoreflect.Message)) []byte {
+func plainProto(t testing.TB, m *Mapper, set func(m protoreflect.Message)) []byte {
 	t.Helper()
 	msg := dynamicpb.NewMessage(m.p.cfg.protoMessage)
 	set(msg)
@@ -122,8 +122,9 @@ func TestMapProtoFile(t *testing.T) {
 
 // Without columns, the fields of a schema file's message make them as a
 // registry schema's do: all nullable, an enum of the imported file and a
-// oneof's members each a column; a message with fields no column type
-// holds is refused naming them.
+// oneof's members each a column, a nested message a struct, a repeated
+// field an array; a message with fields no column type holds is refused
+// naming them.
 func TestProtoFileColumns(t *testing.T) {
 	m, err := New(Config{Format: Protobuf, SchemaFile: orderProto, Message: "shop.Event"}, nil)
 	if err != nil {
@@ -146,11 +147,22 @@ func TestProtoFileColumns(t *testing.T) {
 	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("e1")), parquet.ByteArrayValue([]byte("OPEN")),
 		parquet.Int64Value(at.UnixMicro()), parquet.ByteArrayValue([]byte("USD")), parquet.NullValue(), parquet.ByteArrayValue([]byte("hello"))})
 
-	_, err = New(Config{Format: Protobuf, SchemaFile: orderProto, Message: "shop.Order"}, nil)
-	want := "table.schema_file: " + orderProto + ": shop.Order: no column type for this Protobuf type yet: field total: a message shop.Money; " +
-		"field tags: a repeated field; field line: a message shop.Order.Line"
-	if !errors.Is(err, ErrProtobufTypeNotSupported) || !strings.Contains(err.Error(), want) {
-		t.Errorf("columns of shop.Order: %v, want %q", err, want)
+	order, err := New(Config{Format: Protobuf, SchemaFile: orderProto, Message: "shop.Order"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range order.Schema().Fields {
+		got = append(got, f.Name+" "+typeDDL(f.Type))
+	}
+	want := "id string, status string, placed timestamp, total struct<currency: string, units: long>, tags array<string>, " +
+		"email string, phone long, line struct<sku: string, qty: integer>"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("columns of shop.Order: %s, want %s", strings.Join(got, ", "), want)
+	}
+	_, err = New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Tree"}, nil)
+	if want := "table.schema_file: " + tripProto + ": shop.Tree: no column type for this Protobuf type: field kids: "; !errors.Is(err, ErrProtobufTypeNotSupported) || !strings.Contains(err.Error(), want) {
+		t.Errorf("columns of shop.Tree: %v, want %q", err, want)
 	}
 }
 

@@ -28,6 +28,9 @@ type protoValues struct {
 	// plain: the records are bodies of cur's message alone (a schema
 	// file's), with no message indexes.
 	plain bool
+	body  []byte // the current record's message
+	nest  nestedBuilder
+	leaf  protoSlot // a nested column's scalar, read
 }
 
 // protoSlot is what the record holds at a plan node, if set: its wire
@@ -46,6 +49,9 @@ type protoWalk struct {
 	md     protoreflect.MessageDescriptor
 	fields []protoWalkField
 	nodes  []protoNode // by plan node, shared by a walk and its messages' walks
+	// nests are the nested columns' fields of md, by nestedColumn.idx
+	// (nil: the message has no such field).
+	nests []*protoNestField
 }
 
 // protoNode is what a plan node reads in the message type a walk reads,
@@ -97,6 +103,7 @@ func (v *protoValues) resolve(body []byte) error {
 		}
 		v.cur, of = w, "its writer schema's "
 	}
+	v.body = body
 	clear(v.slots)
 	v.slots[0].set = true
 	if err := v.cur.read(body, v.slots, 0); err != nil {
@@ -124,8 +131,13 @@ func (v *protoValues) message(indexes []byte) (protoreflect.MessageDescriptor, e
 // compileProtoWalk compiles the walk of message md for the children of
 // plan node at.
 func compileProtoWalk(md protoreflect.MessageDescriptor, p *plan, at int) *protoWalk {
-	w := &protoWalk{md: md, nodes: make([]protoNode, len(p.nodes))}
+	w := &protoWalk{md: md, nodes: make([]protoNode, len(p.nodes)), nests: make([]*protoNestField, p.nestedCols)}
 	w.bind(md, p, at)
+	for i := range p.cols {
+		if c := &p.cols[i]; c.nested != nil && w.nodes[c.node].fd != nil {
+			w.nests[c.nested.idx] = pairProtoField(w.nodes[c.node].fd, c.nested.root)
+		}
+	}
 	return w
 }
 
@@ -208,7 +220,8 @@ func (w *protoWalk) read(body []byte, slots []protoSlot, depth int) error {
 		switch {
 		case typ != protowire.BytesType:
 			s.u = u
-		case f.sub != nil:
+		case f.sub != nil: // its bytes too: a nested column's field in it is read from them
+			s.b = b
 			err = f.sub.read(b, slots, depth+1)
 		case f.timestamp || f.wrapped != nil:
 			err = readLeafMessage(b, s, f)
@@ -281,6 +294,9 @@ func (v *protoValues) present(node int) bool {
 }
 
 func (v *protoValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte) {
+	if c.nested != nil {
+		return v.castNested(c, a, out)
+	}
 	n := &v.cur.nodes[c.node]
 	switch {
 	case n.list:
@@ -289,7 +305,12 @@ func (v *protoValues) cast(c *planColumn, a *Arena, out *cell) (failure, []byte)
 		out.null = true
 		return ok, nil
 	}
-	s := &v.slots[c.node]
+	return v.castNode(n, &v.slots[c.node], c, a, out)
+}
+
+// castNode casts the value s of a singular field n, set, into column (or
+// nested leaf) c.
+func (v *protoValues) castNode(n *protoNode, s *protoSlot, c *planColumn, a *Arena, out *cell) (failure, []byte) {
 	switch {
 	case n.time: // into a timestamp_ntz column: its UTC wall clock
 		if c.kind != kTimestamp && c.kind != kTimestampNTZ {
@@ -328,6 +349,11 @@ func (v *protoValues) castScalar(n *protoNode, s *protoSlot, c *planColumn, a *A
 			v.num = strconv.AppendInt(v.num[:0], int64(int32(s.u)), 10)
 			out.b = a.Copy(v.num)
 		}
+	case protoreflect.BytesKind:
+		if c.kind != kBinary {
+			return failType, nil
+		}
+		out.b = a.Copy(s.b)
 	case protoreflect.BoolKind:
 		if c.kind != kBoolean {
 			return failType, nil

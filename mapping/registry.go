@@ -184,10 +184,13 @@ func columnChanges(fields []namedType, p *plan) ([]Column, error) {
 // the table's type its values would lose precision or overflow), saying
 // how to allow the widening where the table can; so are those of a field
 // that turns a timestamp column's instants into local date-times
-// (timestamp_ntz), or the reverse. An integer field that becomes a double
-// or a decimal is left to the casts, which refuse its values (an
-// incompatible type): Delta's schema evolution makes those changes only by
-// hand. Columns the route declares take the casts they ask for.
+// (timestamp_ntz), or the reverse, and, when the plan evolves the table,
+// those of a field added inside a struct column (deltaflow evolves a
+// table by its top-level columns: Delta's schema merge of nested fields
+// is not done). An integer field that becomes a double or a decimal is
+// left to the casts, which refuse its values (an incompatible type):
+// Delta's schema evolution makes those changes only by hand. Columns the
+// route declares take the casts they ask for.
 func checkWidening(fields []namedType, p *plan) ([]Column, error) {
 	if !p.cfg.derived {
 		return nil, nil
@@ -205,6 +208,11 @@ func checkWidening(fields []namedType, p *plan) ([]Column, error) {
 				f.name, f.typ, col.Type, f.name)
 		}
 		typ, err := parseColumnType(f.typ)
+		// As a new top-level field, one inside a nested column is left out
+		// of a table that does not evolve.
+		if added := addedField(col.Type, typ, f.name); err == nil && added != "" && p.cfg.Evolve {
+			return nil, fmt.Errorf("field %s: the writer schema adds field %s inside the table's column %s: deltaflow evolves a table by its top-level columns only", f.name, added, f.name)
+		}
 		wider := err == nil && ((col.Type == delta.Float && typ == delta.Double) || (col.Type == delta.Integer && typ == delta.Long) ||
 			widerDecimal(col.Type, typ))
 		if !wider {
@@ -228,6 +236,37 @@ func checkWidening(fields []namedType, p *plan) ([]Column, error) {
 			f.name, f.typ, col.Type, f.name, why)
 	}
 	return widened, nil
+}
+
+// addedField is the path of the first struct field that type next has
+// and was does not, inside the same struct, array or map nesting (path
+// names was); "" if none.
+func addedField(was, next delta.DataType, path string) string {
+	switch w := was.(type) {
+	case *delta.StructType:
+		n, ok := next.(*delta.StructType)
+		if !ok {
+			return ""
+		}
+		for _, f := range n.Fields {
+			wf := w.Field(f.Name)
+			if wf == nil {
+				return path + "." + f.Name
+			}
+			if added := addedField(wf.Type, f.Type, path+"."+f.Name); added != "" {
+				return added
+			}
+		}
+	case *delta.ArrayType:
+		if n, ok := next.(*delta.ArrayType); ok {
+			return addedField(w.ElementType, n.ElementType, path+"[]")
+		}
+	case *delta.MapType:
+		if n, ok := next.(*delta.MapType); ok {
+			return addedField(w.ValueType, n.ValueType, path+"{}")
+		}
+	}
+	return ""
 }
 
 // widerDecimal reports whether decimal type typ holds values column type

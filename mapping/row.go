@@ -10,14 +10,19 @@ import (
 // PartitionValues, Key and Size, and copies string bytes into Arena, which
 // Map never resets: their owner does, when nothing refers to them any more.
 type Row struct {
-	// Values are the data columns' leaves (DataSchema order), each with its
-	// column index and definition level set (1 when present in an optional
-	// column, 0 for null), ready for parquet-go's WriteRows: DATE as int32
-	// days since the epoch, TIMESTAMP as int64 µs (UTC), strings as byte
-	// arrays in Arena, a VARIANT as two byte arrays in Arena, its metadata
-	// and its value (delta.ParquetSchema's layout), a DECIMAL as its
-	// unscaled value: int32 up to 9 digits, int64 up to 18, else a
-	// fixed-length big-endian two's complement in Arena.
+	// Values are the data columns' values (DataSchema order), each with
+	// its column index and definition level set (1 when present in an
+	// optional column, 0 for null), ready for the data file writer
+	// (delta.ParquetSchema's slots): DATE as int32 days since the epoch,
+	// TIMESTAMP as int64 µs (UTC), strings and binaries as byte arrays in
+	// Arena, a VARIANT as two byte arrays in Arena, its metadata and its
+	// value, a DECIMAL as its unscaled value: int32 up to 9 digits, int64
+	// up to 18, else a fixed-length big-endian two's complement in Arena.
+	// A STRUCT, ARRAY or MAP is one byte array in Arena, whatever it
+	// holds, so that every row of a table has as many values:
+	// delta.AppendNested's encoding of its Parquet leaves' values (each
+	// with its leaf's index in delta.NestedLeaves and its repetition and
+	// definition levels), which the writer expands; a null one is a null.
 	Values parquet.Row
 	// PartitionValues are the partition columns' values (PartitionColumns
 	// order) as Delta partitionValues strings; nil is null. The strings

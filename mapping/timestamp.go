@@ -33,6 +33,14 @@ func parseTimestamp(b []byte) (micros int64, ok bool) {
 	if micros, ok = parseRFC3339(b); ok {
 		return micros, true
 	}
+	if len(b) == 10 && b[4] == '-' && b[7] == '-' { // a bare date, midnight UTC: time.Parse's error would allocate per failed layout
+		year, ok1 := digits4(b[0:4])
+		month, ok2 := digits2(b[5:7])
+		day, ok3 := digits2(b[8:10])
+		if ok1 && ok2 && ok3 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(month, year) {
+			return daysFromCivil(year, month, day) * microsDay, true
+		}
+	}
 	s := unsafe.String(unsafe.SliceData(b), len(b)) // time.Parse does not retain it
 	for _, layout := range fallbackLayouts {
 		if t, err := time.Parse(layout, s); err == nil {

@@ -16,7 +16,7 @@ an AvroSerializer under the subject <T>-key, whose fields the printed rows
 hold as key_<field>. Values are drawn from the seed for every
 field of the types deltaflow derives columns from (null in a nullable union
 one time in four; decimals of up to their precision's digits, either
-sign). Prints the records as the table should hold them, as
+sign; records, arrays and maps of them, with 0 to 3 items or entries). Prints the records as the table should hold them, as
 JSON rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted
 the same way.
 """
@@ -69,6 +69,19 @@ def value(rng, typ, named):
         if logical == "decimal":  # bytes or fixed: up to precision digits at the scale, either sign
             d = draw_decimal(rng, typ["precision"], typ.get("scale", 0))
             return d, d
+        if base == "record":
+            named[typ["name"]] = typ
+            return draw_record(rng, typ, named)
+        if base == "array":  # 0 to 3 items
+            items = [value(rng, typ["items"], named) for _ in range(rng.randrange(4))]
+            return [v for v, _ in items], [r for _, r in items]
+        if base == "map":  # 0 to 3 entries; the table's map is its entries, in order, as pyarrow reads one
+            entries = {draw_text(rng): value(rng, typ["values"], named) for _ in range(rng.randrange(4))}
+            return {k: v for k, (v, _) in entries.items()}, [[k, r] for k, (_, r) in entries.items()]
+        if base == "fixed":
+            named[typ["name"]] = typ
+            b = rng.randbytes(typ["size"])
+            return b, b
         return value(rng, base, named)
     if typ == "string":
         s = draw_text(rng)
@@ -88,6 +101,9 @@ def value(rng, typ, named):
     if typ == "double":
         x = rng.uniform(-1e12, 1e12)
         return x, x
+    if typ == "bytes":
+        b = rng.randbytes(rng.randrange(0, 9))
+        return b, b
     raise SystemExit(f"avroproduce.py: no values for type {typ!r}")
 
 

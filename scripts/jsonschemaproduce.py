@@ -54,9 +54,20 @@ def kind(prop, root):
     raise SystemExit(f"jsonschemaproduce.py: no type in {prop!r}")
 
 
-def value(rng, typ, fmt, prop):
+def value(rng, typ, fmt, prop, root):
     """A random value of a property (as the record holds it) and the value
-    the table should hold for it."""
+    the table should hold for it: an object's every property (a struct
+    column's fields), an array's 0 to 3 items."""
+    if typ == "object":
+        rec, row = {}, {}
+        for name, p in prop["properties"].items():
+            t, f, inner, _ = kind(p, root)
+            rec[name], row[name] = value(rng, t, f, inner, root)
+        return rec, row
+    if typ == "array":
+        t, f, inner, _ = kind(prop["items"], root)
+        items = [value(rng, t, f, inner, root) for _ in range(rng.randrange(4))]
+        return [v for v, _ in items], [r for _, r in items]
     if typ == "string" and fmt == "date-time":
         ts = draw_instant(rng)
         offset = datetime.timezone(datetime.timedelta(minutes=rng.choice([0, 60, -300, 330])))
@@ -107,7 +118,7 @@ def main():
                     rec[name] = None  # else left out
                 row[name] = None
                 continue
-            rec[name], row[name] = value(rng, typ, fmt, inner)
+            rec[name], row[name] = value(rng, typ, fmt, inner, schema)
         values.append(serializer(rec, ctx))
         rows.append({k: render(v) for k, v in row.items()})
     if args.bad:

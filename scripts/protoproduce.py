@@ -18,7 +18,7 @@ optional field one time in four (it reads as null); one member of a oneof,
 or none, is set. Prints the records as the table should hold them, as JSON
 rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted the
 same way: the fields of a nested message (not a well-known type) as columns
-<field>_<name>, a repeated field as no column (no column type holds it).
+<field>_<name>, a repeated field as the list of its values.
 """
 import argparse
 import glob
@@ -71,7 +71,9 @@ def fill_message(rng, msg):
         if oneof is not None and oneof.name in chosen and chosen[oneof.name] is not f:
             row[f.name] = None
         elif f.is_repeated:
-            getattr(msg, f.name).extend(scalar(rng, f)[0] for _ in range(rng.randrange(4)))
+            values = [scalar(rng, f) for _ in range(rng.randrange(4))]
+            getattr(msg, f.name).extend(v for v, _ in values)
+            row[f.name] = [held for _, held in values]
         elif f.message_type is not None and f.message_type.full_name not in WELL_KNOWN:
             sub = getattr(msg, f.name)
             values = fill_message(rng, sub)

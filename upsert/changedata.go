@@ -30,20 +30,22 @@ func (t *Table) changeData(ctx context.Context, store storage.Store, snap *delta
 	}
 	parts := snap.PartitionColumns()
 	// The files of each partition: old ones by index into old, new ones by
-	// index into ch.Files (as -1-i).
+	// index into ch.Files (as -1-i); by their partition values keyed by
+	// column name (adds key them by physical name under column mapping).
 	byPartition := map[string][]int{}
 	values := map[string]map[string]*string{}
-	group := func(pv map[string]*string, i int) {
+	group := func(add *delta.Add, i int) {
+		pv := snap.PartitionValues(add)
 		dir := delta.PartitionDir(parts, pv)
 		byPartition[dir] = append(byPartition[dir], i)
 		values[dir] = pv
 	}
 	for i := range old {
-		group(old[i].add.PartitionValues, i)
+		group(old[i].add, i)
 	}
 	for i, f := range ch.Files {
 		if kept[i] {
-			group(f.Add.PartitionValues, -1-i)
+			group(f.Add, -1-i)
 		}
 	}
 	var acts []delta.Action
@@ -73,8 +75,19 @@ func (t *Table) changeData(ctx context.Context, store storage.Store, snap *delta
 }
 
 // oldChanges writes the replaced rows of a table file, whole, with their
-// change types.
+// change types: those its rewrite kept, else read from the file.
 func oldChanges(ctx context.Context, store storage.Store, schema *delta.StructType, parts []string, o oldRows, w *delta.ChangeDataWriter) error {
+	if o.images != nil {
+		if len(o.images) != len(o.rows) {
+			return fmt.Errorf("change data of %s: %d of its %d replaced rows are gone", o.add.Path, len(o.rows)-len(o.images), len(o.rows))
+		}
+		for i, r := range o.images {
+			if err := w.Write(r, o.kinds[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	next := 0 // o.rows ascend, as the file's rows were read
 	for r, err := range delta.DataFileIndexedRows(ctx, store, schema, parts, o.add) {
 		if err != nil {

@@ -1,14 +1,18 @@
 package upsert
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/deltaflow/deltaflow/delta"
 	"github.com/deltaflow/deltaflow/internal/tests/testenv"
+	"github.com/deltaflow/deltaflow/storage"
 )
 
 // changeRow is a row of a change data feed: a key's name and the change's
@@ -89,6 +93,105 @@ func TestResolveChangeData(t *testing.T) {
 	}
 }
 
+// Under column mapping the change data files use the physical names and
+// column ids of the data files, and read back by the columns' names.
+// delta-rs's load_cdf reads the feed by them, once it reads column-mapped
+// feeds at all: 1.6 refuses them (delta-io/delta-rs#4474), so Spark's
+// readChangeFeed checks the feed in internal/tests/upsert.
+func TestResolveChangeDataColumnMapping(t *testing.T) {
+	u := newUpsertTable(t, false)
+	conf := map[string]string{"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+	mapped, conf, err := delta.AssignColumnMapping(u.data, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A table of its own, created with column mapping: the mapped schema
+	// is what its files are written and read with.
+	u.dir = t.TempDir()
+	if u.store, err = storage.NewLocal(u.dir); err != nil {
+		t.Fatal(err)
+	}
+	u.table = delta.NewTable(u.store)
+	if u.snap, err = u.table.Create(t.Context(), mapped, nil, conf); err != nil {
+		t.Fatal(err)
+	}
+	u.data = mapped
+	u.epoch(change{1, "a", 1}, change{2, "b", 2})
+	res := u.epoch(change{1, "a2", 3}, change{2, "", 4}, change{3, "c", 5})
+	want := []changeRow{{1, "a", "update_preimage", -1}, {1, "a2", "update_postimage", -1}, {2, "b", "delete", -1}, {3, "c", "insert", -1}}
+	if got := u.changeRows(res); !slices.Equal(got, want) {
+		t.Errorf("change data %v, want %v", got, want)
+	}
+	var feed struct {
+		Rows  []map[string]any
+		Error string
+	}
+	if err := json.Unmarshal(testenv.DeltaRS(t, nil, "changes", u.dir, "--start", "1"), &feed); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(feed.Error, "Column mapping is not supported") {
+		t.Logf("delta-rs: %s", feed.Error)
+		return
+	}
+	var got []changeRow
+	for _, r := range feed.Rows {
+		id, _ := r["id"].(float64)
+		name, _ := r["name"].(string)
+		kind, _ := r["_change_type"].(string)
+		version, _ := r["_commit_version"].(float64)
+		got = append(got, changeRow{int64(id), name, kind, int64(version)})
+	}
+	slices.SortFunc(got, compareChanges)
+	want = []changeRow{{1, "a", "insert", 1}, {2, "b", "insert", 1},
+		{1, "a", "update_preimage", 2}, {1, "a2", "update_postimage", 2}, {2, "b", "delete", 2}, {3, "c", "insert", 2}}
+	slices.SortFunc(want, compareChanges)
+	if !slices.Equal(got, want) {
+		t.Errorf("delta-rs load_cdf reads %v (%s), want %v", got, feed.Error, want)
+	}
+}
+
+// A partitioned table under column mapping, whose adds key their
+// partition values by physical name: an epoch replacing rows of two
+// partitions writes one change data file for each, in its partition's
+// directory, with its partition's values, holding that partition's changes.
+func TestResolveChangeDataColumnMappingPartitioned(t *testing.T) {
+	table := &delta.StructType{Fields: []delta.StructField{{Name: "id", Type: delta.Long, Nullable: true},
+		{Name: "name", Type: delta.String, Nullable: true}, {Name: "p", Type: delta.String, Nullable: true}}}
+	mapped, conf, err := delta.AssignColumnMapping(table, map[string]string{"delta.columnMapping.mode": "name",
+		"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newRawTable(t, mapped, "p", conf, func(r delta.Row) parquet.Value { return parquet.Int64Value(r[0].(int64)) })
+	u.epoch(delta.Row{int64(1), "x", "a"}, delta.Row{int64(2), "y", "b"})
+	res := u.epoch(delta.Row{int64(1), "x2", "a"}, delta.Row{int64(2), "y2", "b"})
+	physP := delta.PhysicalName(&mapped.Fields[2])
+	got := map[string][]string{}
+	for _, c := range cdcActions(res.Actions) {
+		v := c.PartitionValues[physP]
+		if v == nil || len(c.PartitionValues) != 1 || !strings.HasPrefix(c.Path, "_change_data/p="+*v+"/") {
+			t.Errorf("cdc action %+v: want it in its partition's directory, its partition value by %s", c, physP)
+			continue
+		}
+		rows, err := delta.ReadDataFile(t.Context(), u.store, &delta.StructType{Fields: []delta.StructField{mapped.Fields[0], mapped.Fields[1],
+			{Name: delta.ChangeTypeColumn, Type: delta.String, Nullable: true}, mapped.Fields[2]}}, []string{"p"},
+			&delta.Add{Path: c.Path, PartitionValues: c.PartitionValues})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			got[*v] = append(got[*v], fmt.Sprintf("%d %s %s %s", r[0], r[1], r[2], r[3]))
+		}
+	}
+	for p := range got {
+		slices.Sort(got[p])
+	}
+	want := map[string][]string{"a": {"1 x update_preimage a", "1 x2 update_postimage a"}, "b": {"2 y update_preimage b", "2 y2 update_postimage b"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("change data by partition %v, want %v", got, want)
+	}
+}
+
 func compareChanges(a, b changeRow) int {
 	if a.version != b.version {
 		return int(a.version - b.version)
@@ -144,4 +247,35 @@ func (u *upsertTable) changeRows(res Result) []changeRow {
 	}
 	slices.SortFunc(out, compareChanges)
 	return out
+}
+
+// openCounter is a store that counts the opens of each object.
+type openCounter struct {
+	storage.Store
+	opens map[string]int
+}
+
+func (c *openCounter) Open(ctx context.Context, key string) (storage.Reader, error) {
+	c.opens[key]++
+	return c.Store.Open(ctx, key)
+}
+
+// With copy-on-write and a change data feed, a table file holding
+// replaced rows is read whole once: its rewrite keeps them as the change
+// data's pre-images and deletes (besides the read of its key column).
+func TestCopyOnWriteChangeDataReadsOnce(t *testing.T) {
+	u := newUpsertTableConf(t, true, map[string]string{"delta.enableChangeDataFeed": "true"})
+	u.epoch(change{1, "a", 1}, change{2, "b", 2}, change{3, "c", 3})
+	old := u.snap.Files()[0].Path
+	counter := &openCounter{Store: u.store, opens: map[string]int{}}
+	u.store = counter
+	res := u.epoch(change{1, "a2", 4}, change{2, "", 5})
+	if n := counter.opens[old]; n != 2 {
+		t.Errorf("%s opened %d times in the epoch, want 2 (its key column, then its rows)", old, n)
+	}
+	want := []changeRow{{1, "a", "update_preimage", -1}, {1, "a2", "update_postimage", -1}, {2, "b", "delete", -1}}
+	if got := u.changeRows(res); !slices.Equal(got, want) {
+		t.Errorf("change data %v, want %v", got, want)
+	}
+	u.check(map[int64]string{1: "a2", 3: "c"})
 }

@@ -29,6 +29,9 @@ type KeyIndex struct {
 	used  int64
 	files map[string]*fileFilter
 	gen   uint64 // the Resolve whose snapshot the filters' seen refer to
+	// observe, if set, sees used after every change: the memory the
+	// index holds is watched as the buffers' is (deltaflow_key_index_bytes).
+	observe func(bytes int64)
 }
 
 // fileFilter is an indexed file's Bloom filter, and the last Resolve whose
@@ -119,6 +122,34 @@ func NewKeyIndex(limit int64) *KeyIndex {
 	return &KeyIndex{limit: limit, files: map[string]*fileFilter{}}
 }
 
+// Observe makes f see the bytes the index holds now and after every
+// change. f runs under the index's lock: it must be quick and must not
+// call back.
+func (x *KeyIndex) Observe(f func(bytes int64)) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.observe = f
+	x.account(0)
+}
+
+// account adds n (negative: frees) to the bytes the index holds; x.mu
+// held.
+func (x *KeyIndex) account(n int64) {
+	x.used += n
+	if x.observe != nil {
+		x.observe(x.used)
+	}
+}
+
+// dropLocked takes the file at path, if indexed, out of the index; x.mu
+// held.
+func (x *KeyIndex) dropLocked(path string) {
+	if f := x.files[path]; f != nil {
+		delete(x.files, path)
+		x.account(-filterMemory(path, f.bloom))
+	}
+}
+
 // begin starts a Resolve: the files it marks live (filter) are kept by
 // end.
 func (x *KeyIndex) begin() {
@@ -147,8 +178,7 @@ func (x *KeyIndex) end() {
 	defer x.mu.Unlock()
 	for path, f := range x.files {
 		if f.seen != x.gen {
-			x.used -= filterMemory(path, f.bloom)
-			delete(x.files, path)
+			x.dropLocked(path)
 		}
 	}
 }
@@ -170,13 +200,10 @@ func (x *KeyIndex) put(path string, b bloom) {
 }
 
 func (x *KeyIndex) putLocked(path string, b bloom) {
-	if old := x.files[path]; old != nil {
-		x.used -= filterMemory(path, old.bloom)
-		delete(x.files, path)
-	}
+	x.dropLocked(path)
 	if n := filterMemory(path, b); x.used+n <= x.limit {
-		x.used += n
 		x.files[path] = &fileFilter{bloom: b, seen: x.gen}
+		x.account(n)
 	}
 }
 
@@ -199,10 +226,7 @@ func (u IndexUpdate) Committed() {
 	u.index.mu.Lock()
 	defer u.index.mu.Unlock()
 	for _, path := range u.removed {
-		if f := u.index.files[path]; f != nil {
-			u.index.used -= filterMemory(path, f.bloom)
-			delete(u.index.files, path)
-		}
+		u.index.dropLocked(path)
 	}
 	for path, b := range u.added {
 		u.index.putLocked(path, b)

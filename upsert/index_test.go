@@ -239,6 +239,37 @@ func TestKeyIndexUnknownFiles(t *testing.T) {
 	u.check(map[int64]string{1: "a", 10: "a", 7: "mine"})
 }
 
+// Observe sees the bytes the index holds after every change (the
+// deltaflow_key_index_bytes gauge): files entering with a commit, filters
+// built from files read, files a commit removes, files gone from the
+// table, and 0 once empty.
+func TestKeyIndexObserved(t *testing.T) {
+	u := newUpsertTable(t, false)
+	u.up.Index = NewKeyIndex(1 << 20)
+	x := u.up.Index
+	var seen []int64
+	x.Observe(func(bytes int64) { seen = append(seen, bytes) })
+	check := func(when string) {
+		t.Helper()
+		if len(seen) == 0 || seen[len(seen)-1] != x.memory() {
+			t.Errorf("%s: observed %v, the index holds %d bytes", when, seen, x.memory())
+		}
+	}
+	check("at first")
+	u.epoch(change{id: 1, name: "a"}, change{id: 2, name: "a"})
+	if x.memory() == 0 {
+		t.Fatal("the epoch's new file is not indexed")
+	}
+	check("after a file entered")
+	u.epoch(change{id: 1, name: "b"}, change{id: 3, name: "c"})
+	check("after a replace")
+	u.epoch(change{id: 1}, change{id: 2}, change{id: 3})
+	check("after every key's delete")
+	if x.memory() != 0 {
+		t.Errorf("the table has no file, the index holds %d bytes", x.memory())
+	}
+}
+
 // memory is the bytes the index holds, at most its limit.
 func (x *KeyIndex) memory() int64 {
 	x.mu.Lock()

@@ -156,7 +156,7 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			continue
 		case len(superseded) > 0:
 			var err error
-			if acts, err = t.without(ctx, store, snap, f.Add, superseded, false, now); err != nil {
+			if acts, err = t.without(ctx, store, snap, f.Add, superseded, false, now, nil); err != nil {
 				return res, err
 			}
 		}
@@ -168,9 +168,16 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 			res.Stale++
 		}
 	}
-	for _, o := range old {
+	for i := range old {
+		o := &old[i]
 		res.Replaced += int64(len(o.rows))
-		acts, err := t.without(ctx, store, snap, o.add, o.rows, true, now)
+		// A rewrite reads the file's rows whole: it keeps the replaced
+		// ones for the change data, which need not read them again.
+		var images *[]delta.Row
+		if cdf && t.CopyOnWrite {
+			images = &o.images
+		}
+		acts, err := t.without(ctx, store, snap, o.add, o.rows, true, now, images)
 		if err != nil {
 			return res, err
 		}
@@ -189,11 +196,13 @@ func (t *Table) Resolve(ctx context.Context, store storage.Store, snap *delta.Sn
 
 // oldRows are the rows of a table file that the epoch replaces, and with
 // a change data feed what each becomes: a delete, or an update's
-// pre-image.
+// pre-image; and the rows themselves when a copy-on-write rewrite read
+// them (else the change data reads them from the file).
 type oldRows struct {
-	add   *delta.Add
-	rows  []uint64
-	kinds []delta.ChangeType
+	add    *delta.Add
+	rows   []uint64
+	kinds  []delta.ChangeType
+	images []delta.Row
 }
 
 // replacedRows finds the live rows of the table whose key the epoch
@@ -336,10 +345,11 @@ func (t *Table) deletedKeys(ctx context.Context, wins map[string]winner) error {
 
 // without is the actions that leave rows out of file add: a live file of
 // the table is removed, and added back with a deletion vector holding
-// rows too, or rewritten without them (CopyOnWrite); an epoch's new file
-// is added so. Nothing is added when no row is left.
+// rows too, or rewritten without them (CopyOnWrite, the rows left out
+// appended to images unless nil); an epoch's new file is added so.
+// Nothing is added when no row is left.
 func (t *Table) without(ctx context.Context, store storage.Store, snap *delta.Snapshot, add *delta.Add, rows []uint64, live bool,
-	now time.Time) ([]delta.Action, error) {
+	now time.Time, images *[]delta.Row) ([]delta.Action, error) {
 	var acts []delta.Action
 	if live {
 		acts = append(acts, delta.Action{Remove: add.Remove(now)})
@@ -347,7 +357,7 @@ func (t *Table) without(ctx context.Context, store storage.Store, snap *delta.Sn
 	var next *delta.Add
 	var err error
 	if t.CopyOnWrite {
-		next, err = t.rewrite(ctx, store, snap, add, rows)
+		next, err = t.rewrite(ctx, store, snap, add, rows, images)
 	} else {
 		next, err = withDeletionVector(ctx, store, add, rows, now)
 	}
@@ -369,8 +379,10 @@ func withDeletionVector(ctx context.Context, store storage.Store, add *delta.Add
 }
 
 // rewrite writes add's live rows but rows as a new file of its partition,
-// nil when none is left.
-func (t *Table) rewrite(ctx context.Context, store storage.Store, snap *delta.Snapshot, add *delta.Add, rows []uint64) (*delta.Add, error) {
+// nil when none is left; the rows left out are appended to images, unless
+// nil, in the file's order.
+func (t *Table) rewrite(ctx context.Context, store storage.Store, snap *delta.Snapshot, add *delta.Add, rows []uint64,
+	images *[]delta.Row) (*delta.Add, error) {
 	schema, err := snap.Schema()
 	if err != nil {
 		return nil, err
@@ -381,8 +393,11 @@ func (t *Table) rewrite(ctx context.Context, store storage.Store, snap *delta.Sn
 		if err != nil {
 			return nil, fmt.Errorf("rewrite %s: %w", add.Path, err)
 		}
-		if !gone.Contains(r.Index) {
+		switch {
+		case !gone.Contains(r.Index):
 			keep = append(keep, r.Row)
+		case images != nil:
+			*images = append(*images, r.Row)
 		}
 	}
 	if len(keep) == 0 {

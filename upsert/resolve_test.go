@@ -99,6 +99,130 @@ func newUpsertTableConf(t *testing.T, cow bool, props map[string]string) *upsert
 	return &upsertTable{t: t, dir: dir, store: store, table: table, snap: snap, keys: keys, data: data, up: &Table{Keys: keys, CopyOnWrite: cow}}
 }
 
+// rawTable is a local table in upsert mode of any schema (upsertTable's
+// is id long, name string, unpartitioned) keyed by its first column, its
+// epochs of upserts resolved and committed.
+type rawTable struct {
+	t      *testing.T
+	store  storage.Store
+	table  *delta.Table
+	snap   *delta.Snapshot
+	schema *delta.StructType
+	part   string // the partition column, its last; "" for none
+	up     *Table
+	key    func(delta.Row) parquet.Value // a row's key column value, as a data file holds it
+	offset int64
+}
+
+// newRawTable creates a table of schema, partitioned by part (unless ""),
+// with properties conf.
+func newRawTable(t *testing.T, schema *delta.StructType, part string, conf map[string]string, key func(delta.Row) parquet.Value) *rawTable {
+	store, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &rawTable{t: t, store: store, table: delta.NewTable(store), schema: schema, part: part, key: key}
+	var parts []string
+	data := schema
+	if part != "" {
+		parts, data = []string{part}, &delta.StructType{Fields: schema.Fields[:len(schema.Fields)-1]}
+	}
+	if u.snap, err = u.table.Create(t.Context(), schema, parts, conf); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := NewKeys(data, []string{schema.Fields[0].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.up = &Table{Keys: keys}
+	return u
+}
+
+// epoch upserts rows, one data file per partition value (a row's last
+// value), resolved and committed.
+func (u *rawTable) epoch(rows ...delta.Row) Result {
+	u.t.Helper()
+	ctx := u.t.Context()
+	byPart := map[string][]delta.Row{}
+	for _, r := range rows {
+		p := ""
+		if u.part != "" {
+			p = r[len(r)-1].(string)
+		}
+		byPart[p] = append(byPart[p], r)
+	}
+	var ch Changes
+	for _, p := range slices.Sorted(maps.Keys(byPart)) {
+		var log keylog.Log
+		for _, r := range byPart[p] {
+			key, err := u.up.Keys.AppendColumns(nil, []parquet.Value{u.key(r)})
+			if err != nil {
+				u.t.Fatal(err)
+			}
+			u.offset++
+			log.Append(key, u.offset, u.offset)
+		}
+		var parts []string
+		var values map[string]*string
+		if u.part != "" {
+			parts, values = []string{u.part}, map[string]*string{u.part: &p}
+		}
+		add, err := delta.WriteDataFile(ctx, u.store, u.schema, parts, values, byPart[p], delta.WriterOptions{})
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		ch.Files = append(ch.Files, NewFile{Add: add, Rows: &log})
+	}
+	res, err := u.up.Resolve(ctx, u.store, u.snap, ch, time.Now())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if _, err := u.table.Commit(ctx, u.snap, res.Actions, delta.Operation{Name: "WRITE"}); err != nil {
+		u.t.Fatal(err)
+	}
+	return res
+}
+
+// rows are the table's rows as our reader reads them, printed, sorted.
+func (u *rawTable) rows() []string {
+	u.t.Helper()
+	var parts []string
+	if u.part != "" {
+		parts = []string{u.part}
+	}
+	var out []string
+	for _, f := range u.snap.Files() {
+		rows, err := delta.ReadDataFile(u.t.Context(), u.store, u.schema, parts, f)
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		for _, r := range rows {
+			out = append(out, fmt.Sprint(r))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A decimal key column: an epoch's change of a key finds the key's row in
+// the table's files, whose key column it reads back (its unscaled values,
+// as the mapped rows encode them).
+func TestResolveDecimalKeys(t *testing.T) {
+	schema := &delta.StructType{Fields: []delta.StructField{{Name: "id", Type: delta.DecimalType{Precision: 10, Scale: 2}, Nullable: true},
+		{Name: "name", Type: delta.String, Nullable: true}}}
+	unscaled := map[string]int64{"12.50": 1250, "-0.01": -1, "7.00": 700}
+	u := newRawTable(t, schema, "", map[string]string{"delta.enableDeletionVectors": "true"},
+		func(r delta.Row) parquet.Value { return parquet.Int64Value(unscaled[r[0].(string)]) })
+	u.epoch(delta.Row{"12.50", "a"}, delta.Row{"-0.01", "b"})
+	res := u.epoch(delta.Row{"12.50", "a2"}, delta.Row{"7.00", "c"})
+	if res.Replaced != 1 {
+		t.Errorf("%+v: want 12.50's row replaced", res)
+	}
+	if got, want := u.rows(), []string{"[-0.01 b]", "[12.50 a2]", "[7.00 c]"}; !slices.Equal(got, want) {
+		t.Errorf("table %q, want %q", got, want)
+	}
+}
+
 // change is one change of an epoch: an upsert of id with name, or a
 // delete of id (name ""), at sequence seq.
 type change struct {

@@ -346,27 +346,49 @@ func orNone(s string) string {
 // (recorded in the column's delta.typeChanges, Widen); columns only in next
 // are appended and must be nullable; columns only in current are kept (old
 // files hold them) and must be nullable, since new rows will not carry them.
+// Struct columns evolve by the same rules, field by field at any depth
+// (inside arrays and maps too), as Spark's mergeSchema does: a nullable
+// field may be added, a field left out must be nullable; arrays and maps
+// may come to hold nulls. Nested fields are matched by name whatever their
+// metadata (the table's carry column mapping's), and are never widened.
 // changed reports whether the result differs from current.
 func MergeSchema(current, next *StructType, widen bool) (merged *StructType, changed bool, err error) {
-	merged = &StructType{Fields: append([]StructField(nil), current.Fields...)}
-	for _, nf := range next.Fields {
+	fields, changed, err := mergeFields("", current.Fields, next.Fields, widen)
+	if err != nil {
+		return nil, false, err
+	}
+	return &StructType{Fields: fields}, changed, nil
+}
+
+// mergeFields merges the fields of a struct (the table's columns when
+// prefix is ""), named prefix+name in errors.
+func mergeFields(prefix string, current, next []StructField, widen bool) ([]StructField, bool, error) {
+	merged := &StructType{Fields: slices.Clone(current)}
+	changed := false
+	what := "column"
+	if prefix != "" {
+		what = "struct field"
+	}
+	for _, nf := range next {
+		name := prefix + nf.Name
 		i := merged.Index(nf.Name)
 		if i < 0 {
 			if !nf.Nullable {
-				return nil, false, &SchemaChangeError{Column: nf.Name, NewType: TypeName(nf.Type),
-					Reason: "a column added to an existing table must be nullable"}
+				return nil, false, &SchemaChangeError{Column: name, NewType: TypeName(nf.Type),
+					Reason: "a " + what + " added to an existing table must be nullable"}
 			}
 			merged.Fields = append(merged.Fields, nf)
 			changed = true
 			continue
 		}
 		cf := &merged.Fields[i]
-		if TypeName(cf.Type) != TypeName(nf.Type) {
-			sce := &SchemaChangeError{Column: nf.Name, OldType: TypeName(cf.Type), NewType: TypeName(nf.Type), Reason: "column types differ"}
-			switch {
-			case !CanWiden(cf.Type, nf.Type):
-				return nil, false, sce
-			case !widen:
+		t, c, err := mergeType(name, cf.Type, nf.Type)
+		var sce *SchemaChangeError
+		switch {
+		case err == nil:
+			cf.Type, changed = t, changed || c
+		case prefix == "" && errors.As(err, &sce) && sce.Column == name && CanWiden(cf.Type, nf.Type):
+			if !widen {
 				sce.Reason = "the new type is wider, and " + TypeWideningHint
 				return nil, false, sce
 			}
@@ -374,23 +396,71 @@ func MergeSchema(current, next *StructType, widen bool) (merged *StructType, cha
 				return nil, false, err
 			}
 			changed = true
+		case prefix != "" && errors.As(err, &sce) && sce.Column == name && CanWiden(cf.Type, nf.Type):
+			sce.Reason = "type widening inside a struct, array or map is not supported"
+			return nil, false, sce
+		default:
+			return nil, false, err
 		}
 		if cf.Nullable && !nf.Nullable {
-			return nil, false, &SchemaChangeError{Column: nf.Name, OldType: TypeName(cf.Type),
-				NewType: TypeName(nf.Type), Reason: "a nullable column cannot become required"}
+			return nil, false, &SchemaChangeError{Column: name, OldType: TypeName(cf.Type),
+				NewType: TypeName(nf.Type), Reason: "a nullable " + what + " cannot become required"}
 		}
 		if !cf.Nullable && nf.Nullable {
 			cf.Nullable = true
 			changed = true
 		}
 	}
-	for _, cf := range current.Fields {
-		if next.Field(cf.Name) == nil && !cf.Nullable {
-			return nil, false, &SchemaChangeError{Column: cf.Name, OldType: TypeName(cf.Type),
-				Reason: "a required column cannot be left out"}
+	for _, cf := range current {
+		if !slices.ContainsFunc(next, func(f StructField) bool { return f.Name == cf.Name }) && !cf.Nullable {
+			return nil, false, &SchemaChangeError{Column: prefix + cf.Name, OldType: TypeName(cf.Type),
+				Reason: "a required " + what + " cannot be left out"}
 		}
 	}
-	return merged, changed, nil
+	return merged.Fields, changed, nil
+}
+
+// mergeType merges next into the type cur of the column or field name:
+// structs field by field, arrays and maps by their elements, keys and
+// values (which may come to hold nulls). Other types must be the same:
+// the error is a SchemaChangeError naming name, which MergeSchema turns
+// into a widening where it may.
+func mergeType(name string, cur, next DataType) (DataType, bool, error) {
+	switch c := cur.(type) {
+	case *StructType:
+		if n, ok := next.(*StructType); ok {
+			fields, changed, err := mergeFields(name+".", c.Fields, n.Fields, false)
+			if err != nil || !changed {
+				return cur, false, err
+			}
+			return &StructType{Fields: fields}, true, nil
+		}
+	case *ArrayType:
+		if n, ok := next.(*ArrayType); ok {
+			elem, changed, err := mergeType(name+".element", c.ElementType, n.ElementType)
+			if err != nil || (!changed && c.ContainsNull == (c.ContainsNull || n.ContainsNull)) {
+				return cur, false, err
+			}
+			return &ArrayType{ElementType: elem, ContainsNull: c.ContainsNull || n.ContainsNull}, true, nil
+		}
+	case *MapType:
+		if n, ok := next.(*MapType); ok {
+			key, keyChanged, err := mergeType(name+".key", c.KeyType, n.KeyType)
+			if err != nil {
+				return cur, false, err
+			}
+			value, changed, err := mergeType(name+".value", c.ValueType, n.ValueType)
+			if err != nil || (!keyChanged && !changed && c.ValueContainsNull == (c.ValueContainsNull || n.ValueContainsNull)) {
+				return cur, false, err
+			}
+			return &MapType{KeyType: key, ValueType: value, ValueContainsNull: c.ValueContainsNull || n.ValueContainsNull}, true, nil
+		}
+	default:
+		if TypeName(cur) == TypeName(next) {
+			return cur, false, nil
+		}
+	}
+	return cur, false, &SchemaChangeError{Column: name, OldType: TypeName(cur), NewType: TypeName(next), Reason: "column types differ"}
 }
 
 // TypeName renders a type fully (struct fields included) for comparisons and

@@ -17,8 +17,9 @@ import (
 //	date → time.Time (midnight UTC)            timestamp → time.Time (UTC)
 //	timestamp_ntz → time.Time (UTC wall clock) decimal → string ("12.30")
 //
-// nil is null. Nested types are read as map[string]any, []any and
-// map[string]any (maps with string-rendered keys).
+// nil is null. Nested types are read as map[string]any (a struct, by
+// field name), []any and map[string]any (a map, keyed by its keys' text:
+// parquetfile.MapKeyText), and written from the same.
 type Row []any
 
 // ParsePartitionValue parses a partitionValues entry into the Go value for

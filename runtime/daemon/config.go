@@ -677,10 +677,6 @@ func (t TableConfig) createConf() map[string]string {
 // vectors, which upserts do.
 const deletionVectorsProperty = "delta.enableDeletionVectors"
 
-// changeDataFeedProperty asks writers for the change data of every change:
-// upserts write change data files (upsert.Table.Resolve).
-const changeDataFeedProperty = "delta.enableChangeDataFeed"
-
 // What table.schema_evolution may say.
 const (
 	EvolveAddColumns = "add_columns"
@@ -712,8 +708,14 @@ func (c *Config) checkedMapper(t TableConfig, section string) (*mapping.Mapper, 
 }
 
 // checkUpsert compiles delete_when over m's columns, and checks that
-// sequence_by names one that orders changes.
+// key_columns name columns a key is made of (a struct, array or map is
+// none) and sequence_by one that orders changes.
 func (t TableConfig) checkUpsert(m *mapping.Mapper, section string) error {
+	if t.WriteMode == WriteUpsert && len(t.KeyColumns) > 0 {
+		if _, err := upsert.NewKeys(m.DataSchema(), t.KeyColumns); err != nil {
+			return fmt.Errorf("%s.key_columns: %w", section, err)
+		}
+	}
 	if t.DeleteWhen != "" {
 		if _, err := m.Where(t.DeleteWhen); err != nil {
 			return fmt.Errorf("%s.delete_when: %w", section, err)

@@ -112,6 +112,14 @@ func TestBadConfigs(t *testing.T) {
 		{"upsert_sequence.bad.yaml", "tables[0].delete_retention (line 9) must be > 0, got 0s"},
 		{"upsert_sequence.bad.yaml", "tables[1].sequence_by (line 17): only a write_mode: upsert table orders the changes of a key"},
 		{"upsert_sequence.bad.yaml", `tables[2].sequence_by (line 26): "id" is a key column`},
+		// Struct, array and map columns are no partition, key, sequence or
+		// filter operand; a type that does not parse says where.
+		{"nested_columns.bad.yaml", `tables[0].partition_columns[0] (line 5): column "loc" is struct; partition columns must be`},
+		{"nested_columns.bad.yaml", `tables[1].key_columns (line 14): key column "tags" is array: a key column is a string, integer, long or decimal`},
+		{"nested_columns.bad.yaml", `tables[2].sequence_by (line 25): column "loc" is struct: a sequence is an integer, long, date or timestamp`},
+		{"nested_columns.bad.yaml", `tables[3].delete_when (line 35): filter: at position 1, tags = 'x': column tags is array: nested and variant columns can only be compared with null`},
+		{"nested_columns.bad.yaml", `tables[4].where (line 43): filter: at position 1, attrs > 1: column attrs is map: nested and variant columns can only be compared with null`},
+		{"nested_columns.bad.yaml", `tables[5].columns[1].type (line 53): "struct<lat: double lon: double>": at character 20: expected ',' or '>' after a struct field, got 'l'`},
 		{"unrouted.bad.yaml", `unrouted (line 1): unknown "drop" (want skip or dlq)`},
 		{"brokers_empty.bad.yaml", "kafka.brokers (line 2): empty; leave the key out for the default ([127.0.0.1:9092])"},
 		{"topic_empty.bad.yaml", "kafka.topic (line 2): empty; leave the key out for the default (sensor-events)"},

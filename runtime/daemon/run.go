@@ -509,12 +509,6 @@ func ensureTable(ctx context.Context, tbl *delta.Table, m *mapping.Mapper, t Tab
 	if done.Created {
 		logger.Info("table created", "uri", tbl.Store().URI(), "partition_columns", parts)
 	}
-	if t.WriteMode == WriteUpsert && slices.Contains(snap.ActiveFeatures(), "changeDataFeed") && snap.ColumnMappingMode() != "none" {
-		// Change data files would need the physical column names.
-		return nil, fmt.Errorf("table.write_mode: upsert does not write the change data files table %s asks for (%s = true) "+
-			"under column mapping (%s); refusing rather than leave gaps in its change feed", tbl.Store().URI(), changeDataFeedProperty,
-			snap.ColumnMappingMode())
-	}
 	if t.deletionVectors() && !strings.EqualFold(snap.Metadata().Configuration[deletionVectorsProperty], "true") {
 		return nil, fmt.Errorf("table.write_mode: upsert marks replaced rows in deletion vectors, which table %s does not allow: "+
 			"set its property %s = true (Spark: ALTER TABLE ... SET TBLPROPERTIES ('%[2]s' = true)), give a new table, "+

@@ -1,14 +1,16 @@
 """Spark as the reader and second writer of tables deltaflow upserts.
 
-  upsert_check.py [--merge CHANGES_JSON] [--changes-from V] TABLE_DIR...
+  upsert_check.py [--merge CHANGES_JSON] [--changes-from V] [--feed DIR=V]... TABLE_DIR...
 
 Reads each table (deletion vectors applied); with --merge, then runs
 Spark's own MERGE of CHANGES_JSON (a list of {"id", "name", "balance",
 "delete"}: a delete removes the id, anything else is upserted) into the
 first table and reads it again; with --changes-from, then reads the first
 table's change data feed from version V (readChangeFeed, as table_changes
-does). Prints {"before": {dir: rows}, "after": rows, "changes": rows},
-rows sorted by id, changes with _change_type and _commit_version. One JVM.
+does); with --feed DIR=V, DIR's feed from version V too (a column-mapped
+table's, say). Prints {"before": {dir: rows}, "after": rows, "changes":
+rows, "feeds": {dir: rows}}, rows sorted by id, changes with _change_type
+and _commit_version. One JVM.
 """
 import argparse
 import json
@@ -47,6 +49,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--merge")
     p.add_argument("--changes-from", type=int)
+    p.add_argument("--feed", action="append", default=[])
     p.add_argument("dirs", nargs="+")
     args = p.parse_args()
     spark = session.build("deltaflow-upsert-check")
@@ -57,6 +60,10 @@ def main():
         out["after"] = rows(spark, args.dirs[0])
     if args.changes_from is not None:
         out["changes"] = changes(spark, args.dirs[0], args.changes_from)
+    out["feeds"] = {}
+    for feed in args.feed:
+        path, start = feed.rsplit("=", 1)
+        out["feeds"][path] = changes(spark, path, int(start))
     json.dump(out, sys.stdout)
     spark.stop()
 

@@ -159,61 +159,161 @@ func (o WriterOptions) numIndexedCols(ncols int) int {
 // ParquetSchema is the Parquet schema of a data file, built from a Delta
 // data schema in declared column order, and the constructors of the
 // parquet.Value each column takes. Build rows for FileWriter.WriteRows with it:
-// one value per leaf column, in column order, e.g.
+// one value per slot, in column order, e.g.
 //
 //	row = append(row[:0], ps.Text(0, id), ps.Timestamp(1, t), ps.Null(2))
 //
-// Every column is one leaf but a variant's, which is two (see Variant;
-// AppendValue appends both). The constructors take the column's index in
-// the data schema, set the leaf's column index and definition level, and do
-// not check that the Go value suits the column (WriteRows does).
+// Slots and leaves: a column of a primitive type or decimal is one slot
+// and one Parquet leaf; a variant is two of each (see Variant; AppendValue
+// appends both); a struct, array or map column is one slot, a byte array
+// holding AppendNested's encoding of the values of its leaves (see
+// NestedLeaves), or Null when the whole column is null, and as many
+// leaves as NestedLeaves lists. A table without nested columns has its
+// slots as its leaves, and its rows go to parquet-go as they are; a row
+// with nested columns is expanded into its leaves' values by WriteRows.
+// The constructors take the column's index in the data schema, set the
+// column's (first) leaf index and definition level, and do not check that
+// the Go value suits the column (WriteRows does).
 type ParquetSchema struct {
 	fields []schema.StructField
 	schema *parquet.Schema
-	leaf   []int // each column's first leaf
+	leaf   []int // each column's first leaf, and the number of leaves
+	slot   []int // each column's first slot, and the number of slots
+	nested bool  // some column is a struct, array or map
 	// Per leaf: its column, its definition level when not null (1 if
-	// optional) and its physical kind.
+	// optional; NestedLeaf.MaxDef in a nested column), its repetition level
+	// (NestedLeaf.MaxRep) and its physical kind.
 	column []int
 	def    []int
+	rep    []int
 	kinds  []parquet.Kind
 }
 
-// NewParquetSchema maps a Delta data schema (no partition columns) to Parquet.
-// Only primitive types and decimals can be written; nested columns are
-// refused.
+// NewParquetSchema maps a Delta data schema (no partition columns) to
+// Parquet as Spark does: primitive types, decimals, variants, and structs,
+// arrays and maps of them in the layout NestedLeaves describes. Under
+// column mapping (field metadata delta.columnMapping.*) top-level columns
+// are named as given (PhysicalSchema's names) and nested fields by their
+// physical names, and every struct field carries its id as field id, as
+// Spark writes them.
 func NewParquetSchema(dataSchema *schema.StructType) (*ParquetSchema, error) {
 	ps := &ParquetSchema{fields: dataSchema.Fields}
 	root := make([]parquet.Field, 0, len(dataSchema.Fields))
 	seen := make(map[string]bool, len(dataSchema.Fields))
-	for _, f := range dataSchema.Fields {
+	slots := 0
+	for i := range dataSchema.Fields {
+		f := &dataSchema.Fields[i]
 		if seen[f.Name] {
 			return nil, fmt.Errorf("parquet schema: duplicate column %q", f.Name)
 		}
 		seen[f.Name] = true
-		node, err := parquetLeaf(f.Type)
+		node, err := fieldNode(f, false)
 		if err != nil {
 			return nil, fmt.Errorf("parquet schema: column %q: %w", f.Name, err)
 		}
-		def := 0
-		if f.Nullable {
-			node = parquet.Optional(node)
-			def = 1
-		} else {
-			node = parquet.Required(node)
-		}
-		if id, ok := schema.FieldID(&f); ok {
-			node = parquet.FieldID(node, id) // column mapping: the column id
-		}
 		root = append(root, pqnode.Field(f.Name, node))
+		col := len(ps.leaf)
 		ps.leaf = append(ps.leaf, len(ps.kinds))
-		for _, leaf := range leafKinds(node) {
-			ps.column = append(ps.column, len(ps.leaf)-1)
-			ps.def = append(ps.def, def)
-			ps.kinds = append(ps.kinds, leaf)
+		ps.slot = append(ps.slot, slots)
+		kinds := leafKinds(node)
+		if IsNested(f.Type) {
+			leaves, err := NestedLeaves(f)
+			if err != nil {
+				return nil, fmt.Errorf("parquet schema: column %q: %w", f.Name, err)
+			}
+			for _, l := range leaves {
+				ps.def = append(ps.def, l.MaxDef)
+				ps.rep = append(ps.rep, l.MaxRep)
+			}
+			ps.nested = true
+			slots++
+		} else {
+			for range kinds {
+				ps.def = append(ps.def, boolInt(f.Nullable))
+				ps.rep = append(ps.rep, 0)
+			}
+			slots += len(kinds)
+		}
+		for _, k := range kinds {
+			ps.column = append(ps.column, col)
+			ps.kinds = append(ps.kinds, k)
 		}
 	}
+	// Ends of the last column's slots and leaves.
+	ps.slot = append(ps.slot, slots)
+	ps.leaf = append(ps.leaf, len(ps.kinds))
 	ps.schema = parquet.NewSchema("spark_schema", pqnode.Group(root...))
 	return ps, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fieldNode is the Parquet node of field f, a column or (nested) a struct
+// field: optional when nullable, with its column mapping id as field id.
+func fieldNode(f *schema.StructField, nested bool) (parquet.Node, error) {
+	node, err := typeNode(f.Type, nested)
+	if err != nil {
+		return nil, err
+	}
+	node = optionalIf(node, f.Nullable)
+	if id, ok := schema.FieldID(f); ok {
+		node = parquet.FieldID(node, id) // column mapping: the column id
+	}
+	return node, nil
+}
+
+func optionalIf(n parquet.Node, optional bool) parquet.Node {
+	if optional {
+		return parquet.Optional(n)
+	}
+	return parquet.Required(n)
+}
+
+// typeNode is the Parquet node of t, below a column when nested: Spark's
+// LIST and MAP layouts (those NestedLeaves describes), struct fields by
+// their physical names.
+func typeNode(t schema.DataType, nested bool) (parquet.Node, error) {
+	switch t := t.(type) {
+	case *schema.StructType:
+		if len(t.Fields) == 0 {
+			return nil, fmt.Errorf("%w: an empty struct", ErrNestedType)
+		}
+		fields := make([]parquet.Field, len(t.Fields))
+		for i := range t.Fields {
+			f := &t.Fields[i]
+			n, err := fieldNode(f, true)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			fields[i] = pqnode.Field(schema.PhysicalName(f), n)
+		}
+		return pqnode.Group(fields...), nil
+	case *schema.ArrayType:
+		elem, err := typeNode(t.ElementType, true)
+		if err != nil {
+			return nil, fmt.Errorf("array element: %w", err)
+		}
+		return pqnode.ListOf(optionalIf(elem, t.ContainsNull)), nil
+	case *schema.MapType:
+		key, err := typeNode(t.KeyType, true)
+		if err != nil {
+			return nil, fmt.Errorf("map key: %w", err)
+		}
+		value, err := typeNode(t.ValueType, true)
+		if err != nil {
+			return nil, fmt.Errorf("map value: %w", err)
+		}
+		return pqnode.MapOf(key, optionalIf(value, t.ValueContainsNull)), nil
+	}
+	if nested && t == schema.Variant {
+		return nil, fmt.Errorf("%w: a variant inside a struct, array or map", ErrNestedType)
+	}
+	return parquetLeaf(t)
 }
 
 // leafKinds are the physical kinds of node's leaves, in column order.
@@ -278,7 +378,7 @@ func parquetLeaf(t schema.DataType) (parquet.Node, error) {
 	case schema.TimestampNTZ:
 		n = parquet.TimestampAdjusted(parquet.Microsecond, false)
 	default:
-		return nil, fmt.Errorf("type %s cannot be written (only primitive types and decimals)", schema.TypeName(t))
+		return nil, fmt.Errorf("type %s cannot be written", schema.TypeName(t))
 	}
 	if n.Type().Kind() == parquet.ByteArray {
 		// parquet-go defaults byte arrays to DELTA_LENGTH_BYTE_ARRAY, which
@@ -295,9 +395,16 @@ func (s *ParquetSchema) Schema() *parquet.Schema { return s.schema }
 // Field is the Delta field of column col.
 func (s *ParquetSchema) Field(col int) *schema.StructField { return &s.fields[col] }
 
-// Null is a null in column col (of one leaf: AppendValue appends a
-// variant's nulls).
+// Null is a null in column col: the whole value of a column of one slot
+// (AppendValue appends a variant's two nulls).
 func (s *ParquetSchema) Null(col int) parquet.Value { return parquet.Value{}.Level(0, 0, s.leaf[col]) }
+
+// Nested is the slot value of a struct, array or map column: enc is
+// AppendNested's encoding of its leaves' values (not copied). Its levels
+// are the first leaf's, and unused: the leaves' values carry their own.
+func (s *ParquetSchema) Nested(col int, enc []byte) parquet.Value {
+	return parquet.ByteArrayValue(enc).Level(0, s.def[s.leaf[col]], s.leaf[col])
+}
 
 // Variant is the values of a variant column: its metadata, then its value.
 // The byte slices are not copied.
@@ -385,7 +492,15 @@ func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(
 // with at most the column's scale of fraction digits and its precision of
 // digits in all.
 func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
-	d := s.fields[col].Type.(schema.DecimalType)
+	pv, err := parseDecimal(s.fields[col].Type.(schema.DecimalType), v)
+	if err != nil {
+		return pv, err
+	}
+	return pv.Level(0, s.def[s.leaf[col]], s.leaf[col]), nil
+}
+
+// parseDecimal is the decimal text v in d's physical type (decimalPhysical).
+func parseDecimal(d schema.DecimalType, v string) (parquet.Value, error) {
 	r, ok := new(big.Rat).SetString(v)
 	if !ok {
 		return parquet.Value{}, fmt.Errorf("%q is not a number", v)
@@ -395,95 +510,51 @@ func (s *ParquetSchema) Decimal(col int, v string) (parquet.Value, error) {
 		return parquet.Value{}, fmt.Errorf("%s does not fit %s", v, d)
 	}
 	unscaled := r.Num()
-	var pv parquet.Value
-	switch s.kinds[s.leaf[col]] {
+	switch decimalPhysical(d).Kind() {
 	case parquet.Int32:
-		pv = parquet.Int32Value(int32(unscaled.Int64()))
+		return parquet.Int32Value(int32(unscaled.Int64())), nil
 	case parquet.Int64:
-		pv = parquet.Int64Value(unscaled.Int64())
-	default: // big-endian two's complement, sign-extended to the length
-		n := d.FixedLen()
-		b := make([]byte, n)
-		if unscaled.Sign() < 0 {
-			unscaled = new(big.Int).Add(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
-		}
-		unscaled.FillBytes(b)
-		pv = parquet.FixedLenByteArrayValue(b)
+		return parquet.Int64Value(unscaled.Int64()), nil
 	}
-	return pv.Level(0, s.def[s.leaf[col]], s.leaf[col]), nil
+	// big-endian two's complement, sign-extended to the length
+	n := d.FixedLen()
+	b := make([]byte, n)
+	if unscaled.Sign() < 0 {
+		unscaled = new(big.Int).Add(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+	}
+	unscaled.FillBytes(b)
+	return parquet.FixedLenByteArrayValue(b), nil
 }
 
 // AppendValue appends the value of column col to row, converting the Go value
 // v as documented on Row (nil is null). Integers of any Go int type are
 // accepted for integer columns when they fit; float32 and float64 for float
-// and double columns.
+// and double columns. A struct, array or map column takes what RowReader
+// returns for it (see appendNestedValue) and is appended as its slot: the
+// AppendNested encoding of its leaves' values.
 func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Row, error) {
 	if col < 0 || col >= len(s.fields) {
 		return row, fmt.Errorf("column %d out of range [0,%d)", col, len(s.fields))
 	}
 	f := &s.fields[col]
+	l := s.leaf[col]
 	if v == nil {
 		if !f.Nullable {
 			return row, fmt.Errorf("column %q: null in a non-nullable column", f.Name)
 		}
-		for l := s.leaf[col]; l < len(s.column) && s.column[l] == col; l++ {
-			row = append(row, parquet.Value{}.Level(0, 0, l))
+		for i := s.slot[col]; i < s.slot[col+1]; i++ {
+			row = append(row, parquet.Value{}.Level(0, 0, l+i-s.slot[col]))
 		}
 		return row, nil
 	}
-	bad := func() (parquet.Row, error) {
-		return row, fmt.Errorf("column %q (%s): cannot write %v (%T)", f.Name, schema.TypeName(f.Type), v, v)
+	if IsNested(f.Type) {
+		enc, err := s.encodeNested(col, v)
+		if err != nil {
+			return row, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		return append(row, s.Nested(col, enc)), nil
 	}
-	switch f.Type {
-	case schema.String:
-		switch x := v.(type) {
-		case string:
-			return append(row, s.Text(col, x)), nil
-		case []byte:
-			return append(row, s.Bytes(col, x)), nil
-		}
-	case schema.Binary:
-		switch x := v.(type) {
-		case []byte:
-			return append(row, s.Bytes(col, x)), nil
-		case string:
-			return append(row, s.Text(col, x)), nil
-		}
-	case schema.Long:
-		if n, ok := schema.AsInt64(v); ok {
-			return append(row, s.Int64(col, n)), nil
-		}
-	case schema.Integer, schema.Short, schema.Byte:
-		bits := 32
-		if f.Type == schema.Short {
-			bits = 16
-		} else if f.Type == schema.Byte {
-			bits = 8
-		}
-		if n, ok := schema.AsInt64(v); ok && n >= -1<<(bits-1) && n < 1<<(bits-1) {
-			return append(row, s.Int32(col, int32(n))), nil
-		}
-	case schema.Float:
-		if x, ok := schema.AsFloat64(v); ok {
-			return append(row, s.Float32(col, float32(x))), nil
-		}
-	case schema.Double:
-		if x, ok := schema.AsFloat64(v); ok {
-			return append(row, s.Float64(col, x)), nil
-		}
-	case schema.Boolean:
-		if b, ok := v.(bool); ok {
-			return append(row, s.Bool(col, b)), nil
-		}
-	case schema.Date:
-		if t, ok := v.(time.Time); ok {
-			return append(row, s.Date(col, t)), nil
-		}
-	case schema.Timestamp, schema.TimestampNTZ:
-		if t, ok := v.(time.Time); ok {
-			return append(row, s.Timestamp(col, t)), nil
-		}
-	case schema.Variant:
+	if f.Type == schema.Variant {
 		if x, ok := v.(VariantValue); ok {
 			if err := x.check(); err != nil {
 				return row, fmt.Errorf("column %q: %w", f.Name, err)
@@ -492,21 +563,83 @@ func (s *ParquetSchema) AppendValue(row parquet.Row, col int, v any) (parquet.Ro
 			return append(row, vals[:]...), nil
 		}
 	}
-	if _, ok := f.Type.(schema.DecimalType); ok {
-		if x, ok := v.(string); ok {
-			pv, err := s.Decimal(col, x)
-			if err != nil {
-				return row, fmt.Errorf("column %q: %w", f.Name, err)
-			}
-			return append(row, pv), nil
-		}
+	pv, ok, err := primitiveValue(f.Type, v)
+	if err != nil {
+		return row, fmt.Errorf("column %q: %w", f.Name, err)
 	}
-	return bad()
+	if !ok {
+		return row, fmt.Errorf("column %q (%s): cannot write %v (%T)", f.Name, schema.TypeName(f.Type), v, v)
+	}
+	return append(row, pv.Level(0, s.def[l], l)), nil
 }
 
-// checkRow verifies a row has one value per column in column order, with
-// the column's physical kind and the right definition level: parquet-go
-// silently writes garbage (or panics) otherwise.
+// primitiveValue converts the Go value v (not nil) to a value of a
+// primitive or decimal column of type t, without levels; ok is false when
+// v's Go type does not suit t. Strings are not copied.
+func primitiveValue(t schema.DataType, v any) (pv parquet.Value, ok bool, err error) {
+	switch t {
+	case schema.String, schema.Binary:
+		switch x := v.(type) {
+		case string:
+			return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x))), true, nil
+		case []byte:
+			if x == nil {
+				x = []byte{} // a nil slice would be a null-looking value; keep it empty
+			}
+			return parquet.ByteArrayValue(x), true, nil
+		}
+	case schema.Long:
+		if n, ok := schema.AsInt64(v); ok {
+			return parquet.Int64Value(n), true, nil
+		}
+	case schema.Integer, schema.Short, schema.Byte:
+		bits := 32
+		if t == schema.Short {
+			bits = 16
+		} else if t == schema.Byte {
+			bits = 8
+		}
+		if n, ok := schema.AsInt64(v); ok && n >= -1<<(bits-1) && n < 1<<(bits-1) {
+			return parquet.Int32Value(int32(n)), true, nil
+		}
+	case schema.Float:
+		if x, ok := schema.AsFloat64(v); ok {
+			return parquet.FloatValue(float32(x)), true, nil
+		}
+	case schema.Double:
+		if x, ok := schema.AsFloat64(v); ok {
+			return parquet.DoubleValue(x), true, nil
+		}
+	case schema.Boolean:
+		if b, ok := v.(bool); ok {
+			return parquet.BooleanValue(b), true, nil
+		}
+	case schema.Date:
+		if t, ok := v.(time.Time); ok {
+			return parquet.Int32Value(DateDays(t)), true, nil
+		}
+	case schema.Timestamp:
+		if t, ok := v.(time.Time); ok {
+			return parquet.Int64Value(t.UnixMicro()), true, nil
+		}
+	case schema.TimestampNTZ:
+		if t, ok := v.(time.Time); ok {
+			return parquet.Int64Value(WallClockMicros(t)), true, nil
+		}
+	}
+	if d, isDec := t.(schema.DecimalType); isDec {
+		if x, ok := v.(string); ok {
+			pv, err := parseDecimal(d, x)
+			return pv, err == nil, err
+		}
+	}
+	return parquet.Value{}, false, nil
+}
+
+// checkRow verifies a row of a table without nested columns has one value
+// per leaf in leaf order, with the leaf's physical kind and the right
+// definition level: parquet-go silently writes garbage (or panics)
+// otherwise.
 func (s *ParquetSchema) checkRow(row parquet.Row) error {
 	if len(row) != len(s.kinds) {
 		return fmt.Errorf("row has %d values, the schema %d leaf columns", len(row), len(s.kinds))
@@ -515,19 +648,110 @@ func (s *ParquetSchema) checkRow(row parquet.Row) error {
 		if v.Column() != i {
 			return fmt.Errorf("value %d has column index %d", i, v.Column())
 		}
-		if v.IsNull() {
-			if s.def[i] == 0 {
-				return fmt.Errorf("column %q: null in a non-nullable column", s.fields[s.column[i]].Name)
-			}
-			if v.DefinitionLevel() != 0 {
-				return fmt.Errorf("column %q: null with definition level %d", s.fields[s.column[i]].Name, v.DefinitionLevel())
+		if v.Kind() == s.kinds[i] && v.DefinitionLevel() == s.def[i] && !v.IsNull() {
+			continue // the common case, without a call
+		}
+		if err := s.checkFlat(v, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFlat verifies v is a value of leaf l of a column that is not nested.
+func (s *ParquetSchema) checkFlat(v parquet.Value, l int) error {
+	if v.IsNull() {
+		if s.def[l] == 0 {
+			return fmt.Errorf("column %q: null in a non-nullable column", s.fields[s.column[l]].Name)
+		}
+		if v.DefinitionLevel() != 0 {
+			return fmt.Errorf("column %q: null with definition level %d", s.fields[s.column[l]].Name, v.DefinitionLevel())
+		}
+		return nil
+	}
+	if v.Kind() != s.kinds[l] || v.DefinitionLevel() != s.def[l] {
+		return fmt.Errorf("column %q: %s value with definition level %d, want %s at level %d",
+			s.fields[s.column[l]].Name, v.Kind(), v.DefinitionLevel(), s.kinds[l], s.def[l])
+	}
+	return nil
+}
+
+// expandRow appends to dst the leaf form of row, the slots of the first
+// ncols columns: flat values with their leaf's column index, a nested
+// column's encoding decoded into its leaves' values (a null one into a
+// null per leaf), each checked against the leaves as checkRow does.
+func (s *ParquetSchema) expandRow(dst, row parquet.Row, ncols int) (parquet.Row, error) {
+	if len(row) != s.slot[ncols] {
+		return dst, fmt.Errorf("row has %d values, the schema %d slots", len(row), s.slot[ncols])
+	}
+	for col := range ncols {
+		f := &s.fields[col]
+		first, slot := s.leaf[col], s.slot[col]
+		if !IsNested(f.Type) {
+			for i := slot; i < s.slot[col+1]; i++ {
+				l := first + i - slot
+				if err := s.checkFlat(row[i], l); err != nil {
+					return dst, err
+				}
+				dst = append(dst, row[i].Level(0, row[i].DefinitionLevel(), l))
 			}
 			continue
 		}
-		if v.Kind() != s.kinds[i] || v.DefinitionLevel() != s.def[i] {
-			return fmt.Errorf("column %q: %s value with definition level %d, want %s at level %d",
-				s.fields[s.column[i]].Name, v.Kind(), v.DefinitionLevel(), s.kinds[i], s.def[i])
+		v := row[slot]
+		if v.IsNull() {
+			if !f.Nullable {
+				return dst, fmt.Errorf("column %q: null in a non-nullable column", f.Name)
+			}
+			for l := first; l < s.leaf[col+1]; l++ {
+				dst = append(dst, parquet.Value{}.Level(0, 0, l))
+			}
+			continue
 		}
+		if v.Kind() != parquet.ByteArray {
+			return dst, fmt.Errorf("column %q: a %s value, want the byte array of a nested value", f.Name, v.Kind())
+		}
+		start := len(dst)
+		var err error
+		if dst, err = appendDecodedNested(dst, v.ByteArray(), first); err == nil {
+			err = s.checkNested(col, dst[start:])
+		}
+		if err != nil {
+			return dst, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	return dst, nil
+}
+
+// checkNested verifies the decoded values of nested column col: each leaf
+// in order, starting a row (repetition level 0) exactly once, with levels
+// within the leaf's and its physical kind. parquet-go would write a
+// broken file otherwise.
+func (s *ParquetSchema) checkNested(col int, vals parquet.Row) error {
+	next, end := s.leaf[col], s.leaf[col+1]
+	for _, v := range vals {
+		l := v.Column()
+		switch {
+		case l == next && l < end:
+			if v.RepetitionLevel() != 0 {
+				return fmt.Errorf("leaf %d: the first value has repetition level %d", l-s.leaf[col], v.RepetitionLevel())
+			}
+			next++
+		case l != next-1:
+			return fmt.Errorf("leaf %d: a value out of leaf order", l-s.leaf[col])
+		case v.RepetitionLevel() == 0:
+			return fmt.Errorf("leaf %d: two values at repetition level 0", l-s.leaf[col])
+		}
+		switch d := v.DefinitionLevel(); {
+		case v.RepetitionLevel() > s.rep[l] || d > s.def[l]:
+			return fmt.Errorf("leaf %d: levels r%d d%d above its r%d d%d", l-s.leaf[col], v.RepetitionLevel(), d, s.rep[l], s.def[l])
+		case v.IsNull() != (d < s.def[l]):
+			return fmt.Errorf("leaf %d: definition level %d with a null of %v", l-s.leaf[col], d, v.IsNull())
+		case !v.IsNull() && v.Kind() != s.kinds[l]:
+			return fmt.Errorf("leaf %d: a %s value, want %s", l-s.leaf[col], v.Kind(), s.kinds[l])
+		}
+	}
+	if next != end {
+		return fmt.Errorf("leaf %d has no value", next-s.leaf[col])
 	}
 	return nil
 }
@@ -554,9 +778,9 @@ type FileWriter struct {
 	inGroup      int
 	numRows      int64
 	rowBuf       []parquet.Row
-	cols         int         // values per row written, before partitionRow's
+	cols         int         // columns of the rows written, before partitionRow's
 	partitionRow parquet.Row // materialized partition values, added to every row
-	withParts    []parquet.Row
+	leafBuf      []parquet.Row
 	err          error // sticky: the file is broken after a write error
 	closed       bool
 }
@@ -609,7 +833,7 @@ func NewWriter(w io.Writer, fileSchema *schema.StructType, statsCols int, opts W
 	fw := &FileWriter{
 		ps:           ps,
 		out:          countingWriter{w: w},
-		stats:        newStatsCollector(fileSchema, ps.leaf, opts.numIndexedCols(statsCols)),
+		stats:        newStatsCollector(ps, statsCols, opts),
 		rowGroupRows: opts.RowGroupRows,
 		cols:         cols,
 		partitionRow: partitionRow,
@@ -674,8 +898,9 @@ func (w *FileWriter) NumRows() int64 { return w.numRows }
 func (w *FileWriter) BufferedRows() int { return w.inGroup }
 
 // WriteRows writes rows built with the Schema's constructors: one value per
-// column, in column order. A row that does not fit the schema is refused
-// (rows before it are written). The rows are not retained.
+// slot, in column order (see ParquetSchema). A row that does not fit the
+// schema is refused (rows before it are written). The rows are not
+// retained.
 func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	if w.err != nil {
 		return 0, w.err
@@ -685,17 +910,12 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	}
 	written := 0
 	for len(rows) > 0 {
-		chunk := w.addPartitionValues(rows[:min(len(rows), w.rowGroupRows-w.inGroup)])
-		var bad error
-		for i, r := range chunk {
-			if err := w.ps.checkRow(r); err != nil {
-				bad = fmt.Errorf("row %d: %w", written+i, err)
-				chunk = chunk[:i]
-				break
-			}
-			w.stats.add(r) // while the row is in cache
+		chunk := rows[:min(len(rows), w.rowGroupRows-w.inGroup)]
+		out, bad := w.leafRows(chunk)
+		if bad != nil {
+			bad = fmt.Errorf("row %d: %w", written+len(out), bad)
 		}
-		n, err := w.pw.WriteRows(chunk)
+		n, err := w.pw.WriteRows(out)
 		written += n
 		w.numRows += int64(n)
 		w.inGroup += n
@@ -718,21 +938,36 @@ func (w *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	return written, nil
 }
 
-// addPartitionValues returns rows with the materialized partition values
-// behind each (in buffers of the writer's own), or rows themselves when
-// the file has none.
-func (w *FileWriter) addPartitionValues(rows []parquet.Row) []parquet.Row {
-	if len(w.partitionRow) == 0 {
-		return rows
+// leafRows checks rows and returns them in leaf form, with the
+// materialized partition values behind each, and folds them into the
+// stats: rows themselves when the file has neither nested nor partition
+// columns, else rows built in the writer's own buffers, reused from call
+// to call. On a bad row it returns the rows before it and the row's error.
+func (w *FileWriter) leafRows(rows []parquet.Row) ([]parquet.Row, error) {
+	out := rows
+	if w.ps.nested || len(w.partitionRow) > 0 {
+		if cap(w.leafBuf) < len(rows) {
+			w.leafBuf = append(w.leafBuf[:cap(w.leafBuf)], make([]parquet.Row, len(rows)-cap(w.leafBuf))...)
+		}
+		out = w.leafBuf[:len(rows)]
 	}
-	if cap(w.withParts) < len(rows) {
-		w.withParts = append(w.withParts[:cap(w.withParts)], make([]parquet.Row, len(rows)-cap(w.withParts))...)
-	}
-	out := w.withParts[:len(rows)]
 	for i, r := range rows {
-		out[i] = append(append(out[i][:0], r...), w.partitionRow...)
+		var err error
+		if w.ps.nested {
+			out[i], err = w.ps.expandRow(out[i][:0], r, w.cols)
+			out[i] = append(out[i], w.partitionRow...) // primitives: leaves as AppendValue made them
+		} else {
+			if len(w.partitionRow) > 0 {
+				out[i] = append(append(out[i][:0], r...), w.partitionRow...)
+			}
+			err = w.ps.checkRow(out[i])
+		}
+		if err != nil {
+			return out[:i], err
+		}
+		w.stats.add(out[i]) // while the row is in cache
 	}
-	return out
+	return out, nil
 }
 
 // Write writes one row of Go values aligned with the data schema (see Row).

@@ -115,7 +115,7 @@ func AppendNested(dst []byte, leaves []parquet.Value) []byte {
 		dst = append(dst, byte(k)+1)
 		switch k {
 		case parquet.Boolean:
-			dst = append(dst, boolByte(v.Boolean()))
+			dst = append(dst, byte(boolInt(v.Boolean())))
 		case parquet.Int32:
 			dst = binary.LittleEndian.AppendUint32(dst, uint32(v.Int32()))
 		case parquet.Int64:
@@ -131,13 +131,6 @@ func AppendNested(dst []byte, leaves []parquet.Value) []byte {
 		}
 	}
 	return dst
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // errNestedEncoding is the error of bytes that are not AppendNested's.

@@ -16,11 +16,10 @@ import (
 
 // RowReader turns rows of one Parquet file into table rows.
 type RowReader struct {
-	schema *parquet.Schema
 	fields []fieldReader // one per table column
-	nested bool          // some column needs parquet-go's reconstruction
 	start  []int         // per leaf column: first value index in the current row
 	end    []int
+	pos    []int // per leaf column: the next value a nested column reads
 }
 
 type fieldReader struct {
@@ -29,8 +28,8 @@ type fieldReader struct {
 	leaf     int
 	conv     func(parquet.Value) (any, error)
 	name     string
-	typ      schema.DataType
 	variant  *variantReader
+	nested   *nestedReader
 }
 
 const (
@@ -45,7 +44,7 @@ const (
 // null), partition columns from partitionValues.
 func NewRowReader(f *parquet.File, table *schema.StructType, partitionColumns []string, partitionValues map[string]*string) (*RowReader, error) {
 	fs := f.Schema()
-	fr := &RowReader{schema: fs, fields: make([]fieldReader, len(table.Fields))}
+	fr := &RowReader{fields: make([]fieldReader, len(table.Fields))}
 	// Leaf column index of each top-level file field.
 	leafStart := map[string]int{}
 	fileFields := map[string]parquet.Field{}
@@ -61,13 +60,14 @@ func NewRowReader(f *parquet.File, table *schema.StructType, partitionColumns []
 	}
 	fr.start = make([]int, col)
 	fr.end = make([]int, col)
+	fr.pos = make([]int, col)
 	for i, sf := range table.Fields {
 		fd := &fr.fields[i]
 		// With column mapping, files, partition values and nested values
 		// use physical names; a file without them may still carry the
 		// column ids as field ids.
 		phys := schema.PhysicalName(&table.Fields[i])
-		fd.name, fd.typ = phys, sf.Type
+		fd.name = phys
 		if slices.Contains(partitionColumns, sf.Name) {
 			v, err := schema.ParsePartitionValue(sf.Type, partitionValues[phys])
 			if err != nil {
@@ -100,8 +100,11 @@ func NewRowReader(f *parquet.File, table *schema.StructType, partitionColumns []
 			fd.kind, fd.leaf, fd.conv = fieldLeaf, leafStart[phys], conv
 			continue
 		}
-		fd.kind = fieldNested
-		fr.nested = true
+		nr, err := newNestedReader(sf.Type, ff, leafStart[phys], 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", sf.Name, err)
+		}
+		fd.kind, fd.nested = fieldNested, nr
 	}
 	return fr, nil
 }
@@ -130,13 +133,7 @@ func (fr *RowReader) Convert(pr parquet.Row) (schema.Row, error) {
 		}
 		fr.end[c] = i + 1
 	}
-	var nested map[string]any
-	if fr.nested {
-		nested = map[string]any{}
-		if err := fr.schema.Reconstruct(&nested, pr); err != nil {
-			return nil, fmt.Errorf("reconstruct nested values: %w", err)
-		}
-	}
+	copy(fr.pos, fr.start)
 	row := make(schema.Row, len(fr.fields))
 	for i := range fr.fields {
 		fd := &fr.fields[i]
@@ -154,7 +151,12 @@ func (fr *RowReader) Convert(pr parquet.Row) (schema.Row, error) {
 			}
 			row[i] = v
 		case fieldNested:
-			row[i] = nestedValue(fd.typ, nested[fd.name])
+			cur := nestedCursor{row: pr, pos: fr.pos, end: fr.end}
+			v, err := cur.read(fd.nested)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", fd.name, err)
+			}
+			row[i] = v
 		case fieldVariant:
 			v, err := fd.variant.read(pr, fr.start, fr.end)
 			if err != nil {
@@ -320,102 +322,4 @@ func formatDecimal(unscaled *big.Int, fileScale, outScale int) string {
 		s = "-" + s
 	}
 	return s
-}
-
-// nestedValue converts a value reconstructed by parquet-go towards the Go
-// types documented on Row, as far as it can: structs become map[string]any,
-// arrays []any, maps map[string]any with rendered keys; primitive values are
-// converted when their Go type allows, and kept as they are otherwise.
-func nestedValue(t schema.DataType, v any) any {
-	if v == nil {
-		return nil
-	}
-	switch t := t.(type) {
-	case *schema.StructType:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return v
-		}
-		out := make(map[string]any, len(t.Fields))
-		for i, f := range t.Fields {
-			out[f.Name] = nestedValue(f.Type, m[schema.PhysicalName(&t.Fields[i])])
-		}
-		return out
-	case *schema.ArrayType:
-		a, ok := v.([]any)
-		if !ok {
-			return v
-		}
-		out := make([]any, len(a))
-		for i, e := range a {
-			out[i] = nestedValue(t.ElementType, e)
-		}
-		return out
-	case *schema.MapType:
-		out := map[string]any{}
-		switch m := v.(type) {
-		case map[string]any:
-			for k, e := range m {
-				out[k] = nestedValue(t.ValueType, e)
-			}
-		case map[any]any:
-			for k, e := range m {
-				out[fmt.Sprint(nestedValue(t.KeyType, k))] = nestedValue(t.ValueType, e)
-			}
-		default:
-			return v
-		}
-		return out
-	case schema.PrimitiveType:
-		return nestedPrimitive(t, v)
-	}
-	return v
-}
-
-func nestedPrimitive(t schema.PrimitiveType, v any) any {
-	n, isInt := schema.AsInt64(v)
-	switch t {
-	case schema.Long:
-		if isInt {
-			return n
-		}
-	case schema.Integer:
-		if isInt {
-			return int32(n)
-		}
-	case schema.Short:
-		if isInt {
-			return int16(n)
-		}
-	case schema.Byte:
-		if isInt {
-			return int8(n)
-		}
-	case schema.Double:
-		if f, ok := schema.AsFloat64(v); ok {
-			return f
-		}
-	case schema.String:
-		if b, ok := v.([]byte); ok {
-			return string(b)
-		}
-	case schema.Date:
-		if isInt {
-			return time.Unix(n*86400, 0).UTC()
-		}
-	case schema.Timestamp, schema.TimestampNTZ:
-		switch x := v.(type) {
-		case time.Time:
-			return x.UTC()
-		case deprecated.Int96:
-			return int96Time(x)
-		}
-		if isInt {
-			return time.UnixMicro(n).UTC()
-		}
-	}
-	if tm, ok := v.(time.Time); ok {
-		return tm.UTC()
-	}
-	return v
 }

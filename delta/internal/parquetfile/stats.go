@@ -3,6 +3,7 @@ package parquetfile
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -20,19 +21,20 @@ const StatsStringPrefix = 32
 type statKind uint8
 
 const (
-	statNullOnly statKind = iota // nullCount only: boolean, binary, variant
+	statNullOnly statKind = iota // nullCount only: boolean, binary, variant, array, map
 	statInt                      // integers, date (days), timestamps (µs)
 	statFloat
 	statString
 	statDecimal // unscaled, in 128 bits: INT32, INT64 or FIXED_LEN_BYTE_ARRAY
 )
 
-// colStats accumulates one column's statistics. Strings keep their own copy
-// of the current min and max, copied only when they change, so tracking does
-// not allocate per row.
+// colStats accumulates the statistics of one stats column: a top-level
+// column or struct field that is not a struct (an array or map is one, of
+// nullCount only). Strings keep their own copy of the current min and max,
+// copied only when they change, so tracking does not allocate per row.
 type colStats struct {
-	name      []byte // JSON-encoded name
-	leaf      int    // its (first) value in a row
+	leaf      int // its first leaf
+	present   int // the definition level at which it is not null
 	typ       schema.DataType
 	kind      statKind
 	int32Phys bool // values arrive as INT32 (integer, short, byte, date)
@@ -49,19 +51,80 @@ type colStats struct {
 	maxD      decimal128
 }
 
-type statsCollector struct {
-	cols        []colStats // the indexed (leading) columns only
-	anyEligible bool       // some indexed column gets min/max
+// statsField is a field of the stats objects (minValues, maxValues,
+// nullCount), which nest like the schema: a stats column, or a struct of
+// fields.
+type statsField struct {
+	name   []byte // JSON-encoded physical name
+	col    int    // index in statsCollector.cols; -1 for a struct
+	fields []statsField
+	bounds bool // it has min/max: an eligible column, or a struct holding one
 }
 
-// newStatsCollector collects the stats of the first numIndexed columns of
-// dataSchema, whose values start at leaf[i] in each row.
-func newStatsCollector(dataSchema *schema.StructType, leaf []int, numIndexed int) *statsCollector {
-	c := &statsCollector{cols: make([]colStats, numIndexed)}
-	for i := range c.cols {
-		f := dataSchema.Fields[i]
-		name, _ := jsonenc.Marshal(f.Name)
-		cs := colStats{name: name, leaf: leaf[i], typ: f.Type}
+type statsCollector struct {
+	cols   []colStats   // the indexed stats columns, in schema order
+	fields []statsField // the top-level columns among them
+	// With nested columns a leaf may hold several values in a row, so a
+	// row's values are found through first, each leaf's first value.
+	nested bool
+	first  []int
+}
+
+// newStatsCollector collects the stats of the leading statsCols columns of
+// ps as Spark's StatisticsCollection does: min/max (of numbers, dates,
+// timestamps, strings and decimals, struct fields included) and nullCount
+// (of every column and struct field, arrays and maps included, but not of
+// anything inside an array or map), for the first numIndexed stats columns
+// in schema order, struct fields counted one by one (its truncateSchema).
+func newStatsCollector(ps *ParquetSchema, statsCols int, opts WriterOptions) *statsCollector {
+	c := &statsCollector{nested: ps.nested}
+	if c.nested {
+		c.first = make([]int, len(ps.kinds))
+	}
+	budget := opts.numIndexedCols(countStatsColumns(ps.fields[:statsCols]))
+	leaf := 0
+	c.fields = c.addFields(nil, ps.fields[:statsCols], true, &leaf, 0, &budget)
+	return c
+}
+
+func countStatsColumns(fields []schema.StructField) int {
+	n := 0
+	for _, f := range fields {
+		if st, ok := f.Type.(*schema.StructType); ok {
+			n += countStatsColumns(st.Fields)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// addFields appends the stats fields of fields, whose leaves start at
+// *leaf and are defined at def, while *budget stats columns remain.
+// Top-level columns are named as given (physical names under column
+// mapping), struct fields by their physical names, as in the file.
+func (c *statsCollector) addFields(dst []statsField, fields []schema.StructField, top bool, leaf *int, def int, budget *int) []statsField {
+	for i := range fields {
+		if *budget == 0 {
+			break
+		}
+		f := &fields[i]
+		name := f.Name
+		if !top {
+			name = schema.PhysicalName(f)
+		}
+		jname, _ := jsonenc.Marshal(name)
+		d := def + boolInt(f.Nullable)
+		if st, ok := f.Type.(*schema.StructType); ok {
+			sf := statsField{name: jname, col: -1}
+			sf.fields = c.addFields(nil, st.Fields, false, leaf, d, budget)
+			for _, ch := range sf.fields {
+				sf.bounds = sf.bounds || ch.bounds
+			}
+			dst = append(dst, sf)
+			continue
+		}
+		cs := colStats{leaf: *leaf, present: d, typ: f.Type}
 		switch f.Type {
 		case schema.Long, schema.Timestamp, schema.TimestampNTZ:
 			cs.kind = statInt
@@ -75,21 +138,35 @@ func newStatsCollector(dataSchema *schema.StructType, leaf []int, numIndexed int
 		if _, ok := f.Type.(schema.DecimalType); ok {
 			cs.kind = statDecimal
 		}
-		if cs.kind != statNullOnly {
-			c.anyEligible = true
-		}
-		c.cols[i] = cs
+		*leaf += typeLeaves(f.Type)
+		*budget--
+		c.cols = append(c.cols, cs)
+		dst = append(dst, statsField{name: jname, col: len(c.cols) - 1, bounds: cs.kind != statNullOnly})
 	}
-	return c
+	return dst
 }
 
 // add folds one (already validated) row into the statistics.
 func (c *statsCollector) add(row parquet.Row) {
+	if c.nested {
+		for i := len(row) - 1; i >= 0; i-- {
+			c.first[row[i].Column()] = i
+		}
+	}
 	for i := range c.cols {
 		cs := &c.cols[i]
-		v := row[cs.leaf] // a variant's metadata: null when the variant is
+		p := cs.leaf
+		if c.nested {
+			p = c.first[cs.leaf]
+		}
+		// A variant's metadata, an array's or map's first leaf: null
+		// below its present level when the column is null. A present
+		// empty (or all-null) array or map has a null there too.
+		v := row[p]
 		if v.IsNull() {
-			cs.nulls++
+			if v.DefinitionLevel() < cs.present {
+				cs.nulls++
+			}
 			continue
 		}
 		switch cs.kind {
@@ -150,85 +227,111 @@ func (c *statsCollector) add(row parquet.Row) {
 	}
 }
 
-// json renders the Delta stats JSON, columns in schema order. Shapes follow
-// Spark's StatisticsCollection: minValues/maxValues are left out when no
-// indexed column is eligible for them (and are {} when all eligible columns
-// are all-null), nullCount is left out when no column is indexed.
+// json renders the Delta stats JSON, columns in schema order, structs as
+// nested objects. Shapes follow Spark's StatisticsCollection:
+// minValues/maxValues are left out when no indexed column is eligible for
+// them (and are {} when all eligible columns are all-null; a struct with
+// an eligible field is there, {} too when all its are null), nullCount is
+// left out when no column is indexed.
 func (c *statsCollector) json(numRecords int64) string {
 	b := make([]byte, 0, 64+48*len(c.cols))
 	b = append(b, `{"numRecords":`...)
 	b = strconv.AppendInt(b, numRecords, 10)
-	if c.anyEligible {
+	if slices.ContainsFunc(c.fields, func(f statsField) bool { return f.bounds }) {
 		b = append(b, `,"minValues":{`...)
-		b = c.appendBounds(b, false)
+		b = c.appendBounds(b, c.fields, false)
 		b = append(b, `},"maxValues":{`...)
-		b = c.appendBounds(b, true)
+		b = c.appendBounds(b, c.fields, true)
 		b = append(b, '}')
 	}
-	if len(c.cols) > 0 {
+	if len(c.fields) > 0 {
 		b = append(b, `,"nullCount":{`...)
-		for i := range c.cols {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, c.cols[i].name...)
-			b = append(b, ':')
-			b = strconv.AppendInt(b, c.cols[i].nulls, 10)
-		}
+		b = c.appendNullCounts(b, c.fields)
 		b = append(b, '}')
 	}
 	b = append(b, '}')
 	return string(b)
 }
 
-func (c *statsCollector) appendBounds(b []byte, isMax bool) []byte {
+func (c *statsCollector) appendNullCounts(b []byte, fields []statsField) []byte {
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, f.name...)
+		b = append(b, ':')
+		if f.col < 0 {
+			b = append(b, '{')
+			b = c.appendNullCounts(b, f.fields)
+			b = append(b, '}')
+		} else {
+			b = strconv.AppendInt(b, c.cols[f.col].nulls, 10)
+		}
+	}
+	return b
+}
+
+func (c *statsCollector) appendBounds(b []byte, fields []statsField, isMax bool) []byte {
 	first := true
-	for i := range c.cols {
-		cs := &c.cols[i]
-		if !cs.has || cs.kind == statNullOnly || cs.nonFinite {
+	for _, f := range fields {
+		if !f.bounds {
 			continue
 		}
 		var val []byte
-		switch cs.kind {
-		case statInt:
-			x := cs.minI
-			if isMax {
-				x = cs.maxI
-			}
-			val = appendIntStat(nil, cs.typ, x)
-		case statFloat:
-			x := cs.minF
-			if isMax {
-				x = cs.maxF
-			}
-			val = appendFloatStat(nil, x, cs.typ == schema.Float)
-		case statString:
-			var s string
-			if isMax {
-				var ok bool
-				if s, ok = TruncateMaxString(string(cs.maxS), StatsStringPrefix); !ok {
-					continue // Spark writes no max when no short bound exists
-				}
-			} else {
-				s = TruncateMinString(string(cs.minS), StatsStringPrefix)
-			}
-			val, _ = jsonenc.Marshal(s)
-		case statDecimal:
-			x := cs.minD
-			if isMax {
-				x = cs.maxD
-			}
-			val = appendDecimalStat(nil, x.big(), cs.typ.(schema.DecimalType).Scale)
+		if f.col < 0 {
+			val = append(c.appendBounds(append(val, '{'), f.fields, isMax), '}')
+		} else if val = c.cols[f.col].bound(isMax); val == nil {
+			continue
 		}
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
-		b = append(b, cs.name...)
+		b = append(b, f.name...)
 		b = append(b, ':')
 		b = append(b, val...)
 	}
 	return b
+}
+
+// bound is the JSON of the column's min or max, nil when it has none.
+func (cs *colStats) bound(isMax bool) []byte {
+	if !cs.has || cs.kind == statNullOnly || cs.nonFinite {
+		return nil
+	}
+	switch cs.kind {
+	case statInt:
+		x := cs.minI
+		if isMax {
+			x = cs.maxI
+		}
+		return appendIntStat(nil, cs.typ, x)
+	case statFloat:
+		x := cs.minF
+		if isMax {
+			x = cs.maxF
+		}
+		return appendFloatStat(nil, x, cs.typ == schema.Float)
+	case statString:
+		var s string
+		if isMax {
+			var ok bool
+			if s, ok = TruncateMaxString(string(cs.maxS), StatsStringPrefix); !ok {
+				return nil // Spark writes no max when no short bound exists
+			}
+		} else {
+			s = TruncateMinString(string(cs.minS), StatsStringPrefix)
+		}
+		val, _ := jsonenc.Marshal(s)
+		return val
+	case statDecimal:
+		x := cs.minD
+		if isMax {
+			x = cs.maxD
+		}
+		return appendDecimalStat(nil, x.big(), cs.typ.(schema.DecimalType).Scale)
+	}
+	return nil
 }
 
 func appendIntStat(b []byte, t schema.DataType, x int64) []byte {

@@ -30,13 +30,16 @@ import (
 // rig is a PostgreSQL table, its Debezium topics (change events through
 // the JSON converter with schemas and without, and the row images
 // ExtractNewRecordState makes of them) and three deltaflow upsert tables
-// of them in local directories.
+// of them in local directories; and with PostgreSQL, a second table keyed
+// by a numeric, ledger, with two (its change events with schemas and
+// without).
 type rig struct {
 	t       *testing.T
 	env     []string // cdc.sh's
 	servers scenario.Servers
 	config  string
 	dirs    map[string]string // table directory by table name
+	ledgers map[string]string // the ledger tables' directories by name
 	group   string
 	rng     *rand.Rand
 	// source is the source table's rows: what every Delta table must hold.
@@ -49,7 +52,7 @@ func startRig(t *testing.T, db string) *rig {
 		t.Skip("real servers; skipped with -short")
 	}
 	brokers := testenv.Kafka(t)
-	r := &rig{t: t, group: scenario.Unique("cdc-group"), dirs: map[string]string{}, rng: rand.New(rand.NewPCG(3, 4)),
+	r := &rig{t: t, group: scenario.Unique("cdc-group"), dirs: map[string]string{}, ledgers: map[string]string{}, rng: rand.New(rand.NewPCG(3, 4)),
 		servers: scenario.Servers{Brokers: brokers, NATSURL: testenv.NATS(t), S3: testenv.MinIO(t)}}
 	r.env = append(os.Environ(), "DELTAFLOW_STATE="+t.TempDir(), "CDC_KAFKA_BROKERS="+strings.Join(brokers, ","))
 	r.cdc("start", db)
@@ -72,7 +75,9 @@ func newRig(t *testing.T) *rig {
 	// numeric(4,1) that partitions accounts_plain (-1.5, 0.0, null, 1.5).
 	r.sql(`CREATE TABLE accounts (id int PRIMARY KEY, name text, balance bigint, amount numeric(12,2), price numeric, tier numeric(4,1));
 		INSERT INTO accounts SELECT g, 'a' || g, g * 10, g * 1.25 - 100, CASE WHEN g % 9 = 0 THEN NULL ELSE g / 7.0 END,
-		CASE WHEN g % 4 = 3 THEN NULL ELSE (g % 4) * 1.5 - 1.5 END FROM generate_series(1, 200) g;`)
+		CASE WHEN g % 4 = 3 THEN NULL ELSE (g % 4) * 1.5 - 1.5 END FROM generate_series(1, 200) g;
+		CREATE TABLE ledger (id numeric(10,2) PRIMARY KEY, note text);
+		INSERT INTO ledger SELECT (g - 25) * 1.25, 'n' || g FROM generate_series(1, 50) g;`)
 	prefix := strings.ReplaceAll(scenario.Unique("pg"), "-", "_")
 	plain := strings.TrimSpace(r.cdc("connector", prefix+"-plain", "accounts", prefix+"_plain"))
 	schemas := strings.TrimSpace(r.cdcEnv([]string{"CDC_SCHEMAS_ENABLE=true"}, "connector", prefix+"-schemas", "accounts", prefix+"_schemas"))
@@ -82,6 +87,11 @@ func newRig(t *testing.T) *rig {
 	flat := strings.TrimSpace(r.cdcEnv([]string{`CDC_CONNECTOR_EXTRA={"transforms": "unwrap", "decimal.handling.mode": "string", ` +
 		`"transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState", ` +
 		`"transforms.unwrap.delete.tombstone.handling.mode": "rewrite"}`}, "connector", prefix+"-flat", "accounts", prefix+"_flat"))
+	// ledger's numeric(10,2) primary key is in each record key as its
+	// value has it: base64, its scale in the key's schema or, without
+	// schemas, the column's.
+	ledgerPlain := strings.TrimSpace(r.cdc("connector", prefix+"-ledger-plain", "ledger", prefix+"_ledger_plain"))
+	ledgerSchemas := strings.TrimSpace(r.cdcEnv([]string{"CDC_SCHEMAS_ENABLE=true"}, "connector", prefix+"-ledger-schemas", "ledger", prefix+"_ledger_schemas"))
 	var yaml strings.Builder
 	yaml.WriteString("tables:\n")
 	for name, table := range map[string]struct{ topic, keys, partitions string }{
@@ -110,6 +120,21 @@ func newRig(t *testing.T) *rig {
 		case "accounts_schemas": // changes ordered by their position in the WAL
 			yaml.WriteString("      - {name: lsn, type: long, source: cdc.source.lsn, required: true}\n")
 		}
+	}
+	for name, topic := range map[string]string{"ledger_plain": ledgerPlain, "ledger_schemas": ledgerSchemas} {
+		r.ledgers[name] = filepath.Join(t.TempDir(), name)
+		fmt.Fprintf(&yaml, `  - name: %s
+    uri: %s
+    topics: [%s]
+    write_mode: upsert
+    cdc: debezium
+    key_format: json
+    key_columns: [id]
+    partition_columns: []
+    columns:
+      - {name: id, type: "decimal(10,2)", source: kafka.key.id, required: true}
+      - {name: note, type: string}
+`, name, r.ledgers[name], topic)
 	}
 	yaml.WriteString("flush:\n  interval: 1s\nlog:\n  format: text\n")
 	r.config = filepath.Join(t.TempDir(), "deltaflow.yaml")
@@ -205,18 +230,56 @@ func (r *rig) delta(name string) map[int64]account {
 	return out
 }
 
+// ledgerRows is ledger's note by id (its plain text, as both PostgreSQL
+// and delta-rs print a numeric(10,2)) as delta-rs reads table name, or
+// PostgreSQL for "": a key twice fails the test.
+func (r *rig) ledgerRows(name string) map[string]string {
+	r.t.Helper()
+	out := map[string]string{}
+	if name == "" {
+		for line := range strings.Lines(r.sql("SELECT id, note FROM ledger")) {
+			id, note, _ := strings.Cut(strings.TrimSpace(line), ",")
+			out[id] = note
+		}
+		return out
+	}
+	var view struct {
+		Rows      []struct{ ID, Note string }
+		RowsError string
+	}
+	if err := json.Unmarshal(testenv.DeltaRS(r.t, nil, "read", r.ledgers[name], "--rows", "--query"), &view); err != nil || view.RowsError != "" {
+		r.t.Fatalf("delta-rs reads %s: %v %s", name, err, view.RowsError)
+	}
+	for _, row := range view.Rows {
+		if _, twice := out[row.ID]; twice {
+			r.t.Errorf("%s: key %s twice", name, row.ID)
+		}
+		out[row.ID] = row.Note
+	}
+	return out
+}
+
 // runUntilEqual runs `deltaflow run --until-latest` until every table
-// equals the source's (Debezium streams behind the statements), for at
+// equals its source's (Debezium streams behind the statements), for at
 // most a minute.
 func (r *rig) runUntilEqual(when string) {
 	r.t.Helper()
 	want := r.source()
+	var ledger map[string]string
+	if len(r.ledgers) > 0 {
+		ledger = r.ledgerRows("")
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		r.run(true)
 		equal := true
 		for name := range r.dirs {
 			if !maps.Equal(r.delta(name), want) {
+				equal = false
+			}
+		}
+		for name := range r.ledgers {
+			if !maps.Equal(r.ledgerRows(name), ledger) {
 				equal = false
 			}
 		}
@@ -227,6 +290,10 @@ func (r *rig) runUntilEqual(when string) {
 			for name := range r.dirs {
 				got := r.delta(name)
 				r.t.Errorf("%s: %s holds %d rows, the source table %d: %s", when, name, len(got), len(want), scenario.MapDiff(got, want))
+			}
+			for name := range r.ledgers {
+				got := r.ledgerRows(name)
+				r.t.Errorf("%s: %s holds %d rows, ledger %d: %s", when, name, len(got), len(ledger), scenario.MapDiff(got, ledger))
 			}
 			return
 		}
@@ -276,6 +343,12 @@ func (r *rig) workload(round int) {
 		fmt.Fprintf(&b, "UPDATE accounts SET balance = %d, name = 'r%d', amount = %d.%02d, price = %d.%06d, tier = %d * 1.5 WHERE id = %d;\n",
 			r.rng.IntN(1e6), round, r.rng.IntN(2e10)-1e10, r.rng.IntN(100), r.rng.IntN(1e6), r.rng.IntN(1e6), r.rng.IntN(3)-1, id)
 	}
+	if len(r.ledgers) > 0 { // ledger's keys: updated, deleted, inserted again, moved
+		fmt.Fprintf(&b, "UPDATE ledger SET note = 'u%d' WHERE id BETWEEN -10 AND 10;\n", round)
+		fmt.Fprintf(&b, "DELETE FROM ledger WHERE id BETWEEN %d AND %d.99;\n", round*5-30, round*5-28)
+		fmt.Fprintf(&b, "INSERT INTO ledger VALUES (%d.75, 'back%d') ON CONFLICT DO NOTHING;\n", round*5-30, round)
+		fmt.Fprintf(&b, "UPDATE ledger SET id = %d.01 WHERE id = %d.25;\n", 1000+round, round*5-21)
+	}
 	r.sql(b.String())
 }
 
@@ -288,7 +361,11 @@ func (r *rig) workload(round int) {
 // ExtractNewRecordState, deletes marked __deleted, read with delete_when)
 // becomes, in the three upsert tables, exactly SELECT * FROM accounts as
 // delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again
-// and again while the changes stream, read by Spark 3.5 too.
+// and again while the changes stream, read by Spark 3.5 too. A table keyed
+// by a numeric(10,2), ledger (updates, deletes, re-inserts, key changes),
+// streamed with and without schemas into tables whose key column reads
+// the record key (kafka.key.id: Debezium's base64 decimal), becomes
+// exactly SELECT * FROM ledger each time too.
 func TestDebeziumPostgres(t *testing.T) {
 	r := newRig(t)
 	r.workload(0)

@@ -162,7 +162,7 @@ func readTable(t *testing.T, s3 storage.S3Config, uri string) (map[string]string
 	}
 	types := map[string]string{}
 	for _, f := range table.Schema.Fields {
-		types[f.Name], _ = f.Type.(string)
+		types[f.Name] = nestedDDL(f.Type)
 		if f.Nullable {
 			types[f.Name] += " null"
 		}

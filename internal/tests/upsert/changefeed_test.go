@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltaflow/deltaflow/delta"
+	"github.com/deltaflow/deltaflow/internal/tests/scenario"
 	"github.com/deltaflow/deltaflow/storage"
 )
 
@@ -87,6 +88,32 @@ func (r *rig) enableChangeDataFeed() *feed {
 		r.t.Fatal(err)
 	}
 	return &feed{r: r, state: maps.Clone(r.want), offset: r.tableLog().offsets(r.topic), next: v + 1}
+}
+
+// columnMapped is a second table of r's topic, read by a group of its
+// own: made before deltaflow's first run with column mapping (physical
+// names col-<uuid>, column ids), deletion vectors and its change data
+// feed on, as Spark's CREATE TABLE ... TBLPROPERTIES makes one; and the
+// feed it must have from its first version.
+func (r *rig) columnMapped() (*rig, *feed) {
+	r.t.Helper()
+	m := *r
+	m.dir, m.group, m.commits = filepath.Join(r.t.TempDir(), "accounts_mapped"), scenario.Unique("accounts-mapped-group"), nil
+	table := &delta.StructType{Fields: []delta.StructField{{Name: "id", Type: delta.Long, Nullable: true},
+		{Name: "name", Type: delta.String, Nullable: true}, {Name: "balance", Type: delta.Long, Nullable: true}}}
+	mapped, conf, err := delta.AssignColumnMapping(table, map[string]string{"delta.columnMapping.mode": "name",
+		"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	local, err := storage.NewLocal(m.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := delta.NewTable(local).Create(r.t.Context(), mapped, nil, conf); err != nil {
+		r.t.Fatal(err)
+	}
+	return &m, &feed{r: &m, state: map[int64]account{}, offset: map[int32]int64{}, next: 1}
 }
 
 // advance returns the feed of the table's commits after the last it

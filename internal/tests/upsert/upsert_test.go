@@ -190,11 +190,18 @@ func accounts(t *testing.T, rows []map[string]any) map[int64]account {
 // and Spark's and delta-rs's change data feeds (readChangeFeed, load_cdf)
 // hold exactly every change of every version since, a key changed several
 // times in an epoch once, deltaflow's change data files shaped as Spark's.
+// A second table of the topic, made with column mapping and its change
+// data feed on, takes the same two runs: Spark reads its feed too (its
+// change data files by physical names; delta-rs reads no column-mapped
+// feed).
 func TestUpsertTopic(t *testing.T) {
 	r := newRig(t)
+	mapped, mappedFeed := r.columnMapped()
 	r.changes(3000, 500)
 	r.run()
 	r.check("first run")
+	mapped.run()
+	mapped.check("first run into the column-mapped table")
 	feed := r.enableChangeDataFeed()
 	from := feed.next
 	r.changes(1000, 500) // a second run: the table's own rows are replaced
@@ -204,7 +211,13 @@ func TestUpsertTopic(t *testing.T) {
 		keyChange{b, &account{"gone", 1}}, keyChange{id: b})
 	r.run()
 	r.check("second run")
+	mapped.run()
+	mapped.check("second run into the column-mapped table")
 	wantFeed := feed.advance(nil)
+	wantMapped := mappedFeed.advance(nil)
+	if last, ok := mapped.tableLog().at(mappedFeed.next - 1); !ok || len(last.cdcs) == 0 {
+		t.Errorf("the column-mapped table's last epoch (updates of %d, a delete of %d) wrote no change data files", a, b)
+	}
 	if last, ok := r.tableLog().at(feed.next - 1); !ok || len(last.cdcs) == 0 {
 		t.Errorf("the second run's last epoch (updates of %d, a delete of %d) wrote no change data files", a, b)
 	}
@@ -224,8 +237,11 @@ func TestUpsertTopic(t *testing.T) {
 	var spark struct {
 		Before         map[string][]map[string]any
 		After, Changes []map[string]any
+		Feeds          map[string][]map[string]any
 	}
-	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", "--merge", changes, "--changes-from", strconv.FormatInt(from, 10), r.dir)
+	testenv.RunSparkJSON(t, &spark, py, dir, "upsert_check.py", "--merge", changes, "--changes-from", strconv.FormatInt(from, 10),
+		"--feed", mapped.dir+"=1", r.dir)
+	checkFeed(t, "Spark's readChangeFeed of the column-mapped table", changeRows(t, spark.Feeds[mapped.dir]), wantMapped)
 	if got := accounts(t, spark.Before[r.dir]); !maps.Equal(got, r.want) {
 		t.Errorf("Spark reads %d keys, want %d (%s)", len(got), len(r.want), scenario.MapDiff(got, r.want))
 	}

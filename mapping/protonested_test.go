@@ -1,0 +1,209 @@
+package mapping
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+const tripProto = "testdata/protofile/trip.proto"
+
+// Repeated fields, maps and messages make array, map and struct columns,
+// read from the wire: packed and unpacked elements, map entries, unset
+// fields (proto3 scalars their default, messages and optional fields
+// null, repeated fields and maps empty).
+func TestMapProtobufNested(t *testing.T) {
+	m, err := New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Trip"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range m.Schema().Fields {
+		got = append(got, f.Name+" "+typeDDL(f.Type))
+	}
+	reading := "struct<at: timestamp, v: long, notes: array<string>>"
+	want := []string{"id string", "loc struct<lat: double, lon: double, inner: struct<floor: integer>>", "counts array<long>",
+		"tags array<string>", "readings array<" + reading + ">", "attrs map<string, long>", "by_name map<string, " + reading + ">", "blob binary"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("columns\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	at := time.Unix(1000, 500_000)
+	full := plainProto(t, m, func(r protoreflect.Message) {
+		set(r, "id", "t1")
+		set(r, "loc", func(l protoreflect.Message) {
+			set(l, "lat", 1.5)
+			set(l, "inner", func(protoreflect.Message) {}) // floor: its default
+		})
+		counts := r.Mutable(r.Descriptor().Fields().ByName("counts")).List()
+		for _, n := range []int64{1, 2, 3} {
+			counts.Append(protoreflect.ValueOfInt64(n))
+		}
+		set(r, "tags", []string{"a", ""})
+		readings := r.Mutable(r.Descriptor().Fields().ByName("readings")).List()
+		first := readings.NewElement().Message()
+		set(first, "at", protoreflect.ValueOfMessage(timestamppb.New(at).ProtoReflect()))
+		set(first, "v", protoreflect.ValueOfMessage(wrapperspb.Int64(7).ProtoReflect()))
+		set(first, "notes", []string{"n"})
+		readings.Append(protoreflect.ValueOfMessage(first))
+		readings.Append(readings.NewElement()) // an empty message
+		attrs := r.Mutable(r.Descriptor().Fields().ByName("attrs")).Map()
+		attrs.Set(protoreflect.ValueOfString("k").MapKey(), protoreflect.ValueOfInt64(5))
+		byName := r.Mutable(r.Descriptor().Fields().ByName("by_name")).Map()
+		byName.Set(protoreflect.ValueOfString("x").MapKey(), byName.NewValue())
+		set(r, "blob", protoreflect.ValueOfBytes([]byte{0, 1}))
+	})
+	// Leaves: loc 0 lat, 1 lon, 2 inner.floor; readings 0 at, 1 v, 2
+	// notes' element; attrs 0 key, 1 value; by_name 0 key, 1 at, 2 v, 3
+	// notes' element.
+	for _, tc := range []struct {
+		name string
+		rec  []byte
+		want []string // loc, counts, tags, readings, attrs, by_name
+	}{
+		{"full", full, []string{`0:r0d2=1.5 1:r0d1 2:r0d3=0`, `0:r0d3=1 0:r1d3=2 0:r1d3=3`, `0:r0d3="a" 0:r1d3=""`,
+			`0:r0d4=1000000500 0:r1d3 1:r0d4=7 1:r1d3 2:r0d6="n" 2:r1d4`, `0:r0d2="k" 1:r0d3=5`, `0:r0d2="x" 1:r0d3 2:r0d3 3:r0d4`}},
+		{"unset", plainProto(t, m, func(r protoreflect.Message) { set(r, "id", "t2") }),
+			[]string{"null", `0:r0d1`, `0:r0d1`, `0:r0d1 1:r0d1 2:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1 2:r0d1 3:r0d1`}},
+		{"a message without its message", plainProto(t, m, func(r protoreflect.Message) {
+			set(r, "loc", func(l protoreflect.Message) { set(l, "lon", -2.0) })
+		}), []string{`0:r0d2=0 1:r0d2=-2 2:r0d1`, `0:r0d1`, `0:r0d1`, `0:r0d1 1:r0d1 2:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1 2:r0d1 3:r0d1`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var row Row
+			if err := m.Map(&Record{Value: tc.rec}, &row); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tc.want {
+				if got := leafText(t, row.Values[i+1]); got != want {
+					t.Errorf("column %s: %s\nwant %s", m.p.cols[i+1].Name, got, want)
+				}
+			}
+		})
+	}
+	var row Row
+	if err := m.Map(&Record{Value: full}, &row); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(row.Values[7].ByteArray()); got != "\x00\x01" {
+		t.Errorf("blob %q", got)
+	}
+
+	// A message that holds itself, a map of int keys: no column.
+	_, err = New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Tree"}, nil)
+	for _, want := range []string{"field kids: field kids: a message shop.Tree that holds itself (recursive): no column holds it",
+		"field by_id: a map of int32 keys (a map column's keys are strings)"} {
+		if !errors.Is(err, ErrProtobufTypeNotSupported) || !strings.Contains(err.Error(), want) {
+			t.Errorf("columns of shop.Tree: %v, want %q", err, want)
+		}
+	}
+}
+
+// Declared nested columns over Protobuf: a value of another shape is a
+// dead letter naming the column and the path inside it.
+func TestMapProtobufNestedRejects(t *testing.T) {
+	for typ, want := range map[string]string{
+		"array<long>":                       `bad: element 0: expected number, got string`,
+		"struct<a: long>":                   `bad: expected struct, got repeated string`,
+		"array<struct<notes: array<long>>>": `bad: element 0: field notes: element 0: expected number, got string`,
+	} {
+		src := "tags"
+		if strings.HasPrefix(typ, "array<struct") {
+			src = "readings"
+		}
+		cfg := Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Trip",
+			Columns: []Column{{Name: "id", Type: "string"}, {Name: "bad", Type: typ, Source: src}}}
+		m, err := New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := plainProto(t, m, func(r protoreflect.Message) {
+			set(r, "tags", []string{"a"})
+			readings := r.Mutable(r.Descriptor().Fields().ByName("readings")).List()
+			first := readings.NewElement().Message()
+			set(first, "notes", []string{"n"})
+			readings.Append(protoreflect.ValueOfMessage(first))
+		})
+		var row Row
+		err = m.Map(&Record{Value: rec}, &row)
+		if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != want {
+			t.Errorf("%s: %v, want a dead letter %q", typ, err, want)
+		}
+	}
+}
+
+func TestMapProtobufNestedDoesNotAllocate(t *testing.T) {
+	m, err := New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Trip"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Record{Value: plainProto(t, m, func(r protoreflect.Message) {
+		set(r, "id", "t1")
+		set(r, "loc", func(l protoreflect.Message) { set(l, "lat", 1.5) })
+		set(r, "tags", []string{"a", "b"})
+		attrs := r.Mutable(r.Descriptor().Fields().ByName("attrs")).Map()
+		attrs.Set(protoreflect.ValueOfString("k").MapKey(), protoreflect.ValueOfInt64(5))
+	})}
+	var row Row
+	row.Arena = new(Arena)
+	if allocs := testing.AllocsPerRun(200, func() {
+		if err := m.Map(rec, &row); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%.1f allocations per record, want 0", allocs)
+	}
+}
+
+// FuzzMapProtobufNested: hostile bodies of shop.Trip are rows or dead
+// letters, never a panic: the nested walk reads sub-messages' bytes the
+// top-level walk never parsed.
+func FuzzMapProtobufNested(f *testing.F) {
+	m, err := New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Trip"}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(plainProto(f, m, func(r protoreflect.Message) {
+		set(r, "loc", func(l protoreflect.Message) { set(l, "lat", 1.5) })
+		set(r, "tags", []string{"a"})
+		counts := r.Mutable(r.Descriptor().Fields().ByName("counts")).List()
+		counts.Append(protoreflect.ValueOfInt64(-1))
+		byName := r.Mutable(r.Descriptor().Fields().ByName("by_name")).Map()
+		byName.Set(protoreflect.ValueOfString("x").MapKey(), byName.NewValue())
+	}))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		var row Row
+		if err := m.Map(&Record{Value: value}, &row); err != nil {
+			if _, ok := errors.AsType[*MapError](err); !ok {
+				t.Fatalf("error %v is not a MapError", err)
+			}
+			return
+		}
+		for _, v := range row.Values[1:7] {
+			leafText(t, v)
+		}
+	})
+}
+
+func BenchmarkMapProtobufNested(b *testing.B) {
+	m, err := New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Trip"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := &Record{Value: plainProto(b, m, func(r protoreflect.Message) {
+		set(r, "id", "t1")
+		set(r, "loc", func(l protoreflect.Message) { set(l, "lat", 1.5) })
+		set(r, "tags", []string{"kitchen", "metered", "eu"})
+		counts := r.Mutable(r.Descriptor().Fields().ByName("counts")).List()
+		for _, n := range []int64{1200, 1180, 1210} {
+			counts.Append(protoreflect.ValueOfInt64(n))
+		}
+		attrs := r.Mutable(r.Descriptor().Fields().ByName("attrs")).Map()
+		attrs.Set(protoreflect.ValueOfString("fw").MapKey(), protoreflect.ValueOfInt64(1042))
+	})}
+	benchMap(b, m, []*Record{rec})
+}
