@@ -25,8 +25,16 @@ import (
 type Consumer interface {
 	OffsetCommitter
 	Poll(ctx context.Context) ([]kafka.Batch, error)
-	Pause(tps ...tp)
-	Resume(tps ...tp)
+	// Pause stops fetching tps and returns what the client had fetched
+	// and not returned yet, of every partition: kept, it is not fetched
+	// again when they resume.
+	Pause(tps ...tp) ([]kafka.Batch, error)
+	// Resume fetches tps again, and returns what the client had fetched
+	// and not returned yet, of every partition, which it would drop.
+	Resume(tps ...tp) ([]kafka.Batch, error)
+	// MaxPollRecords is the most records one Poll returns: parked records
+	// go out at most as many at a time, as a poll's would.
+	MaxPollRecords() int
 	Seek(offsets map[tp]int64)
 	Owned() []tp
 	// EndOffsets is, per partition, the offset reading can reach now (the
@@ -46,6 +54,37 @@ type Consumer interface {
 // budget, Pause and Resume interrupt the poll (interruptPoll), so an idle
 // topic costs no wake-ups of the loop.
 const pollWait = 5 * time.Second
+
+// parkLimit bounds the bytes of the records the loop keeps for paused
+// partitions (fetcher.parked): as much again as the Kafka client holds
+// decompressed at most by default (kafka.max_decompress_bytes). A pause
+// that would keep more leaves the rest to be fetched again. A variable for
+// the tests.
+var parkLimit int64 = 4 << 20
+
+// recordOverhead is what a kgo.Record costs beside its key, value and
+// headers' bytes (the struct and its slices' headers), as parkLimit counts
+// it.
+const recordOverhead = 200
+
+// parkedBatch is what the client had fetched of a partition when the loop
+// paused it: records that follow one another from from, where Kafka was
+// when they were fetched; Kafka continues after the last (fetcher.pos).
+type parkedBatch struct {
+	from  int64
+	batch kafka.Batch
+	bytes int64
+	// skip is the batch after the records that Kafka refused to
+	// decompress, if it said so: it goes out with the last of them (its
+	// offset is where Kafka is, and every reader moves past it).
+	skip *kafka.BatchTooLargeError
+}
+
+// serves reports whether the parked records, and Kafka after them, give a
+// table the records from low on, pos being where Kafka continues.
+func (pk *parkedBatch) serves(low, pos int64) bool {
+	return pk.from <= low && low <= pos
+}
 
 // sink is one table as the fetch loop feeds it: its readers, by generation,
 // and where each of them continues. Owned by the loop goroutine but for
@@ -151,8 +190,22 @@ type fetcher struct {
 	fetchingSchemas map[int]bool    // schema ids being fetched
 	pos             map[tp]int64    // next offset the consumer returns, once known
 	active          map[tp]bool     // partitions fetched; the others owned are paused
-	first           chan struct{}
-	firstOnce       sync.Once
+	// parked are the records the client had fetched of the partitions the
+	// loop paused (Consumer.Pause returns them; franz-go would drop them,
+	// and fetch and decompress them again on resume): handed out, before
+	// anything Kafka fetches after them, once a table takes the partition
+	// again. Whatever moves Kafka elsewhere (a seek, a hold, a revocation,
+	// a new assignment) drops them. Pause and Resume (which seeks, and so
+	// would drop every partition's) return the records of partitions
+	// still fetched too: parked as well, they go out at the next
+	// dispatches, as a poll's would. The loop polls only once no partition
+	// the consumer fetches has records parked, so a poll never brings
+	// records that should follow parked ones.
+	parked      map[tp]*parkedBatch
+	parkedBytes int64 // the parked records' bytes (recordBytes), within parkLimit
+	parkedErr   error // what Pause or Resume reported besides, for the next dispatch
+	first       chan struct{}
+	firstOnce   sync.Once
 	// lagMeasured is when measureLag last asked for the lag.
 	lagMeasured time.Time
 	// lastData is when each partition last returned records (or a batch
@@ -188,7 +241,8 @@ type SchemaFetcher interface {
 
 func newFetcher(d fetcherDeps) *fetcher {
 	f := &fetcher{fetcherDeps: d, wake: make(chan struct{}, 1), rebuilt: make(chan struct{}, 1), pos: map[tp]int64{},
-		active: map[tp]bool{}, first: make(chan struct{}), lastData: map[tp]time.Time{}, fetchingSchemas: map[int]bool{}}
+		active: map[tp]bool{}, parked: map[tp]*parkedBatch{}, first: make(chan struct{}), lastData: map[tp]time.Time{},
+		fetchingSchemas: map[int]bool{}}
 	for _, s := range d.sinks {
 		s.want, s.missed = map[tp]int64{}, map[tp]bool{}
 		// A detached table's budget freeing room is news for the loop, and
@@ -314,6 +368,7 @@ func (f *fetcher) applyRequests() bool {
 			// reposition makes puts it where the tables continue.
 			for _, p := range r.assign.partitions {
 				delete(f.pos, p)
+				f.unpark(p)
 				dirty[p] = true
 			}
 			for _, t := range r.assign.tables {
@@ -336,6 +391,7 @@ func (f *fetcher) applyRequests() bool {
 				}
 				delete(f.pos, p)
 				delete(f.active, p)
+				f.unpark(p)
 			}
 		case r.behind != nil:
 			s := f.sinks[r.sinkIdx]
@@ -473,12 +529,18 @@ func (f *fetcher) reposition(ps map[tp]bool) {
 			}
 			attached = true
 		}
+		pk := f.parked[p]
 		switch pos, known := f.pos[p]; {
 		case !read:
 			seek[p] = ledger.Held
 			delete(f.pos, p)
+			f.unpark(p)
 		case !attached:
-			// Paused by updateActive until its tables have room.
+			// Paused by updateActive until its tables have room; its
+			// parked records wait with it.
+		case pk != nil && known && pk.serves(low, pos):
+			// Its parked records go out first, and Kafka continues after
+			// them.
 		case !known || low != pos:
 			seek[p] = low
 			if low >= 0 {
@@ -486,6 +548,7 @@ func (f *fetcher) reposition(ps map[tp]bool) {
 			} else {
 				delete(f.pos, p)
 			}
+			f.unpark(p)
 		}
 	}
 	if len(seek) > 0 {
@@ -518,14 +581,116 @@ func (f *fetcher) updateActive() {
 		}
 	}
 	if len(pause) > 0 {
-		f.cons.Pause(pause...)
+		f.park(f.cons.Pause(pause...))
 	}
 	if len(resume) > 0 {
-		f.cons.Resume(resume...)
+		f.park(f.cons.Resume(resume...))
 	}
 	paused := user || slices.ContainsFunc(f.sinks, func(s *sink) bool { return s.detached })
 	f.metrics.FetchPaused.Set(boolGauge(paused))
 	f.userPauseDone.Store(user)
+}
+
+// park keeps the records Pause or Resume returned (see fetcher.parked). A
+// paused partition's are kept only where Kafka was is known, and within
+// parkLimit; else Kafka is sought back to them, to fetch them again. What
+// Pause or Resume reported goes to the next dispatch, but a batch too
+// large after a partition's parked records, which goes out after them.
+func (f *fetcher) park(batches []kafka.Batch, err error) {
+	for _, b := range batches {
+		p := tp{Topic: b.Topic, Partition: b.Partition}
+		if len(b.Records) == 0 {
+			continue
+		}
+		n := recordBytes(b.Records)
+		pk := f.parked[p]
+		pos, known := f.pos[p]
+		if !known {
+			pos = -1 // where the partition starts: Kafka was there (see reposition)
+		}
+		if !f.active[p] && (!known || f.parkedBytes+n > parkLimit) {
+			f.cons.Seek(map[tp]int64{p: pos})
+			continue
+		}
+		if pk == nil {
+			pk = &parkedBatch{from: pos, batch: kafka.Batch{Topic: b.Topic, Partition: b.Partition}}
+			f.parked[p] = pk
+		}
+		pk.batch.Records = append(pk.batch.Records, b.Records...)
+		pk.batch.HighWatermark = max(pk.batch.HighWatermark, b.HighWatermark)
+		pk.bytes += n
+		f.parkedBytes += n
+		f.pos[p] = b.Records[len(b.Records)-1].Offset + 1
+	}
+	if err == nil {
+		return
+	}
+	var rest []error
+	for _, e := range joined(err) {
+		if tl, ok := errors.AsType[*kafka.BatchTooLargeError](e); ok {
+			if pk := f.parked[tp{Topic: tl.Topic, Partition: tl.Partition}]; pk != nil {
+				f.logger.Warn("record batch too large to decompress: dead-lettered, read past", "err", tl)
+				pk.skip = tl
+				continue
+			}
+		}
+		rest = append(rest, e)
+	}
+	f.parkedErr = errors.Join(f.parkedErr, errors.Join(rest...))
+}
+
+// unparked takes parked records of the partitions fetched again, the
+// first of each, to dispatch as a poll: at most as many as a poll brings,
+// so that the two polls in flight stay within what Backpressure counts;
+// with the last of a partition's, the batch too large after them.
+func (f *fetcher) unparked() (out []kafka.Batch, tooLarge map[tp]*kafka.BatchTooLargeError) {
+	room := f.cons.MaxPollRecords()
+	for p, pk := range f.parked {
+		if !f.active[p] || room == 0 {
+			continue
+		}
+		recs := pk.batch.Records
+		n := min(room, len(recs))
+		room -= n
+		b := pk.batch
+		b.Records = recs[:n:n]
+		out = append(out, b)
+		if n == len(recs) {
+			if pk.skip != nil {
+				if tooLarge == nil {
+					tooLarge = map[tp]*kafka.BatchTooLargeError{}
+				}
+				tooLarge[p] = pk.skip
+			}
+			f.unpark(p)
+			continue
+		}
+		taken := recordBytes(b.Records)
+		pk.batch.Records, pk.from = recs[n:], recs[n-1].Offset+1
+		pk.bytes -= taken
+		f.parkedBytes -= taken
+	}
+	return out, tooLarge
+}
+
+// unpark forgets p's parked records.
+func (f *fetcher) unpark(p tp) {
+	if pk := f.parked[p]; pk != nil {
+		f.parkedBytes -= pk.bytes
+		delete(f.parked, p)
+	}
+}
+
+// recordBytes is what records cost as parkLimit counts it.
+func recordBytes(records []*kgo.Record) int64 {
+	var n int64
+	for _, r := range records {
+		n += int64(len(r.Key) + len(r.Value) + recordOverhead)
+		for _, h := range r.Headers {
+			n += int64(len(h.Key) + len(h.Value))
+		}
+	}
+	return n
 }
 
 // known reports whether updateActive has decided on p before.
@@ -582,14 +747,31 @@ func (f *fetcher) run(ctx context.Context) error {
 		if f.between() {
 			inFlight = nil // nor a reset table's old ones
 		}
-		// A request, room in a table's budget, Pause or Resume interrupts
-		// the poll; with everything paused, polling still keeps the group
-		// membership alive.
-		batches, err := f.poll(ctx, pollWait)
+		// Parked records of partitions fetched again go out before Kafka
+		// is polled for what follows them. Otherwise a request, room in a
+		// table's budget, Pause or Resume interrupts the poll; with
+		// everything paused, polling still keeps the group membership
+		// alive.
+		batches, skips := f.unparked()
+		var err error
+		if len(batches) == 0 {
+			batches, err = f.poll(ctx, pollWait)
+		}
+		if f.parkedErr != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = nil // an idle poll: what Pause or Resume reported alone
+			}
+			err, f.parkedErr = errors.Join(f.parkedErr, err), nil
+		}
 		if !f.fetching() {
 			f.measureLag(ctx)
 		}
 		tooLarge, err := f.tooLarge(err)
+		if tooLarge == nil {
+			tooLarge = skips
+		} else {
+			maps.Copy(tooLarge, skips)
+		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			f.metrics.Errors.WithLabelValues(componentKafka).Inc()
 			f.logger.Warn("kafka poll", "err", err)
@@ -667,6 +849,7 @@ func (f *fetcher) holdLost(err error) {
 	for p := range lost {
 		held[p] = ledger.Held
 		delete(f.pos, p)
+		f.unpark(p)
 	}
 	f.cons.Seek(held)
 	for _, s := range f.sinks {
@@ -760,6 +943,7 @@ func (f *fetcher) send(p *polled, key tp, records []*kgo.Record, skip *kafka.Bat
 		// the skip in its epoch (a dead letter and the txn past it).
 		f.cons.Seek(map[tp]int64{key: skip.Next})
 		f.pos[key] = skip.Next
+		f.unpark(key) // a paused partition's: its tables rewind to them
 	}
 	for _, s := range f.sinks {
 		from, ok := s.want[key]

@@ -25,12 +25,16 @@ type scriptedConsumer struct {
 	mu    sync.Mutex
 	owned []tp
 	seeks []map[tp]int64
+	// fetched is what the client has fetched and not returned yet: Pause
+	// hands it over.
+	fetched    []kafka.Batch
+	fetchedErr error // what Pause reports with fetched
+	maxPoll    int   // MaxPollRecords; 0: 2048
 }
 
 func (c *scriptedConsumer) CommitOffsets(context.Context, map[tp]int64) error { return nil }
 func (c *scriptedConsumer) Poll(context.Context) ([]kafka.Batch, error)       { return nil, nil }
-func (c *scriptedConsumer) Pause(...tp)                                       {}
-func (c *scriptedConsumer) Resume(...tp)                                      {}
+func (c *scriptedConsumer) Resume(...tp) ([]kafka.Batch, error)               { return nil, nil }
 func (c *scriptedConsumer) Owned() []tp                                       { return c.owned }
 func (c *scriptedConsumer) Close()                                            {}
 func (c *scriptedConsumer) EndOffsets(context.Context) (map[tp]int64, error)  { return nil, nil }
@@ -38,6 +42,21 @@ func (c *scriptedConsumer) Lag(context.Context) (map[tp]int64, error)         { 
 func (c *scriptedConsumer) TopicLogs(context.Context, string) (ledger.TopicLogs, error) {
 	return ledger.TopicLogs{}, nil
 }
+func (c *scriptedConsumer) Pause(...tp) ([]kafka.Batch, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fetched, err := c.fetched, c.fetchedErr
+	c.fetched, c.fetchedErr = nil, nil
+	return fetched, err
+}
+
+func (c *scriptedConsumer) MaxPollRecords() int {
+	if c.maxPoll == 0 {
+		return 2048
+	}
+	return c.maxPoll
+}
+
 func (c *scriptedConsumer) Seek(offsets map[tp]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -114,11 +133,16 @@ func (g *fetchRig) spawn(i int) {
 // poll dispatches a poll of the records at offsets [from, to) and waits
 // until the readers took them.
 func (g *fetchRig) poll(t *testing.T, from, to int64) {
+	g.f.wait(t.Context(), g.f.dispatch([]kafka.Batch{g.batch(from, to)}, nil))
+}
+
+// batch is the partition's records at offsets [from, to).
+func (g *fetchRig) batch(from, to int64) kafka.Batch {
 	b := kafka.Batch{Topic: g.p.Topic, Partition: g.p.Partition, HighWatermark: 100}
 	for off := from; off < to; off++ {
 		b.Records = append(b.Records, &kgo.Record{Topic: g.p.Topic, Partition: g.p.Partition, Offset: off})
 	}
-	g.f.wait(t.Context(), g.f.dispatch([]kafka.Batch{b}, nil))
+	return b
 }
 
 // sought returns the seeks since the first n.

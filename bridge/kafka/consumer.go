@@ -91,11 +91,12 @@ func (e *PartitionError) Unwrap() error { return e.Err }
 // partition at the offset the Delta log holds for it (see [Handler]); the
 // Kafka group's committed offsets are never used as a start position.
 //
-// Goroutines: Poll, Seek and Close belong to one goroutine, the poll loop.
-// In group mode a rebalance is held from the moment Poll returns until the
-// next Poll (or Close), so Seek between two polls never races a revocation;
-// the poll loop must therefore keep calling Poll, or the member is evicted
-// after the group's rebalance timeout. Pause, Resume, CommitOffsets,
+// Goroutines: Poll, Pause, Resume, Seek and Close belong to one goroutine,
+// the poll loop (Pause and Resume poll what the client holds; Resume
+// seeks). In group mode a rebalance is held from the moment Poll returns
+// until the next Poll (or Close), so Seek between two polls never races a
+// revocation; the poll loop must therefore keep calling Poll, or the
+// member is evicted after the group's rebalance timeout. CommitOffsets,
 // HighWatermarks and Lag are safe from any goroutine.
 type Consumer struct {
 	cfg Config
@@ -470,10 +471,22 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 	if fs.IsClientClosed() {
 		return nil, ErrClosed
 	}
+	batches, errs := c.collect(fs, ctx.Err())
+	// An ended context with errors still returns them: franz-go reports a
+	// batch too large once and stops its partition until a seek past it.
+	if len(batches) == 0 && len(errs) == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return batches, errors.Join(errs...)
+}
 
+// collect groups a poll's records by partition, moves each partition's
+// position past them and returns them with the poll's errors; ended is
+// the poll's context's error, if it ended, which is none.
+func (c *Consumer) collect(fs kgo.Fetches, ended error) ([]Batch, []error) {
 	var errs []error
 	fs.EachError(func(t string, p int32, err error) {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.Is(err, errFetchFull) {
+		if ended != nil && errors.Is(err, ended) || errors.Is(err, errFetchFull) {
 			return // errFetchFull: fetched again later
 		}
 		errs = append(errs, &PartitionError{Topic: t, Partition: p, Err: batchTooLarge(err, int64(c.cfg.MaxDecompressBytes))})
@@ -507,19 +520,31 @@ func (c *Consumer) Poll(ctx context.Context) ([]Batch, error) {
 		c.assignErr = nil
 	}
 	c.mu.Unlock()
-
-	// An ended context with errors still returns them: franz-go reports a
-	// batch too large once and stops its partition until a seek past it.
-	if len(batches) == 0 && len(errs) == 0 && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return batches, errors.Join(errs...)
+	return batches, errs
 }
 
-// Pause stops fetching partitions (backpressure) until Resume; records
-// already buffered for them are held back too. Safe from any goroutine.
-func (c *Consumer) Pause(tps ...ledger.TP) {
+// Pause stops fetching partitions (backpressure) until Resume, and returns
+// what the client had fetched and not returned yet, of every partition, as
+// Poll would (without waiting): franz-go drops what it holds of a paused
+// partition, and fetches it again, decompressing it again, once resumed,
+// so the caller keeps those records instead and hands them out first when
+// it resumes the partition; Kafka continues after them. Pausing right
+// after taking them leaves franz-go little time to send a fetch that
+// includes the partitions (one it does is dropped, as before). Call it
+// from the poll loop, between two Polls, as Seek.
+func (c *Consumer) Pause(tps ...ledger.TP) ([]Batch, error) {
+	fs := c.cl.PollRecords(nil, -1) // nil: what is buffered, at once
 	c.cl.PauseFetchPartitions(byTopic(tps))
+	return c.taken(fs)
+}
+
+// taken is what Pause and Resume return of a poll of what was buffered.
+func (c *Consumer) taken(fs kgo.Fetches) ([]Batch, error) {
+	if fs.IsClientClosed() {
+		return nil, ErrClosed
+	}
+	batches, errs := c.collect(fs, nil)
+	return batches, errors.Join(errs...)
 }
 
 // Resume undoes Pause, except for held partitions (see [ledger.Held]). The
@@ -527,8 +552,11 @@ func (c *Consumer) Pause(tps ...ledger.TP) {
 // fetch_max_wait), each from the next offset Poll returns: franz-go drops
 // a paused partition's buffered fetch at the next poll, and when that fetch
 // was a batch too large (reported once), the partition stays stopped until
-// a seek. Safe from any goroutine.
-func (c *Consumer) Resume(tps ...ledger.TP) {
+// a seek. A seek drops what the client had fetched of every partition, so
+// Resume first takes it and returns it, as Pause does. Call it from the
+// poll loop, between two Polls, as Seek.
+func (c *Consumer) Resume(tps ...ledger.TP) ([]Batch, error) {
+	batches, err := c.taken(c.cl.PollRecords(nil, -1))
 	set := map[string]map[int32]kgo.EpochOffset{}
 	c.mu.Lock()
 	tps = slices.DeleteFunc(slices.Clone(tps), func(tp ledger.TP) bool {
@@ -544,7 +572,12 @@ func (c *Consumer) Resume(tps ...ledger.TP) {
 	c.mu.Unlock()
 	c.cl.SetOffsets(set)
 	c.cl.ResumeFetchPartitions(byTopic(tps))
+	return batches, err
 }
+
+// MaxPollRecords is the most records one Poll returns
+// ([Config.MaxPollRecords]).
+func (c *Consumer) MaxPollRecords() int { return c.cfg.MaxPollRecords }
 
 // setAt adds partition tp at offset o to set, as SetOffsets takes them.
 func setAt(set map[string]map[int32]kgo.EpochOffset, tp ledger.TP, o int64) {

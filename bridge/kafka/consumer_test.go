@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 )
 
@@ -289,8 +290,14 @@ func TestPauseResume(t *testing.T) {
 	cfg := newCluster(t)
 	seed(t, cfg, map[int32]int{0: 5, 1: 5, 2: 5})
 	c := newConsumer(t, cfg, &handler{})
-	c.Pause(ledger.TP{Topic: topic, Partition: 1})
-	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[0]) == 5 && len(o[2]) == 5 })
+	// What the client had fetched before the pause, Pause returns.
+	bs, err := c.Pause(ledger.TP{Topic: topic, Partition: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := offsets{}
+	early.add(bs)
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(early[0])+len(o[0]) == 5 && len(early[2])+len(o[2]) == 5 })
 	// A few more polls: partition 1 stays silent while paused.
 	more := pollUntil(t, c, 10*time.Second, func() func(offsets) bool {
 		n := 0
@@ -305,9 +312,88 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("paused partition 1 returned %v", got[1])
 	}
 	c.Resume(ledger.TP{Topic: topic, Partition: 1})
-	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return len(o[1]) == 5 })
-	if !slices.Equal(got[1], seq(0, 5)) {
-		t.Errorf("after Resume polled %v of partition 1, want 0..4", got[1])
+	paused := int64(len(early[1]))
+	got = pollUntil(t, c, 10*time.Second, func(o offsets) bool { return int64(len(o[1])) == 5-paused })
+	if !slices.Equal(early[1], seq(0, paused)) || !slices.Equal(got[1], seq(paused, 5)) {
+		t.Errorf("Pause returned %v and after Resume polled %v of partition 1, want 0..4 once", early[1], got[1])
+	}
+}
+
+// TestPauseReturnsWhatWasFetched: franz-go drops what it had fetched of a
+// paused partition, and fetches it again, decompressing it again, once it
+// is resumed (the fetch loop pauses a table's partitions each time its
+// memory budget fills: docs/performance.md, "Several tables"). Pause
+// returns it instead, with what the client held of the other partitions:
+// every record comes once, from a poll or from Pause, and none that Pause
+// returned is fetched again.
+func TestPauseReturnsWhatWasFetched(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	type fetchAt struct {
+		partition int32
+		offset    int64
+	}
+	var mu sync.Mutex
+	var asked []fetchAt
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range req.(*kmsg.FetchRequest).Topics {
+			for _, rp := range rt.Partitions {
+				asked = append(asked, fetchAt{rp.Partition, rp.FetchOffset})
+			}
+		}
+		return nil, nil, false
+	})
+	cfg := Config{Brokers: cluster.ListenAddrs(), Group: "g-" + t.Name(), MaxPollRecords: 1}
+	seed(t, cfg, map[int32]int{0: 100, 1: 100, 2: 100})
+	c := newConsumer(t, cfg, &handler{})
+	got := pollUntil(t, c, 10*time.Second, func(o offsets) bool { return o.total() == 1 })
+	// A fetch of one or more partitions' records (a batch each) held.
+	for deadline := time.Now().Add(5 * time.Second); c.cl.BufferedFetchRecords() < 99; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records buffered", c.cl.BufferedFetchRecords())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held := c.cl.BufferedFetchRecords()
+	all := []ledger.TP{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 1}, {Topic: topic, Partition: 2}}
+	bs, err := c.Pause(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	before := len(asked)
+	mu.Unlock()
+	paused := offsets{}
+	paused.add(bs)
+	if int64(paused.total()) != held {
+		t.Fatalf("Pause returned %d records; want the %d the client held", paused.total(), held)
+	}
+	for p, os := range paused {
+		got[p] = append(got[p], os...)
+	}
+	if _, err := c.Resume(all...); err != nil {
+		t.Fatal(err)
+	}
+	for p, os := range pollUntil(t, c, 10*time.Second, func(o offsets) bool { return got.total()+o.total() == 300 }) {
+		got[p] = append(got[p], os...)
+	}
+	for p := range int32(3) {
+		if !slices.Equal(got[p], seq(0, 100)) {
+			t.Errorf("partition %d: got offsets %v; want 0..99 once", p, got[p])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, f := range asked[before:] {
+		if os := paused[f.partition]; len(os) > 0 && f.offset <= os[len(os)-1] {
+			t.Errorf("partition %d fetched at %d after Pause returned its records %d..%d", f.partition, f.offset, os[0], os[len(os)-1])
+		}
 	}
 }
 

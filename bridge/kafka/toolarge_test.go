@@ -88,11 +88,12 @@ func (endsAsPolled) Err() error { return context.Canceled }
 
 // TestBatchTooLargeAfterAPause: franz-go drops the buffered fetch of a
 // paused partition at the next poll, and with it a batch-too-large report,
-// after which the partition stays stopped until a seek: Resume seeks each
-// partition to where it continues, so the report comes again. (The fetch
-// loop pauses a partition whenever no table takes it for a moment; a
-// partition stopped so never moved again, and run --until-latest never
-// ended.)
+// after which the partition stays stopped until a seek. Pause returns the
+// report it held; one in a fetch still in flight as the partition pauses
+// is dropped, and Resume seeks each partition to where it continues, so
+// the report comes again. (The fetch loop pauses a partition whenever no
+// table takes it for a moment; a partition stopped so never moved again,
+// and run --until-latest never ended.)
 func TestBatchTooLargeAfterAPause(t *testing.T) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
 	if err != nil {
@@ -125,9 +126,14 @@ func TestBatchTooLargeAfterAPause(t *testing.T) {
 		t.Fatal("no fetch asked for the batch")
 	}
 	time.Sleep(300 * time.Millisecond) // its answer buffered
-	c.Pause(p0)
+	_, err = c.Pause(p0)
+	if tl, ok := errors.AsType[*BatchTooLargeError](err); !ok || tl.Partition != 0 {
+		t.Fatalf("Pause returned %v; want the batch too large it held", err)
+	}
+	// A report lost to the pause is as good as this one, not acted upon:
+	// after the resume it must come again.
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	_, _ = c.Poll(ctx) // drops the paused partition's fetch
+	_, _ = c.Poll(ctx)
 	cancel()
 	c.Resume(p0)
 	var tooLarge *BatchTooLargeError
