@@ -47,16 +47,18 @@ const (
 	avRecord
 	avArray
 	avMap
-	avDate           // int days
-	avTimestamp      // µs
-	avDecimal        // bytes or fixed (size > 0) with a valid logical type decimal: the unscaled value
-	avLocalTimestamp // µs of the wall clock read as UTC (local-timestamp-*)
+	avDate            // int days
+	avTimestamp       // µs
+	avDecimal         // bytes or fixed (size > 0) with a valid logical type decimal: the unscaled value
+	avLocalTimestamp  // µs of the wall clock read as UTC (local-timestamp-*)
+	avZonedTimestamp  // Debezium's ZonedTimestamp: a string of an instant (debeziumKind)
+	avVariableDecimal // Debezium's VariableScaleDecimal record {scale, value}, read as an avDecimal
 )
 
 var avroKindNames = [...]string{avNull: "null", avBoolean: "boolean", avInt: "int", avLong: "long", avFloat: "float",
 	avDouble: "double", avBytes: "bytes", avString: "string", avEnum: "enum", avFixed: "fixed", avUnion: "union",
 	avRecord: "record", avArray: "array", avMap: "map", avDate: "date", avTimestamp: "timestamp", avDecimal: "decimal",
-	avLocalTimestamp: "local timestamp"}
+	avLocalTimestamp: "local timestamp", avZonedTimestamp: "ZonedTimestamp string", avVariableDecimal: "VariableScaleDecimal"}
 
 // avroType is a compiled schema node. A record or map whose fields or
 // entries some path reads has its own copy per path, with each field
@@ -116,6 +118,11 @@ var (
 // rather than an error: the field was removed, or not added yet.
 func compileAvro(schema *avroSchema, p *plan, lenient bool) (func(p *plan) values, error) {
 	c := avroCompiler{p: p, shared: map[*avroNode]*avroType{}, lenient: lenient, at: map[int]*avroNode{}}
+	if p.cdc {
+		if _, err := envelopeRow(schema.root); err != nil {
+			return nil, err
+		}
+	}
 	root, err := c.compile(schema.root, 0, "")
 	if err != nil {
 		return nil, err
@@ -133,9 +140,13 @@ func compileAvro(schema *avroSchema, p *plan, lenient bool) (func(p *plan) value
 			return nil, err
 		}
 	}
-	return func(p *plan) values {
+	build := func(p *plan) values {
 		return &avroValues{p: p, root: root, slots: make([]avroSlot, len(p.nodes)), spans: make([][]byte, len(p.nodes)), nests: nests}
-	}, nil
+	}
+	if p.cdc {
+		return c.changeEvents(schema.root, build)
+	}
+	return build, nil
 }
 
 // avroCompiler compiles a schema against a plan's paths.
@@ -222,6 +233,9 @@ func (e *avroPathError) Error() string { return e.msg }
 
 // child is the plan node under node keyed name, or -1.
 func (c *avroCompiler) child(node int, name string) int {
+	if n, image := envelopeNode(c.p, node, name); image {
+		return n
+	}
 	for _, ch := range c.p.nodes[node].children {
 		if c.p.nodes[ch].key == name {
 			return ch
@@ -244,6 +258,9 @@ func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
 	}
 	t := &avroType{}
 	c.shared[n] = t // before what is inside: it may be n again
+	if t.kind = debeziumKind(n); t.kind != avNull {
+		return t, nil
+	}
 	switch n.typ {
 	case "null":
 		t.kind = avNull
@@ -439,7 +456,9 @@ func readScalar(t *avroType, b []byte, s *avroSlot) ([]byte, error) {
 			s.f = math.Float64frombits(binary.LittleEndian.Uint64(b))
 		}
 		return b[8:], nil
-	case avBytes, avString, avFixed, avDecimal:
+	case avVariableDecimal:
+		return readVariableDecimal(b, s)
+	case avBytes, avString, avFixed, avDecimal, avZonedTimestamp:
 		var body, rest []byte
 		var err error
 		if t.kind == avFixed || t.kind == avDecimal && t.size > 0 {
@@ -588,6 +607,11 @@ func castSlot(c *planColumn, s *avroSlot, a *Arena, out *cell) (failure, []byte)
 		}
 		out.b = a.Copy(s.b)
 		return ok, nil
+	case avZonedTimestamp:
+		if c.kind != kString {
+			return castTimestampText(c, s.b, out), s.b
+		}
+		fallthrough
 	case avString:
 		if c.kind != kString {
 			return failType, nil

@@ -70,6 +70,9 @@ func avroColumnType(n *avroNode) (typ string, nullable bool, err error) {
 // avroDataType is the Delta type of Avro type n, and whether it is
 // nullable; inside are the records n is in, to refuse a recursive one.
 func avroDataType(n *avroNode, inside []*avroNode) (delta.DataType, bool, error) {
+	if t := debeziumDataType(n); t != nil {
+		return t, false, nil
+	}
 	switch n.typ {
 	case "union":
 		var types []*avroNode

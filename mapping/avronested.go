@@ -73,6 +73,10 @@ func (c *avroCompiler) pair(n *avroNode, t *nestedType) (*avroNest, error) {
 			p.branches = append(p.branches, bp)
 		}
 	case "record", "error":
+		if at.kind != avRecord { // a Debezium semantic type: a scalar
+			p.mismatch = t.shape != nsLeaf
+			break
+		}
 		if t.shape != nsStruct {
 			p.mismatch = true
 			break

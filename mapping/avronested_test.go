@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltaflow/deltaflow/delta"
 )
 
 // nestedAvroSchema has a record in a record, an array of records, a map
@@ -144,42 +146,120 @@ func TestMapAvroNestedDeclared(t *testing.T) {
 	}
 }
 
-// A field added inside a nested column by a later writer schema is a
-// schema change deltaflow does not make: its records are dead letters
-// naming the field; without evolution the record is read, the field left
-// out.
+// A field added inside a nested column by a later writer schema (in a
+// record, an array's records, a map's records) evolves the column: the
+// first record of it is a SchemaChangeError giving the column's struct
+// type with the new fields, and the evolved Mapper maps it and the older
+// version's records, null in the new fields. A field inside that widens
+// (int → long) or turns a timestamp into a local date-time is a dead
+// letter naming it and both types, with evolution or without; without
+// evolution, a record with a new field is read, the field left out.
 func TestMapRegistryAvroNestedFieldAdded(t *testing.T) {
 	const (
 		v1 = `{"type":"record","name":"R","fields":[{"name":"id","type":"string"},
-			{"name":"loc","type":{"type":"record","name":"Loc","fields":[{"name":"lat","type":"double"}]}}]}`
+			{"name":"loc","type":{"type":"record","name":"Loc","fields":[{"name":"lat","type":"double"},{"name":"floor","type":"int"}]}},
+			{"name":"readings","type":{"type":"array","items":{"type":"record","name":"Rd","fields":[{"name":"v","type":"double"}]}}},
+			{"name":"attrs","type":{"type":"map","values":{"type":"record","name":"At","fields":[{"name":"x","type":"long"}]}}}]}`
+		// v2 adds loc.alt, readings.element.unit and attrs.value.y.
 		v2 = `{"type":"record","name":"R","fields":[{"name":"id","type":"string"},
-			{"name":"loc","type":{"type":"record","name":"Loc","fields":[{"name":"lat","type":"double"},{"name":"alt","type":"int"}]}}]}`
+			{"name":"loc","type":{"type":"record","name":"Loc","fields":[{"name":"lat","type":"double"},{"name":"floor","type":"int"},
+				{"name":"alt","type":"int"}]}},
+			{"name":"readings","type":{"type":"array","items":{"type":"record","name":"Rd","fields":[{"name":"v","type":"double"},
+				{"name":"unit","type":"string"}]}}},
+			{"name":"attrs","type":{"type":"map","values":{"type":"record","name":"At","fields":[{"name":"x","type":"long"},
+				{"name":"y","type":["null","string"]}]}}}]}`
+		// v3 widens loc.floor; v5 makes v4's readings.element.at a local date-time.
+		v3 = `{"type":"record","name":"R","fields":[{"name":"id","type":"string"},
+			{"name":"loc","type":{"type":"record","name":"Loc","fields":[{"name":"lat","type":"double"},{"name":"floor","type":"long"}]}}]}`
+		v4 = `{"type":"record","name":"R","fields":[{"name":"readings","type":{"type":"array","items":{"type":"record","name":"Rd","fields":[
+			{"name":"at","type":{"type":"long","logicalType":"timestamp-micros"}}]}}}]}`
+		v5 = `{"type":"record","name":"R","fields":[{"name":"readings","type":{"type":"array","items":{"type":"record","name":"Rd","fields":[
+			{"name":"at","type":{"type":"long","logicalType":"local-timestamp-micros"}}]}}}]}`
 	)
-	schemas := &schemaMap{schemas: map[int]string{1: v1, 2: v2}}
+	schemas := &schemaMap{schemas: map[int]string{1: v1, 2: v2, 3: v3, 4: v4, 5: v5}}
 	m, err := New(Config{Format: Avro, Registry: schemas, Schema: v1, Evolve: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var row Row
-	if err := m.Map(&Record{Value: wire(1, encodeAvro(t, v1, map[string]any{"id": "a", "loc": map[string]any{"lat": 1.5}}))}, &row); err != nil {
+	rec1 := wire(1, encodeAvro(t, v1, map[string]any{"id": "a", "loc": map[string]any{"lat": 1.5, "floor": int32(2)},
+		"readings": []any{map[string]any{"v": 0.5}}, "attrs": map[string]any{"k": map[string]any{"x": int64(9)}}}))
+	rec2 := wire(2, encodeAvro(t, v2, map[string]any{"id": "b", "loc": map[string]any{"lat": 2.5, "floor": int32(3), "alt": int32(400)},
+		"readings": []any{map[string]any{"v": 0.25, "unit": "kW"}}, "attrs": map[string]any{"k": map[string]any{"x": int64(8), "y": "z"}}}))
+	if err := m.Map(&Record{Value: rec1}, &row); err != nil {
 		t.Fatal(err)
 	}
-	if got := leafText(t, row.Values[1]); got != `0:r0d2=1.5` {
+	if got := leafText(t, row.Values[1]); got != `0:r0d2=1.5 1:r0d2=2` {
 		t.Errorf("loc %s", got)
 	}
-	err = m.Map(&Record{Value: wire(2, encodeAvro(t, v2, map[string]any{"id": "b", "loc": map[string]any{"lat": 2.5, "alt": int32(400)}}))}, &row)
-	if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != "schema id 2: field loc: the writer schema adds field loc.alt inside the table's column loc: deltaflow evolves a table by its top-level columns only" {
-		t.Errorf("a field added inside loc: %v, want a dead letter naming loc.alt", err)
+	err = m.Map(&Record{Value: rec2}, &row)
+	change, ok := errors.AsType[*SchemaChangeError](err)
+	want := map[string]string{"loc": "struct<lat: double, floor: integer, alt: integer>",
+		"readings": "array<struct<v: double, unit: string>>", "attrs": "map<string, struct<x: long, y: string>>"}
+	if !ok || change.ID != 2 || len(change.Add) != len(want) {
+		t.Fatalf("fields added inside loc, readings and attrs: %v, want a SchemaChangeError changing those columns", err)
 	}
+	for _, c := range change.Add {
+		if want[c.Name] != c.Type || !c.IsNullable() || c.Origin != "schema id 2" {
+			t.Errorf("column %s %s (nullable %v, origin %q), want type %s, nullable, from schema id 2", c.Name, c.Type, c.IsNullable(), c.Origin, want[c.Name])
+		}
+	}
+	evolved, err := m.Evolved(change.Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evolved.Schema().Fields; len(got) != 4 || got[1].Type.(*delta.StructType).Fields[2].Name != "alt" || !got[1].Type.(*delta.StructType).Fields[2].Nullable {
+		t.Fatalf("evolved columns %v, want id, loc with alt (nullable), readings, attrs", got)
+	}
+	for _, c := range []struct {
+		rec                  []byte
+		loc, readings, attrs string
+	}{
+		{rec2, `0:r0d2=2.5 1:r0d2=3 2:r0d2=400`, `0:r0d4=0.25 1:r0d4="kW"`, `0:r0d2="k" 1:r0d4=8 2:r0d4="z"`},
+		{rec1, `0:r0d2=1.5 1:r0d2=2 2:r0d1`, `0:r0d4=0.5 1:r0d3`, `0:r0d2="k" 1:r0d4=9 2:r0d3`}, // null in the new fields
+	} {
+		if err := evolved.Map(&Record{Value: c.rec}, &row); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []string{c.loc, c.readings, c.attrs} {
+			if got := leafText(t, row.Values[i+1]); got != want {
+				t.Errorf("%s = %s, want %s", evolved.Schema().Fields[i+1].Name, got, want)
+			}
+		}
+	}
+
 	fixed, err := New(Config{Format: Avro, Registry: schemas, Schema: v1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fixed.Map(&Record{Value: wire(2, encodeAvro(t, v2, map[string]any{"id": "b", "loc": map[string]any{"lat": 2.5, "alt": int32(400)}}))}, &row); err != nil {
+	if err := fixed.Map(&Record{Value: rec2}, &row); err != nil {
 		t.Fatalf("without Evolve: %v", err)
 	}
-	if got := leafText(t, row.Values[1]); got != `0:r0d2=2.5` {
+	if got := leafText(t, row.Values[1]); got != `0:r0d2=2.5 1:r0d2=3` {
 		t.Errorf("loc without Evolve: %s, want the new field left out", got)
+	}
+
+	// The dead letters are the writer schema's: no body is read.
+	local, err := New(Config{Format: Avro, Registry: schemas, Schema: v4, Evolve: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ms   []*Mapper
+		id   int
+		want string
+	}{
+		{[]*Mapper{evolved, fixed}, 3, "schema id 3: field loc.floor: the writer schema's long is wider than the table's integer field loc.floor of column loc: " +
+			"deltaflow does not widen a field inside a struct, array or map (Delta's writer widens none)"},
+		{[]*Mapper{local}, 5, "schema id 5: field readings.element.at: the writer schema's timestamp_ntz is not the table's timestamp " +
+			"field readings.element.at of column readings (one is an instant, the other a local date-time)"},
+	} {
+		for _, m := range c.ms {
+			err := m.Map(&Record{Value: wire(c.id, nil)}, &row)
+			if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != c.want {
+				t.Errorf("schema id %d: %v, want a dead letter %q", c.id, err, c.want)
+			}
+		}
 	}
 }
 

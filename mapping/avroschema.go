@@ -16,8 +16,11 @@ type avroSchema struct {
 
 // avroNode is one schema node.
 type avroNode struct {
-	typ      string // null, boolean, int, long, float, double, bytes, string, record, enum, array, map, fixed, union
-	logical  string
+	typ     string // null, boolean, int, long, float, double, bytes, string, record, enum, array, map, fixed, union
+	logical string
+	// connect is a primitive's connect.name, Kafka Connect's semantic type
+	// (io.debezium.time.ZonedTimestamp): debeziumKind reads it.
+	connect  string
 	name     string // the full name of a record, enum or fixed
 	fields   []avroFieldNode
 	items    *avroNode // array items, map values
@@ -129,11 +132,12 @@ func (p *avroParser) object(o map[string]any, ns string, depth int) (*avroNode, 
 		if err != nil {
 			return nil, err
 		}
-		if logical == "" || !avroPrimitives[n.typ] {
+		connect, _ := o["connect.name"].(string)
+		if logical == "" && connect == "" || !avroPrimitives[n.typ] {
 			return n, nil
 		}
 		c := *n
-		c.logical = logical
+		c.logical, c.connect = logical, connect
 		c.precision, c.scale = intAttr(o, "precision"), scaleAttr(o)
 		return &c, nil
 	}

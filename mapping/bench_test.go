@@ -111,3 +111,33 @@ func BenchmarkFastjsonBaseline(b *testing.B) {
 	}
 	reportRate(b, cpu)
 }
+
+// BenchmarkMapDebeziumAvro maps the real change events re-encoded in Avro
+// (debeziumAvroBench) through the registry path: snapshot reads,
+// creates, updates and deletes, decimals and ZonedTimestamps.
+func BenchmarkMapDebeziumAvro(b *testing.B) {
+	m, recs := debeziumAvroBench(b)
+	events := recs[:0]
+	for _, r := range recs {
+		if r.Value != nil { // a tombstone is skipped before any decoding
+			events = append(events, r)
+		}
+	}
+	benchMap(b, m, events)
+}
+
+// BenchmarkMapDebeziumJSON maps the same events as they were captured,
+// through the JSON converter with schemas.enable, for comparison.
+func BenchmarkMapDebeziumJSON(b *testing.B) {
+	m, err := New(Config{Tombstones: true, CDC: CDCDebezium, Columns: debeziumAvroColumns}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var events []*Record
+	for i, s := range debeziumSamples(b, debeziumEventsFile) {
+		if s.Value != nil {
+			events = append(events, &Record{Value: s.Value, Offset: int64(i)})
+		}
+	}
+	benchMap(b, m, events)
+}

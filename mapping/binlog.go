@@ -32,32 +32,59 @@ var binlogFields = [3][]string{{"cdc", "source", "file"}, {"cdc", "source", "pos
 // binlogPosition is the binlog position of the change event resolved, from
 // column c's nodes.
 func (j *jsonValues) binlogPosition(c *planColumn) (int64, *MapError) {
-	var parts [3]int64
+	var name []byte
+	var nums [2]int64
 	for k, node := range c.binlog {
 		v := j.vals[node]
 		if v == nil || v.Type() == fastjson.TypeNull {
-			return 0, binlogError(c, k, "is missing: "+BinlogPositionSource+" reads a MySQL or MariaDB change event")
+			return 0, binlogMissing(c, k)
 		}
-		var err string
+		var err error
 		if k == 0 {
-			parts[k], err = binlogIndex(v)
+			name, err = v.StringBytes()
 		} else {
-			parts[k], err = binlogNumber(v, k)
+			nums[k-1], err = v.Int64()
 		}
-		if err != "" {
-			return 0, binlogError(c, k, err)
+		if err != nil {
+			return 0, binlogNotA(c, k)
 		}
 	}
-	return parts[0]<<(binlogPosBits+binlogRowBits) | parts[1]<<binlogRowBits | parts[2], nil
+	return packBinlog(c, name, nums[0], nums[1])
+}
+
+// binlogMissing is the dead letter of a binlog position without field k.
+func binlogMissing(c *planColumn, k int) *MapError {
+	return binlogError(c, k, "is missing: "+BinlogPositionSource+" reads a MySQL or MariaDB change event")
+}
+
+// binlogNotA is the dead letter of a binlog position whose field k is of
+// another type than the file's string or the pos's and row's integer.
+func binlogNotA(c *planColumn, k int) *MapError {
+	if k == 0 {
+		return binlogError(c, k, "is not a string")
+	}
+	return binlogError(c, k, "is not an integer")
+}
+
+// packBinlog packs a binlog file name, pos and row into column c's long,
+// or says which of them does not fit.
+func packBinlog(c *planColumn, name []byte, pos, row int64) (int64, *MapError) {
+	index, why := binlogIndex(name)
+	if why != "" {
+		return 0, binlogError(c, 0, why)
+	}
+	if pos, why = binlogNumber(pos, 1); why != "" {
+		return 0, binlogError(c, 1, why)
+	}
+	if row, why = binlogNumber(row, 2); why != "" {
+		return 0, binlogError(c, 2, why)
+	}
+	return index<<(binlogPosBits+binlogRowBits) | pos<<binlogRowBits | row, nil
 }
 
 // binlogIndex is the index of a binlog file name: the digits after its
 // last dot; or why it has none that fits.
-func binlogIndex(v *fastjson.Value) (int64, string) {
-	name, err := v.StringBytes()
-	if err != nil {
-		return 0, "is not a string"
-	}
+func binlogIndex(name []byte) (int64, string) {
 	dot := bytes.LastIndexByte(name, '.')
 	if dot < 0 || dot == len(name)-1 {
 		return 0, quote(name) + " does not end in .<index>"
@@ -74,13 +101,9 @@ func binlogIndex(v *fastjson.Value) (int64, string) {
 	return n, ""
 }
 
-// binlogNumber is the pos (k 1) or row (k 2) of a binlog position, or why
-// it does not fit its bits.
-func binlogNumber(v *fastjson.Value, k int) (int64, string) {
-	n, err := v.Int64()
-	if err != nil {
-		return 0, "is not an integer"
-	}
+// binlogNumber is n as the pos (k 1) or row (k 2) of a binlog position,
+// or why it does not fit its bits.
+func binlogNumber(n int64, k int) (int64, string) {
 	bits := binlogPosBits
 	if k == 2 {
 		bits = binlogRowBits

@@ -84,9 +84,10 @@ type Config struct {
 	// SchemaOrigin names Schema in the Origin of the columns made of it.
 	SchemaOrigin string `yaml:"-"`
 	// Evolve, with a Registry, makes a writer schema's top-level fields
-	// that no column reads new columns: Map refuses the first record of
-	// such a schema with a *SchemaChangeError, and the Mapper that
-	// Evolved returns maps it.
+	// that no column reads new columns, and the fields it adds inside a
+	// struct column (at any depth) new fields of the column: Map refuses
+	// the first record of such a schema with a *SchemaChangeError, and the
+	// Mapper that Evolved returns maps it.
 	Evolve bool `yaml:"-"`
 	// TypeWidening says the table allows type widening (its
 	// delta.enableTypeWidening): an evolving Mapper then takes a writer
@@ -457,7 +458,13 @@ func (c *Config) format() (*avroSchema, error) {
 			return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
 		}
 		if len(c.Columns) == 0 {
-			if c.Columns, err = avroColumns(schema); err != nil {
+			of := schema
+			if c.CDC != "" { // the row's columns
+				if of, err = envelopeColumnsSchema(schema); err != nil {
+					return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
+				}
+			}
+			if c.Columns, err = avroColumns(of); err != nil {
 				return nil, fmt.Errorf("%s.schema_file: %s: %w", c.key(), source, err)
 			}
 			c.derived = true
@@ -480,16 +487,18 @@ func (c *Config) format() (*avroSchema, error) {
 }
 
 // checkCDC refuses an unknown change event format, or one over records
-// that are not JSON.
+// that are neither JSON nor Avro.
 func (c *Config) checkCDC() error {
 	switch {
 	case c.CDC == "":
 	case c.CDC != CDCDebezium:
 		return fmt.Errorf("%s.cdc: unknown %q (want %s)", c.key(), c.CDC, CDCDebezium)
-	case c.Format != JSON && c.Format != "":
-		return fmt.Errorf("%s.cdc: debezium reads JSON change events (the JSON converter's); the format is %s", c.key(), c.Format)
+	case c.Format != JSON && c.Format != "" && c.Format != Avro:
+		return fmt.Errorf("%s.cdc: debezium reads JSON change events (the JSON converter's) or Avro ones (an Avro converter's); the format is %s", c.key(), c.Format)
 	case !c.Tombstones:
 		return fmt.Errorf("%s.cdc: change events update and delete rows: it needs write_mode: upsert", c.key())
+	case c.Format == Avro:
+		return c.checkEnvelopePaths()
 	}
 	return nil
 }

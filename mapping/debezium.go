@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/base64"
+	"strconv"
 
 	"github.com/valyala/fastjson"
 )
@@ -109,4 +110,46 @@ func smallInt(b []byte) (int, bool) {
 		n = n*10 + int(c-'0')
 	}
 	return n, true
+}
+
+// debeziumImage is the row image a change event of operation op holds
+// its row in: after for a create, an update or a snapshot read, before
+// for a delete; the same for every format.
+func debeziumImage(op []byte) (string, *MapError) {
+	switch string(op) {
+	case "c", "u", "r":
+		return "after", nil
+	case "d":
+		return "before", nil
+	case "":
+		return "", &MapError{Reason: "not a Debezium change event (no op)"}
+	}
+	return "", &MapError{Reason: "Debezium operation " + strconv.Quote(string(op)) + " is not supported"}
+}
+
+// noImage is the dead letter of a change event without the image its
+// operation reads.
+func noImage(image string) *MapError {
+	return &MapError{Reason: "Debezium change event without its " + image + " image"}
+}
+
+// castTimestampText casts the text of an instant (RFC 3339: a JSON
+// string, Debezium's ZonedTimestamp in any format) into timestamp or date
+// column c.
+func castTimestampText(c *planColumn, s []byte, out *cell) failure {
+	if c.kind != kTimestamp && c.kind != kDate {
+		return failType
+	}
+	us, good := parseTimestamp(s)
+	if !good {
+		return failTimestamp
+	}
+	if !inRange(us) {
+		return failRange
+	}
+	if c.kind == kDate {
+		us = floorDiv(us, microsDay)
+	}
+	out.i = us
+	return ok
 }

@@ -18,7 +18,7 @@ type debeziumSample struct {
 	Offset int64           `json:"offset"`
 }
 
-func debeziumSamples(t *testing.T, file string) []debeziumSample {
+func debeziumSamples(t testing.TB, file string) []debeziumSample {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
@@ -109,7 +109,7 @@ func TestMapDebeziumEvents(t *testing.T) {
 }
 
 // What is not a change event the table takes is a dead letter saying so;
-// cdc needs upsert mode and JSON values.
+// cdc needs upsert mode and JSON or Avro values.
 func TestMapDebeziumRefuses(t *testing.T) {
 	cols := []Column{{Name: "id", Type: "long"}}
 	m, err := New(Config{Tombstones: true, CDC: CDCDebezium, Columns: cols}, nil)
@@ -129,9 +129,9 @@ func TestMapDebeziumRefuses(t *testing.T) {
 		}
 	}
 	for cfg, want := range map[*Config]string{
-		{CDC: CDCDebezium, Columns: cols}:                                 "needs write_mode: upsert",
-		{CDC: "maxwell", Tombstones: true, Columns: cols}:                 `unknown "maxwell"`,
-		{CDC: CDCDebezium, Tombstones: true, Format: Avro, Columns: cols}: "reads JSON change events",
+		{CDC: CDCDebezium, Columns: cols}:                                       "needs write_mode: upsert",
+		{CDC: "maxwell", Tombstones: true, Columns: cols}:                       `unknown "maxwell"`,
+		{CDC: CDCDebezium, Tombstones: true, Format: JSONSchema, Columns: cols}: "reads JSON change events",
 	} {
 		if _, err := New(*cfg, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", *cfg, err, want)

@@ -249,7 +249,7 @@ func jsonSchemaDeref(v, root *fastjson.Value) (*fastjson.Value, error) {
 
 // compileJSONSchemaWriter compiles a JSON Schema writer schema: its
 // validator, and with an evolving plan, the columns its new top-level
-// properties add. The records' values are read as JSON records are.
+// properties add and those it adds properties inside (columnChanges). The records' values are read as JSON records are.
 func compileJSONSchemaWriter(text string, p *plan) writerPlan {
 	validator, err := compileJSONSchema(text)
 	if err != nil {
@@ -266,12 +266,15 @@ func compileJSONSchemaWriter(text string, p *plan) writerPlan {
 				fields = append(fields, namedType{pr.name, typ})
 			}
 		}
-		if add := newColumnsOf(fields, p); len(add) > 0 {
+		switch add, err := columnChanges(fields, p); {
+		case err != nil:
+			return writerPlan{err: err}
+		case len(add) > 0:
 			return writerPlan{add: add}
 		}
 	}
 	return writerPlan{build: func(p *plan) values {
-		return &jsonSchemaValues{json: newJSONValues(p).(*jsonValues), schema: validator, top: map[string]any{}}
+		return &jsonSchemaValues{json: newJSONValues(p).(*jsonValues), schema: validator, top: map[string]any{}, keys: map[string]string{}}
 	}}
 }
 
@@ -314,18 +317,42 @@ type jsonSchemaValues struct {
 	schema *jsonschema.Schema
 	top    map[string]any // the record's instance, reused
 	number []byte         // scratch for a number's text
+	// keys are the object keys seen, each string made once: a record's
+	// keys are mostly those of the records before it.
+	keys map[string]string
 }
+
+// maxJSONSchemaKeys bounds keys: records of ever new keys (a map in an
+// object) take a string each, as without the cache.
+const maxJSONSchemaKeys = 256
 
 func (j *jsonSchemaValues) resolve(value []byte) error {
 	if err := j.json.resolve(value); err != nil {
 		return err
 	}
-	clear(j.top)
-	j.json.objs[0].Visit(func(k []byte, v *fastjson.Value) { j.top[string(k)] = j.instance(v) })
+	j.document(j.json.objs[0])
 	if err := j.schema.Validate(j.top); err != nil {
 		return &MapError{Reason: "the writer schema refuses the record: " + validationReason(err)}
 	}
 	return nil
+}
+
+// document makes top the instance of the record's object o.
+func (j *jsonSchemaValues) document(o *fastjson.Object) {
+	clear(j.top)
+	o.Visit(func(k []byte, v *fastjson.Value) { j.top[j.key(k)] = j.instance(v) })
+}
+
+// key is object key k as a string, made once per key seen.
+func (j *jsonSchemaValues) key(k []byte) string {
+	key, ok := j.keys[string(k)] // no string is made to look it up
+	if !ok {
+		key = string(k)
+		if len(j.keys) < maxJSONSchemaKeys {
+			j.keys[key] = key
+		}
+	}
+	return key
 }
 
 // instance is v as the validator takes a document (as jsonschema's
@@ -337,7 +364,7 @@ func (j *jsonSchemaValues) instance(v *fastjson.Value) any {
 	case fastjson.TypeObject:
 		o, _ := v.Object()
 		m := make(map[string]any, o.Len())
-		o.Visit(func(k []byte, v *fastjson.Value) { m[string(k)] = j.instance(v) })
+		o.Visit(func(k []byte, v *fastjson.Value) { m[j.key(k)] = j.instance(v) })
 		return m
 	case fastjson.TypeArray:
 		vs, _ := v.Array()

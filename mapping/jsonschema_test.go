@@ -11,6 +11,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/valyala/fastjson"
 
 	"github.com/deltaflow/deltaflow/delta"
 )
@@ -294,5 +295,83 @@ func TestJSONSchemaNestedColumns(t *testing.T) {
 		if got := leafText(t, row.Values[i+1]); got != want {
 			t.Errorf("column %s: %s, want %s", m.Schema().Fields[i+1].Name, got, want)
 		}
+	}
+}
+
+// A property added inside an object (an object's, an array's items') by a
+// later writer schema evolves the struct column: the first record of it
+// is a SchemaChangeError with the column's type holding it, and the
+// evolved Mapper maps it and the older version's records (null in the new
+// field). Without evolution the new property is left out.
+func TestMapRegistryJSONSchemaNestedFieldAdded(t *testing.T) {
+	const (
+		v1 = `{"type": "object", "properties": {"id": {"type": "string"},
+			"loc": {"type": "object", "properties": {"lat": {"type": "number"}}},
+			"readings": {"type": "array", "items": {"type": "object", "properties": {"v": {"type": "integer"}}}}}}`
+		v2 = `{"type": "object", "properties": {"id": {"type": "string"},
+			"loc": {"type": "object", "properties": {"lat": {"type": "number"}, "alt": {"type": "integer"}}},
+			"readings": {"type": "array", "items": {"type": "object", "properties": {"v": {"type": "integer"},
+				"unit": {"type": "string"}}}}}}`
+	)
+	schemas := &schemaMap{format: JSONSchema, schemas: map[int]string{1: v1, 2: v2}}
+	m, err := New(Config{Format: JSONSchema, Registry: schemas, Schema: v1, Evolve: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	rec2 := &Record{Value: wire(2, []byte(`{"id":"b","loc":{"lat":2.5,"alt":400},"readings":[{"v":1,"unit":"kW"}]}`))}
+	err = m.Map(rec2, &row)
+	change, ok := errors.AsType[*SchemaChangeError](err)
+	want := map[string]string{"loc": "struct<lat: double, alt: long>", "readings": "array<struct<v: long, unit: string>>"}
+	if !ok || len(change.Add) != 2 || want[change.Add[0].Name] != change.Add[0].Type || want[change.Add[1].Name] != change.Add[1].Type {
+		t.Fatalf("properties added inside loc and readings: %v, want a SchemaChangeError giving %v", err, want)
+	}
+	evolved, err := m.Evolved(change.Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rec           *Record
+		loc, readings string
+	}{
+		{rec2, `0:r0d2=2.5 1:r0d2=400`, `0:r0d4=1 1:r0d4="kW"`},
+		{&Record{Value: wire(1, []byte(`{"id":"a","loc":{"lat":1.5},"readings":[{"v":2}]}`))}, `0:r0d2=1.5 1:r0d1`, `0:r0d4=2 1:r0d3`},
+	} {
+		if err := evolved.Map(c.rec, &row); err != nil {
+			t.Fatal(err)
+		}
+		if got := leafText(t, row.Values[1]) + " | " + leafText(t, row.Values[2]); got != c.loc+" | "+c.readings {
+			t.Errorf("loc | readings = %s, want %s | %s", got, c.loc, c.readings)
+		}
+	}
+	fixed, err := New(Config{Format: JSONSchema, Registry: schemas, Schema: v1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fixed.Map(rec2, &row); err != nil {
+		t.Fatalf("without Evolve: %v", err)
+	}
+	if got := leafText(t, row.Values[1]); got != `0:r0d2=2.5` {
+		t.Errorf("loc without Evolve: %s, want the new property left out", got)
+	}
+}
+
+// The document a record is validated as takes no allocation for its
+// top-level keys once they were seen (nor for values boxed without one:
+// booleans, nulls).
+func TestJSONSchemaDocumentKeysDoNotAllocate(t *testing.T) {
+	j := &jsonSchemaValues{top: map[string]any{}, keys: map[string]string{}}
+	var p fastjson.Parser
+	v, err := p.Parse(`{"device_on": true, "door_open": false, "fault": null}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := v.GetObject()
+	j.document(o)
+	if allocs := testing.AllocsPerRun(100, func() { j.document(o) }); allocs != 0 {
+		t.Errorf("%.1f allocations per document of seen keys, want 0", allocs)
+	}
+	if len(j.top) != 3 || j.top["device_on"] != true || j.top["fault"] != nil {
+		t.Errorf("document %v", j.top)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"math"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 	"unsafe"
 
@@ -131,20 +130,14 @@ func unwrapPayload(root *fastjson.Value) (payload, schema *fastjson.Value, err e
 // row image node at its image: after for a create, update or snapshot
 // read, before for a delete.
 func (j *jsonValues) changeEvent(root *fastjson.Value) error {
-	image := "after"
-	switch op := root.GetStringBytes("op"); string(op) {
-	case "c", "u", "r":
-	case "d":
-		image = "before"
-	case "":
-		return &MapError{Reason: "not a Debezium change event (no op)"}
-	default:
-		return &MapError{Reason: "Debezium operation " + strconv.Quote(string(op)) + " is not supported"}
+	image, err := debeziumImage(root.GetStringBytes("op"))
+	if err != nil {
+		return err
 	}
 	j.deleted, j.image = image == "before", image
 	j.vals[j.p.rowNode] = root.Get(image)
 	if v := j.vals[j.p.rowNode]; v == nil || v.Type() != fastjson.TypeObject {
-		return &MapError{Reason: "Debezium change event without its " + image + " image"}
+		return noImage(image)
 	}
 	return nil
 }
@@ -414,18 +407,7 @@ func (j *jsonValues) castValue(c *planColumn, v *fastjson.Value, a *Arena, out *
 	case kTimestamp, kDate:
 		if t == fastjson.TypeString {
 			s, _ := v.StringBytes()
-			us, good := parseTimestamp(s)
-			if !good {
-				return failTimestamp, s
-			}
-			if !inRange(us) {
-				return failRange, s
-			}
-			if c.kind == kDate {
-				us = floorDiv(us, microsDay)
-			}
-			out.i = us
-			return ok, nil
+			return castTimestampText(c, s, out), s
 		}
 	}
 	if t == fastjson.TypeString { // a string where a number or boolean belongs

@@ -52,6 +52,9 @@ type plan struct {
 	// for a delete) is node rowNode.
 	unwrap, cdc bool
 	rowNode     int
+	// opNode and beforeNode, in an Avro change event, are where its op and
+	// the bytes of its before image are read (debeziumavro.go).
+	opNode, beforeNode int
 	// connect: decimals are Kafka Connect's (Debezium's), base64 strings
 	// and {scale, value} objects; in a change event's value and in its
 	// key, which Debezium encodes alike.
@@ -223,6 +226,9 @@ func New(cfg Config, partitionColumns []string) (*Mapper, error) {
 	if cfg.CDC != "" {
 		p.unwrap, p.cdc, p.connect = true, true, true
 		p.rowNode = p.addPath([]string{rowImage})
+		if cfg.Format == Avro {
+			p.addEnvelopeNodes()
+		}
 	}
 	for i, c := range cols {
 		pc := planColumn{compiledColumn: c, kind: kindOf(c.typ), nullable: c.IsNullable(), dataIdx: -1, partIdx: -1,
@@ -379,7 +385,7 @@ func newMapper(p *plan) *Mapper {
 		m.keyVals = p.key.values(p.key)
 	}
 	if p.cdc {
-		m.changes = m.vals.(*jsonValues)
+		m.changes = m.vals.(changeEvent) // checkCDC let only formats with change events through
 	}
 	return m
 }

@@ -1,14 +1,20 @@
 package mapping
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/deltaflow/deltaflow/internal/sim"
 )
 
 const tripProto = "testdata/protofile/trip.proto"
@@ -206,4 +212,74 @@ func BenchmarkMapProtobufNested(b *testing.B) {
 		attrs.Set(protoreflect.ValueOfString("fw").MapKey(), protoreflect.ValueOfInt64(1042))
 	})}
 	benchMap(b, m, []*Record{rec})
+}
+
+// A field added inside a nested message by a later writer schema evolves
+// the struct column: the first record of it is a SchemaChangeError with
+// the column's type holding the field, and the evolved Mapper maps it and
+// the older version's records (null in the new field); one that widens a
+// field inside (int32 → int64) is a dead letter naming it and both types.
+func TestMapRegistryProtobufNestedFieldAdded(t *testing.T) {
+	// withInner is readingProto with fields added to t.Located.Inner.
+	withInner := func(extra ...*descriptorpb.FieldDescriptorProto) string {
+		b, err := base64.StdEncoding.DecodeString(readingProto(t))
+		var set descriptorpb.FileDescriptorSet
+		if err == nil {
+			err = proto.Unmarshal(b, &set)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner := set.File[0].MessageType[1].NestedType[0]
+		inner.Field = append(inner.Field, extra...)
+		if b, err = proto.Marshal(&set); err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	v1 := withInner(sim.ProtoField("floor", 2, descriptorpb.FieldDescriptorProto_TYPE_INT32, ""))
+	v2 := withInner(sim.ProtoField("floor", 2, descriptorpb.FieldDescriptorProto_TYPE_INT32, ""),
+		sim.ProtoField("alt", 3, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""))
+	v3 := withInner(sim.ProtoField("floor", 2, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""))
+	schemas := &schemaMap{format: Protobuf, schemas: map[int]string{1: v1, 2: v2, 3: v3}}
+	located := func(schema string, id int, alt string) []byte {
+		return encodeProto(t, schema, id, 1, func(r *dynamicpb.Message, f protoreflect.FieldDescriptors) {
+			setMsg(r, f, "id", protoreflect.ValueOfString("l1"))
+			inner := r.NewField(f.ByName("loc")).Message()
+			inner.Set(inner.Descriptor().Fields().ByName("lat"), protoreflect.ValueOfFloat64(52.5))
+			if alt != "" {
+				inner.Set(inner.Descriptor().Fields().ByName("alt"), protoreflect.ValueOfString(alt))
+			}
+			r.Set(f.ByName("loc"), protoreflect.ValueOfMessage(inner))
+		})
+	}
+	m, err := New(Config{Format: Protobuf, Registry: schemas, Schema: v1, Message: "t.Located", Evolve: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	err = m.Map(&Record{Value: located(v2, 2, "high")}, &row)
+	change, ok := errors.AsType[*SchemaChangeError](err)
+	if !ok || len(change.Add) != 1 || change.Add[0].Name != "loc" || change.Add[0].Type != "struct<lat: double, floor: integer, alt: string>" {
+		t.Fatalf("a field added inside loc: %v, want a SchemaChangeError giving loc struct<lat: double, floor: integer, alt: string>", err)
+	}
+	evolved, err := m.Evolved(change.Add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rec  []byte
+		want string
+	}{{located(v2, 2, "high"), `0:r0d2=52.5 1:r0d2=0 2:r0d2="high"`}, {located(v1, 1, ""), `0:r0d2=52.5 1:r0d2=0 2:r0d1`}} {
+		if err := evolved.Map(&Record{Value: c.rec}, &row); err != nil {
+			t.Fatal(err)
+		}
+		if got := leafText(t, row.Values[1]); got != c.want {
+			t.Errorf("loc %s, want %s", got, c.want)
+		}
+	}
+	err = evolved.Map(&Record{Value: wire(3, []byte{0})}, &row)
+	if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Reason, "field loc.floor: the writer schema's long is wider than the table's integer field loc.floor of column loc") {
+		t.Errorf("a field widened inside loc: %v, want a dead letter naming loc.floor", err)
+	}
 }

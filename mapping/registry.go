@@ -41,11 +41,12 @@ func (e *SchemaPendingError) Error() string {
 }
 
 // SchemaChangeError is Map's error for the first record of a writer schema
-// with top-level fields no column reads, or that widen a column's type
-// where the table allows it, when the Config evolves: not a dead letter.
-// Add are the columns it brings: new ones (nullable) and the widened ones
-// (a column's name, its wider type); the Mapper Evolved(Add) returns maps
-// the record.
+// with top-level fields no column reads, that adds fields inside a struct
+// column, or that widens a column's type where the table allows it, when
+// the Config evolves: not a dead letter. Add are the columns it brings:
+// new ones (nullable), and changed ones (a column's name, its wider type
+// or its struct type with the new fields); the Mapper Evolved(Add)
+// returns maps the record.
 type SchemaChangeError struct {
 	ID  int
 	Add []Column
@@ -143,8 +144,12 @@ func compileAvroWriter(text string, p *plan) writerPlan {
 		return writerPlan{err: err}
 	}
 	var fields []namedType
-	if schema.root.typ == "record" {
-		for _, f := range schema.root.fields {
+	record := schema.root
+	if p.cdc { // a change event's columns are its row's
+		record, _ = envelopeRow(record) // compileAvro says why it is none
+	}
+	if record != nil && record.typ == "record" {
+		for _, f := range record.fields {
 			if typ, _, err := avroColumnType(f.typ); err == nil {
 				fields = append(fields, namedType{f.name, typ})
 			}
@@ -175,47 +180,55 @@ func columnChanges(fields []namedType, p *plan) ([]Column, error) {
 	return add, err
 }
 
-// checkWidening returns the columns a writer schema widens: the top-level
-// fields wider than the column derived from an earlier version (float →
-// double, integer → long, a decimal of more digits) where that is a type
-// widening (delta.CanWiden), with their wider types, when the plan evolves
-// the table and the table allows it (Config.TypeWidening). Otherwise such
-// a field's records are dead letters naming it and both types (cast into
-// the table's type its values would lose precision or overflow), saying
-// how to allow the widening where the table can; so are those of a field
-// that turns a timestamp column's instants into local date-times
-// (timestamp_ntz), or the reverse, and, when the plan evolves the table,
-// those of a field added inside a struct column (deltaflow evolves a
-// table by its top-level columns: Delta's schema merge of nested fields
-// is not done). An integer field that becomes a double or a decimal is
-// left to the casts, which refuse its values (an incompatible type):
-// Delta's schema evolution makes those changes only by hand. Columns the
-// route declares take the casts they ask for.
+// checkWidening returns the columns a writer schema changes: the
+// top-level fields wider than the column derived from an earlier version
+// (float → double, integer → long, a decimal of more digits) where that is
+// a type widening (delta.CanWiden), with their wider types, when the plan
+// evolves the table and the table allows it (Config.TypeWidening); and,
+// when the plan evolves the table, the struct columns a writer schema adds
+// fields to (at any depth: nestedChange), with the column's type holding
+// them. Otherwise a wider field's records are dead letters naming it and
+// both types (cast into the table's type its values would lose precision
+// or overflow), saying how to allow the widening where the table can; so
+// are those of a field that turns a timestamp column's instants into local
+// date-times (timestamp_ntz), or the reverse, and those of a field inside
+// a struct column that does either (Delta widens no nested field). An
+// integer field that becomes a double or a decimal is left to the casts,
+// which refuse its values (an incompatible type): Delta's schema evolution
+// makes those changes only by hand. Columns the route declares take the
+// casts they ask for.
 func checkWidening(fields []namedType, p *plan) ([]Column, error) {
 	if !p.cfg.derived {
 		return nil, nil
 	}
-	var widened []Column
+	var changed []Column
 	for _, f := range fields {
 		col := p.schema.Field(f.name)
 		if col == nil {
 			continue
 		}
-		// An instant where a local date-time was, or the reverse: each
-		// would be read as the other's wall clock in UTC.
-		if (col.Type == delta.Timestamp && f.typ == "timestamp_ntz") || (col.Type == delta.TimestampNTZ && f.typ == "timestamp") {
-			return nil, fmt.Errorf("field %s: the writer schema's %s is not the table's %s column %s (one is an instant, the other a local date-time)",
-				f.name, f.typ, col.Type, f.name)
-		}
 		typ, err := parseColumnType(f.typ)
-		// As a new top-level field, one inside a nested column is left out
-		// of a table that does not evolve.
-		if added := addedField(col.Type, typ, f.name); err == nil && added != "" && p.cfg.Evolve {
-			return nil, fmt.Errorf("field %s: the writer schema adds field %s inside the table's column %s: deltaflow evolves a table by its top-level columns only", f.name, added, f.name)
+		if err != nil {
+			continue
 		}
-		wider := err == nil && ((col.Type == delta.Float && typ == delta.Double) || (col.Type == delta.Integer && typ == delta.Long) ||
-			widerDecimal(col.Type, typ))
-		if !wider {
+		switch col.Type.(type) {
+		case *delta.StructType, *delta.ArrayType, *delta.MapType:
+			merged, err := nestedChange(col.Type, typ, f.name, f.name)
+			if err != nil {
+				return nil, err
+			}
+			// As a new top-level field, one inside a nested column is left
+			// out of a table that does not evolve.
+			if merged != nil && p.cfg.Evolve {
+				changed = append(changed, Column{Name: f.name, Type: typeDDL(merged), Source: f.name, Nullable: new(col.Nullable)})
+			}
+			continue
+		}
+		where := "column " + f.name
+		if err := zoneChange(col.Type, typ, f.name, where); err != nil {
+			return nil, err
+		}
+		if !wider(col.Type, typ) {
 			continue
 		}
 		why := ""
@@ -229,44 +242,111 @@ func checkWidening(fields []namedType, p *plan) ([]Column, error) {
 		case !p.cfg.TypeWidening:
 			why = delta.TypeWideningHint
 		default:
-			widened = append(widened, Column{Name: f.name, Type: f.typ, Source: f.name, Nullable: new(col.Nullable)})
+			changed = append(changed, Column{Name: f.name, Type: f.typ, Source: f.name, Nullable: new(col.Nullable)})
 			continue
 		}
-		return nil, fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s column %s: %s",
-			f.name, f.typ, col.Type, f.name, why)
+		return nil, widerError(col.Type, typ, f.name, where, why)
 	}
-	return widened, nil
+	return changed, nil
 }
 
-// addedField is the path of the first struct field that type next has
-// and was does not, inside the same struct, array or map nesting (path
-// names was); "" if none.
-func addedField(was, next delta.DataType, path string) string {
+// nestedChange returns nested column type was (of column col) with the
+// struct fields the writer's type next adds, nullable, at any depth
+// (inside array elements and map values too), as Delta's schema merge adds
+// them (delta.MergeSchema); nil when next adds none. path names was inside
+// the column as Spark does (loc.inner, readings.element, attrs.value).
+// Fields of another type or shape are left to the casts, but a scalar
+// field next widens, or turns between timestamp and timestamp_ntz, is an
+// error naming it and both types: Delta's writer widens no field inside a
+// struct, array or map, and cast into the table's type the values would
+// overflow or lose precision.
+func nestedChange(was, next delta.DataType, path, col string) (delta.DataType, error) {
 	switch w := was.(type) {
 	case *delta.StructType:
 		n, ok := next.(*delta.StructType)
 		if !ok {
-			return ""
+			return nil, nil
+		}
+		var fields []delta.StructField // was's, cloned once one changes
+		change := func() {
+			if fields == nil {
+				fields = slices.Clone(w.Fields)
+			}
 		}
 		for _, f := range n.Fields {
-			wf := w.Field(f.Name)
-			if wf == nil {
-				return path + "." + f.Name
+			i := w.Index(f.Name)
+			if i < 0 {
+				change()
+				fields = append(fields, delta.StructField{Name: f.Name, Type: f.Type, Nullable: true})
+				continue
 			}
-			if added := addedField(wf.Type, f.Type, path+"."+f.Name); added != "" {
-				return added
+			t, err := nestedChange(w.Fields[i].Type, f.Type, path+"."+f.Name, col)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
+				change()
+				fields[i].Type = t
 			}
 		}
+		if fields == nil {
+			return nil, nil
+		}
+		return &delta.StructType{Fields: fields}, nil
 	case *delta.ArrayType:
-		if n, ok := next.(*delta.ArrayType); ok {
-			return addedField(w.ElementType, n.ElementType, path+"[]")
+		n, ok := next.(*delta.ArrayType)
+		if !ok {
+			return nil, nil
 		}
+		t, err := nestedChange(w.ElementType, n.ElementType, path+".element", col)
+		if t == nil {
+			return nil, err
+		}
+		return &delta.ArrayType{ElementType: t, ContainsNull: w.ContainsNull}, nil
 	case *delta.MapType:
-		if n, ok := next.(*delta.MapType); ok {
-			return addedField(w.ValueType, n.ValueType, path+"{}")
+		n, ok := next.(*delta.MapType)
+		if !ok {
+			return nil, nil
 		}
+		t, err := nestedChange(w.ValueType, n.ValueType, path+".value", col)
+		if t == nil {
+			return nil, err
+		}
+		return &delta.MapType{KeyType: w.KeyType, ValueType: t, ValueContainsNull: w.ValueContainsNull}, nil
 	}
-	return ""
+	where := "field " + path + " of column " + col
+	if err := zoneChange(was, next, path, where); err != nil {
+		return nil, err
+	}
+	if wider(was, next) {
+		return nil, widerError(was, next, path, where, "deltaflow does not widen a field inside a struct, array or map (Delta's writer widens none)")
+	}
+	return nil, nil
+}
+
+// zoneChange is the error of a field (named name, at where in the table)
+// of type next where the table's type was is a timestamp and next a
+// timestamp_ntz, or the reverse: each would be read as the other's wall
+// clock in UTC.
+func zoneChange(was, next delta.DataType, name, where string) error {
+	if (was == delta.Timestamp && next == delta.TimestampNTZ) || (was == delta.TimestampNTZ && next == delta.Timestamp) {
+		return fmt.Errorf("field %s: the writer schema's %s is not the table's %s %s (one is an instant, the other a local date-time)",
+			name, next, was, where)
+	}
+	return nil
+}
+
+// wider reports whether a field of type next holds values the table's
+// type was does not, where a type widening could take was to next (an
+// integer that becomes a double or a decimal is left to the casts).
+func wider(was, next delta.DataType) bool {
+	return (was == delta.Float && next == delta.Double) || (was == delta.Integer && next == delta.Long) || widerDecimal(was, next)
+}
+
+// widerError is the error of a field (named name, at where in the table)
+// wider than the table's type, and why it is not widened.
+func widerError(was, next delta.DataType, name, where, why string) error {
+	return fmt.Errorf("field %s: the writer schema's %s is wider than the table's %s %s: %s", name, next, was, where, why)
 }
 
 // widerDecimal reports whether decimal type typ holds values column type
@@ -291,8 +371,9 @@ func newColumnsOf(fields []namedType, p *plan) []Column {
 }
 
 // Evolved returns a Mapper like m with the columns add, as a
-// SchemaChangeError says them: one named as a column of m's replaces it (a
-// widened type), the others come after m's.
+// SchemaChangeError says them: one named as a column of m's replaces its
+// type (a widened type, a struct with new fields), the others come after
+// m's.
 func (m *Mapper) Evolved(add []Column) (*Mapper, error) {
 	cfg := m.p.cfg
 	cfg.Columns = slices.Clone(cfg.Columns)

@@ -140,12 +140,13 @@ func (f *formatTopic) deadLetters() []string {
 
 // readTable reads the table at uri with delta-rs (and DuckDB, which must
 // agree): each column's type (" null" after a nullable one's) and the rows
-// as JSON, rendered by scripts/deltars.py.
-func readTable(t *testing.T, s3 storage.S3Config, uri string) (map[string]string, json.RawMessage) {
+// as JSON, rendered by scripts/deltars.py, called with args added
+// (--query: through delta-rs's query engine, which applies deletion vectors).
+func readTable(t *testing.T, s3 storage.S3Config, uri string, args ...string) (map[string]string, json.RawMessage) {
 	t.Helper()
 	read := testenv.DeltaRS(t, append(os.Environ(), testenv.EnvMinIOEndpoint+"="+s3.Endpoint,
 		testenv.EnvMinIOAccessKey+"="+s3.AccessKey, testenv.EnvMinIOSecretKey+"="+string(s3.SecretKey)),
-		"read", uri, "--rows", "--duckdb")
+		append([]string{"read", uri, "--rows", "--duckdb"}, args...)...)
 	testenv.CheckDuckDB(t, read)
 	var table struct {
 		Schema struct {

@@ -43,10 +43,13 @@ import (
 // And the same JVM reads the tables deltaflow derives from topics
 // confluent-kafka's JSON Schema, Protobuf and Avro serializers wrote (the
 // Avro one's struct, array, map and binary columns with the types
-// from_avro gives them): Spark finds exactly the rows produced, as
-// delta-rs does in the registry tests; and a
-// table of struct, array and map columns deltaflow wrote (nestedSparkTable),
-// value for value.
+// from_avro gives them, the JSON Schema one's struct and array columns),
+// the Avro table whose struct columns gained fields mid-stream
+// (avroNestedEvolution: the old rows null in them), and the plain
+// Protobuf topic's struct and array columns (newProtoFileTopic): Spark
+// finds exactly the rows produced, with the column types expected, as
+// delta-rs does in the registry tests; and a table of struct, array and
+// map columns deltaflow wrote (nestedSparkTable), value for value.
 func TestAvroTypesMatchFromAvro(t *testing.T) {
 	r := newRegistryTopic(t, "oracle-readings", "avro")
 	r.uri = filepath.Join(t.TempDir(), "readings") // Spark reads a local table
@@ -97,8 +100,8 @@ func TestAvroTypesMatchFromAvro(t *testing.T) {
 				}
 			}
 		}
-		if name == "avro_nested" && !maps.Equal(read.Types, sparkTripTypes) {
-			t.Errorf("Spark reads the struct, array and map columns made of trip.avsc as %v, want %v", read.Types, sparkTripTypes)
+		if want := sparkNestedTypes[name]; want != nil && !maps.Equal(read.Types, want) {
+			t.Errorf("Spark reads the struct, array and map columns of the %s table as %v, want %v", name, read.Types, want)
 		}
 		t.Logf("Spark reads the %s table: %d rows as produced, columns %v", name, len(have), read.Types)
 	}
@@ -118,31 +121,39 @@ func TestAvroTypesMatchFromAvro(t *testing.T) {
 }
 
 // sparkReadTopics are a json_schema, a protobuf and an Avro registry topic
-// (the Avro one of trip.avsc's struct, array, map and binary columns;
-// each with records confluent-kafka's serializer wrote and none bad) and
-// the local tables deltaflow made of them, by name, for Spark to read.
+// (the Avro one of trip.avsc's struct, array, map and binary columns), a
+// json_schema one of trip.schema.json's struct and array columns (each
+// with records confluent-kafka's serializer wrote and none bad),
+// avroNestedEvolution's, whose nested columns gained fields mid-stream,
+// and newProtoFileTopic's plain Protobuf one with its struct and array
+// columns, by name, with the local tables deltaflow made of them for
+// Spark to read and the rows as pyspark renders them (sparkRows).
 func sparkReadTopics(t *testing.T) map[string]*registryTopic {
 	t.Helper()
 	testdata := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata")
 	reads := map[string]*registryTopic{
-		"json_schema": newRegistryTopic(t, "oracle-alerts", "json_schema"),
-		"protobuf":    newRegistryTopic(t, "oracle-protos", "protobuf"),
-		"avro_nested": newRegistryTopic(t, "oracle-trips", "avro"),
+		"json_schema":        newRegistryTopic(t, "oracle-alerts", "json_schema"),
+		"protobuf":           newRegistryTopic(t, "oracle-protos", "protobuf"),
+		"avro_nested":        newRegistryTopic(t, "oracle-trips", "avro"),
+		"json_schema_nested": newRegistryTopic(t, "oracle-trips-json", "json_schema"),
 	}
 	args := map[string][]string{
 		"json_schema": {"jsonschemaproduce.py", "--schema", filepath.Join(testdata, "alert.schema.json")},
 		"protobuf": {"protoproduce.py", "--root", filepath.Join(testdata, "proto"), "--proto", "deltaflow/test/reading.proto",
 			"--message", "deltaflow.test.Reading"},
-		"avro_nested": {"avroproduce.py", "--schema", tripSchema(t)},
+		"avro_nested":        {"avroproduce.py", "--schema", tripSchema(t)},
+		"json_schema_nested": {"jsonschemaproduce.py", "--schema", tripJSONSchema(t)},
 	}
 	for name, rt := range reads {
 		rt.uri = filepath.Join(t.TempDir(), name) // Spark reads a local table
-		rt.want = rt.produce(args[name][0], 7, 0, args[name][1:]...)
-		if name == "avro_nested" { // pyspark's rows render records and maps otherwise than delta-rs's
-			rt.want = sparkRows(t, tripSchema(t), rt.want)
-		}
+		rows := rt.produce(args[name][0], 7, 0, args[name][1:]...)
 		rt.run()
+		rt.want = sparkRows(t, rt.uri, rows)
 	}
+	reads["avro_evolved"] = avroNestedEvolution(t)
+	proto := newProtoFileTopic(t, filepath.Join(t.TempDir(), "proto_file"))
+	proto.want = sparkRows(t, proto.uri, proto.want)
+	reads["proto_file"] = proto
 	return reads
 }
 

@@ -20,8 +20,18 @@ import (
 // the wire: packed or not, unset, empty), and delta-rs and DuckDB read
 // exactly what was produced;
 // records that are not the message are dead letters with the decoder's
-// error.
+// error. Spark reads such a table in TestAvroTypesMatchFromAvro's JVM
+// (sparkReadTopics).
 func TestProtoFileTopic(t *testing.T) {
+	newProtoFileTopic(t, "")
+}
+
+// newProtoFileTopic produces TestProtoFileTopic's records, runs deltaflow
+// on them into the table at uri (the test's S3 table if ""), checks it
+// with delta-rs and DuckDB and the dead letters, and returns the topic
+// with the rows the table holds.
+func newProtoFileTopic(t *testing.T, uri string) *registryTopic {
+	t.Helper()
 	const count, bad = 200, 3
 	dir := filepath.Join(scenario.RepoRoot(t), "mapping", "testdata", "protofile")
 	f := newFormatTopic(t, "proto-orders", "  format: protobuf\n  schema_file: "+filepath.Join(dir, "order.proto")+
@@ -31,6 +41,9 @@ func TestProtoFileTopic(t *testing.T) {
 		"    - {name: email, type: string}\n    - {name: phone, type: long}\n"+
 		"    - {name: line_sku, type: string, source: line.sku}\n    - {name: line_qty, type: integer, source: line.qty}\n"+
 		"    - {name: tags, type: \"array<string>\"}\n    - {name: line, type: \"struct<sku: string, qty: integer>\"}\n")
+	if uri != "" {
+		f.uri = uri
+	}
 	produced := decodeRows(t, f.produce("protoproduce.py", nil, "--root", dir, "--proto", "order.proto", "--message", "shop.Order",
 		"--plain", "--count", strconv.Itoa(count), "--seed", "5", "--bad", strconv.Itoa(bad)))
 	out, err := f.run()
@@ -59,4 +72,5 @@ func TestProtoFileTopic(t *testing.T) {
 	if len(letters) != bad {
 		t.Errorf("%d dead letters, want %d", len(letters), bad)
 	}
+	return &registryTopic{formatTopic: f, want: produced}
 }
