@@ -74,6 +74,10 @@ type avroType struct {
 	symbols  [][]byte    // enum
 	size     int         // fixed, or a decimal's fixed (0: a decimal's bytes)
 	decScale int         // a decimal's scale
+	// number: a Debezium or Kafka Connect temporal type (debeziumType), a
+	// number a numeric column reads as written, as before it was a date or
+	// timestamp.
+	number bool
 	// keys binds map entries to plan nodes: the children of the map's
 	// node, read into their slots.
 	keys []avroField
@@ -92,6 +96,10 @@ type avroSlot struct {
 	i    int64
 	f    float64
 	b    []byte // aliases the record
+	// raw is a date's or timestamp's number as written, for a numeric
+	// column when number (avroType.number).
+	raw    int64
+	number bool
 }
 
 // Decoding limits. avroMaxDepth bounds nesting, as fastjson.MaxDepth does
@@ -258,7 +266,7 @@ func (c *avroCompiler) unbound(n *avroNode) (*avroType, error) {
 	}
 	t := &avroType{}
 	c.shared[n] = t // before what is inside: it may be n again
-	if t.kind = debeziumKind(n); t.kind != avNull {
+	if *t = debeziumType(n); t.kind != avNull {
 		return t, nil
 	}
 	switch n.typ {
@@ -430,13 +438,9 @@ func readScalar(t *avroType, b []byte, s *avroSlot) ([]byte, error) {
 			return nil, fmt.Errorf("int %d out of range", n)
 		}
 		if s != nil {
-			s.i = n
+			s.i, s.raw, s.number = n, n, t.number
 			if t.kind == avTimestamp || t.kind == avLocalTimestamp {
-				if n > math.MaxInt64/t.scale || n < math.MinInt64/t.scale {
-					s.i = math.MaxInt64 // out of range: cast says so
-				} else {
-					s.i = floorDiv(n*t.scale, t.div)
-				}
+				s.i = scaleMicros(n, t.scale, t.div)
 			}
 		}
 		return rest, nil
@@ -645,35 +649,18 @@ func castSlot(c *planColumn, s *avroSlot, a *Arena, out *cell) (failure, []byte)
 		}
 		out.f = s.f
 		return ok, nil
-	case avDate:
-		switch c.kind {
-		case kDate:
-			out.i = s.i
-		case kTimestamp, kTimestampNTZ: // midnight
-			out.i = s.i * microsDay
-		default:
-			return failType, nil
+	case avDate, avTimestamp, avLocalTimestamp:
+		if s.number && c.kind != kDate && c.kind != kTimestamp && c.kind != kTimestampNTZ {
+			return castInt(s.raw, c, out) // a Debezium or Kafka Connect temporal number, as the int or long it is
 		}
-		if s.i < -1e7 || s.i > 1e7 || !inRange(s.i*microsDay) { // ±27,000 years: no overflow
-			return failRange, nil
+		if s.kind == avDate {
+			return castDays(s.i, c, out), nil
 		}
-		return ok, nil
-	case avTimestamp, avLocalTimestamp:
-		// Either into either timestamp type: an instant's UTC wall clock,
-		// a wall clock as if UTC (Spark's casts with the session time zone
-		// UTC; a local timestamp into a timestamp column as before
-		// timestamp_ntz columns were).
-		if c.kind != kTimestamp && c.kind != kTimestampNTZ && c.kind != kDate {
-			return failType, nil
-		}
-		if !inRange(s.i) {
-			return failRange, nil
-		}
-		out.i = s.i
-		if c.kind == kDate {
-			out.i = floorDiv(s.i, microsDay)
-		}
-		return ok, nil
+		// Either timestamp into either timestamp type: an instant's UTC
+		// wall clock, a wall clock as if UTC (Spark's casts with the
+		// session time zone UTC; a local timestamp into a timestamp column
+		// as before timestamp_ntz columns were).
+		return castMicros(s.i, c, out), nil
 	}
 	return failType, nil
 }

@@ -27,7 +27,8 @@ var ErrAvroTypeNotSupported = errors.New("no column type for this Avro type")
 // time-millis → integer and time-micros → long (from_avro ignores both),
 // uuid → string, bytes or fixed with logical type decimal → decimal(p,s)
 // (p ≤ 38), other bytes and fixed → binary, record → struct, array →
-// array, map → map<string, T>.
+// array, map → map<string, T>; Debezium's and Kafka Connect's semantic
+// types as debeziumDataType says.
 // A union of null and one type is that type, nullable; of int and long
 // a long, of float and double a double; any other union a struct of one
 // nullable field per non-null type, member0, member1, … (from_avro's

@@ -144,12 +144,62 @@ func castTimestampText(c *planColumn, s []byte, out *cell) failure {
 	if !good {
 		return failTimestamp
 	}
-	if !inRange(us) {
-		return failRange
+	return castMicros(us, c, out)
+}
+
+// connectTime is the unit of a Kafka Connect or Debezium temporal type: a
+// number of days since the epoch (date), or of µs = n * scale / div since
+// it, an instant, or a wall clock without zone (local) read as UTC.
+type connectTime struct {
+	date, local bool
+	scale, div  int64
+}
+
+// connectTimeOf is the unit of the temporal type Kafka Connect's schema
+// names name (a JSON schema's name, an Avro schema's connect.name), false
+// if it is none. Debezium's Timestamp kinds are a timestamp column's
+// (without time zone) wall clock, which its documentation has as the
+// number of its unit since the epoch, the local date-time read as UTC.
+// Its time-of-day types (Time, MicroTime, NanoTime) are none: no column
+// type holds a time of day, they stay numbers.
+func connectTimeOf(name []byte) (connectTime, bool) {
+	switch string(name) {
+	case "io.debezium.time.Date", "org.apache.kafka.connect.data.Date":
+		return connectTime{date: true}, true
+	case "org.apache.kafka.connect.data.Timestamp": // java.util.Date: an instant
+		return connectTime{scale: 1000, div: 1}, true
+	case "io.debezium.time.Timestamp":
+		return connectTime{local: true, scale: 1000, div: 1}, true
+	case "io.debezium.time.MicroTimestamp":
+		return connectTime{local: true, scale: 1, div: 1}, true
+	case "io.debezium.time.NanoTimestamp":
+		return connectTime{local: true, scale: 1, div: 1000}, true
 	}
-	if c.kind == kDate {
-		us = floorDiv(us, microsDay)
+	return connectTime{}, false
+}
+
+// castConnectTime casts a change event's (or its key's) number n into date,
+// timestamp or timestamp_ntz column c as the temporal type its field's
+// schema names: a timestamp is its wall clock read as UTC (or a Kafka
+// Connect Timestamp's instant), a date its UTC date. Without
+// schemas.enable, or for a field of another type, no unit is known: a
+// number is no date or timestamp (failType), as for any JSON.
+func (j *jsonValues) castConnectTime(c *planColumn, v *fastjson.Value, out *cell) (failure, []byte) {
+	f := j.fieldSchema(c.src.path)
+	if f == nil {
+		return failType, nil
 	}
-	out.i = us
-	return ok
+	u, found := connectTimeOf(f.GetStringBytes("name"))
+	if !found {
+		return failType, nil
+	}
+	j.num = v.MarshalTo(j.num[:0])
+	n, fl := parseInteger(j.num, false)
+	switch {
+	case fl != ok:
+		return fl, j.num
+	case u.date:
+		return castDays(n, c, out), j.num
+	}
+	return castMicros(scaleMicros(n, u.scale, u.div), c, out), j.num
 }

@@ -21,9 +21,11 @@ import (
 // io.debezium.data.VariableScaleDecimal (a numeric without precision, a
 // record {scale: int, value: bytes}) as a decimal of its own scale, and
 // io.debezium.time.ZonedTimestamp (a timestamptz, an ISO-8601 string) as
-// an instant, as the JSON path reads them. Kafka Connect's Decimal is an
-// Avro decimal already (bytes, logicalType decimal, its scale in the
-// schema).
+// an instant, the temporal numbers of connectTimeOf as the dates and
+// timestamps they count, as the JSON path reads them. Kafka Connect's
+// Decimal is an Avro decimal already (bytes, logicalType decimal, its
+// scale in the schema); its Date and Timestamp are often logical types
+// date and timestamp-millis too, which read the same.
 const (
 	debeziumVariableScaleDecimal = "io.debezium.data.VariableScaleDecimal"
 	debeziumZonedTimestamp       = "io.debezium.time.ZonedTimestamp"
@@ -35,27 +37,45 @@ const (
 	variableScaleDecimalPrecision, variableScaleDecimalScale = 38, 18
 )
 
-// debeziumKind is the kind of Debezium semantic type n, avNull if it is
-// none.
-func debeziumKind(n *avroNode) avroKind {
+// debeziumType is the compiled type of Debezium semantic type n, of kind
+// avNull if it is none: a temporal number (connectTimeOf) is a date, an
+// instant or a local date-time of its unit, still a number for an int or
+// long column.
+func debeziumType(n *avroNode) avroType {
 	switch {
 	case n.typ == "string" && n.connect == debeziumZonedTimestamp:
-		return avZonedTimestamp
+		return avroType{kind: avZonedTimestamp}
 	case n.typ == "record" && n.name == debeziumVariableScaleDecimal && len(n.fields) == 2 &&
 		n.fields[0].name == "scale" && n.fields[0].typ.typ == "int" && n.fields[1].name == "value" && n.fields[1].typ.typ == "bytes":
-		return avVariableDecimal
+		return avroType{kind: avVariableDecimal}
 	}
-	return avNull
+	u, found := connectTimeOf([]byte(n.connect))
+	switch {
+	case !found:
+	case u.date && n.typ == "int":
+		return avroType{kind: avDate, number: true}
+	case !u.date && n.typ == "long" && u.local:
+		return avroType{kind: avLocalTimestamp, scale: u.scale, div: u.div, number: true}
+	case !u.date && n.typ == "long":
+		return avroType{kind: avTimestamp, scale: u.scale, div: u.div, number: true}
+	}
+	return avroType{kind: avNull}
 }
 
 // debeziumDataType is the column type of Debezium semantic type n, nil if
-// it is none.
+// it is none. Debezium's Timestamp kinds are a timestamp (without time
+// zone) column's wall clock: timestamp_ntz, where Spark's from_avro gives
+// the int or long it reads, not knowing Kafka Connect's names.
 func debeziumDataType(n *avroNode) delta.DataType {
-	switch debeziumKind(n) {
-	case avZonedTimestamp:
+	switch debeziumType(n).kind {
+	case avZonedTimestamp, avTimestamp:
 		return delta.Timestamp
 	case avVariableDecimal:
 		return delta.DecimalType{Precision: variableScaleDecimalPrecision, Scale: variableScaleDecimalScale}
+	case avDate:
+		return delta.Date
+	case avLocalTimestamp:
+		return delta.TimestampNTZ
 	}
 	return nil
 }

@@ -282,9 +282,10 @@ func compileJSONSchemaWriter(text string, p *plan) writerPlan {
 const jsonSchemaResource = "deltaflow:writer-schema"
 
 // compileJSONSchema compiles a registry's JSON Schema (draft-07 unless its
-// $schema says otherwise, as Confluent's serializers write them). It
-// loads nothing: a $ref outside the schema is an error, never a read of a
-// file or a URL the schema names.
+// $schema says otherwise, as Confluent's serializers write them), its
+// formats annotations only (ignoreFormats). It loads nothing: a $ref
+// outside the schema is an error, never a read of a file or a URL the
+// schema names.
 func compileJSONSchema(text string) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if err != nil {
@@ -300,7 +301,52 @@ func compileJSONSchema(text string) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("JSON Schema: %w", err)
 	}
+	ignoreFormats(sch, map[*jsonschema.Schema]bool{})
 	return sch, nil
+}
+
+// ignoreFormats drops the format of every schema in v (a *Schema, or a
+// []*Schema, as the validator's keywords of several forms hold them), so
+// that format is the annotation it is to the producers: confluent-kafka's
+// JSONSerializer validates with no format checker and writes "yesterday"
+// in a date-time string, which must not make a dead letter here. The
+// validator asserts formats in draft-07 and before and has no option to
+// stop (AssertFormat only turns them on; "regex" cannot be registered
+// over), and a schema without its Format is one without the keyword. seen
+// are the schemas done, as a $ref may lead back.
+func ignoreFormats(v any, seen map[*jsonschema.Schema]bool) {
+	switch v := v.(type) {
+	case []*jsonschema.Schema:
+		for _, s := range v {
+			ignoreFormats(s, seen)
+		}
+	case *jsonschema.Schema:
+		if v == nil || seen[v] {
+			return
+		}
+		seen[v] = true
+		v.Format = nil
+		for _, s := range []any{v.Ref, v.RecursiveRef, v.Not, v.AllOf, v.AnyOf, v.OneOf, v.If, v.Then, v.Else,
+			v.PropertyNames, v.AdditionalProperties, v.UnevaluatedProperties,
+			v.Contains, v.Items, v.AdditionalItems, v.PrefixItems, v.Items2020, v.UnevaluatedItems, v.ContentSchema} {
+			ignoreFormats(s, seen)
+		}
+		if v.DynamicRef != nil {
+			ignoreFormats(v.DynamicRef.Ref, seen)
+		}
+		for _, s := range v.Properties {
+			ignoreFormats(s, seen)
+		}
+		for _, s := range v.PatternProperties {
+			ignoreFormats(s, seen)
+		}
+		for _, s := range v.DependentSchemas {
+			ignoreFormats(s, seen)
+		}
+		for _, s := range v.Dependencies { // a *Schema or required names
+			ignoreFormats(s, seen)
+		}
+	}
 }
 
 // noLoader refuses every schema a $ref names outside the writer schema.

@@ -375,3 +375,62 @@ func TestJSONSchemaDocumentKeysDoNotAllocate(t *testing.T) {
 		t.Errorf("document %v", j.top)
 	}
 }
+
+// Formats are annotations, not assertions: confluent-kafka's JSONSerializer
+// validates without a format checker, so it writes "yesterday" in a
+// date-time string, and such a record is no dead letter of validation
+// wherever the format is (a $ref, a oneOf, an array's items, "regex"
+// too). A value a column cannot hold is still a dead letter, by the cast.
+func TestMapRegistryJSONSchemaFormatsNotAsserted(t *testing.T) {
+	const schema = `{
+		"$schema": "http://json-schema.org/draft-07/schema#",
+		"type": "object",
+		"properties": {
+			"id": {"type": "string", "format": "uuid"},
+			"at": {"type": "string", "format": "date-time"},
+			"day": {"oneOf": [{"type": "null"}, {"$ref": "#/definitions/Day"}]},
+			"mail": {"type": "string", "format": "email"},
+			"expr": {"type": "string", "format": "regex"},
+			"links": {"type": "array", "items": {"type": "string", "format": "uri"}}
+		},
+		"required": ["id", "at"],
+		"definitions": {"Day": {"type": "string", "format": "date"}}
+	}`
+	schemas := &schemaMap{format: JSONSchema, schemas: map[int]string{1: schema}}
+	rec := &Record{Value: wire(1, []byte(`{"id":"a1","at":"yesterday","day":"soon","mail":"nobody","expr":"(","links":["not a uri"]}`))}
+
+	kept, err := New(Config{Format: JSONSchema, Registry: schemas, Columns: []Column{
+		{Name: "id", Type: "string"}, {Name: "at", Type: "string"}, {Name: "day", Type: "string"},
+		{Name: "mail", Type: "string"}, {Name: "expr", Type: "string"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row Row
+	if err := kept.Map(rec, &row); err != nil {
+		t.Fatalf("a record whose strings are not of their formats, into string columns: %v, want it kept", err)
+	}
+	checkValues(t, row.Values, []parquet.Value{parquet.ByteArrayValue([]byte("a1")), parquet.ByteArrayValue([]byte("yesterday")),
+		parquet.ByteArrayValue([]byte("soon")), parquet.ByteArrayValue([]byte("nobody")), parquet.ByteArrayValue([]byte("("))})
+
+	derived, err := New(Config{Format: JSONSchema, Registry: schemas, Schema: schema}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = derived.Map(rec, &row)
+	if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != `at: unparsable timestamp "yesterday"` || me.Column != "at" {
+		t.Errorf("into the derived timestamp column: %v, want the cast's dead letter", err)
+	}
+
+	// Ignoring formats is not forgiving their failures: a schema that
+	// refuses a string of the format refuses "yesterday" too.
+	const not = `{"type": "object", "properties": {"at": {"type": "string", "not": {"format": "date-time"}}}}`
+	refusing, err := New(Config{Format: JSONSchema, Registry: &schemaMap{format: JSONSchema, schemas: map[int]string{1: not}},
+		Columns: []Column{{Name: "at", Type: "string"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = refusing.Map(&Record{Value: wire(1, []byte(`{"at":"yesterday"}`))}, &row)
+	if me, ok := errors.AsType[*MapError](err); !ok || !strings.Contains(me.Error(), "the writer schema refuses the record: at '/at': 'not' failed") {
+		t.Errorf("not a date-time's format: %v, want a dead letter of validation", err)
+	}
+}

@@ -404,10 +404,16 @@ func (j *jsonValues) castValue(c *planColumn, v *fastjson.Value, a *Arena, out *
 			out.i = us
 			return f, s
 		}
+		if t == fastjson.TypeNumber && j.p.connect { // a Debezium date or timestamp, if its schema says so
+			return j.castConnectTime(c, v, out)
+		}
 	case kTimestamp, kDate:
 		if t == fastjson.TypeString {
 			s, _ := v.StringBytes()
 			return castTimestampText(c, s, out), s
+		}
+		if t == fastjson.TypeNumber && j.p.connect {
+			return j.castConnectTime(c, v, out)
 		}
 	}
 	if t == fastjson.TypeString { // a string where a number or boolean belongs

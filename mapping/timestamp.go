@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"math"
 	"time"
 	"unsafe"
 )
@@ -186,4 +187,49 @@ func appendDate(dst []byte, days int64) []byte {
 		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
 		byte('0'+m/10), byte('0'+m%10), '-',
 		byte('0'+d/10), byte('0'+d%10))
+}
+
+// scaleMicros is n of a unit µs = n * scale / div (floored), or
+// math.MaxInt64 when that overflows: far out of range, as castMicros
+// says.
+func scaleMicros(n, scale, div int64) int64 {
+	if n > math.MaxInt64/scale || n < math.MinInt64/scale {
+		return math.MaxInt64
+	}
+	return floorDiv(n*scale, div)
+}
+
+// castMicros casts µs since the epoch (an instant, or a wall clock read
+// as UTC) into timestamp, timestamp_ntz or date column c (its UTC date);
+// outside years 0001–9999 is failRange.
+func castMicros(us int64, c *planColumn, out *cell) failure {
+	if c.kind != kTimestamp && c.kind != kTimestampNTZ && c.kind != kDate {
+		return failType
+	}
+	if !inRange(us) {
+		return failRange
+	}
+	out.i = us
+	if c.kind == kDate {
+		out.i = floorDiv(us, microsDay)
+	}
+	return ok
+}
+
+// castDays casts days since the epoch into date column c, or a timestamp
+// or timestamp_ntz column (its midnight); outside years 0001–9999 is
+// failRange.
+func castDays(days int64, c *planColumn, out *cell) failure {
+	switch c.kind {
+	case kDate:
+		out.i = days
+	case kTimestamp, kTimestampNTZ:
+		out.i = days * microsDay
+	default:
+		return failType
+	}
+	if days < -1e7 || days > 1e7 || !inRange(days*microsDay) { // ±27,000 years: no overflow
+		return failRange
+	}
+	return ok
 }

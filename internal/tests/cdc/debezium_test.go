@@ -44,6 +44,9 @@ type rig struct {
 	rng     *rand.Rand
 	// source is the source table's rows: what every Delta table must hold.
 	source func() map[int64]account
+	// temporal is the table that has the date and timestamp columns, born
+	// and seen (the others leave them out).
+	temporal string
 }
 
 // startRig starts the CDC rig with database db (cdc.sh start DB).
@@ -73,9 +76,16 @@ func newRig(t *testing.T) *rig {
 	// positive), price a numeric without precision (its
 	// VariableScaleDecimal, of up to 20 fraction digits), tier a
 	// numeric(4,1) that partitions accounts_plain (-1.5, 0.0, null, 1.5).
-	r.sql(`CREATE TABLE accounts (id int PRIMARY KEY, name text, balance bigint, amount numeric(12,2), price numeric, tier numeric(4,1));
+	// born is a date, seen a timestamp (without time zone): Debezium's
+	// Date and MicroTimestamp, numbers whose unit the schema names, read
+	// by accounts_schemas (before 1970 too; null for some).
+	r.sql(`CREATE TABLE accounts (id int PRIMARY KEY, name text, balance bigint, amount numeric(12,2), price numeric, tier numeric(4,1),
+		born date, seen timestamp);
 		INSERT INTO accounts SELECT g, 'a' || g, g * 10, g * 1.25 - 100, CASE WHEN g % 9 = 0 THEN NULL ELSE g / 7.0 END,
-		CASE WHEN g % 4 = 3 THEN NULL ELSE (g % 4) * 1.5 - 1.5 END FROM generate_series(1, 200) g;
+		CASE WHEN g % 4 = 3 THEN NULL ELSE (g % 4) * 1.5 - 1.5 END,
+		CASE WHEN g % 11 = 0 THEN NULL ELSE DATE '1969-12-25' + g * 50 END,
+		CASE WHEN g % 13 = 0 THEN NULL ELSE TIMESTAMP '1969-12-31 23:00:00.123456' + g * INTERVAL '1 day 1 hour 1.000001 second' END
+		FROM generate_series(1, 200) g;
 		CREATE TABLE ledger (id numeric(10,2) PRIMARY KEY, note text);
 		INSERT INTO ledger SELECT (g - 25) * 1.25, 'n' || g FROM generate_series(1, 50) g;`)
 	prefix := strings.ReplaceAll(scenario.Unique("pg"), "-", "_")
@@ -119,6 +129,8 @@ func newRig(t *testing.T) *rig {
 			yaml.WriteString("      - {name: __deleted, type: string}\n")
 		case "accounts_schemas": // changes ordered by their position in the WAL
 			yaml.WriteString("      - {name: lsn, type: long, source: cdc.source.lsn, required: true}\n")
+			yaml.WriteString("      - {name: born, type: date}\n      - {name: seen, type: timestamp}\n")
+			r.temporal = name
 		}
 	}
 	for name, topic := range map[string]string{"ledger_plain": ledgerPlain, "ledger_schemas": ledgerSchemas} {
@@ -175,29 +187,45 @@ func (r *rig) sql(statements string) string {
 }
 
 // account is a row: name, balance and the decimals' plain text, amount,
-// price and tier ("" for null), by id.
+// price and tier, the date born and the timestamp seen as text ("" for
+// null), by id.
 type account struct {
 	name                string
 	balance             int64
 	amount, price, tier string
+	born, seen          string
 }
 
-// postgres is SELECT * FROM accounts, price rounded to its column's scale.
+// postgres is SELECT * FROM accounts, price rounded to its column's
+// scale, born and seen as delta-rs's rows render a date and a timestamp.
 func (r *rig) postgres() map[int64]account {
 	r.t.Helper()
-	return accounts(r.sql("SELECT id, name, balance, amount, price::numeric(20,4), tier FROM accounts"), ",")
+	return accounts(r.sql(`SELECT id, name, balance, amount, price::numeric(20,4), tier, to_char(born, 'YYYY-MM-DD'),
+		to_char(seen, 'YYYY-MM-DD"T"HH24:MI:SS.US') FROM accounts`), ",")
 }
 
 // accounts are the rows of a client's output, fields separated by sep:
-// id, name, balance, and the decimals amount, price and tier if there.
+// id, name, balance, and the decimals amount, price and tier, born and
+// seen if there.
 func accounts(rows, sep string) map[int64]account {
 	out := map[int64]account{}
 	sc := bufio.NewScanner(strings.NewReader(rows))
 	for sc.Scan() {
-		f := append(strings.Split(sc.Text(), sep), "", "", "")
+		f := append(strings.Split(sc.Text(), sep), "", "", "", "", "")
 		id, _ := strconv.ParseInt(f[0], 10, 64)
 		bal, _ := strconv.ParseInt(f[2], 10, 64)
-		out[id] = account{name: f[1], balance: bal, amount: f[3], price: f[4], tier: f[5]}
+		out[id] = account{name: f[1], balance: bal, amount: f[3], price: f[4], tier: f[5], born: f[6], seen: f[7]}
+	}
+	return out
+}
+
+// withoutTemporal is rows without born and seen: what a table without
+// those columns holds.
+func withoutTemporal(rows map[int64]account) map[int64]account {
+	out := make(map[int64]account, len(rows))
+	for id, a := range rows {
+		a.born, a.seen = "", ""
+		out[id] = a
 	}
 	return out
 }
@@ -225,7 +253,9 @@ func (r *rig) delta(name string) map[int64]account {
 		amount, _ := row["amount"].(string) // decimals as plain text of their scale
 		price, _ := row["price"].(string)
 		tier, _ := row["tier"].(string)
-		out[id] = account{name: name, balance: int64(bal), amount: amount, price: price, tier: tier}
+		born, _ := row["born"].(string) // 2026-06-22
+		seen, _ := row["seen"].(string) // 2026-06-22T10:15:30.123456 (UTC: the wall clock read as UTC)
+		out[id] = account{name: name, balance: int64(bal), amount: amount, price: price, tier: tier, born: born, seen: seen}
 	}
 	return out
 }
@@ -274,7 +304,7 @@ func (r *rig) runUntilEqual(when string) {
 		r.run(true)
 		equal := true
 		for name := range r.dirs {
-			if !maps.Equal(r.delta(name), want) {
+			if !maps.Equal(r.delta(name), r.wantOf(name, want)) {
 				equal = false
 			}
 		}
@@ -289,7 +319,7 @@ func (r *rig) runUntilEqual(when string) {
 		if time.Now().After(deadline) {
 			for name := range r.dirs {
 				got := r.delta(name)
-				r.t.Errorf("%s: %s holds %d rows, the source table %d: %s", when, name, len(got), len(want), scenario.MapDiff(got, want))
+				r.t.Errorf("%s: %s holds %d rows, the source table %d: %s", when, name, len(got), len(want), scenario.MapDiff(got, r.wantOf(name, want)))
 			}
 			for name := range r.ledgers {
 				got := r.ledgerRows(name)
@@ -299,6 +329,15 @@ func (r *rig) runUntilEqual(when string) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// wantOf is what table name must hold of the source's rows: born and
+// seen only if it has them.
+func (r *rig) wantOf(name string, rows map[int64]account) map[int64]account {
+	if name == r.temporal {
+		return rows
+	}
+	return withoutTemporal(rows)
 }
 
 // run starts deltaflow: with --until-latest, to the end and waits; else
@@ -360,7 +399,9 @@ func (r *rig) workload(round int) {
 // by its WAL position, source.lsn, by default; row images from
 // ExtractNewRecordState, deletes marked __deleted, read with delete_when)
 // becomes, in the three upsert tables, exactly SELECT * FROM accounts as
-// delta-rs and DuckDB read them; then again with deltaflow SIGKILLed again
+// delta-rs and DuckDB read them (with its date and timestamp columns,
+// Debezium's Date and MicroTimestamp numbers, in the table of events with
+// schemas); then again with deltaflow SIGKILLed again
 // and again while the changes stream, read by Spark 3.5 too. A table keyed
 // by a numeric(10,2), ledger (updates, deletes, re-inserts, key changes),
 // streamed with and without schemas into tables whose key column reads
