@@ -140,8 +140,9 @@ type Column struct {
 	// Type is string, boolean, integer, long, float, double, timestamp,
 	// timestamp_ntz (a local date-time: no zone), date, decimal(p,s)
 	// (1 ≤ p ≤ 38, 0 ≤ s ≤ p), binary, variant, or in Spark's DDL a
-	// struct<name: type, …>, array<type> or map<string, type> of them
-	// (nested at will; no variant inside). A variant
+	// struct<name: type, …>, array<type> or map<key, type> of them
+	// (nested at will; no variant inside; keys string, integer, long or
+	// boolean). A variant
 	// (JSON path sources only) holds a JSON value as Spark's parse_json
 	// makes it; a JSON string is parsed as JSON text (raw_payload's source,
 	// payload, is one), any other value is taken as it is. A struct,

@@ -28,7 +28,8 @@ const maxTypeDepth = 64
 
 // parseNestedType parses a struct<…>, array<…> or map<…> column type.
 // Inside, struct fields, array elements and map values are nullable, as
-// in the schema Spark's from_json reads with; map keys are strings.
+// in the schema Spark's from_json reads with; map keys are scalars of
+// mapKeyTypes, never null.
 func parseNestedType(s string) (delta.DataType, error) {
 	p := typeParser{s: s}
 	t, err := p.parse()
@@ -42,6 +43,13 @@ func parseNestedType(s string) (delta.DataType, error) {
 	}
 	return t, nil
 }
+
+// mapKeyTypes are the types a map's keys may have: Protobuf's map key
+// types, as Spark's from_protobuf reads them (uint32 and uint64 as long,
+// by the scalar rules). A JSON object's and an Avro map's keys are text,
+// cast to the key type as a JSON number's text is (Spark's from_json
+// takes string keys only; transform_keys with a cast is its way).
+var mapKeyTypes = []delta.DataType{delta.String, delta.Integer, delta.Long, delta.Boolean}
 
 type typeParser struct {
 	s     string
@@ -123,8 +131,8 @@ func (p *typeParser) parse() (delta.DataType, error) {
 		if err != nil {
 			return nil, err
 		}
-		if key != delta.String {
-			return nil, p.errorf(keyAt, "a map's keys are strings (JSON object keys, Avro map keys), not %s", typeDDL(key))
+		if !slices.Contains(mapKeyTypes, key) {
+			return nil, p.errorf(keyAt, "a map's keys are string, integer, long or boolean, not %s", typeDDL(key))
 		}
 		if err := p.expect(',', "between a map's key and value types"); err != nil {
 			return nil, err
@@ -409,12 +417,14 @@ type nestedBuilder struct {
 }
 
 // nestedStep is one level of a walk: a struct field (field), an array
-// element (index) or a map value (key).
+// element (index) or a map value (key; of a number or boolean key, as a
+// Protobuf map's key is read: keyKind its kind and index its value).
 type nestedStep struct {
-	field string
-	index int
-	key   []byte
-	isKey bool
+	field   string
+	index   int
+	key     []byte
+	isKey   bool
+	keyKind kind
 }
 
 func (b *nestedBuilder) begin() {
@@ -457,13 +467,35 @@ func (b *nestedBuilder) value(t *nestedType, v cell, rep int) {
 	b.vals = append(b.vals, t.leaf.scalarValue(v, &b.scratch).Level(rep, t.def, t.first))
 }
 
-// key writes map key k (string keys: the map types parseNestedType takes).
+// key writes map key k, text (a JSON object's, an Avro map's, a string
+// Protobuf key), cast to t's key type: a string as it is, a number as a
+// JSON number's text, a boolean from true or false.
 func (b *nestedBuilder) key(t *nestedType, k []byte, rep int) failure {
-	if !utf8.Valid(k) {
-		b.push(nestedStep{isKey: true, key: k})
-		return b.fail(t.key, failUTF8, nil, "", "")
+	c := &t.key.leaf
+	b.cast = cell{}
+	f := ok
+	switch c.kind {
+	case kString:
+		if !utf8.Valid(k) {
+			f = failUTF8
+		}
+		b.cast.b = b.scratch.Copy(k)
+	case kInteger, kLong:
+		b.cast.i, f = parseInteger(k, c.kind == kInteger)
+	case kBoolean:
+		switch string(k) {
+		case "true":
+			b.cast.i = 1
+		case "false":
+		default:
+			f = failCast
+		}
 	}
-	b.value(t.key, cell{b: b.scratch.Copy(k)}, rep)
+	if f != ok {
+		b.push(nestedStep{isKey: true, key: k})
+		return b.fail(t.key, f, k, "", "")
+	}
+	b.value(t.key, b.cast, rep)
 	return ok
 }
 
@@ -495,6 +527,10 @@ func (b *nestedBuilder) appendPath(dst []byte) []byte {
 			dst = appendQuote(append(dst, "key "...), s.key)
 		case s.key != nil:
 			dst = appendQuote(append(dst, "value of key "...), s.key)
+		case s.keyKind == kBoolean:
+			dst = strconv.AppendBool(append(dst, "value of key "...), s.index != 0)
+		case s.keyKind != kString:
+			dst = strconv.AppendInt(append(dst, "value of key "...), int64(s.index), 10)
 		case s.field != "":
 			dst = append(append(dst, "field "...), s.field...)
 		default:

@@ -69,6 +69,8 @@ func TestParseNestedType(t *testing.T) {
 		"map<string, struct<n: integer, f: float, s: string>>":   "map<string, struct<n: integer, f: float, s: string>>",
 		"array<map<string, struct<x: array<decimal(38,10)>>>>":   "array<map<string, struct<x: array<decimal(38,10)>>>>",
 		"struct<member0: long, member1: string, member2: bytes>": "",
+		"map<integer, string>":                                   "map<integer, string>",
+		"map<long,map<boolean, array<long>>>":                    "map<long, map<boolean, array<long>>>",
 	} {
 		got, err := parseColumnType(in)
 		if want == "" {
@@ -93,7 +95,9 @@ func TestParseNestedType(t *testing.T) {
 		"struct<a: double":           `at character 17: expected ',' or '>' after a struct field, got the end`,
 		"struct<>":                   `at character 8: a struct needs at least one field`,
 		"struct<a: long, a: string>": `at character 17: duplicate struct field "a"`,
-		"map<long, string>":          `at character 5: a map's keys are strings (JSON object keys, Avro map keys), not long`,
+		"map<double, string>":        `at character 5: a map's keys are string, integer, long or boolean, not double`,
+		"map<date, string>":          `at character 5: a map's keys are string, integer, long or boolean, not date`,
+		"map<array<long>, string>":   `at character 5: a map's keys are string, integer, long or boolean, not array<long>`,
 		"map<string string>":         `at character 12: expected ',' between a map's key and value types, got 's'`,
 		"array<variant>":             `at character 7: a variant cannot be inside a struct, array or map`,
 		"array<string>>":             `at character 14: unexpected ">" after the type`,
@@ -146,6 +150,79 @@ func TestNestedColumnRefusals(t *testing.T) {
 		if _, err := New(c, nil); err == nil || !strings.Contains(err.Error(), "table.columns[1].type: source") {
 			t.Errorf("%s into an array: %v", bad, err)
 		}
+	}
+}
+
+// A map's keys of a number or boolean type are cast from a JSON object's
+// keys as a JSON number's text and true or false are: a key that does not
+// cast is a dead letter naming it, or the column null when permissive.
+func TestMapJSONNestedKeys(t *testing.T) {
+	config := func(mode Mode) Config {
+		return Config{Mode: mode, Columns: []Column{{Name: "id", Type: "string"},
+			{Name: "codes", Type: "map<integer, string>"}, {Name: "series", Type: "map<long, map<boolean, long>>"}}}
+	}
+	m, err := New(config(Strict), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Leaves: codes 0 key, 1 value; series 0 key, 1 inner key, 2 inner value.
+	for rec, want := range map[string][2]string{
+		`{"codes":{"-7":"a","0":null,"2147483647":"c"},"series":{"9007199254740993":{"true":1,"false":2},"-1":{}}}`: {
+			`0:r0d2=-7 0:r1d2=0 0:r1d2=2147483647 1:r0d3="a" 1:r1d2 1:r1d3="c"`,
+			`0:r0d2=9007199254740993 0:r1d2=-1 1:r0d4=true 1:r2d4=false 1:r1d3 2:r0d5=1 2:r2d5=2 2:r1d3`},
+		`{"codes":{"1e2":"exp","3.0":"fraction"},"series":{"5":null}}`: { // integral numbers, as a column's
+			`0:r0d2=100 0:r1d2=3 1:r0d3="exp" 1:r1d3="fraction"`, `0:r0d2=5 1:r0d2 2:r0d2`},
+		`{"codes":{}}`: {`0:r0d1 1:r0d1`, "null"},
+	} {
+		var row Row
+		if err := m.Map(&Record{Value: []byte(rec)}, &row); err != nil {
+			t.Fatalf("%s: %v", rec, err)
+		}
+		for i, w := range want {
+			if got := leafText(t, row.Values[i+1]); got != w {
+				t.Errorf("%s: column %s: %s\nwant %s", rec, m.p.cols[i+1].Name, got, w)
+			}
+		}
+	}
+	for rec, want := range map[string]string{
+		`{"codes":{"x":"a"}}`:                   `codes: key "x": cannot cast "x" to integer`,
+		`{"codes":{"2147483648":"a"}}`:          `codes: key "2147483648": integer overflow`,
+		`{"codes":{"1.5":"a"}}`:                 `codes: key "1.5": cannot cast "1.5" to integer`,
+		`{"codes":{" 1":"a"}}`:                  `codes: key " 1": cannot cast " 1" to integer`,
+		`{"series":{"1":{"yes":1}}}`:            `series: value of key "1": key "yes": cannot cast "yes" to boolean`,
+		`{"series":{"1":{"true":"many"}}}`:      `series: value of key "1": value of key "true": cannot cast "many" to long`,
+		`{"series":{"":{}}}`:                    `series: key "": cannot cast "" to long`,
+		`{"series":{"9223372036854775808":{}}}`: `series: key "9223372036854775808": long overflow`,
+	} {
+		var row Row
+		err := m.Map(&Record{Value: []byte(rec)}, &row)
+		me, ok := errors.AsType[*MapError](err)
+		if !ok || me.Reason != want || me.Column != strings.Split(want, ":")[0] {
+			t.Errorf("%s: %v, want a dead letter %q", rec, err, want)
+			continue
+		}
+		pm, err := New(config(Permissive), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pm.Map(&Record{Value: []byte(rec)}, &row); err != nil {
+			t.Errorf("permissive %s: %v", rec, err)
+		} else if v := row.Values[pm.p.column(me.Column).dataIdx]; !v.IsNull() {
+			t.Errorf("permissive %s: %s is %s, want null", rec, me.Column, leafText(t, v))
+		}
+	}
+	rec := &Record{Value: []byte(`{"id":"a","codes":{"1":"one","22":"two"},"series":{"7":{"true":1,"false":0}}}`)}
+	var row Row
+	row.Arena = new(Arena)
+	if allocs := testing.AllocsPerRun(200, func() {
+		if row.Arena.Len() > 1<<20 {
+			row.Arena.Reset()
+		}
+		if err := m.Map(rec, &row); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%.1f allocations per record, want 0", allocs)
 	}
 }
 

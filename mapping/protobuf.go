@@ -141,14 +141,15 @@ func protobufColumnType(fd protoreflect.FieldDescriptor) (string, error) {
 func protobufDataType(fd protoreflect.FieldDescriptor, inside []protoreflect.MessageDescriptor) (delta.DataType, error) {
 	switch {
 	case fd.IsMap():
-		if k := fd.MapKey().Kind(); k != protoreflect.StringKind {
-			return nil, fmt.Errorf("a map of %s keys (a map column's keys are strings)", k)
+		k, err := protobufValueType(fd.MapKey(), inside) // string, bool or an integer kind: a scalar of mapKeyTypes
+		if err != nil {
+			return nil, err
 		}
 		v, err := protobufValueType(fd.MapValue(), inside)
 		if err != nil {
 			return nil, fmt.Errorf("a map's values: %w", err)
 		}
-		return &delta.MapType{KeyType: delta.String, ValueType: v, ValueContainsNull: true}, nil
+		return &delta.MapType{KeyType: k, ValueType: v, ValueContainsNull: true}, nil
 	case fd.IsList():
 		e, err := protobufValueType(fd, inside)
 		if err != nil {

@@ -2,7 +2,9 @@ package mapping
 
 import (
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // protoNestField pairs a field of a writer message with a nested column's
@@ -22,6 +24,10 @@ type protoNestField struct {
 	// shape (a type error when it has values).
 	mismatch bool
 	value    *protoNest // an element's, a map value's, a singular value's
+	// key is a map's key of a number or boolean kind (nil: a string key,
+	// cast from its text), keyWire the wire type of a map's key.
+	key     *protoNest
+	keyWire protowire.Type
 }
 
 // protoNest pairs one value of a field with a nested type.
@@ -41,9 +47,12 @@ func pairProtoField(fd protoreflect.FieldDescriptor, t *nestedType) *protoNestFi
 	f := &protoNestField{fd: fd, t: t, wire: wireType(fd)}
 	switch {
 	case fd.IsMap():
-		f.mismatch = t.shape != nsMap || fd.MapKey().Kind() != protoreflect.StringKind
+		f.mismatch = t.shape != nsMap
 		if !f.mismatch {
 			f.value, f.wire = pairProtoValue(fd.MapValue(), t.elem), wireType(fd.MapValue())
+			if f.keyWire = wireType(fd.MapKey()); fd.MapKey().Kind() != protoreflect.StringKind {
+				f.key = pairProtoValue(fd.MapKey(), t.key)
+			}
 		}
 	case fd.IsList():
 		f.mismatch = t.shape != nsArray
@@ -167,15 +176,28 @@ func (v *protoValues) emitField(msg []byte, f *protoNestField, rep int) failure 
 		}
 		switch {
 		case fd.IsMap() && typ == protowire.BytesType:
-			key, vu, vval, err := mapEntry(val, f.wire)
+			ku, key, vu, vval, err := mapEntry(val, f.keyWire, f.wire)
 			if err != nil {
 				return b.malformed(err)
 			}
 			r := v.nextItem(t, rep, &items)
-			if fl := b.key(t, key, r); fl != ok {
-				return fl
+			step := nestedStep{key: key}
+			if f.key == nil {
+				if fl := b.key(t, key, r); fl != ok {
+					return fl
+				}
+			} else {
+				b.push(nestedStep{isKey: true})
+				if fl := v.emitValue(f.key, ku, nil, r); fl != ok {
+					// Named in the reason by its text, which only a
+					// failure needs: the cast again, the path with it.
+					b.path[len(b.path)-1].key = protoKeyText(fd, f.keyWire, ku)
+					return v.emitValue(f.key, ku, nil, r)
+				}
+				b.pop()
+				step = nestedStep{keyKind: t.key.leaf.kind, index: int(b.cast.i)}
 			}
-			b.push(nestedStep{key: key})
+			b.push(step)
 			if fl := v.emitValue(f.value, vu, vval, r); fl != ok {
 				return fl
 			}
@@ -275,28 +297,50 @@ func lastOccurrence(msg []byte, f *protoNestField) (u uint64, val []byte, found 
 	return u, val, found, nil
 }
 
-// mapEntry reads a map entry message: its key (field 1, a string) and its
-// value (field 2, of wire type wire; absent: its default).
-func mapEntry(entry []byte, wire protowire.Type) (key []byte, u uint64, val []byte, err error) {
+// mapEntry reads a map entry message: its key (field 1, of wire type
+// keyWire: a number in ku, a string in key) and its value (field 2, of
+// wire type wire; absent: their defaults).
+func mapEntry(entry []byte, keyWire, wire protowire.Type) (ku uint64, key []byte, u uint64, val []byte, err error) {
 	key = emptyBytes
 	for len(entry) > 0 {
 		num, typ, n := protowire.ConsumeTag(entry)
 		if n < 0 {
-			return nil, 0, nil, protowire.ParseError(n)
+			return 0, nil, 0, nil, protowire.ParseError(n)
 		}
 		entry = entry[n:]
 		switch {
-		case num == 1 && typ == protowire.BytesType:
-			key, n = protowire.ConsumeBytes(entry)
+		case num == 1 && typ == keyWire:
+			var k []byte
+			if ku, k, n = consumeValue(typ, entry); k != nil {
+				key = k
+			}
 		case num == 2 && typ == wire && typ != protowire.StartGroupType:
 			u, val, n = consumeValue(typ, entry)
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, entry)
 		}
 		if n < 0 {
-			return nil, 0, nil, protowire.ParseError(n)
+			return 0, nil, 0, nil, protowire.ParseError(n)
 		}
 		entry = entry[n:]
 	}
-	return key, u, val, nil
+	return ku, key, u, val, nil
+}
+
+// protoKeyText is the text of map field fd's key ku (a number or a
+// boolean, read from the wire as wire type wire), as protoreflect formats
+// it.
+func protoKeyText(fd protoreflect.FieldDescriptor, wire protowire.Type, ku uint64) []byte {
+	entry := protowire.AppendTag(nil, 1, wire)
+	switch wire {
+	case protowire.Fixed32Type:
+		entry = protowire.AppendFixed32(entry, uint32(ku))
+	case protowire.Fixed64Type:
+		entry = protowire.AppendFixed64(entry, ku)
+	default:
+		entry = protowire.AppendVarint(entry, ku)
+	}
+	e := dynamicpb.NewMessage(fd.Message())
+	_ = proto.Unmarshal(entry, e) // a key alone of its own wire type: no error
+	return []byte(e.Get(fd.MapKey()).String())
 }

@@ -3,10 +3,13 @@ package mapping
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
@@ -34,7 +37,8 @@ func TestMapProtobufNested(t *testing.T) {
 	}
 	reading := "struct<at: timestamp, v: long, notes: array<string>>"
 	want := []string{"id string", "loc struct<lat: double, lon: double, inner: struct<floor: integer>>", "counts array<long>",
-		"tags array<string>", "readings array<" + reading + ">", "attrs map<string, long>", "by_name map<string, " + reading + ">", "blob binary"}
+		"tags array<string>", "readings array<" + reading + ">", "attrs map<string, long>", "by_name map<string, " + reading + ">", "blob binary",
+		"by_code map<integer, string>", "by_big map<long, boolean>", "by_flag map<boolean, integer>"}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("columns\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
@@ -62,22 +66,35 @@ func TestMapProtobufNested(t *testing.T) {
 		byName := r.Mutable(r.Descriptor().Fields().ByName("by_name")).Map()
 		byName.Set(protoreflect.ValueOfString("x").MapKey(), byName.NewValue())
 		set(r, "blob", protoreflect.ValueOfBytes([]byte{0, 1}))
+		byCode := r.Mutable(r.Descriptor().Fields().ByName("by_code")).Map()
+		byCode.Set(protoreflect.ValueOfInt32(-7).MapKey(), protoreflect.ValueOfString("minus seven"))
+		byBig := r.Mutable(r.Descriptor().Fields().ByName("by_big")).Map()
+		byBig.Set(protoreflect.ValueOfUint64(1<<40).MapKey(), protoreflect.ValueOfBool(true))
+		byFlag := r.Mutable(r.Descriptor().Fields().ByName("by_flag")).Map()
+		byFlag.Set(protoreflect.ValueOfBool(true).MapKey(), protoreflect.ValueOfInt32(-3))
 	})
+	// An entry without key nor value: 0 to "", the defaults. (Appended
+	// after the other: Marshal orders a map's entries as it likes.)
+	full = protowire.AppendBytes(protowire.AppendTag(full, 9, protowire.BytesType), nil)
 	// Leaves: loc 0 lat, 1 lon, 2 inner.floor; readings 0 at, 1 v, 2
 	// notes' element; attrs 0 key, 1 value; by_name 0 key, 1 at, 2 v, 3
-	// notes' element.
+	// notes' element; by_code, by_big, by_flag 0 key, 1 value (blob
+	// between: its own value).
 	for _, tc := range []struct {
 		name string
 		rec  []byte
-		want []string // loc, counts, tags, readings, attrs, by_name
+		want []string // loc, counts, tags, readings, attrs, by_name, blob, by_code, by_big, by_flag
 	}{
 		{"full", full, []string{`0:r0d2=1.5 1:r0d1 2:r0d3=0`, `0:r0d3=1 0:r1d3=2 0:r1d3=3`, `0:r0d3="a" 0:r1d3=""`,
-			`0:r0d4=1000000500 0:r1d3 1:r0d4=7 1:r1d3 2:r0d6="n" 2:r1d4`, `0:r0d2="k" 1:r0d3=5`, `0:r0d2="x" 1:r0d3 2:r0d3 3:r0d4`}},
+			`0:r0d4=1000000500 0:r1d3 1:r0d4=7 1:r1d3 2:r0d6="n" 2:r1d4`, `0:r0d2="k" 1:r0d3=5`, `0:r0d2="x" 1:r0d3 2:r0d3 3:r0d4`,
+			`"\x00\x01"`, `0:r0d2=-7 0:r1d2=0 1:r0d3="minus seven" 1:r1d3=""`, `0:r0d2=1099511627776 1:r0d3=true`, `0:r0d2=true 1:r0d3=-3`}},
 		{"unset", plainProto(t, m, func(r protoreflect.Message) { set(r, "id", "t2") }),
-			[]string{"null", `0:r0d1`, `0:r0d1`, `0:r0d1 1:r0d1 2:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1 2:r0d1 3:r0d1`}},
+			[]string{"null", `0:r0d1`, `0:r0d1`, `0:r0d1 1:r0d1 2:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1 2:r0d1 3:r0d1`,
+				`""`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1`}},
 		{"a message without its message", plainProto(t, m, func(r protoreflect.Message) {
 			set(r, "loc", func(l protoreflect.Message) { set(l, "lon", -2.0) })
-		}), []string{`0:r0d2=0 1:r0d2=-2 2:r0d1`, `0:r0d1`, `0:r0d1`, `0:r0d1 1:r0d1 2:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1 2:r0d1 3:r0d1`}},
+		}), []string{`0:r0d2=0 1:r0d2=-2 2:r0d1`, `0:r0d1`, `0:r0d1`, `0:r0d1 1:r0d1 2:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1 2:r0d1 3:r0d1`,
+			`""`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1`, `0:r0d1 1:r0d1`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var row Row
@@ -85,7 +102,13 @@ func TestMapProtobufNested(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, want := range tc.want {
-				if got := leafText(t, row.Values[i+1]); got != want {
+				var got string
+				if i == 6 { // blob, no nested column
+					got = fmt.Sprintf("%q", row.Values[i+1].ByteArray())
+				} else {
+					got = leafText(t, row.Values[i+1])
+				}
+				if got != want {
 					t.Errorf("column %s: %s\nwant %s", m.p.cols[i+1].Name, got, want)
 				}
 			}
@@ -99,30 +122,31 @@ func TestMapProtobufNested(t *testing.T) {
 		t.Errorf("blob %q", got)
 	}
 
-	// A message that holds itself, a map of int keys: no column.
+	// A message that holds itself: no column.
 	_, err = New(Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Tree"}, nil)
-	for _, want := range []string{"field kids: field kids: a message shop.Tree that holds itself (recursive): no column holds it",
-		"field by_id: a map of int32 keys (a map column's keys are strings)"} {
-		if !errors.Is(err, ErrProtobufTypeNotSupported) || !strings.Contains(err.Error(), want) {
-			t.Errorf("columns of shop.Tree: %v, want %q", err, want)
-		}
+	if want := "field kids: field kids: a message shop.Tree that holds itself (recursive): no column holds it"; !errors.Is(err, ErrProtobufTypeNotSupported) || !strings.Contains(err.Error(), want) {
+		t.Errorf("columns of shop.Tree: %v, want %q", err, want)
 	}
 }
 
 // Declared nested columns over Protobuf: a value of another shape is a
 // dead letter naming the column and the path inside it.
 func TestMapProtobufNestedRejects(t *testing.T) {
-	for typ, want := range map[string]string{
-		"array<long>":                       `bad: element 0: expected number, got string`,
-		"struct<a: long>":                   `bad: expected struct, got repeated string`,
-		"array<struct<notes: array<long>>>": `bad: element 0: field notes: element 0: expected number, got string`,
+	for _, tc := range []struct{ typ, src, want string }{
+		{"array<long>", "tags", `bad: element 0: expected number, got string`},
+		{"struct<a: long>", "tags", `bad: expected struct, got repeated string`},
+		{"array<struct<notes: array<long>>>", "readings", `bad: element 0: field notes: element 0: expected number, got string`},
+		// Keys: a string key's text cast, a number kept or refused as a
+		// scalar of its kind is.
+		{"map<long, long>", "attrs", `bad: key "k": cannot cast "k" to long`},
+		{"map<boolean, long>", "attrs", `bad: key "k": cannot cast "k" to boolean`},
+		{"map<string, string>", "by_code", `bad: key "1": expected string, got int32`},
+		{"map<integer, boolean>", "by_big", `bad: key "1099511627776": integer overflow`},
+		{"map<long, long>", "by_big", `bad: value of key 1099511627776: expected number, got bool`},
+		{"map<boolean, string>", "by_flag", `bad: value of key true: expected string, got sint32`},
 	} {
-		src := "tags"
-		if strings.HasPrefix(typ, "array<struct") {
-			src = "readings"
-		}
 		cfg := Config{Format: Protobuf, SchemaFile: tripProto, Message: "shop.Trip",
-			Columns: []Column{{Name: "id", Type: "string"}, {Name: "bad", Type: typ, Source: src}}}
+			Columns: []Column{{Name: "id", Type: "string"}, {Name: "bad", Type: tc.typ, Source: tc.src}}}
 		m, err := New(cfg, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -133,11 +157,15 @@ func TestMapProtobufNestedRejects(t *testing.T) {
 			first := readings.NewElement().Message()
 			set(first, "notes", []string{"n"})
 			readings.Append(protoreflect.ValueOfMessage(first))
+			r.Mutable(r.Descriptor().Fields().ByName("attrs")).Map().Set(protoreflect.ValueOfString("k").MapKey(), protoreflect.ValueOfInt64(1))
+			r.Mutable(r.Descriptor().Fields().ByName("by_code")).Map().Set(protoreflect.ValueOfInt32(1).MapKey(), protoreflect.ValueOfString("a"))
+			r.Mutable(r.Descriptor().Fields().ByName("by_big")).Map().Set(protoreflect.ValueOfUint64(1<<40).MapKey(), protoreflect.ValueOfBool(true))
+			r.Mutable(r.Descriptor().Fields().ByName("by_flag")).Map().Set(protoreflect.ValueOfBool(true).MapKey(), protoreflect.ValueOfInt32(1))
 		})
 		var row Row
 		err = m.Map(&Record{Value: rec}, &row)
-		if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != want {
-			t.Errorf("%s: %v, want a dead letter %q", typ, err, want)
+		if me, ok := errors.AsType[*MapError](err); !ok || me.Reason != tc.want {
+			t.Errorf("%s of %s: %v, want a dead letter %q", tc.typ, tc.src, err, tc.want)
 		}
 	}
 }
@@ -153,6 +181,10 @@ func TestMapProtobufNestedDoesNotAllocate(t *testing.T) {
 		set(r, "tags", []string{"a", "b"})
 		attrs := r.Mutable(r.Descriptor().Fields().ByName("attrs")).Map()
 		attrs.Set(protoreflect.ValueOfString("k").MapKey(), protoreflect.ValueOfInt64(5))
+		byCode := r.Mutable(r.Descriptor().Fields().ByName("by_code")).Map()
+		byCode.Set(protoreflect.ValueOfInt32(42).MapKey(), protoreflect.ValueOfString("x"))
+		byFlag := r.Mutable(r.Descriptor().Fields().ByName("by_flag")).Map()
+		byFlag.Set(protoreflect.ValueOfBool(false).MapKey(), protoreflect.ValueOfInt32(1))
 	})}
 	var row Row
 	row.Arena = new(Arena)
@@ -189,7 +221,7 @@ func FuzzMapProtobufNested(f *testing.F) {
 			}
 			return
 		}
-		for _, v := range row.Values[1:7] {
+		for _, v := range slices.Concat(row.Values[1:7], row.Values[8:]) {
 			leafText(t, v)
 		}
 	})

@@ -18,7 +18,9 @@ optional field one time in four (it reads as null); one member of a oneof,
 or none, is set. Prints the records as the table should hold them, as JSON
 rows rendered as deltars.py renders delta-rs's (rowjson.render), sorted the
 same way: the fields of a nested message (not a well-known type) as columns
-<field>_<name>, a repeated field as the list of its values.
+<field>_<name>, a repeated field as the list of its values, a map of scalars
+as the list of its [key, value] entries in key order (the serializer writes
+them in an order of its own).
 """
 import argparse
 import glob
@@ -70,6 +72,16 @@ def fill_message(rng, msg):
         oneof = f.containing_oneof
         if oneof is not None and oneof.name in chosen and chosen[oneof.name] is not f:
             row[f.name] = None
+        elif f.message_type is not None and f.message_type.GetOptions().map_entry:
+            # 0 to 3 entries of scalars, in key order (the body's order is
+            # the serializer's).
+            entries = {}
+            for _ in range(rng.randrange(4)):
+                k, _ = scalar(rng, f.message_type.fields_by_name["key"])
+                v, held = scalar(rng, f.message_type.fields_by_name["value"])
+                getattr(msg, f.name)[k] = v
+                entries[k] = held
+            row[f.name] = [[k, entries[k]] for k in sorted(entries)]
         elif f.is_repeated:
             values = [scalar(rng, f) for _ in range(rng.randrange(4))]
             getattr(msg, f.name).extend(v for v, _ in values)

@@ -199,6 +199,7 @@ var sparkNestedTypes = map[string]map[string]string{
 	"proto_file": {"id": "string", "status": "string", "placed": "timestamp", "total_currency": "string", "total_units": "bigint",
 		"email": "string", "phone": "bigint", "line_sku": "string", "line_qty": "int", "tags": "array<string>",
 		"line": "struct<sku:string,qty:int>"},
+	"proto_map_keys": {"id": "string", "by_code": "map<int,string>"},
 }
 
 // sparkRows are rows as delta-rs reads them (a struct as an object, a

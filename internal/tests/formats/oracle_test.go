@@ -46,7 +46,8 @@ import (
 // from_avro gives them, the JSON Schema one's struct and array columns),
 // the Avro table whose struct columns gained fields mid-stream
 // (avroNestedEvolution: the old rows null in them), and the plain
-// Protobuf topic's struct and array columns (newProtoFileTopic): Spark
+// Protobuf topics' struct and array columns (newProtoFileTopic) and map
+// of int32 keys (newProtoMapKeysTopic): Spark
 // finds exactly the rows produced, with the column types expected, as
 // delta-rs does in the registry tests; and a table of struct, array and
 // map columns deltaflow wrote (nestedSparkTable), value for value.
@@ -125,8 +126,8 @@ func TestAvroTypesMatchFromAvro(t *testing.T) {
 // json_schema one of trip.schema.json's struct and array columns (each
 // with records confluent-kafka's serializer wrote and none bad),
 // avroNestedEvolution's, whose nested columns gained fields mid-stream,
-// and newProtoFileTopic's plain Protobuf one with its struct and array
-// columns, by name, with the local tables deltaflow made of them for
+// newProtoFileTopic's plain Protobuf one with its struct and array
+// columns and newProtoMapKeysTopic's with its map of int32 keys, by name, with the local tables deltaflow made of them for
 // Spark to read and the rows as pyspark renders them (sparkRows).
 func sparkReadTopics(t *testing.T) map[string]*registryTopic {
 	t.Helper()
@@ -154,6 +155,9 @@ func sparkReadTopics(t *testing.T) map[string]*registryTopic {
 	proto := newProtoFileTopic(t, filepath.Join(t.TempDir(), "proto_file"))
 	proto.want = sparkRows(t, proto.uri, proto.want)
 	reads["proto_file"] = proto
+	codes := newProtoMapKeysTopic(t, filepath.Join(t.TempDir(), "proto_map_keys"))
+	codes.want = sparkRows(t, codes.uri, codes.want)
+	reads["proto_map_keys"] = codes
 	return reads
 }
 
