@@ -922,7 +922,11 @@ func (f *fetcher) dispatch(batches []kafka.Batch, tooLarge map[tp]*kafka.BatchTo
 		skip := tooLarge[key]
 		delete(tooLarge, key)
 		last := b.Records[len(b.Records)-1].Offset
-		f.pos[key] = last + 1
+		if f.parked[key] == nil {
+			// Kafka continues after these; with parked records left, it
+			// is after those already (park).
+			f.pos[key] = last + 1
+		}
 		f.send(p, key, b.Records, skip)
 		f.metrics.Lag.WithLabelValues(b.Topic, partitionLabel(b.Partition)).Set(float64(max(0, b.HighWatermark-last-1)))
 	}

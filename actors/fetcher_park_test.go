@@ -244,10 +244,7 @@ func parkedRig(t *testing.T) *fetchRig {
 	g.spawn(0)
 	g.f.between()
 	g.poll(t, 0, 10)
-	g.fill(0)
-	g.cons.mu.Lock()
-	g.cons.fetched = []kafka.Batch{g.batch(10, 20)}
-	g.cons.mu.Unlock()
+	g.fullWithFetched(10, 20, nil)
 	g.f.between()
 	if pk := g.f.parked[g.p]; pk == nil || pk.from != 10 || len(pk.batch.Records) != 10 {
 		t.Fatalf("parked %+v; want offsets 10 to 19, from 10", pk)
@@ -256,6 +253,15 @@ func parkedRig(t *testing.T) *fetchRig {
 		t.Fatal("the partition is still fetched with its table out of room")
 	}
 	return g
+}
+
+// fullWithFetched fills table 0's budget while the client holds the
+// records at offsets [from, to) fetched, and err: Pause hands them over.
+func (g *fetchRig) fullWithFetched(from, to int64, err error) {
+	g.fill(0)
+	g.cons.mu.Lock()
+	defer g.cons.mu.Unlock()
+	g.cons.fetched, g.cons.fetchedErr = []kafka.Batch{g.batch(from, to)}, err
 }
 
 // fill exhausts table i's budget; free empties it.
@@ -314,17 +320,26 @@ func TestFetcherDropsParkedRecordsOnRevoke(t *testing.T) {
 	seeks := len(g.sought(0))
 	g.f.revoked([]tp{g.p})
 	g.f.assigned([]tp{g.p}, []tableStarts{{sink: 0, gen: 1, offsets: map[tp]int64{g.p: 10}}})
+	g.droppedThenRead(t, seeks, 10, "1/0:0-9", "1/10:10-19")
+}
+
+// droppedThenRead checks, once the table has room, that nothing is parked
+// any more and that Kafka was sought once since the seeks-th seek, to from;
+// then Kafka's records from there to 19 go out, and the reader must have
+// been handed want in all.
+func (g *fetchRig) droppedThenRead(t *testing.T, seeks int, from int64, want ...string) {
+	t.Helper()
 	g.free(0)
 	g.f.between()
 	if len(g.f.parked) != 0 || g.f.parkedBytes != 0 {
-		t.Fatalf("parked %v (%d bytes) after the revocation", g.f.parked, g.f.parkedBytes)
+		t.Fatalf("still parked: %v (%d bytes)", g.f.parked, g.f.parkedBytes)
 	}
-	if s := g.sought(seeks); len(s) != 1 || s[0][g.p] != 10 {
-		t.Fatalf("seeks %v; want the partition sought to 10", s)
+	if s := g.sought(seeks); len(s) != 1 || s[0][g.p] != from {
+		t.Fatalf("seeks %v; want the partition sought to %d", s, from)
 	}
 	g.dispatchParked(t)
-	g.poll(t, 10, 20)
-	if got, want := handed(g.readers[0]), []string{"1/0:0-9", "1/10:10-19"}; !slices.Equal(got, want) {
+	g.poll(t, from, 20)
+	if got := handed(g.readers[0]); !slices.Equal(got, want) {
 		t.Fatalf("the reader was handed %v; want %v", got, want)
 	}
 }
@@ -336,19 +351,7 @@ func TestFetcherDropsParkedRecordsBehindTheTable(t *testing.T) {
 	g := parkedRig(t)
 	seeks := len(g.sought(0))
 	g.f.behind(0, 1, g.p, 7, 100, 0)
-	g.free(0)
-	g.f.between()
-	if len(g.f.parked) != 0 {
-		t.Fatalf("parked %v after the table stopped at 7", g.f.parked)
-	}
-	if s := g.sought(seeks); len(s) != 1 || s[0][g.p] != 7 {
-		t.Fatalf("seeks %v; want the partition sought back to 7", s)
-	}
-	g.dispatchParked(t)
-	g.poll(t, 7, 20)
-	if got, want := handed(g.readers[0]), []string{"1/0:0-9", "1/7:7-19"}; !slices.Equal(got, want) {
-		t.Fatalf("the reader was handed %v; want %v", got, want)
-	}
+	g.droppedThenRead(t, seeks, 7, "1/0:0-9", "1/7:7-19")
 }
 
 // The table's pipeline is rebuilt (an aborted epoch) while records are
@@ -439,10 +442,7 @@ func TestFetcherParksWithinItsLimit(t *testing.T) {
 	g.spawn(0)
 	g.f.between()
 	g.poll(t, 0, 10)
-	g.fill(0)
-	g.cons.mu.Lock()
-	g.cons.fetched = []kafka.Batch{g.batch(10, 20)}
-	g.cons.mu.Unlock()
+	g.fullWithFetched(10, 20, nil)
 	seeks := len(g.sought(0))
 	g.f.between()
 	if len(g.f.parked) != 0 {
@@ -473,10 +473,7 @@ func TestFetcherHandsOutParkedRecordsAPollAtATime(t *testing.T) {
 	g.dispatchParked(t) // 10-13
 	g.f.between()
 	g.dispatchParked(t) // 14-17
-	g.fill(0)
-	g.cons.mu.Lock()
-	g.cons.fetched = []kafka.Batch{g.batch(20, 23)}
-	g.cons.mu.Unlock()
+	g.fullWithFetched(20, 23, nil)
 	g.f.between()
 	if pk := g.f.parked[g.p]; pk == nil || pk.from != 18 || len(pk.batch.Records) != 5 {
 		t.Fatalf("parked %+v; want 18 to 22", pk)
@@ -509,11 +506,7 @@ func TestFetcherParkedRecordsThenABatchTooLarge(t *testing.T) {
 	g.spawn(0)
 	g.f.between()
 	g.poll(t, 0, 10)
-	g.fill(0)
-	g.cons.mu.Lock()
-	g.cons.fetched = []kafka.Batch{g.batch(10, 16)}
-	g.cons.fetchedErr = &kafka.BatchTooLargeError{Topic: g.p.Topic, Partition: g.p.Partition, Offset: 16, Next: 20}
-	g.cons.mu.Unlock()
+	g.fullWithFetched(10, 16, &kafka.BatchTooLargeError{Topic: g.p.Topic, Partition: g.p.Partition, Offset: 16, Next: 20})
 	g.f.between()
 	seeks := len(g.sought(0))
 	g.free(0)
@@ -541,5 +534,37 @@ func TestFetcherParkedRecordsThenABatchTooLarge(t *testing.T) {
 	}
 	if s := g.sought(seeks); len(s) != 1 || s[0][g.p] != 20 {
 		t.Fatalf("seeks %v; want Kafka sought past the batch, to 20", s)
+	}
+}
+
+// Parked records handed out a poll at a time leave the partition where
+// Kafka is, after all of them: a pause past parkLimit meanwhile seeks Kafka
+// back to where the parked records end. (It went back to where the records
+// handed out ended, and Kafka fetched again records still parked: the
+// client returned them once more, parked behind themselves, and a CI run
+// found an event twice in its table.)
+func TestFetcherPositionStaysAfterParkedRecords(t *testing.T) {
+	defer func(l int64) { parkLimit = l }(parkLimit)
+	g := parkedRig(t)
+	g.cons.maxPoll = 4
+	g.free(0)
+	g.f.between()
+	g.dispatchParked(t)         // 10-13; 14-19 stay parked
+	parkLimit = g.f.parkedBytes // no room for more
+	g.fullWithFetched(20, 23, nil)
+	seeks := len(g.sought(0))
+	g.f.between()
+	if s := g.sought(seeks); len(s) != 1 || s[0][g.p] != 20 {
+		t.Fatalf("seeks %v; want Kafka sought back to 20, after the parked records", s)
+	}
+	g.free(0)
+	for range 2 {
+		g.f.between()
+		g.dispatchParked(t)
+	}
+	g.poll(t, 20, 23)
+	want := []string{"1/0:0-9", "1/10:10-13", "1/14:14-17", "1/18:18-19", "1/20:20-22"}
+	if got := handed(g.readers[0]); !slices.Equal(got, want) {
+		t.Fatalf("the reader was handed %v; want %v", got, want)
 	}
 }

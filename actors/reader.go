@@ -214,7 +214,15 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 		keys, sequence = u.Keys, u.Sequence
 	}
 	cut := false // the rest of the Fetch is past the limit
+	again := 0   // records before r.expect: read already
 	for _, kr := range m.Records {
+		if kr.Offset < r.expect {
+			// The fetch loop hands a partition's records in order from
+			// where the reader continues; one handed twice is no second
+			// row (exactly once does not rest on the loop alone).
+			again++
+			continue
+		}
 		if r.limit != nil && kr.Offset > r.limit.last {
 			// Records come in order: no offset up to last is left to read.
 			r.lastOffset = max(r.lastOffset, r.limit.last)
@@ -344,6 +352,10 @@ func (r *reader) handleFetch(c actor.Context, m *messages.Fetch) (need int64, sc
 	}
 	r.row.Arena, r.row.Values = nil, nil
 	r.rec = mapping.Record{} // its key and value hold the batch they were decompressed in
+	if again > 0 {
+		r.cfg.logger.Error("records handed again to their reader: skipped", "topic", r.tp.Topic, "partition", r.tp.Partition,
+			"records", again, "continues at", r.expect)
+	}
 	if need == 0 && schema == 0 && !r.evolving {
 		switch {
 		case m.Skip == nil || cut:

@@ -233,3 +233,9 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # deltalake 1.6.6's native threads sometimes abort the interpreter's
+    # shutdown ("terminate called without an active exception") after the
+    # whole answer is out; the answer is the verdict, so skip that shutdown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

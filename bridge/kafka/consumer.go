@@ -154,6 +154,10 @@ type position struct {
 	origin int64 // the offset the partition started at on assignment
 	next   int64 // the next offset Poll will return
 	held   bool  // not fetched: see ledger.Held
+	// setAt is the offset franz-go was last set to, while no record has
+	// come since (-1 else): its group consumer takes a SetOffsets to that
+	// same offset as no move (see [Consumer.setOffsets]).
+	setAt int64
 }
 
 // NewConsumer creates a consumer for cfg.Topic. In group mode it joins the
@@ -341,7 +345,8 @@ func (c *Consumer) assign(ctx context.Context, topic string, ps []int32) (map[in
 		default: // back to where it starts
 			held[p] = false
 		}
-		c.owned[tp] = &position{origin: start[p], next: start[p], held: held[p]}
+		// setAt: franz-go may hold start as a set offset.
+		c.owned[tp] = &position{origin: start[p], next: start[p], held: held[p], setAt: start[p]}
 		if held[p] {
 			holding = append(holding, p)
 		}
@@ -512,7 +517,7 @@ func (c *Consumer) collect(fs kgo.Fetches, ended error) ([]Batch, []error) {
 	c.mu.Lock()
 	for _, b := range batches {
 		if pos := c.owned[ledger.TP{Topic: b.Topic, Partition: b.Partition}]; pos != nil {
-			pos.next = b.Records[len(b.Records)-1].Offset + 1
+			pos.next, pos.setAt = b.Records[len(b.Records)-1].Offset+1, -1
 		}
 	}
 	if c.assignErr != nil {
@@ -557,7 +562,7 @@ func (c *Consumer) taken(fs kgo.Fetches) ([]Batch, error) {
 // poll loop, between two Polls, as Seek.
 func (c *Consumer) Resume(tps ...ledger.TP) ([]Batch, error) {
 	batches, err := c.taken(c.cl.PollRecords(nil, -1))
-	set := map[string]map[int32]kgo.EpochOffset{}
+	var set offsetSet
 	c.mu.Lock()
 	tps = slices.DeleteFunc(slices.Clone(tps), func(tp ledger.TP) bool {
 		pos := c.owned[tp]
@@ -565,12 +570,12 @@ func (c *Consumer) Resume(tps ...ledger.TP) ([]Batch, error) {
 			return pos != nil
 		}
 		if pos.next >= 0 { // else not started yet: nothing fetched to lose
-			setAt(set, tp, pos.next)
+			set.add(tp, pos, pos.next)
 		}
 		return false
 	})
 	c.mu.Unlock()
-	c.cl.SetOffsets(set)
+	c.setOffsets(set)
 	c.cl.ResumeFetchPartitions(byTopic(tps))
 	return batches, err
 }
@@ -579,12 +584,48 @@ func (c *Consumer) Resume(tps ...ledger.TP) ([]Batch, error) {
 // ([Config.MaxPollRecords]).
 func (c *Consumer) MaxPollRecords() int { return c.cfg.MaxPollRecords }
 
-// setAt adds partition tp at offset o to set, as SetOffsets takes them.
-func setAt(set map[string]map[int32]kgo.EpochOffset, tp ledger.TP, o int64) {
+// offsetSet is what [Consumer.setOffsets] moves partitions to: at, and
+// first away for the partitions franz-go would not move otherwise.
+type offsetSet struct {
+	at, away map[string]map[int32]kgo.EpochOffset
+}
+
+// add moves tp to o, and updates its position (pos, under c.mu).
+func (s *offsetSet) add(tp ledger.TP, pos *position, o int64) {
+	if pos.setAt == o {
+		s.away = setAt(s.away, tp, o+1) // any other offset
+	}
+	s.at = setAt(s.at, tp, o)
+	pos.next, pos.setAt = o, o
+}
+
+// setOffsets moves the partitions of set. franz-go's group consumer takes a
+// SetOffsets to the offset it was last set to, with no record returned
+// since, as no move, and so leaves stopped a partition it stopped at a
+// batch too large whose report a SetOffsets dropped (each drops every
+// partition's buffered fetches): such a partition is set to another offset
+// first, which the second SetOffsets drops before anything is returned.
+// Call from the poll loop, without c.mu.
+func (c *Consumer) setOffsets(set offsetSet) {
+	if len(set.away) > 0 {
+		c.cl.SetOffsets(set.away)
+	}
+	if len(set.at) > 0 {
+		c.cl.SetOffsets(set.at)
+	}
+}
+
+// setAt adds partition tp at offset o to set, as SetOffsets takes them,
+// and returns set, made if nil.
+func setAt(set map[string]map[int32]kgo.EpochOffset, tp ledger.TP, o int64) map[string]map[int32]kgo.EpochOffset {
+	if set == nil {
+		set = map[string]map[int32]kgo.EpochOffset{}
+	}
 	if set[tp.Topic] == nil {
 		set[tp.Topic] = map[int32]kgo.EpochOffset{}
 	}
 	set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
+	return set
 }
 
 // byTopic groups partitions by topic, as franz-go takes them.
@@ -605,7 +646,7 @@ func byTopic(tps []ledger.TP) map[string][]int32 {
 // there; others not owned are ignored. Call from the poll loop, between two
 // Polls.
 func (c *Consumer) Seek(offsets map[ledger.TP]int64) {
-	set := map[string]map[int32]kgo.EpochOffset{}
+	var set offsetSet
 	var hold, release []ledger.TP
 	c.mu.Lock()
 	for tp, o := range offsets {
@@ -632,17 +673,14 @@ func (c *Consumer) Seek(offsets map[ledger.TP]int64) {
 		if o < 0 {
 			o = pos.origin
 		}
-		pos.next = o
-		setAt(set, tp, o)
+		set.add(tp, pos, o)
 	}
 	c.mu.Unlock()
 	if len(hold) > 0 {
 		c.cl.PauseFetchPartitions(byTopic(hold))
 		c.log.Info("kafka: partitions held (not fetched)", "partitions", hold)
 	}
-	if len(set) > 0 {
-		c.cl.SetOffsets(set)
-	}
+	c.setOffsets(set)
 	if len(release) > 0 {
 		c.cl.ResumeFetchPartitions(byTopic(release))
 		c.log.Info("kafka: held partitions released", "partitions", release)

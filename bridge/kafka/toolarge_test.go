@@ -102,22 +102,7 @@ func TestBatchTooLargeAfterAPause(t *testing.T) {
 	t.Cleanup(cluster.Close)
 	cfg := Config{Brokers: cluster.ListenAddrs(), Group: "g-" + t.Name()}
 	produceBomb(t, cfg)
-	// Told when a fetch asks for the batch; its answer is buffered soon after.
-	asked := make(chan struct{}, 1)
-	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		for _, rt := range req.(*kmsg.FetchRequest).Topics {
-			for _, rp := range rt.Partitions {
-				if rp.Partition == 0 && rp.FetchOffset == 0 {
-					select {
-					case asked <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}
-		return nil, nil, false
-	})
+	asked := askedForTheBomb(cluster)
 	c := newConsumer(t, cfg, &handler{})
 	p0 := ledger.TP{Topic: topic, Partition: 0}
 	select {
@@ -148,6 +133,27 @@ func TestBatchTooLargeAfterAPause(t *testing.T) {
 	}
 }
 
+// askedForTheBomb tells when a fetch asks for partition 0 at offset 0,
+// produceBomb's batch; its answer is buffered soon after.
+func askedForTheBomb(cluster *kfake.Cluster) chan struct{} {
+	asked := make(chan struct{}, 1)
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		for _, rt := range req.(*kmsg.FetchRequest).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.Partition == 0 && rp.FetchOffset == 0 {
+					select {
+					case asked <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	return asked
+}
+
 // produceBomb writes to partition 0 one zstd record batch that
 // decompresses to 16 MiB, past the 4 MiB kafka.max_decompress_bytes of the
 // tests' consumers, some KiB on the wire.
@@ -161,5 +167,60 @@ func produceBomb(t *testing.T, cfg Config) {
 	defer cl.Close()
 	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 16<<20)}).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSeekRestartsAPartitionStoppedAtABatchTooLarge: franz-go stops a
+// partition at a batch over kafka.max_decompress_bytes until a SetOffsets
+// moves it, and any SetOffsets drops every partition's buffered fetches,
+// the batch's report with them. Its group consumer takes a SetOffsets to
+// the offset it last set as no move at all, so a seek back to the batch
+// after such a loss must still restart the partition. (It did not: a run
+// --until-latest of several tables waited on it for minutes, "partitions
+// with records waiting returned none" each time the loop sought it again.)
+func TestSeekRestartsAPartitionStoppedAtABatchTooLarge(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cfg := Config{Brokers: cluster.ListenAddrs(), Group: "g-" + t.Name()}
+	seed(t, cfg, map[int32]int{1: 2})
+	produceBomb(t, cfg) // partition 0, offset 0
+	asked := askedForTheBomb(cluster)
+	c := newConsumer(t, cfg, &handler{})
+	p0, p1 := ledger.TP{Topic: topic, Partition: 0}, ledger.TP{Topic: topic, Partition: 1}
+	reported := func(timeout time.Duration) bool {
+		for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			_, err := c.Poll(ctx)
+			cancel()
+			if tl, ok := errors.AsType[*BatchTooLargeError](err); ok && tl.Partition == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if !reported(10 * time.Second) {
+		t.Fatal("the batch too large was never reported")
+	}
+	waitAsked := func() {
+		t.Helper()
+		select {
+		case <-asked:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no fetch asked for the batch after the seek")
+		}
+		time.Sleep(300 * time.Millisecond) // its answer buffered
+	}
+	for range len(asked) {
+		<-asked
+	}
+	c.Seek(map[ledger.TP]int64{p0: 0}) // fetch the batch again: reported, and buffered
+	waitAsked()
+	c.Seek(map[ledger.TP]int64{p1: 1}) // drops the buffered report; partition 0 stays stopped
+	c.Seek(map[ledger.TP]int64{p0: 0}) // where it was last set: must restart it all the same
+	if !reported(5 * time.Second) {
+		t.Fatal("after a seek back to the batch, it was never reported again (the partition stayed stopped)")
 	}
 }
