@@ -94,18 +94,23 @@ func (s Summary) String() string {
 
 // memoryLimitOverhead is what the process holds besides the buffered data
 // the budget bounds: the Kafka client's fetches, the polls in flight, the
-// open files' encoders, NATS, the runtime.
-const memoryLimitOverhead = 20 << 20
+// open files' encoders, NATS, the runtime. memoryLimitPerTable is what each
+// table beyond the first adds to it: its committer, snapshot, pipeline and
+// readers (0.3–0.7 MiB measured idle; issue 26's bound is 2 MiB).
+const (
+	memoryLimitOverhead = 20 << 20
+	memoryLimitPerTable = 2 << 20
+)
 
-// memoryLimit sets the soft memory limit to the budget plus the overhead,
-// unless GOMEMLIMIT is set, and returns the limit in force. Without it the
-// garbage collector lets the heap grow to twice what is live, which is most
-// of the daemon's RSS.
-func memoryLimit(budget ByteSize, getenv func(string) string) int64 {
+// memoryLimit sets the soft memory limit to the budget plus the overhead
+// of tables tables, unless GOMEMLIMIT is set, and returns the limit in
+// force. Without it the garbage collector lets the heap grow to twice what
+// is live, which is most of the daemon's RSS.
+func memoryLimit(budget ByteSize, tables int, getenv func(string) string) int64 {
 	if getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1)
 	}
-	limit := int64(budget) + memoryLimitOverhead
+	limit := int64(budget) + memoryLimitOverhead + int64(max(tables-1, 0))*memoryLimitPerTable
 	debug.SetMemoryLimit(limit)
 	return limit
 }
@@ -173,7 +178,7 @@ func run(ctx context.Context, cfg *Config, opts RunOptions, logger *slog.Logger)
 		logger.Warn(w)
 	}
 	if opts.MemoryLimit {
-		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, os.Getenv)).String())
+		logger.Info("memory limit", "bytes", ByteSize(memoryLimit(cfg.Backpressure.MemoryBudget, len(cfg.Routes()), os.Getenv)).String())
 	}
 
 	build := BuildInfo()

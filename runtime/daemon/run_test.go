@@ -414,18 +414,21 @@ func TestEnsureUpsertTable(t *testing.T) {
 }
 
 // TestMemoryLimit: the daemon's soft memory limit is the budget plus the
-// overhead, unless GOMEMLIMIT says otherwise.
+// overhead, and a little more for each table beyond the first, unless
+// GOMEMLIMIT says otherwise.
 func TestMemoryLimit(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	if got, want := memoryLimit(16<<20, getenv), int64(16<<20+memoryLimitOverhead); got != want || debug.SetMemoryLimit(-1) != want {
-		t.Fatalf("limit %d, want %d", got, want)
+	for tables, want := range map[int]int64{1: 16<<20 + memoryLimitOverhead, 3: 16<<20 + memoryLimitOverhead + 2*memoryLimitPerTable} {
+		if got := memoryLimit(16<<20, tables, getenv); got != want || debug.SetMemoryLimit(-1) != want {
+			t.Fatalf("%d tables: limit %d, want %d", tables, got, want)
+		}
 	}
 	debug.SetMemoryLimit(prev)
 	env["GOMEMLIMIT"] = "1GiB"
-	if got := memoryLimit(16<<20, getenv); got != prev || debug.SetMemoryLimit(-1) != prev {
+	if got := memoryLimit(16<<20, 1, getenv); got != prev || debug.SetMemoryLimit(-1) != prev {
 		t.Fatalf("with GOMEMLIMIT set the limit changed to %d (was %d)", got, prev)
 	}
 }
