@@ -94,11 +94,14 @@ func (s Summary) String() string {
 
 // memoryLimitOverhead is what the process holds besides the buffered data
 // the budget bounds: the Kafka client's fetches, the polls in flight, the
-// open files' encoders, NATS, the runtime. memoryLimitPerTable is what each
-// table beyond the first adds to it: its committer, snapshot, pipeline and
+// open files' encoders, NATS, the runtime. 16 MiB, not 20: the binary's
+// own resident pages grew (half of a 1 M-event drain's peak RSS), and the
+// Pi's 64 MiB matters more than the 7% of drain throughput the collector's
+// extra work costs (docs/performance.md). memoryLimitPerTable is what each
+// table beyond the first adds: its committer, snapshot, pipeline and
 // readers (0.3–0.7 MiB measured idle; issue 26's bound is 2 MiB).
 const (
-	memoryLimitOverhead = 20 << 20
+	memoryLimitOverhead = 16 << 20
 	memoryLimitPerTable = 2 << 20
 )
 
