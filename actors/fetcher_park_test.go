@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -566,5 +567,22 @@ func TestFetcherPositionStaysAfterParkedRecords(t *testing.T) {
 	want := []string{"1/0:0-9", "1/10:10-13", "1/14:14-17", "1/18:18-19", "1/20:20-22"}
 	if got := handed(g.readers[0]); !slices.Equal(got, want) {
 		t.Fatalf("the reader was handed %v; want %v", got, want)
+	}
+}
+
+// A paused partition's lag counts its parked records: Kafka's starts
+// after them, and they are read by no table yet.
+func TestFetcherLagCountsParkedRecords(t *testing.T) {
+	g := parkedRig(t) // 10-19 parked, Kafka at 20
+	g.cons.mu.Lock()
+	g.cons.lag = map[tp]int64{g.p: 5} // the brokers hold up to offset 24
+	g.cons.mu.Unlock()
+	lag, err := g.f.lagNow(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := testutil.ToFloat64(g.f.metrics.Lag.WithLabelValues(g.p.Topic, partitionLabel(g.p.Partition)))
+	if lag[g.p] != 15 || gauge != 15 {
+		t.Fatalf("lag %d, gauge %v; want 15: the 10 parked records and Kafka's 5", lag[g.p], gauge)
 	}
 }

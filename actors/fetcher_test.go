@@ -28,8 +28,9 @@ type scriptedConsumer struct {
 	// fetched is what the client has fetched and not returned yet: Pause
 	// hands it over.
 	fetched    []kafka.Batch
-	fetchedErr error // what Pause reports with fetched
-	maxPoll    int   // MaxPollRecords; 0: 2048
+	fetchedErr error        // what Pause reports with fetched
+	maxPoll    int          // MaxPollRecords; 0: 2048
+	lag        map[tp]int64 // what Lag reports
 }
 
 func (c *scriptedConsumer) CommitOffsets(context.Context, map[tp]int64) error { return nil }
@@ -38,7 +39,11 @@ func (c *scriptedConsumer) Resume(...tp) ([]kafka.Batch, error)               { 
 func (c *scriptedConsumer) Owned() []tp                                       { return c.owned }
 func (c *scriptedConsumer) Close()                                            {}
 func (c *scriptedConsumer) EndOffsets(context.Context) (map[tp]int64, error)  { return nil, nil }
-func (c *scriptedConsumer) Lag(context.Context) (map[tp]int64, error)         { return nil, nil }
+func (c *scriptedConsumer) Lag(context.Context) (map[tp]int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.lag), nil
+}
 func (c *scriptedConsumer) TopicLogs(context.Context, string) (ledger.TopicLogs, error) {
 	return ledger.TopicLogs{}, nil
 }

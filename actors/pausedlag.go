@@ -27,7 +27,9 @@ func (f *fetcher) measureLag(ctx context.Context) {
 }
 
 // lagNow asks the brokers for each owned partition's lag, within
-// pausedLagTimeout, and sets deltaflow_lag_records from it.
+// pausedLagTimeout, and sets deltaflow_lag_records from it. Kafka's lag
+// starts after the records parked for a partition (fetched, handed to no
+// table yet): they are counted too.
 func (f *fetcher) lagNow(ctx context.Context) (map[tp]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, pausedLagTimeout)
 	defer cancel()
@@ -36,6 +38,10 @@ func (f *fetcher) lagNow(ctx context.Context) (map[tp]int64, error) {
 		return nil, err
 	}
 	for p, n := range lag {
+		if pk := f.parked[p]; pk != nil {
+			n += int64(len(pk.batch.Records))
+			lag[p] = n
+		}
 		f.metrics.Lag.WithLabelValues(p.Topic, partitionLabel(p.Partition)).Set(float64(n))
 	}
 	return lag, nil
