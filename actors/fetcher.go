@@ -599,15 +599,23 @@ func (f *fetcher) updateActive() {
 func (f *fetcher) park(batches []kafka.Batch, err error) {
 	for _, b := range batches {
 		p := tp{Topic: b.Topic, Partition: b.Partition}
-		if len(b.Records) == 0 {
-			continue
-		}
-		n := recordBytes(b.Records)
 		pk := f.parked[p]
 		pos, known := f.pos[p]
 		if !known {
 			pos = -1 // where the partition starts: Kafka was there (see reposition)
+		} else if len(b.Records) > 0 && b.Records[0].Offset < pos {
+			// Kafka continues at pos: records before it were parked or
+			// handed out already, and parked behind themselves they
+			// would go out out of order.
+			f.logger.Error("kafka returned records before where it continues: dropped", "topic", p.Topic,
+				"partition", p.Partition, "first", b.Records[0].Offset, "continues at", pos)
+			i, _ := slices.BinarySearchFunc(b.Records, pos, func(r *kgo.Record, off int64) int { return cmpOffset(r.Offset, off) })
+			b.Records = b.Records[i:]
 		}
+		if len(b.Records) == 0 {
+			continue
+		}
+		n := recordBytes(b.Records)
 		if !f.active[p] && (!known || f.parkedBytes+n > parkLimit) {
 			f.cons.Seek(map[tp]int64{p: pos})
 			continue

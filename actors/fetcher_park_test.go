@@ -586,3 +586,23 @@ func TestFetcherLagCountsParkedRecords(t *testing.T) {
 		t.Fatalf("lag %d, gauge %v; want 15: the 10 parked records and Kafka's 5", lag[g.p], gauge)
 	}
 }
+
+// Records the client returns again, before where Kafka continues, are not
+// parked behind the ones parked already: a parked batch stays in order
+// (out of order, a Fetch held offsets twice, and the binary search that
+// finds where a table continues could skip records).
+func TestFetcherParksRecordsInOrder(t *testing.T) {
+	g := parkedRig(t) // 10-19 parked, Kafka at 20
+	g.f.park([]kafka.Batch{g.batch(15, 25)}, nil)
+	pk := g.f.parked[g.p]
+	var got, want []int64
+	for i, r := range pk.batch.Records {
+		got, want = append(got, r.Offset), append(want, int64(10+i))
+	}
+	if len(got) != 15 || !slices.Equal(got, want) {
+		t.Fatalf("parked %v; want 10 to 24 once each, in order", got)
+	}
+	if g.f.pos[g.p] != 25 {
+		t.Fatalf("position %d; want 25", g.f.pos[g.p])
+	}
+}
