@@ -660,10 +660,14 @@ func (h *harness) waitMirrorMatchesLog() {
 
 func ctx(t *testing.T) context.Context { return t.Context() }
 
-// waitFor polls cond for up to 10 s.
+// waitFor polls cond for up to 30 s: a hang detector, not a timing
+// check. Many first waits hold an engine's start (a Kafka group join),
+// which under -race on a loaded CI machine once took more than 10 s
+// (TestRecordsWaitForTheirSchema, TestUpsertKeyIndex; both pass in 1–3 s
+// and in 50 runs each here).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	waitWithin(t, 10*time.Second, cond)
+	waitWithin(t, 30*time.Second, cond)
 }
 
 // waitWithin polls cond for up to d.

@@ -60,9 +60,8 @@ func TestRecordsWaitForTheirSchema(t *testing.T) {
 	r := h.start(Config{}, nil)
 	defer r.stop(t)
 	// The v1 records before the first v2 one of each partition commit;
-	// the rest waits for schema v2. (The first wait holds the engine's
-	// start: as waitCommitted's, 30 s, for -race on a loaded machine.)
-	waitWithin(t, 30*time.Second, func() bool { return h.health.Degraded()[componentSchemaRegistry] != "" })
+	// the rest waits for schema v2.
+	waitFor(t, func() bool { return h.health.Degraded()[componentSchemaRegistry] != "" })
 	time.Sleep(time.Second) // a flush interval and more
 	if got := committedRecords(h); got >= int64(h.records) {
 		t.Fatalf("%d records committed while schema %d was unreachable", got, v2)
