@@ -235,16 +235,23 @@ func seqOffsets(from, to int64) []int64 {
 	return out
 }
 
-// parkedRig is a fetch rig whose one table read offsets 0 to 9 and then
-// ran out of room, while the client held 10 to 19 fetched: the loop paused
-// the partition and parked those.
-func parkedRig(t *testing.T) *fetchRig {
+// readTen is a fetch rig whose one table has read offsets 0 to 9.
+func readTen(t *testing.T) *fetchRig {
 	t.Helper()
 	g := newFetchRig(t, "plugs")
 	g.assign()
 	g.spawn(0)
 	g.f.between()
 	g.poll(t, 0, 10)
+	return g
+}
+
+// parkedRig is a fetch rig whose one table read offsets 0 to 9 and then
+// ran out of room, while the client held 10 to 19 fetched: the loop paused
+// the partition and parked those.
+func parkedRig(t *testing.T) *fetchRig {
+	t.Helper()
+	g := readTen(t)
 	g.fullWithFetched(10, 20, nil)
 	g.f.between()
 	if pk := g.f.parked[g.p]; pk == nil || pk.from != 10 || len(pk.batch.Records) != 10 {
@@ -438,11 +445,7 @@ func TestFetcherParkedRecordsAndABatchTooLarge(t *testing.T) {
 func TestFetcherParksWithinItsLimit(t *testing.T) {
 	defer func(l int64) { parkLimit = l }(parkLimit)
 	parkLimit = 5 * recordOverhead
-	g := newFetchRig(t, "plugs")
-	g.assign()
-	g.spawn(0)
-	g.f.between()
-	g.poll(t, 0, 10)
+	g := readTen(t)
 	g.fullWithFetched(10, 20, nil)
 	seeks := len(g.sought(0))
 	g.f.between()
@@ -501,12 +504,8 @@ func TestFetcherHandsOutParkedRecordsAPollAtATime(t *testing.T) {
 // go out a poll at a time, never with the first (the readers would move
 // past the rest), and Kafka is sought past it.
 func TestFetcherParkedRecordsThenABatchTooLarge(t *testing.T) {
-	g := newFetchRig(t, "plugs")
+	g := readTen(t)
 	g.cons.maxPoll = 4
-	g.assign()
-	g.spawn(0)
-	g.f.between()
-	g.poll(t, 0, 10)
 	g.fullWithFetched(10, 16, &kafka.BatchTooLargeError{Topic: g.p.Topic, Partition: g.p.Partition, Offset: 16, Next: 20})
 	g.f.between()
 	seeks := len(g.sought(0))

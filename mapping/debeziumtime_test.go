@@ -96,18 +96,11 @@ func TestMapDebeziumTemporalJSON(t *testing.T) {
 		t.Fatalf("%d samples, want %d", len(samples), len(debeziumTemporalWants))
 	}
 	for i, s := range samples {
-		var row Row
-		err := m.Map(&Record{Key: s.Key, Value: s.Value, Offset: s.Offset}, &row)
-		switch {
-		case s.Value == nil:
-			if !errors.Is(err, ErrSkip) {
-				t.Errorf("#%d (a tombstone): %v, want ErrSkip", i, err)
-			}
+		row, ok := mapSample(t, m, i, &Record{Key: s.Key, Value: s.Value, Offset: s.Offset}, s.Value == nil)
+		if !ok {
 			continue
-		case err != nil:
-			t.Errorf("#%d: %v", i, err)
-			continue
-		case row.Delete != (i == 5):
+		}
+		if row.Delete != (i == 5) {
 			t.Errorf("#%d: delete %v", i, row.Delete)
 		}
 		want := debeziumTemporalWants[i]
@@ -250,16 +243,8 @@ func TestMapDebeziumTemporalAvro(t *testing.T) {
 			value = wire(1, debeziumAvroEvent(t, envelope, s.Value))
 		}
 		recs = append(recs, &Record{Value: value, Offset: int64(i)})
-		var row Row
-		err := m.Map(recs[i], &row)
-		switch {
-		case s.Value == nil:
-			if !errors.Is(err, ErrSkip) {
-				t.Errorf("#%d (a tombstone): %v, want ErrSkip", i, err)
-			}
-			continue
-		case err != nil:
-			t.Errorf("#%d: %v", i, err)
+		row, ok := mapSample(t, m, i, recs[i], s.Value == nil)
+		if !ok {
 			continue
 		}
 		want := debeziumTemporalWants[i]
@@ -348,4 +333,23 @@ func TestAvroDebeziumTemporalKinds(t *testing.T) {
 			t.Errorf("%v, want cdate out of range", err)
 		}
 	}
+}
+
+// mapSample maps sample i, rec, with m: a tombstone must be skipped
+// (ErrSkip), anything else mapped. It reports whether a row came out.
+func mapSample(t *testing.T, m *Mapper, i int, rec *Record, tombstone bool) (Row, bool) {
+	t.Helper()
+	var row Row
+	err := m.Map(rec, &row)
+	switch {
+	case tombstone:
+		if !errors.Is(err, ErrSkip) {
+			t.Errorf("#%d (a tombstone): %v, want ErrSkip", i, err)
+		}
+		return row, false
+	case err != nil:
+		t.Errorf("#%d: %v", i, err)
+		return row, false
+	}
+	return row, true
 }
