@@ -90,7 +90,6 @@ func TestReaderSkipsRecordsReadAlready(t *testing.T) {
 	r.system.Root.Send(r.reader, &messages.Fetch{Gen: 1, Topic: r.tp.Topic, Partition: r.tp.Partition, From: 10, Records: recs, Done: func() {}})
 	r.within("the Fetches' rows handed to the pipeline", func() bool { return count[*routeRows](r.pipeline) >= 2 })
 	r.system.Root.Send(r.reader, &messages.Seal{Gen: 1, Epoch: 0})
-	r.answer()
 	if sealed := r.sealed(); sealed.LastOffset != 14 || sealed.Records != 15 {
 		t.Fatalf("sealed %+v; want offsets up to 14, 15 records", sealed)
 	}
@@ -106,6 +105,7 @@ type readerRig struct {
 	bufferPID, reader           *actor.PID
 	tp                          tp
 	sim                         *sim.Sim
+	answered                    int // the pipeline's messages answer has gone through
 }
 
 func newReaderRig(t *testing.T) *readerRig {
@@ -152,11 +152,12 @@ func (r *readerRig) within(what string, cond func() bool) {
 	}
 }
 
-// answer plays the pipeline: every buffer asked for so far is the rig's,
-// and gets its rows. It returns how many it answered.
+// answer plays the pipeline: every buffer asked for since the last answer
+// is the rig's, and gets its rows. It returns how many it answered.
 func (r *readerRig) answer() int {
 	r.pipeline.mu.Lock()
-	asks := append([]any(nil), r.pipeline.got...)
+	asks := append([]any(nil), r.pipeline.got[r.answered:]...)
+	r.answered = len(r.pipeline.got)
 	r.pipeline.mu.Unlock()
 	n := 0
 	for _, a := range asks {
@@ -169,10 +170,14 @@ func (r *readerRig) answer() int {
 	return n
 }
 
-// sealed waits for the reader's one Sealed and returns it.
+// sealed waits for the reader's one Sealed, answering the pipeline's asks
+// as they come (the Seal waits for them), and returns it.
 func (r *readerRig) sealed() *messages.Sealed {
 	r.t.Helper()
-	r.within("the epoch sealed", func() bool { return count[*messages.Sealed](r.committer) == 1 })
+	r.within("the epoch sealed", func() bool {
+		r.answer()
+		return count[*messages.Sealed](r.committer) == 1
+	})
 	r.committer.mu.Lock()
 	defer r.committer.mu.Unlock()
 	for _, m := range r.committer.got {
